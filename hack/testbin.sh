@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Obtain the test binaries at the versions pinned in hack/versions.env:
+# etcd, kube-apiserver, kubectl, helm and actionlint.
+#
+#   hack/testbin.sh          build what is missing; print the directory that holds the binaries
+#   hack/testbin.sh --dir    print that directory only (builds nothing)
+#
+# Binaries that KUBEBUILDER_ASSETS already holds (etcd, kube-apiserver, kubectl) are not built: the test
+# environment takes them from there first. Everything else is built from the Go module proxy into a cache
+# outside the repo ($DBUSER_OPERATOR_CACHE, default ~/.cache/dbuser-operator). Idempotent: a binary that is
+# already built is kept, so a warm run takes well under a second.
+set -euo pipefail
+
+# shellcheck source=versions.env
+source "$(dirname "${BASH_SOURCE[0]}")/versions.env"
+
+CACHE=${DBUSER_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dbuser-operator}
+BIN="$CACHE/testbin/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-helm-$HELM_VERSION-actionlint-$ACTIONLINT_VERSION"
+SRC="$CACHE/testbin/src"
+
+if [[ "${1:-}" == "--dir" ]]; then
+  echo "$BIN"
+  exit 0
+fi
+
+log() { printf '[testbin %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# Present already, here or in KUBEBUILDER_ASSETS?
+have() {
+  [[ -x "$BIN/$1" ]] || [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "$KUBEBUILDER_ASSETS/$1" ]]
+}
+
+need_go() {
+  command -v go >/dev/null || { log "Go is required to build the test binaries (apt-get install golang-go)"; exit 1; }
+  export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+  export GOPATH="${GOPATH:-$CACHE/go}" GOCACHE="${GOCACHE:-$CACHE/go-build}"
+}
+
+build_etcd() {
+  have etcd && return
+  need_go
+  local dir="$SRC/etcd-$ETCD_VERSION"
+  mkdir -p "$dir"
+  log "building etcd $ETCD_VERSION"
+  cat >"$dir/main.go" <<'GO'
+// Command etcd is the upstream etcd server entry point, built for tests.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+  if [[ ! -f "$dir/go.sum" ]]; then
+    (cd "$dir" && rm -f go.mod && go mod init dbuser-operator.local/testbin/etcd 2>/dev/null \
+      && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" 2>&1 | grep -v '^go: \(downloading\|added\)' >&2 || true)
+  fi
+  (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$BIN/etcd.tmp" .)
+  mv "$BIN/etcd.tmp" "$BIN/etcd"
+}
+
+# kube-apiserver and kubectl come from one wrapper module over k8s.io/kubernetes, so they share compiled
+# packages. Upstream replaces every staging module with ./staging/src/...; a module outside the repo must
+# replace each with its published v0.<minor>.<patch> instead. The list is generated from upstream's go.mod.
+write_kube_wrapper() {
+  local dir=$1 staging upstream_mod
+  staging="v0.${KUBERNETES_VERSION#v1.}"
+  log "generating the wrapper module for k8s.io/kubernetes $KUBERNETES_VERSION (staging $staging)"
+  upstream_mod=$(cd "$dir" && GOFLAGS= go list -m -f '{{.GoMod}}' "k8s.io/kubernetes@$KUBERNETES_VERSION")
+  {
+    echo "module dbuser-operator.local/testbin/kube"
+    echo
+    grep -E '^go ' "$upstream_mod"
+    grep -E '^godebug ' "$upstream_mod" || true
+    echo
+    echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
+    echo
+    echo "replace ("
+    awk '/=> \.\/staging\/src\//{print $1}' "$upstream_mod" | while read -r module; do
+      # Only the staging modules upstream requires: the others (samples) are not all published.
+      if grep -qE "^[[:space:]]+$module v0\.0\.0\$" "$upstream_mod"; then
+        printf '\t%s => %s %s\n' "$module" "$module" "$staging"
+      fi
+    done
+    echo ")"
+  } >"$dir/go.mod.tmp"
+  mv "$dir/go.mod.tmp" "$dir/go.mod"
+}
+
+build_kube() {
+  have kube-apiserver && have kubectl && return
+  need_go
+  local dir="$SRC/kube-$KUBERNETES_VERSION" minor ldflags pkg cmd
+  mkdir -p "$dir"
+  [[ -f "$dir/go.mod" ]] || write_kube_wrapper "$dir"
+  # The version ldflags of hack/lib/version.sh, so that /version and `kubectl version` tell the truth.
+  minor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)
+  ldflags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  for cmd in kube-apiserver kubectl; do
+    have "$cmd" && continue
+    log "building $cmd $KUBERNETES_VERSION (cold: about 10 minutes on 2 cores; cached afterwards)"
+    (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" go build -trimpath -ldflags "$ldflags" \
+      -o "$BIN/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd")
+    mv "$BIN/$cmd.tmp" "$BIN/$cmd"
+  done
+}
+
+go_install() { # name module-path version [extra ldflags]
+  have "$1" && return
+  need_go
+  log "building $1 $3"
+  GOBIN="$BIN" go install -trimpath -ldflags "-s -w ${4:-}" "$2@$3"
+}
+
+start=$SECONDS
+mkdir -p "$BIN" "$SRC"
+build_etcd
+build_kube
+go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+go_install actionlint github.com/rhysd/actionlint/cmd/actionlint "$ACTIONLINT_VERSION"
+log "test binaries ready in $BIN ($((SECONDS - start)) s)"
+echo "$BIN"
