@@ -1,0 +1,93 @@
+"""A server process with its output in a log file, started and stopped cleanly."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+
+class ProcessFailedError(RuntimeError):
+    """A server exited, or did not become ready in time; the message carries its log's last lines."""
+
+
+class ManagedProcess:
+    """One child process of a local test server, in its own session, logging to ``log_path``."""
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.log_path = log_path
+        self._env = dict(env) if env is not None else None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the process was started and has not exited."""
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> None:
+        """Start the process; its stdout and stderr are appended to the log file."""
+        if self.running:
+            return
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            log.write(f"--- starting: {' '.join(self.argv)}\n".encode())
+            log.flush()
+            self._process = subprocess.Popen(  # noqa: S603 - argv is built by this package, not a shell
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self._env,
+                start_new_session=True,
+            )
+
+    def wait_ready(self, probe: Callable[[], bool], timeout: float, interval: float = 0.1) -> None:
+        """Poll ``probe`` until it is true; raise :class:`ProcessFailedError` on exit or timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.running:
+                raise ProcessFailedError(f"{self.name} exited during start-up:\n{self.log_tail()}")
+            if probe():
+                return
+            time.sleep(interval)
+        raise ProcessFailedError(f"{self.name} was not ready within {timeout:.0f} s:\n{self.log_tail()}")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after ``timeout`` seconds; waits for the exit."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def pause(self) -> None:
+        """SIGSTOP: the process keeps its sockets open but answers nothing (a hung server)."""
+        if self._process is not None:
+            self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after :meth:`pause`."""
+        if self._process is not None:
+            self._process.send_signal(signal.SIGCONT)
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last lines of the log, for error messages."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
