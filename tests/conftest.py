@@ -1,0 +1,162 @@
+"""Session fixtures for the real test environment: API server, MySQL server, CRDs, kubectl and helm.
+
+Every integration fixture uses a real component (DESIGN.md §7); which one depends on the environment:
+``KUBECONFIG`` names an existing cluster (kind in the users' CI), ``MYSQL_URL`` an existing MySQL server.
+Otherwise the servers are started here from the test binaries (``hack/testbin.sh``) and the machine's
+MariaDB. Component logs are kept, and their last lines printed, when a test fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes_asyncio import client
+
+from dbuser_operator.envtest import (
+    Binaries,
+    KubeCluster,
+    LocalMySQLServer,
+    MySQLServer,
+    connect_cluster,
+    install_crds,
+    provide_mysql,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+_KEPT_LOGS = pytest.StashKey[Path]()
+
+Runner = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def read_pins() -> dict[str, str]:
+    """The pinned versions of hack/versions.env."""
+    pins = {}
+    for line in (REPO / "hack" / "versions.env").read_text().splitlines():
+        assignment = line.split("#", 1)[0].strip()
+        if "=" in assignment:
+            key, value = assignment.split("=", 1)
+            pins[key.strip()] = value.strip()
+    return pins
+
+
+def testbin_directory() -> Path:
+    """Where hack/testbin.sh puts the binaries (``DBUSER_OPERATOR_TESTBIN`` overrides)."""
+    configured = os.environ.get("DBUSER_OPERATOR_TESTBIN")
+    if configured:
+        return Path(configured)
+    script = REPO / "hack" / "testbin.sh"
+    return Path(subprocess.run([script, "--dir"], capture_output=True, text=True, check=True).stdout.strip())
+
+
+@pytest.fixture(scope="session")
+def envtest_workdir(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A temporary directory for the servers' state and logs; kept when a test failed."""
+    path = Path(tempfile.mkdtemp(prefix="dbuser-operator-test-"))
+    yield path
+    if request.session.testsfailed:
+        request.config.stash[_KEPT_LOGS] = path
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """After failures: where the component logs are, and their last lines."""
+    kept = config.stash.get(_KEPT_LOGS, None)
+    if kept is None:
+        return
+    terminalreporter.section("test environment logs")
+    terminalreporter.write_line(f"kept in {kept}")
+    for log in sorted(kept.rglob("*.log")):
+        lines = log.read_text(errors="replace").splitlines()[-30:]
+        terminalreporter.write_line(f"--- {log.relative_to(kept)} (last {len(lines)} lines)")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def binaries() -> Binaries:
+    """The test binaries: ``KUBEBUILDER_ASSETS`` first, then those hack/testbin.sh built."""
+    return Binaries.from_environment(testbin_directory())
+
+
+@pytest.fixture(scope="session")
+def kube(binaries: Binaries, envtest_workdir: Path) -> Iterator[KubeCluster]:
+    """A real API server: ``KUBECONFIG``'s cluster, or etcd + kube-apiserver started here."""
+    cluster = connect_cluster(binaries, envtest_workdir / "kube")
+    yield cluster
+    if cluster.control_plane is not None:
+        cluster.control_plane.stop()
+
+
+@pytest.fixture(scope="session")
+async def kube_api(kube: KubeCluster) -> AsyncIterator[client.ApiClient]:
+    """An admin API client for the whole session."""
+    async with kube.api_client() as api:
+        yield api
+
+
+@pytest.fixture(scope="session")
+async def crds(kube_api: client.ApiClient) -> list[str]:
+    """The project's CRDs from crds/, installed and Established."""
+    return await install_crds(kube_api, REPO / "crds")
+
+
+@pytest.fixture(scope="session")
+def mysql_provider(envtest_workdir: Path) -> Iterator[MySQLServer | LocalMySQLServer]:
+    """Where the MySQL server comes from: ``MYSQL_URL``, a container, or a local server we control."""
+    with provide_mysql(envtest_workdir / "mysql") as provided:
+        yield provided
+
+
+@pytest.fixture(scope="session")
+def mysql(mysql_provider: MySQLServer | LocalMySQLServer) -> MySQLServer:
+    """Admin connection details of a real MySQL-compatible server."""
+    return mysql_provider.admin if isinstance(mysql_provider, LocalMySQLServer) else mysql_provider
+
+
+def _runner(binary: Path, env: dict[str, str]) -> Runner:
+    def run(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(binary), *args], capture_output=True, text=True, check=check, env=env, timeout=timeout
+        )
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def kubectl(binaries: Binaries, kube: KubeCluster) -> Runner:
+    """Run the pinned real kubectl as the admin: ``kubectl("get", "dbu", "-A")``."""
+    return _runner(binaries.path("kubectl"), {**os.environ, "KUBECONFIG": str(kube.kubeconfig)})
+
+
+@pytest.fixture(scope="session")
+def helm(binaries: Binaries, kube: KubeCluster, envtest_workdir: Path) -> Runner:
+    """Run the pinned real helm as the admin, with its state kept in the test directory."""
+    home = envtest_workdir / "helm"
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(kube.kubeconfig),
+        "HELM_CACHE_HOME": str(home / "cache"),
+        "HELM_CONFIG_HOME": str(home / "config"),
+        "HELM_DATA_HOME": str(home / "data"),
+    }
+    return _runner(binaries.path("helm"), env)
+
+
+@pytest.fixture
+async def namespace(kube_api: client.ApiClient) -> AsyncIterator[str]:
+    """A fresh namespace for one test (locally no namespace controller removes it: it stays Terminating)."""
+    name = f"test-{uuid.uuid4().hex[:10]}"
+    core = client.CoreV1Api(kube_api)
+    await core.create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=name)), _request_timeout=30
+    )
+    yield name
+    await core.delete_namespace(name, _request_timeout=30)

@@ -1,0 +1,59 @@
+"""The MySQL half of the test environment is a real server."""
+
+from __future__ import annotations
+
+import secrets
+
+import aiomysql
+import pymysql
+import pytest
+
+from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
+
+pytestmark = pytest.mark.integration
+
+
+async def _connect(server: MySQLServer, user: str, password: str) -> aiomysql.Connection:
+    return await aiomysql.connect(
+        host=server.host, port=server.port, user=user, password=password, connect_timeout=5, autocommit=True
+    )
+
+
+async def test_aiomysql_creates_a_user_that_can_log_in_and_drops_it(mysql: MySQLServer) -> None:
+    user = f"smoke_{secrets.token_hex(4)}"
+    password = "p'a\"s`s;--" + secrets.token_hex(4)
+    admin = await _connect(mysql, mysql.user, mysql.password)
+    try:
+        async with admin.cursor() as cursor:
+            await cursor.execute("SELECT VERSION()")
+            (version,) = await cursor.fetchone()
+            assert version
+            # With parameters, pymysql formats the query with %: a literal % is written %%.
+            await cursor.execute(f"CREATE USER '{user}'@'%%' IDENTIFIED BY %s", (password,))
+
+        login = await _connect(mysql, user, password)
+        async with login.cursor() as cursor:
+            await cursor.execute("SELECT CURRENT_USER()")
+            assert (await cursor.fetchone())[0] == f"{user}@%"
+        login.close()
+
+        async with admin.cursor() as cursor:
+            await cursor.execute(f"DROP USER '{user}'@'%'")
+        with pytest.raises(pymysql.err.OperationalError) as refused:
+            await _connect(mysql, user, password)
+        assert refused.value.args[0] == 1045  # access denied
+    finally:
+        admin.close()
+
+
+def test_local_server_survives_a_stop_and_start(mysql_provider: MySQLServer | LocalMySQLServer) -> None:
+    """Tests of an unreachable database stop and start the local server; state and port persist."""
+    if not isinstance(mysql_provider, LocalMySQLServer):
+        pytest.skip("the server is not ours to stop (MYSQL_URL or a container)")
+    mysql_provider.stop()
+    with pytest.raises(pymysql.err.OperationalError):
+        mysql_provider.admin.connect()
+    mysql_provider.start()
+    with mysql_provider.admin.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)

@@ -1,0 +1,69 @@
+"""Pure pieces of the test environment: certificates, URLs, binary lookup, CRD files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+
+from dbuser_operator.envtest import Binaries, MySQLServer
+from dbuser_operator.envtest.binaries import BinaryNotFoundError
+from dbuser_operator.envtest.crds import read_crds
+from dbuser_operator.envtest.pki import CertificateAuthority
+from tests.conftest import REPO
+
+
+def test_client_certificates_carry_user_and_groups_and_chain_to_the_ca() -> None:
+    authority = CertificateAuthority()
+    pair = authority.issue_client("alice", ["system:masters", "team-a"])
+    cert = x509.load_pem_x509_certificate(pair.cert_pem)
+    ca = x509.load_pem_x509_certificate(authority.cert_pem)
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "alice"
+    assert [a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)] == [
+        "system:masters",
+        "team-a",
+    ]
+    cert.verify_directly_issued_by(ca)
+
+
+def test_serving_certificates_name_the_loopback_address() -> None:
+    pair = CertificateAuthority().issue_server(["localhost"], ["127.0.0.1"])
+    sans = x509.load_pem_x509_certificate(pair.cert_pem).extensions.get_extension_for_class(
+        x509.SubjectAlternativeName
+    )
+    assert sans.value.get_values_for_type(x509.DNSName) == ["localhost"]
+    assert [str(ip) for ip in sans.value.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+
+
+def test_mysql_url_is_parsed_and_the_password_never_shows() -> None:
+    server = MySQLServer.from_url("mysql://root:s%40cret@db.example:3307/")
+    assert (server.host, server.port, server.user, server.password) == ("db.example", 3307, "root", "s@cret")
+    assert "s@cret" not in repr(server)
+    assert "cret" not in repr(server)
+    assert MySQLServer.from_url(server.url) == server
+    with pytest.raises(ValueError, match="mysql://"):
+        MySQLServer.from_url("postgres://x@y/")
+
+
+def test_binaries_prefer_kubebuilder_assets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assets, built = tmp_path / "assets", tmp_path / "built"
+    for directory in (assets, built):
+        directory.mkdir()
+        (directory / "etcd").write_text("#!/bin/sh\n")
+        (directory / "etcd").chmod(0o755)
+    monkeypatch.setenv("KUBEBUILDER_ASSETS", str(assets))
+    assert Binaries.from_environment(built).path("etcd") == assets / "etcd"
+    monkeypatch.delenv("KUBEBUILDER_ASSETS")
+    assert Binaries.from_environment(built).path("etcd") == built / "etcd"
+    with pytest.raises(BinaryNotFoundError, match=r"hack/testbin\.sh"):
+        Binaries.from_environment(built).path("kube-apiserver")
+
+
+def test_read_crds_takes_files_and_folders(tmp_path: Path) -> None:
+    (tmp_path / "other.yaml").write_text("kind: ConfigMap\napiVersion: v1\n---\n")
+    crd = REPO / "tests" / "data" / "widget-crd.yaml"
+    (tmp_path / "crd.yaml").write_text(crd.read_text())
+    assert [c["metadata"]["name"] for c in read_crds([tmp_path])] == ["widgets.envtest.dbuser-operator.dev"]
+    assert len(read_crds([crd])) == 1
