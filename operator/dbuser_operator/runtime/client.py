@@ -1,0 +1,195 @@
+"""A small JSON client for any resource: the one place the runtime sends API requests from.
+
+kubernetes-asyncio's generated APIs are one class per group and default to JSON Patch for dict bodies;
+this client speaks plain JSON for every resource, always bounds a request by a timeout, names the patch
+type explicitly, and counts requests (``rest_client_requests_total``) so API economy can be measured.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio import client
+from prometheus_client import Counter
+
+from dbuser_operator.runtime.metrics import REGISTRY
+from dbuser_operator.runtime.resources import Resource
+
+DEFAULT_TIMEOUT = 30.0
+
+REQUESTS = Counter(
+    "rest_client_requests_total",
+    "Number of HTTP requests to the API server, partitioned by method and status code",
+    ["method", "code"],
+    registry=REGISTRY,
+)
+
+
+class PatchType(enum.StrEnum):
+    """The content types of PATCH."""
+
+    JSON = "application/json-patch+json"
+    MERGE = "application/merge-patch+json"
+    STRATEGIC = "application/strategic-merge-patch+json"
+    APPLY = "application/apply-patch+yaml"
+
+
+class KubeClient:
+    """JSON requests to the API server through a kubernetes-asyncio ``ApiClient``."""
+
+    def __init__(self, api: client.ApiClient, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.api = api
+        self.timeout = timeout
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        """One object."""
+        return await self.request("GET", resource.path(namespace, name))
+
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        resource_version: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> dict[str, Any]:
+        """One page of a list."""
+        query = _query(
+            labelSelector=label_selector,
+            resourceVersion=resource_version,
+            limit=limit,
+            **{"continue": continue_token},
+        )
+        return await self.request("GET", resource.path(namespace), query=query)
+
+    async def watch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        label_selector: str | None = None,
+    ) -> aiohttp.ClientResponse:
+        """Open a watch stream with bookmarks; the caller reads its lines and closes it.
+
+        The request itself has no total timeout (the server ends the watch after ``timeout_seconds``);
+        the caller bounds each read instead, which is how a half-open connection is detected.
+        """
+        query = _query(
+            watch="true",
+            allowWatchBookmarks="true",
+            resourceVersion=resource_version,
+            timeoutSeconds=timeout_seconds,
+            labelSelector=label_selector,
+        )
+        response: aiohttp.ClientResponse = await self.api.call_api(
+            resource.path(namespace),
+            "GET",
+            query_params=query,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+            _request_timeout=aiohttp.ClientTimeout(
+                total=None, connect=self.timeout, sock_connect=self.timeout
+            ),
+        )
+        REQUESTS.labels("WATCH", str(response.status)).inc()
+        if response.status != 200:
+            async with response:
+                raise _api_exception(response, await response.read())
+        return response
+
+    async def create(
+        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        """Create an object."""
+        return await self.request("POST", resource.path(namespace), body=body)
+
+    async def replace(
+        self,
+        resource: Resource,
+        name: str,
+        body: Mapping[str, Any],
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """Replace an object (PUT); ``metadata.resourceVersion`` in the body makes it conditional."""
+        return await self.request("PUT", resource.path(namespace, name, subresource), body=body)
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Any,
+        patch_type: PatchType,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]:
+        """Patch an object (or its ``subresource``, e.g. ``status``) with an explicit patch type."""
+        query = _query(fieldManager=field_manager)
+        return await self.request(
+            "PATCH",
+            resource.path(namespace, name, subresource),
+            body=patch,
+            query=query,
+            content_type=patch_type.value,
+        )
+
+    async def delete(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        """Delete an object."""
+        return await self.request("DELETE", resource.path(namespace, name))
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        """One request; the response's JSON. Raises ``ApiException`` on an error status."""
+        code = "error"
+        try:
+            response: aiohttp.ClientResponse = await self.api.call_api(
+                path,
+                method,
+                query_params=list(query),
+                header_params={"Accept": "application/json", "Content-Type": content_type},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
+                _request_timeout=self.timeout,
+            )
+            code = str(response.status)
+            async with response:
+                content = await response.read()
+                if not 200 <= response.status <= 299:
+                    raise _api_exception(response, content)
+            data: dict[str, Any] = json.loads(content)
+            return data
+        finally:
+            REQUESTS.labels(method, code).inc()
+
+
+def _api_exception(response: aiohttp.ClientResponse, content: bytes) -> client.ApiException:
+    """The exception kubernetes-asyncio raises for an error status, with the server's Status as body."""
+    error = client.ApiException(status=response.status, reason=response.reason)
+    error.body = content
+    error.headers = response.headers
+    return error
+
+
+def _query(**parameters: object) -> list[tuple[str, str]]:
+    return [(key, str(value)) for key, value in parameters.items() if value is not None]
