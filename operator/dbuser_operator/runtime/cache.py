@@ -1,0 +1,82 @@
+"""The informer's local copy of objects, with secondary indexes (client-go's ``cache.Indexer``)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from dbuser_operator.runtime.resources import ObjectKey
+
+IndexFunc = Callable[[dict[str, Any]], Iterable[str]]
+
+
+def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """Drop ``metadata.managedFields``: often half an object's size, and never read by a controller."""
+    obj.get("metadata", {}).pop("managedFields", None)
+    return obj
+
+
+class Store:
+    """Objects by :class:`ObjectKey`, plus named indexes from a computed value to keys."""
+
+    def __init__(self) -> None:
+        self._objects: dict[ObjectKey, dict[str, Any]] = {}
+        self._index_funcs: dict[str, IndexFunc] = {}
+        self._indexes: dict[str, defaultdict[str, set[ObjectKey]]] = {}
+
+    def add_index(self, name: str, func: IndexFunc) -> None:
+        """Maintain index ``name``: each object is listed under every value ``func`` returns for it."""
+        self._index_funcs[name] = func
+        index: defaultdict[str, set[ObjectKey]] = defaultdict(set)
+        for key, obj in self._objects.items():
+            for value in func(obj):
+                index[value].add(key)
+        self._indexes[name] = index
+
+    def get(self, key: ObjectKey) -> dict[str, Any] | None:
+        """The cached object, or None. Callers must not modify it: copy before changing."""
+        return self._objects.get(key)
+
+    def by_index(self, name: str, value: str) -> list[dict[str, Any]]:
+        """The objects that index ``name`` lists under ``value``."""
+        return [self._objects[key] for key in self._indexes[name].get(value, ())]
+
+    def object_keys(self) -> list[ObjectKey]:
+        """Every key, in no particular order."""
+        return list(self._objects)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(list(self._objects.values()))
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def put(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """Insert or replace an object; returns the object it replaced."""
+        key = ObjectKey.of(obj)
+        old = self._objects.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._objects[key] = obj
+        for name, func in self._index_funcs.items():
+            for value in func(obj):
+                self._indexes[name][value].add(key)
+        return old
+
+    def remove(self, key: ObjectKey) -> dict[str, Any] | None:
+        """Remove an object; returns it, or None when it was not there."""
+        old = self._objects.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    def _unindex(self, key: ObjectKey, obj: dict[str, Any]) -> None:
+        for name, func in self._index_funcs.items():
+            index = self._indexes[name]
+            for value in func(obj):
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]
