@@ -1,0 +1,185 @@
+"""An event recorder like client-go's: core/v1 Events, identical ones aggregated into a count.
+
+Recording is best effort: an API failure is logged (by reason, never by message, which may carry details
+of the object) and never raised. An event seen before (same object, type, reason, message and source) bumps
+the ``count`` and ``lastTimestamp`` of the Event written for it, found through a bounded LRU cache; if that
+Event has expired meanwhile, a new one is created.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Final, Literal, NamedTuple
+
+import aiohttp
+import structlog
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.conditions import format_time
+from dbuser_operator.runtime.resources import EVENTS
+
+EventType = Literal["Normal", "Warning"]
+EVENT_TYPES: Final = frozenset({"Normal", "Warning"})
+
+MAX_MESSAGE_LENGTH: Final = 1024
+DEFAULT_CACHE_SIZE: Final = 4096
+_MAX_NAME_LENGTH: Final = 253
+_NAME_SUFFIX_LENGTH: Final = 17  # "." and 16 hex digits
+
+_log = structlog.get_logger(__name__)
+
+
+class _Identity(NamedTuple):
+    """What makes two events identical (client-go's ``getEventKey``)."""
+
+    component: str
+    host: str
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass
+class _Recorded:
+    """The Event last written for an identity."""
+
+    name: str
+    count: int
+
+
+class EventRecorder:
+    """Records core/v1 Events about objects on behalf of ``component`` (running on ``host``)."""
+
+    def __init__(
+        self, kube: KubeClient, component: str, host: str | None = None, cache_size: int = DEFAULT_CACHE_SIZE
+    ) -> None:
+        self.kube = kube
+        self.component = component
+        self.host = host
+        self.cache_size = cache_size
+        self._recorded: OrderedDict[_Identity, _Recorded] = OrderedDict()
+        self._locks: dict[_Identity, tuple[asyncio.Lock, int]] = {}
+
+    async def event(self, obj: dict[str, Any], type_: EventType, reason: str, message: str) -> None:
+        """Record an event about ``obj``; never raises for an API failure."""
+        if type_ not in EVENT_TYPES:
+            raise ValueError(f"invalid event type {type_!r}: must be Normal or Warning")
+        metadata = obj.get("metadata") or {}
+        identity = _Identity(
+            component=self.component,
+            host=self.host or "",
+            api_version=obj.get("apiVersion", ""),
+            kind=obj.get("kind", ""),
+            namespace=metadata.get("namespace") or "",
+            name=metadata.get("name", ""),
+            uid=metadata.get("uid", ""),
+            type=type_,
+            reason=reason,
+            message=message[:MAX_MESSAGE_LENGTH],
+        )
+        # One write at a time per identity, so that concurrent identical events aggregate too.
+        async with self._lock(identity):
+            try:
+                await self._write(identity, obj)
+            except (ApiException, aiohttp.ClientError, OSError, TimeoutError, json.JSONDecodeError) as error:
+                _log.warning(
+                    "event not recorded",
+                    type=type_,
+                    reason=reason,
+                    kind=identity.kind,
+                    object=f"{identity.namespace}/{identity.name}" if identity.namespace else identity.name,
+                    error=f"HTTP {error.status}" if isinstance(error, ApiException) else type(error).__name__,
+                )
+
+    async def _write(self, identity: _Identity, obj: dict[str, Any]) -> None:
+        now = format_time()
+        recorded = self._recorded.get(identity)
+        namespace = identity.namespace or "default"
+        if recorded is not None:
+            self._recorded.move_to_end(identity)
+            patch = {"count": recorded.count + 1, "lastTimestamp": now}
+            try:
+                await self.kube.patch(EVENTS, recorded.name, patch, PatchType.MERGE, namespace=namespace)
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+                self._forget(identity)  # expired (events live an hour by default): start a new one
+            else:
+                recorded.count += 1
+                return
+        name = _event_name(identity.name)
+        await self.kube.create(EVENTS, self._new_event(name, namespace, identity, obj, now), namespace)
+        self._remember(identity, _Recorded(name, 1))
+
+    def _new_event(
+        self, name: str, namespace: str, identity: _Identity, obj: dict[str, Any], now: str
+    ) -> dict[str, Any]:
+        metadata = obj.get("metadata") or {}
+        involved = {
+            "apiVersion": identity.api_version,
+            "kind": identity.kind,
+            "name": identity.name,
+            "namespace": identity.namespace,
+            "uid": identity.uid,
+            "resourceVersion": metadata.get("resourceVersion", ""),
+        }
+        source = {"component": self.component}
+        if self.host:
+            source["host"] = self.host
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": {key: value for key, value in involved.items() if value},
+            "type": identity.type,
+            "reason": identity.reason,
+            "message": identity.message,
+            "source": source,
+            "reportingComponent": self.component,
+            "reportingInstance": self.host or "",
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+
+    def _remember(self, identity: _Identity, recorded: _Recorded) -> None:
+        self._recorded[identity] = recorded
+        self._recorded.move_to_end(identity)
+        while len(self._recorded) > self.cache_size:
+            self._recorded.popitem(last=False)
+
+    def _forget(self, identity: _Identity) -> None:
+        self._recorded.pop(identity, None)
+
+    @asynccontextmanager
+    async def _lock(self, identity: _Identity) -> AsyncIterator[None]:
+        """A lock per identity, dropped once nobody holds or awaits it."""
+        lock, users = self._locks.get(identity, (asyncio.Lock(), 0))
+        self._locks[identity] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[identity]
+            if users == 1:
+                del self._locks[identity]
+            else:
+                self._locks[identity] = (lock, users - 1)
+
+
+def _event_name(involved_name: str) -> str:
+    """``<involved name>.<16 hex digits>``, unique, within the 253 characters of a name."""
+    prefix = involved_name[: _MAX_NAME_LENGTH - _NAME_SUFFIX_LENGTH] or "event"
+    return f"{prefix}.{secrets.token_hex(8)}"
