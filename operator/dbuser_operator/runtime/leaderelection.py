@@ -1,0 +1,424 @@
+"""Leader election on a ``coordination.k8s.io/v1`` Lease, with client-go's ``tools/leaderelection`` semantics.
+
+- A candidate takes the Lease when it does not exist, when it has no holder, or when its record has not
+  changed for ``leaseDurationSeconds`` *as seen by this process's own clock*: expiry is judged from when the
+  candidate last observed a change, never from the remote timestamps, so clock skew between nodes does not
+  matter (client-go's ``observedTime``).
+- Every write is a replace conditioned on ``metadata.resourceVersion``: of two candidates, one gets 409.
+- The leader renews every ``retry_period``; each attempt is cut at the renew deadline, and once it has not
+  renewed for ``renew_deadline`` (counted from the start of its last successful attempt, a little stricter
+  than client-go's renew rounds) or it finds another holder, it has lost: the caller stops all work at once.
+- On graceful shutdown the leader releases the Lease (client-go ``ReleaseOnCancel``): no holder, a
+  1-second duration, so a standby takes over within one retry period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.metrics import LEADER_ELECTION_STATUS
+from dbuser_operator.runtime.resources import LEASES
+
+log = structlog.get_logger(__name__)
+
+JITTER_FACTOR = 1.2  # client-go's: a candidate waits retry_period * [1, 2.2) between attempts
+MICRO_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # metav1.MicroTime: 2006-01-02T15:04:05.000000Z
+
+Clock = Callable[[], float]
+
+
+class LeadershipLost(Exception):
+    """This process no longer holds the Lease: stop all work at once."""
+
+
+@dataclass(frozen=True)
+class LeaderElectionConfig:
+    """Which Lease to hold, as whom, and the timings (seconds; client-go's defaults)."""
+
+    lease_name: str
+    lease_namespace: str
+    identity: str
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def __post_init__(self) -> None:
+        for field in ("lease_name", "lease_namespace", "identity"):
+            if not getattr(self, field):
+                raise ValueError(f"{field} must not be empty")
+        if min(self.lease_duration, self.renew_deadline, self.retry_period) <= 0:
+            raise ValueError("lease_duration, renew_deadline and retry_period must be positive")
+        if self.lease_duration <= self.renew_deadline:
+            raise ValueError("lease_duration must be greater than renew_deadline")
+        if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
+            raise ValueError(f"renew_deadline must be greater than retry_period * {JITTER_FACTOR}")
+
+    @property
+    def lease_duration_seconds(self) -> int:
+        """The whole seconds written to the Lease, rounded up so that others never wait less than asked."""
+        return math.ceil(self.lease_duration)
+
+
+@dataclass(frozen=True)
+class LeaderElectionRecord:
+    """The election fields of a Lease's spec."""
+
+    holder_identity: str = ""
+    lease_duration_seconds: int = 0
+    acquire_time: str | None = None
+    renew_time: str | None = None
+    lease_transitions: int = 0
+
+    @classmethod
+    def from_lease(cls, lease: Mapping[str, Any]) -> LeaderElectionRecord:
+        """The record of a Lease object as the API returns it."""
+        spec = lease.get("spec") or {}
+        return cls(
+            holder_identity=spec.get("holderIdentity") or "",
+            lease_duration_seconds=spec.get("leaseDurationSeconds") or 0,
+            acquire_time=spec.get("acquireTime"),
+            renew_time=spec.get("renewTime"),
+            lease_transitions=spec.get("leaseTransitions") or 0,
+        )
+
+    def to_spec(self) -> dict[str, Any]:
+        """The Lease spec that stores this record."""
+        spec: dict[str, Any] = {
+            "holderIdentity": self.holder_identity,
+            "leaseDurationSeconds": self.lease_duration_seconds,
+            "leaseTransitions": self.lease_transitions,
+        }
+        if self.acquire_time is not None:
+            spec["acquireTime"] = self.acquire_time
+        if self.renew_time is not None:
+            spec["renewTime"] = self.renew_time
+        return spec
+
+
+def format_micro_time(moment: datetime) -> str:
+    """A ``metav1.MicroTime`` string: UTC, microseconds, ``Z``."""
+    return moment.astimezone(UTC).strftime(MICRO_TIME_FORMAT)
+
+
+class LeaseObservation:
+    """The last record seen and, by the local clock, when it was last seen to change."""
+
+    def __init__(self) -> None:
+        self.record: LeaderElectionRecord | None = None
+        self.changed_at = 0.0
+
+    def observe(self, record: LeaderElectionRecord, now: float) -> None:
+        """A record read from the server: the clock restarts only when it differs from the last one."""
+        if record != self.record:
+            self.record = record
+            self.changed_at = now
+
+    def wrote(self, record: LeaderElectionRecord, now: float) -> None:
+        """A record this process has just written."""
+        self.record = record
+        self.changed_at = now
+
+    def valid(self, now: float) -> bool:
+        """Whether the holder's lease still runs: unchanged for less than its duration, locally."""
+        if self.record is None:
+            return False
+        return now < self.changed_at + self.record.lease_duration_seconds
+
+    def held_by(self, identity: str) -> bool:
+        """Whether the last record seen names ``identity`` as holder."""
+        return self.record is not None and self.record.holder_identity == identity
+
+
+class LeaderElector:
+    """Acquire, hold and release one Lease (see the module docstring).
+
+    ``clock`` (seconds, monotonic) judges expiry and the renew deadline; inject one in tests.
+    Wall-clock time is only written into the Lease for humans and other tools.
+    """
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        config: LeaderElectionConfig,
+        *,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self.kube = kube
+        self.config = config
+        self._clock = clock
+        self._observation = LeaseObservation()
+        self._lease: dict[str, Any] | None = None  # the last Lease object read or written
+        self._is_leader = False
+        self._renewed_at = 0.0  # start of the last successful acquire or renew attempt
+        self._log = log.bind(lease=f"{config.lease_namespace}/{config.lease_name}", identity=config.identity)
+
+    @property
+    def is_leader(self) -> bool:
+        """True from a successful ``acquire()`` until ``hold()`` finds the lease lost, or ``release()``.
+
+        Cancelling ``hold()`` does not change it: see ``holds_valid_lease()``.
+        """
+        return self._is_leader
+
+    def holds_valid_lease(self) -> bool:
+        """Leader, and renewed within the renew deadline, by the local clock: safe to act on as leader now.
+
+        A gate for each unit of work: it turns False at the deadline even when the event loop was
+        stalled and ``hold()`` has not run yet, and always before another candidate can take over.
+        """
+        return self._is_leader and self._clock() < self._deadline()
+
+    @property
+    def observed_record(self) -> LeaderElectionRecord | None:
+        """The last election record read or written."""
+        return self._observation.record
+
+    async def acquire(self) -> None:
+        """Return once this identity holds the Lease, trying every retry period (jittered)."""
+        if self._is_leader:
+            return
+        self._log.info("attempting to acquire leader lease")
+        while True:
+            started = self._clock()
+            try:
+                async with asyncio.timeout(self.config.renew_deadline):
+                    acquired = await self._try_acquire_or_renew()
+            except Exception as error:
+                self._log.warning("leader lease acquire attempt failed", error=repr(error))
+                acquired = False
+            if acquired:
+                self._renewed_at = started
+                self._set_leader(True)
+                self._log.info("acquired leader lease", transitions=self._transitions())
+                return
+            await asyncio.sleep(self.config.retry_period * (1 + JITTER_FACTOR * random.random()))  # noqa: S311
+
+    async def hold(self) -> None:
+        """Renew the Lease until it is lost, then return with ``is_leader`` False.
+
+        Lost: no renewal succeeded for ``renew_deadline``, or another holder was found. Cancelling
+        ``hold()`` stops the renewals and leaves the Lease as it is (call ``release()`` after it).
+        """
+        while True:
+            await asyncio.sleep(max(0.0, min(self.config.retry_period, self._deadline() - self._clock())))
+            if not self._is_leader:
+                return  # never acquired, or released meanwhile
+            if not await self._renew():
+                self._set_leader(False)
+                self._log.warning("lost leader lease", last_seen_holder=self._holder())
+                return
+
+    async def release(self) -> None:
+        """Give the Lease up if this process holds it, so that a standby takes over at once.
+
+        Best effort, bounded by the renew deadline; the write is conditional, so it never clears a Lease
+        someone else has taken meanwhile.
+        """
+        if not self._is_leader:
+            return
+        self._set_leader(False)
+        record = LeaderElectionRecord(
+            lease_duration_seconds=1,
+            acquire_time=_now(),
+            renew_time=_now(),
+            lease_transitions=self._transitions(),
+        )
+        try:
+            async with asyncio.timeout(self.config.renew_deadline):
+                if self._lease is not None:
+                    try:
+                        await self._write(record, self._lease)
+                    except ApiException as error:
+                        if error.status != 409:
+                            raise
+                    else:
+                        self._log.info("released leader lease")
+                        return
+                # Our copy is stale: release only if the server still names us as holder.
+                lease = await self.kube.get(LEASES, self.config.lease_name, self.config.lease_namespace)
+                self._observation.observe(LeaderElectionRecord.from_lease(lease), self._clock())
+                if self._observation.held_by(self.config.identity):
+                    await self._write(record, lease)
+                    self._log.info("released leader lease")
+        except Exception as error:
+            self._log.warning("failed to release leader lease", error=repr(error))
+
+    async def run(self, on_started_leading: Callable[[], Awaitable[None]]) -> None:
+        """Acquire, then run ``on_started_leading()`` while holding the Lease.
+
+        When the Lease is lost, the callback's task is cancelled at once and ``LeadershipLost`` is raised
+        (the operator then exits and lets Kubernetes restart it). When the callback returns, ``run``
+        returns; when it raises, its exception propagates. On every way out, cancellation included, the
+        Lease is released if still held.
+        """
+
+        async def lead() -> None:
+            await on_started_leading()
+
+        try:
+            await self.acquire()
+            leading = asyncio.create_task(lead(), name=f"leading:{self.config.lease_name}")
+            holding = asyncio.create_task(self.hold(), name=f"holding:{self.config.lease_name}")
+            try:
+                await asyncio.wait({leading, holding}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                leading.cancel()
+                holding.cancel()
+                await asyncio.gather(leading, holding, return_exceptions=True)
+            if holding.done() and not holding.cancelled() and not self._is_leader:
+                raise LeadershipLost(f"lost lease {self.config.lease_namespace}/{self.config.lease_name}")
+            leading.result()
+        finally:
+            await self.release()
+
+    async def _renew(self) -> bool:
+        """Retry renewing until success or the renew deadline; False when the Lease is lost."""
+        while True:
+            remaining = self._deadline() - self._clock()
+            if remaining <= 0:
+                self._log.warning("leader lease not renewed within the renew deadline")
+                return False
+            started = self._clock()
+            try:
+                async with asyncio.timeout(remaining):
+                    renewed = await self._try_acquire_or_renew(renewing=True)
+            except Exception as error:
+                self._log.warning("leader lease renew attempt failed", error=repr(error))
+                renewed = False
+            if renewed:
+                self._renewed_at = started
+                self._log.debug("renewed leader lease")
+                return True
+            if not self._observation.held_by(self.config.identity):
+                return False  # someone else holds it now
+            await asyncio.sleep(max(0.0, min(self.config.retry_period, self._deadline() - self._clock())))
+
+    async def _try_acquire_or_renew(self, *, renewing: bool = False) -> bool:
+        """One attempt, as client-go's ``tryAcquireOrRenew``: True when this identity holds the Lease.
+
+        A renewal writes nothing once ``release()`` has begun.
+        """
+        if self._released(renewing):
+            return False
+        now = _now()
+        if await self._renew_optimistically(now):
+            return True
+
+        try:
+            lease = await self.kube.get(LEASES, self.config.lease_name, self.config.lease_namespace)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            return not self._released(renewing) and await self._create(now)
+
+        current = LeaderElectionRecord.from_lease(lease)
+        self._lease = lease
+        self._observation.observe(current, self._clock())
+        held_by_me = current.holder_identity == self.config.identity
+        held_by_other = bool(current.holder_identity) and not held_by_me
+        if (held_by_other and self._observation.valid(self._clock())) or self._released(renewing):
+            return False
+
+        record = LeaderElectionRecord(
+            holder_identity=self.config.identity,
+            lease_duration_seconds=self.config.lease_duration_seconds,
+            acquire_time=current.acquire_time if held_by_me else now,
+            renew_time=now,
+            lease_transitions=current.lease_transitions + (0 if held_by_me else 1),
+        )
+        try:
+            await self._write(record, lease)
+        except ApiException as error:
+            if error.status == 409:
+                return False  # another candidate wrote first
+            raise
+        return True
+
+    async def _renew_optimistically(self, now: str) -> bool:
+        """client-go's fast path: renew from our own last write, one request when nobody interfered."""
+        cached, record = self._lease, self._observation.record
+        if cached is None or record is None or not self._observation.held_by(self.config.identity):
+            return False
+        if not self._observation.valid(self._clock()):
+            return False
+        renewed = replace(record, lease_duration_seconds=self.config.lease_duration_seconds, renew_time=now)
+        try:
+            await self._write(renewed, cached)
+        except ApiException as error:
+            self._log.info("optimistic leader lease update failed, reading it", status=error.status)
+            return False
+        return True
+
+    def _released(self, renewing: bool) -> bool:
+        return renewing and not self._is_leader
+
+    async def _create(self, now: str) -> bool:
+        record = LeaderElectionRecord(
+            holder_identity=self.config.identity,
+            lease_duration_seconds=self.config.lease_duration_seconds,
+            acquire_time=now,
+            renew_time=now,
+        )
+        body = {
+            "apiVersion": LEASES.api_version,
+            "kind": LEASES.kind,
+            "metadata": {"name": self.config.lease_name, "namespace": self.config.lease_namespace},
+            "spec": record.to_spec(),
+        }
+        try:
+            self._lease = await self.kube.create(LEASES, body, self.config.lease_namespace)
+        except ApiException as error:
+            if error.status == 409:
+                return False  # another candidate created it first
+            raise
+        self._observation.wrote(record, self._clock())
+        return True
+
+    async def _write(self, record: LeaderElectionRecord, lease: Mapping[str, Any]) -> None:
+        """Replace the Lease with ``record``, conditional on the resourceVersion of ``lease``."""
+        metadata = lease["metadata"]
+        body = {
+            "apiVersion": LEASES.api_version,
+            "kind": LEASES.kind,
+            "metadata": {
+                "name": metadata["name"],
+                "namespace": metadata["namespace"],
+                "resourceVersion": metadata["resourceVersion"],
+                **{key: metadata[key] for key in ("labels", "annotations") if key in metadata},
+            },
+            "spec": record.to_spec(),
+        }
+        self._lease = await self.kube.replace(
+            LEASES, self.config.lease_name, body, self.config.lease_namespace
+        )
+        self._observation.wrote(record, self._clock())
+
+    def _deadline(self) -> float:
+        return self._renewed_at + self.config.renew_deadline
+
+    def _set_leader(self, leader: bool) -> None:
+        self._is_leader = leader
+        LEADER_ELECTION_STATUS.labels(name=self.config.lease_name).set(1 if leader else 0)
+
+    def _holder(self) -> str:
+        record = self._observation.record
+        return record.holder_identity if record is not None else ""
+
+    def _transitions(self) -> int:
+        record = self._observation.record
+        return record.lease_transitions if record is not None else 0
+
+
+def _now() -> str:
+    return format_micro_time(datetime.now(UTC))

@@ -1,0 +1,379 @@
+"""Leader election against the real API server: one leader, failover, release, a paused leader, metrics.
+
+Short timings (lease 2 s, renew deadline 1.5 s, retry 0.25 s) keep the module fast; the failover and
+takeover times measured here are printed (run with ``-s``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from dbuser_operator.envtest import KubeCluster
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.leaderelection import (
+    JITTER_FACTOR,
+    LeaderElectionConfig,
+    LeaderElector,
+    LeadershipLost,
+    format_micro_time,
+)
+from dbuser_operator.runtime.metrics import REGISTRY
+from dbuser_operator.runtime.resources import LEASES
+
+pytestmark = pytest.mark.integration
+
+LEASE_DURATION = 2.0
+RENEW_DEADLINE = 1.5
+RETRY_PERIOD = 0.25
+FAILOVER_BOUND = LEASE_DURATION + 3 * RETRY_PERIOD + 1.0
+RELEASE_TAKEOVER_BOUND = (1 + JITTER_FACTOR) * RETRY_PERIOD + 0.5
+
+
+class PausableKubeClient(KubeClient):
+    """A KubeClient whose requests hang (until cancelled) while ``paused``, like a frozen network."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        super().__init__(api)
+        self.paused = False
+        self.hung_requests = 0
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        if self.paused:
+            self.hung_requests += 1
+            await asyncio.get_running_loop().create_future()  # never resolves
+        return await super().request(method, path, query=query, body=body, content_type=content_type)
+
+
+class Tasks:
+    """Background tasks of one test, cancelled at its end."""
+
+    def __init__(self) -> None:
+        self.tasks: list[asyncio.Task[Any]] = []
+
+    def start(self, awaitable: Awaitable[Any]) -> asyncio.Task[Any]:
+        async def run() -> Any:
+            return await awaitable
+
+        task = asyncio.create_task(run())
+        self.tasks.append(task)
+        return task
+
+
+@pytest.fixture
+async def tasks() -> AsyncIterator[Tasks]:
+    started = Tasks()
+    yield started
+    for task in started.tasks:
+        task.cancel()
+    await asyncio.gather(*started.tasks, return_exceptions=True)
+
+
+@pytest.fixture
+def lease_name() -> str:
+    """A lease name unique to the test, so that the metric series of tests do not mix."""
+    return f"leader-{uuid.uuid4().hex[:8]}"
+
+
+def elector(kube: KubeClient, namespace: str, lease_name: str, identity: str) -> LeaderElector:
+    config = LeaderElectionConfig(
+        lease_name,
+        namespace,
+        identity,
+        lease_duration=LEASE_DURATION,
+        renew_deadline=RENEW_DEADLINE,
+        retry_period=RETRY_PERIOD,
+    )
+    return LeaderElector(kube, config)
+
+
+def leader_metric(lease_name: str) -> float | None:
+    return REGISTRY.get_sample_value("leader_election_master_status", {"name": lease_name})
+
+
+async def read_lease(kube: KubeClient, namespace: str, lease_name: str) -> dict[str, Any]:
+    spec: dict[str, Any] = (await kube.get(LEASES, lease_name, namespace))["spec"]
+    return spec
+
+
+def now() -> float:
+    return asyncio.get_running_loop().time()
+
+
+async def test_exactly_one_of_several_candidates_wins(
+    kube_api: client.ApiClient, namespace: str, lease_name: str, tasks: Tasks
+) -> None:
+    kube = KubeClient(kube_api)
+    candidates = [elector(kube, namespace, lease_name, f"candidate-{i}") for i in range(4)]
+    acquiring = {tasks.start(candidate.acquire()): candidate for candidate in candidates}
+
+    done, waiting = await asyncio.wait(acquiring, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+    assert len(done) == 1
+    winner = acquiring[done.pop()]
+    tasks.start(winner.hold())
+    await asyncio.sleep(6 * RETRY_PERIOD)
+
+    assert not any(task.done() for task in waiting)
+    assert [candidate for candidate in candidates if candidate.is_leader] == [winner]
+    spec = await read_lease(kube, namespace, lease_name)
+    assert spec["holderIdentity"] == winner.config.identity
+    assert spec["leaseDurationSeconds"] == 2
+    assert spec.get("leaseTransitions", 0) == 0
+    datetime.strptime(spec["renewTime"], "%Y-%m-%dT%H:%M:%S.%fZ")  # MicroTime
+    assert leader_metric(lease_name) == 1
+
+
+async def test_crashed_leader_is_replaced_after_the_lease_duration(
+    kube_api: client.ApiClient, namespace: str, lease_name: str, tasks: Tasks
+) -> None:
+    kube = KubeClient(kube_api)
+    first = elector(kube, namespace, lease_name, "first")
+    second = elector(kube, namespace, lease_name, "second")
+    await first.acquire()
+    holding = tasks.start(first.hold())
+    acquiring = tasks.start(second.acquire())
+    await asyncio.sleep(4 * RETRY_PERIOD)
+    assert not acquiring.done()
+    assert first.holds_valid_lease()
+
+    crashed_at = now()
+    holding.cancel()  # stops renewing, no release: a crash
+    await asyncio.wait_for(acquiring, timeout=FAILOVER_BOUND + 5)
+    failover = now() - crashed_at
+    timings = f"lease {LEASE_DURATION} s, retry {RETRY_PERIOD} s"
+    print(f"\nfailover after a crashed leader: {failover:.2f} s ({timings})")
+
+    assert LEASE_DURATION - RETRY_PERIOD - 0.2 < failover < FAILOVER_BOUND
+    assert second.is_leader
+    assert second.holds_valid_lease()
+    assert first.is_leader  # it never learnt (no hold() ran), but its lease is known stale:
+    assert not first.holds_valid_lease()
+    spec = await read_lease(kube, namespace, lease_name)
+    assert spec["holderIdentity"] == "second"
+    assert spec["leaseTransitions"] == 1
+    assert leader_metric(lease_name) == 1
+
+
+async def test_a_stale_lease_is_judged_by_the_local_clock(
+    kube_api: client.ApiClient, namespace: str, lease_name: str
+) -> None:
+    """A renewTime an hour old (a crashed holder, or clock skew) still buys the holder a full lease here."""
+    kube = KubeClient(kube_api)
+    an_hour_ago = format_micro_time(datetime.fromtimestamp(datetime.now(UTC).timestamp() - 3600, UTC))
+    spec = {
+        "holderIdentity": "ghost",
+        "leaseDurationSeconds": 2,
+        "acquireTime": an_hour_ago,
+        "renewTime": an_hour_ago,
+        "leaseTransitions": 4,
+    }
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": lease_name}}
+    await kube.create(LEASES, {**body, "spec": spec}, namespace)
+
+    candidate = elector(kube, namespace, lease_name, "candidate")
+    started = now()
+    await asyncio.wait_for(candidate.acquire(), timeout=FAILOVER_BOUND + 5)
+    waited = now() - started
+
+    assert LEASE_DURATION <= waited < FAILOVER_BOUND
+    spec = await read_lease(kube, namespace, lease_name)
+    assert spec["holderIdentity"] == "candidate"
+    assert spec["leaseTransitions"] == 5
+    await candidate.release()
+
+
+async def test_released_lease_is_taken_over_within_a_retry_period(
+    kube_api: client.ApiClient, namespace: str, lease_name: str, tasks: Tasks
+) -> None:
+    kube = KubeClient(kube_api)
+    first = elector(kube, namespace, lease_name, "first")
+    second = elector(kube, namespace, lease_name, "second")
+    await first.acquire()
+    assert leader_metric(lease_name) == 1
+    holding = tasks.start(first.hold())
+    acquiring = tasks.start(second.acquire())
+    await asyncio.sleep(4 * RETRY_PERIOD)
+    assert not acquiring.done()
+
+    holding.cancel()
+    released_at = now()
+    await first.release()
+    assert not first.is_leader
+    assert leader_metric(lease_name) == 0
+    await asyncio.wait_for(acquiring, timeout=RELEASE_TAKEOVER_BOUND + 5)
+    takeover = now() - released_at
+    print(f"\ntakeover after a graceful release: {takeover:.2f} s (retry {RETRY_PERIOD} s)")
+
+    assert takeover < RELEASE_TAKEOVER_BOUND
+    spec = await read_lease(kube, namespace, lease_name)
+    assert spec["holderIdentity"] == "second"
+    assert spec["leaseTransitions"] == 1
+    assert leader_metric(lease_name) == 1
+    await first.release()  # no longer the holder: nothing happens
+    assert (await read_lease(kube, namespace, lease_name))["holderIdentity"] == "second"
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@pytest.mark.parametrize("failure", ["hang", "refused"])
+async def test_paused_leader_steps_down_within_the_renew_deadline(
+    kube: KubeCluster,
+    kube_api: client.ApiClient,
+    namespace: str,
+    lease_name: str,
+    tasks: Tasks,
+    failure: str,
+) -> None:
+    async with kube.api_client() as own_api, kube.api_client() as dead_api:
+        dead_api.configuration.host = f"https://127.0.0.1:{closed_port()}"
+        pausable = PausableKubeClient(own_api)
+        paused = elector(pausable, namespace, lease_name, "paused")
+        standby = elector(KubeClient(kube_api), namespace, lease_name, "standby")
+        await paused.acquire()
+        holding = tasks.start(paused.hold())
+        acquiring = tasks.start(standby.acquire())
+        await asyncio.sleep(4 * RETRY_PERIOD)
+        assert not acquiring.done()
+
+        paused_at = now()
+        if failure == "hang":
+            pausable.paused = True
+        else:
+            paused.kube = KubeClient(dead_api)
+        await asyncio.wait_for(holding, timeout=RENEW_DEADLINE + 5)
+        stepped_down = now() - paused_at
+        assert not paused.is_leader
+        assert not paused.holds_valid_lease()
+        assert leader_metric(lease_name) == 0
+        await asyncio.wait_for(acquiring, timeout=FAILOVER_BOUND + 5)
+        failover = now() - paused_at
+        print(
+            f"\npaused leader ({failure}): stepped down after {stepped_down:.2f} s, "
+            f"standby leading after {failover:.2f} s"
+        )
+
+        assert RENEW_DEADLINE - RETRY_PERIOD - 0.1 < stepped_down < RENEW_DEADLINE + 0.25
+        assert stepped_down < failover < FAILOVER_BOUND
+        if failure == "hang":
+            assert pausable.hung_requests >= 1  # the renew deadline cut a hanging request
+        tasks.start(standby.hold())
+
+        # Back on the network, the old leader never believes it leads without re-acquiring.
+        pausable.paused = False
+        paused.kube = pausable
+        for _ in range(8):
+            await asyncio.sleep(RETRY_PERIOD)
+            assert not paused.is_leader
+            assert standby.is_leader
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(6 * RETRY_PERIOD):
+                await paused.acquire()
+        assert not paused.is_leader
+        spec = await read_lease(KubeClient(kube_api), namespace, lease_name)
+        assert spec["holderIdentity"] == "standby"
+        assert spec["leaseTransitions"] == 1
+
+
+async def test_run_cancels_the_work_on_loss_and_releases_on_cancellation(
+    kube_api: client.ApiClient, namespace: str, lease_name: str, tasks: Tasks
+) -> None:
+    kube = KubeClient(kube_api)
+    started = {"first": asyncio.Event(), "second": asyncio.Event()}
+    cancelled = {"first": asyncio.Event(), "second": asyncio.Event()}
+
+    def work(identity: str) -> Any:
+        async def lead() -> None:
+            started[identity].set()
+            try:
+                await asyncio.get_running_loop().create_future()
+            except asyncio.CancelledError:
+                cancelled[identity].set()
+                raise
+
+        return lead
+
+    first = elector(kube, namespace, lease_name, "first")
+    second = elector(kube, namespace, lease_name, "second")
+    first_run = tasks.start(first.run(work("first")))
+    await asyncio.wait_for(started["first"].wait(), timeout=5)
+    second_run = tasks.start(second.run(work("second")))
+    await asyncio.sleep(4 * RETRY_PERIOD)
+    assert not started["second"].is_set()
+
+    # Graceful shutdown: the work is cancelled, the lease released, the standby leads at once.
+    first_run.cancel()
+    await asyncio.gather(first_run, return_exceptions=True)
+    assert cancelled["first"].is_set()
+    assert not first.is_leader
+    await asyncio.wait_for(started["second"].wait(), timeout=RELEASE_TAKEOVER_BOUND + 1)
+    assert leader_metric(lease_name) == 1
+
+    # Someone else takes the lease: the work stops at once and run() raises LeadershipLost.
+    lease = await kube.get(LEASES, lease_name, namespace)
+    stamp = format_micro_time(datetime.now(UTC))
+    lease["spec"].update(holderIdentity="intruder", leaseDurationSeconds=60, renewTime=stamp)
+    await kube.replace(LEASES, lease_name, lease, namespace)
+    stolen_at = now()
+    with pytest.raises(LeadershipLost):
+        await asyncio.wait_for(second_run, timeout=RENEW_DEADLINE + 5)
+    noticed = now() - stolen_at
+    assert noticed < RETRY_PERIOD + 0.5
+    assert cancelled["second"].is_set()
+    assert not second.is_leader
+    assert leader_metric(lease_name) == 0
+    assert (await read_lease(kube, namespace, lease_name))["holderIdentity"] == "intruder"
+
+
+async def test_run_returns_when_the_work_ends_and_releases(
+    kube_api: client.ApiClient, namespace: str, lease_name: str
+) -> None:
+    kube = KubeClient(kube_api)
+    leader = elector(kube, namespace, lease_name, "leader")
+    ran = asyncio.Event()
+
+    async def brief_work() -> None:
+        assert leader.is_leader
+        ran.set()
+
+    await asyncio.wait_for(leader.run(brief_work), timeout=5)
+    assert ran.is_set()
+    assert not leader.is_leader
+    spec = await read_lease(kube, namespace, lease_name)
+    assert not spec.get("holderIdentity")
+    assert spec["leaseDurationSeconds"] == 1
+
+
+async def test_run_propagates_a_failure_of_the_work_and_releases(
+    kube_api: client.ApiClient, namespace: str, lease_name: str
+) -> None:
+    kube = KubeClient(kube_api)
+    leader = elector(kube, namespace, lease_name, "leader")
+
+    async def failing_work() -> None:
+        raise RuntimeError("reconciler crashed")
+
+    with pytest.raises(RuntimeError, match="reconciler crashed"):
+        await asyncio.wait_for(leader.run(failing_work), timeout=5)
+    assert not leader.is_leader
+    assert leader_metric(lease_name) == 0
+    assert not (await read_lease(kube, namespace, lease_name)).get("holderIdentity")
