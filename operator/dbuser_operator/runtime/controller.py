@@ -1,0 +1,219 @@
+"""Controllers: a work queue of object keys, fed by informers, drained by reconcile workers.
+
+The contract of controller-runtime: ``reconcile(key) -> Result``. An exception means "try again later"
+with the key's exponential backoff; ``Result(requeue_after=s)`` means "look again in s seconds" (the
+backoff is forgotten); a plain ``Result()`` is done. An unexpected exception never kills a worker: it is
+logged with its traceback and counted as a panic, then retried like any error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from dbuser_operator.runtime import metrics
+from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.runtime.predicates import Predicate
+from dbuser_operator.runtime.resources import ObjectKey
+from dbuser_operator.runtime.workqueue import QueueShutDownError, RateLimitingQueue
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_MAX_CONCURRENT_RECONCILES = 4
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a reconcile asks for next: nothing, or another look after ``requeue_after`` seconds."""
+
+    requeue_after: float = 0.0
+
+
+class ReconcileError(Exception):
+    """An expected failure (database down, Secret missing): retried, and logged without a traceback."""
+
+
+Reconciler = Callable[[ObjectKey], Awaitable[Result]]
+Gate = Callable[[], bool]
+KeyMapper = Callable[[dict[str, Any]], Iterable[ObjectKey]]
+
+
+class _Enqueue:
+    """An informer event handler that maps objects to keys and queues those that pass the predicates."""
+
+    def __init__(
+        self, queue: RateLimitingQueue[ObjectKey], to_keys: KeyMapper, predicates: Iterable[Predicate]
+    ):
+        self._queue = queue
+        self._to_keys = to_keys
+        self._predicates = tuple(predicates)
+
+    def on_add(self, obj: dict[str, Any]) -> None:
+        if all(p.create(obj) for p in self._predicates):
+            self._add(obj)
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if all(p.update(old, new) for p in self._predicates):
+            self._add(new)
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        if all(p.delete(obj) for p in self._predicates):
+            self._add(obj)
+
+    def _add(self, obj: dict[str, Any]) -> None:
+        for key in self._to_keys(obj):
+            self._queue.add(key)
+
+
+def owner_keys(owner_api_version: str, owner_kind: str) -> KeyMapper:
+    """Map an owned object to its controlling owner of the given kind (EnqueueRequestForOwner)."""
+
+    def to_keys(obj: dict[str, Any]) -> list[ObjectKey]:
+        namespace = obj["metadata"].get("namespace") or ""
+        return [
+            ObjectKey(namespace, ref["name"])
+            for ref in obj["metadata"].get("ownerReferences") or []
+            if ref.get("kind") == owner_kind
+            and ref.get("apiVersion") == owner_api_version
+            and ref.get("controller")
+        ]
+
+    return to_keys
+
+
+class Controller:
+    """Reconciles the keys its watches enqueue, with at most ``max_concurrent_reconciles`` at once."""
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler,
+        *,
+        max_concurrent_reconciles: int = DEFAULT_MAX_CONCURRENT_RECONCILES,
+        queue: RateLimitingQueue[ObjectKey] | None = None,
+        gate: Gate | None = None,
+    ) -> None:
+        if max_concurrent_reconciles < 1:
+            raise ValueError("max_concurrent_reconciles must be at least 1")
+        self.name = name
+        self.reconciler = reconciler
+        self.max_concurrent_reconciles = max_concurrent_reconciles
+        self.queue: RateLimitingQueue[ObjectKey] = queue or RateLimitingQueue(name)
+        self.informers: list[Informer] = []
+        self.gate = gate
+        self._started = asyncio.Event()
+        self._aborted = False
+
+    @property
+    def started(self) -> bool:
+        """Whether the workers are running."""
+        return self._started.is_set()
+
+    def watch(self, informer: Informer, *predicates: Predicate) -> None:
+        """Reconcile the informer's objects themselves (the primary resource)."""
+        self.watch_mapped(informer, lambda obj: [ObjectKey.of(obj)], *predicates)
+
+    def watch_mapped(self, informer: Informer, to_keys: KeyMapper, *predicates: Predicate) -> None:
+        """Reconcile the keys ``to_keys`` finds for each changed object (a secondary resource)."""
+        informer.add_handler(_Enqueue(self.queue, to_keys, predicates))
+        if informer not in self.informers:
+            self.informers.append(informer)
+
+    def watch_owned(self, informer: Informer, owner_api_version: str, owner_kind: str) -> None:
+        """Reconcile the controlling owner of each changed object."""
+        self.watch_mapped(informer, owner_keys(owner_api_version, owner_kind))
+
+    def abort(self) -> None:
+        """Make the coming cancellation stop at once: in-flight reconciles are cancelled, not drained."""
+        self._aborted = True
+
+    async def run(self, drain_timeout: float = 30.0) -> None:
+        """Run the workers until cancelled; then let in-flight reconciles finish (bounded) and stop.
+
+        After :meth:`abort`, cancellation stops everything at once instead (leadership was lost).
+        """
+        metrics.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.max_concurrent_reconciles)
+        workers = [
+            asyncio.create_task(self._work(), name=f"{self.name} worker {n}")
+            for n in range(self.max_concurrent_reconciles)
+        ]
+        self._started.set()
+        log.info("controller started", controller=self.name, workers=len(workers))
+        try:
+            # wait(), not gather(): cancelling gather() would cancel the workers mid-reconcile.
+            await asyncio.wait(workers)
+        except asyncio.CancelledError:
+            drained = await self.queue.shutdown_with_drain(0 if self._aborted else drain_timeout)
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            log.info("controller stopped", controller=self.name, drained=drained)
+            raise
+        finally:
+            self._started.clear()
+
+    async def _work(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueShutDownError:
+                return
+            try:
+                if self.gate is None or self.gate():
+                    await self._reconcile(key)
+                else:  # e.g. the leader lease is no longer certainly ours: touch nothing
+                    self.queue.add_rate_limited(key)
+            finally:
+                self.queue.done(key)
+
+    async def _reconcile(self, key: ObjectKey) -> None:
+        structlog.contextvars.bind_contextvars(
+            controller=self.name, namespace=key.namespace, name=key.name, reconcile_id=uuid.uuid4().hex[:12]
+        )
+        active = metrics.ACTIVE_WORKERS.labels(self.name)
+        active.inc()
+        started = time.monotonic()
+        try:
+            result = await self.reconciler(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # no exception may kill a worker
+            self._failed(key, error)
+        else:
+            self._succeeded(key, result)
+        finally:
+            metrics.RECONCILE_TIME.labels(self.name).observe(time.monotonic() - started)
+            active.dec()
+            structlog.contextvars.unbind_contextvars("controller", "namespace", "name", "reconcile_id")
+
+    def _succeeded(self, key: ObjectKey, result: Result) -> None:
+        self.queue.forget(key)
+        if result.requeue_after > 0:
+            self.queue.add_after(key, result.requeue_after)
+            metrics.RECONCILE_TOTAL.labels(self.name, "requeue_after").inc()
+        else:
+            metrics.RECONCILE_TOTAL.labels(self.name, "success").inc()
+
+    def _failed(self, key: ObjectKey, error: Exception) -> None:
+        metrics.RECONCILE_TOTAL.labels(self.name, "error").inc()
+        metrics.RECONCILE_ERRORS.labels(self.name).inc()
+        self.queue.add_rate_limited(key)
+        retries = self.queue.num_requeues(key)
+        if isinstance(error, ReconcileError | ApiException):
+            log.warning("reconcile failed; retrying", error=_describe(error), retries=retries)
+        else:
+            metrics.RECONCILE_PANICS.labels(self.name).inc()
+            log.error("reconcile raised an unexpected exception; retrying", retries=retries, exc_info=error)
+
+
+def _describe(error: Exception) -> str:
+    if isinstance(error, ApiException):
+        return f"API {error.status} {error.reason}"
+    return f"{type(error).__name__}: {error}"
