@@ -1,0 +1,235 @@
+"""The CRD generator: the committed YAML is current, and the schema it produces is structural."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from dbuser_operator.api import crd, v1alpha1
+from tests.conftest import REPO
+
+# Keywords the API server forbids in a structural schema, or that only pydantic's JSON schema has.
+FORBIDDEN = {"$ref", "$defs", "anyOf", "allOf", "oneOf", "not", "title", "const", "uniqueItems"}
+
+
+def nodes(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every schema node under ``schema``, with its path."""
+    yield path or ".", schema
+    for name, sub in schema.get("properties", {}).items():
+        yield from nodes(sub, f"{path}.{name}")
+    if isinstance(schema.get("items"), dict):
+        yield from nodes(schema["items"], f"{path}[]")
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from nodes(schema["additionalProperties"], f"{path}{{}}")
+
+
+def committed_crd() -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load((REPO / "crds" / crd.RESOURCES[0].file_name).read_text())
+    return document
+
+
+def test_the_committed_crds_are_what_the_models_generate() -> None:
+    for name, text in crd.generate().items():
+        path = REPO / "crds" / name
+        committed = path.read_text() if path.is_file() else "(missing)"
+        assert committed == text, (
+            f"{path.relative_to(REPO)} is stale: run `{crd.COMMAND}` and commit the result"
+        )
+
+
+def test_the_generated_crd_starts_with_the_do_not_edit_header() -> None:
+    for text in crd.generate().values():
+        assert text.startswith(crd.HEADER)
+        assert yaml.safe_load(text)["kind"] == "CustomResourceDefinition"
+
+
+def test_the_schema_is_structural() -> None:
+    schema = committed_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for path, node in nodes(schema):
+        assert "type" in node, f"{path} has no type"
+        assert not FORBIDDEN & node.keys(), f"{path} has {FORBIDDEN & node.keys()}"
+        assert not ("properties" in node and "additionalProperties" in node), path
+        for name in node.get("required", []):
+            assert name in node["properties"], f"{path}: required {name} is not a property"
+    assert schema["properties"]["metadata"] == {"type": "object"}
+    assert schema["properties"]["apiVersion"]["type"] == "string"
+    assert schema["properties"]["kind"]["type"] == "string"
+
+
+def test_names_scope_subresources_and_printer_columns() -> None:
+    document = committed_crd()
+    spec = document["spec"]
+    assert document["metadata"]["name"] == "databaseusers.mysql.dbuser-operator.dev" == v1alpha1.CRD_NAME
+    assert spec["group"] == v1alpha1.GROUP
+    assert spec["scope"] == "Namespaced"
+    assert spec["names"] == {
+        "kind": "DatabaseUser",
+        "listKind": "DatabaseUserList",
+        "plural": "databaseusers",
+        "singular": "databaseuser",
+        "shortNames": ["dbu"],
+        "categories": ["dbuser"],
+    }
+    [version] = spec["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
+    assert version["subresources"] == {"status": {}}
+    columns = {
+        column["name"]: (column["type"], column["jsonPath"]) for column in version["additionalPrinterColumns"]
+    }
+    assert columns == {
+        "User": ("string", ".status.user"),
+        "Host": ("string", ".spec.host"),
+        "Ready": ("string", '.status.conditions[?(@.type=="Ready")].status'),
+        "Reason": ("string", '.status.conditions[?(@.type=="Ready")].reason'),
+        "Age": ("date", ".metadata.creationTimestamp"),
+    }
+
+
+def test_spec_validation_defaults_and_rules() -> None:
+    schema = committed_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert schema["required"] == ["spec"]
+    [root_rule] = schema["x-kubernetes-validations"]
+    assert "size(self.metadata.name) <= 32" in root_rule["rule"]
+    spec = schema["properties"]["spec"]
+    assert spec["required"] == ["password"]  # user is Optional: unwrapped, not required
+    user, host = spec["properties"]["user"], spec["properties"]["host"]
+    assert (user["type"], user["maxLength"], user["pattern"]) == ("string", 32, v1alpha1.USER_PATTERN)
+    assert "default" not in user
+    assert (host["default"], host["maxLength"], host["pattern"]) == ("%", 255, v1alpha1.HOST_PATTERN)
+    assert spec["properties"]["password"]["required"] == ["key", "name"]
+    messages = {rule["message"] for rule in spec["x-kubernetes-validations"]}
+    assert messages == {"spec.user is immutable", "spec.host is immutable"}
+
+
+def test_status_conditions_are_a_map_list_of_metav1_conditions() -> None:
+    status = committed_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    conditions = status["properties"]["conditions"]
+    assert conditions["x-kubernetes-list-type"] == "map"
+    assert conditions["x-kubernetes-list-map-keys"] == ["type"]
+    assert "default" not in conditions
+    item = conditions["items"]
+    assert item["required"] == ["lastTransitionTime", "message", "reason", "status", "type"]
+    assert item["properties"]["status"]["enum"] == ["True", "False", "Unknown"]
+    assert item["properties"]["observedGeneration"] == {
+        "description": item["properties"]["observedGeneration"]["description"],
+        "format": "int64",
+        "minimum": 0,
+        "type": "integer",
+    }
+    assert item["properties"]["lastTransitionTime"]["format"] == "date-time"
+    assert set(status["properties"]["appliedSecret"]["properties"]) == {"name", "uid", "resourceVersion"}
+
+
+def test_field_docstrings_become_single_line_descriptions() -> None:
+    spec = committed_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    password = spec["properties"]["password"]["description"]
+    assert password.startswith("The Secret key that holds the account's password")
+    assert "\n" not in password
+    assert spec["properties"]["password"]["properties"]["name"]["description"] == "Name of the Secret."
+
+
+def test_check_mode_reports_stale_files_and_writing_fixes_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert crd.main(["--check", "--output", str(tmp_path)]) == 1
+    assert "(missing)" in capsys.readouterr().out
+
+    assert crd.main(["--output", str(tmp_path)]) == 0
+    assert crd.main(["--check", "--output", str(tmp_path)]) == 0
+
+    path = tmp_path / crd.RESOURCES[0].file_name
+    path.write_text(path.read_text().replace("maxLength: 32\n", "maxLength: 64\n"))
+    assert crd.main(["--check", "--output", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    changed = [line.replace(" ", "") for line in captured.out.splitlines() if line[:1] in "+-"]
+    assert "-maxLength:64" in changed
+    assert "+maxLength:32" in changed
+    assert crd.COMMAND in captured.err
+
+
+def test_the_source_tree_is_found_from_the_package() -> None:
+    assert crd.source_tree() == REPO
+
+
+# The converter on models of its own: it is generic, and refuses what it cannot express.
+
+
+class Inner(BaseModel):
+    """Inner doc."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    size: int = Field(gt=0)
+    """How big."""
+
+
+class Outer(BaseModel):
+    """Outer doc."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    inner: Inner | None = None
+    """Field doc wins over the class doc."""
+
+    tags: dict[str, str] = Field(default_factory=dict)
+    mode: str = Field(default="a", json_schema_extra={"x-kubernetes-validations": [{"rule": "self != 'b'"}]})
+
+
+def test_optional_models_are_inlined_with_their_field_description() -> None:
+    schema = crd.structural_schema(Outer)
+    assert schema == {
+        "description": "Outer doc.",
+        "type": "object",
+        "properties": {
+            "inner": {
+                "description": "Field doc wins over the class doc.",
+                "type": "object",
+                "properties": {
+                    "size": {
+                        "description": "How big.",
+                        "type": "integer",
+                        "minimum": 0,
+                        "exclusiveMinimum": True,
+                    }
+                },
+                "required": ["size"],
+            },
+            "tags": {"type": "object", "additionalProperties": {"type": "string"}},
+            "mode": {"type": "string", "default": "a", "x-kubernetes-validations": [{"rule": "self != 'b'"}]},
+        },
+    }
+
+
+class WithUnion(BaseModel):
+    value: int | str
+
+
+class WithAny(BaseModel):
+    value: Any
+
+
+class WithSet(BaseModel):
+    value: set[str]
+
+
+class Recursive(BaseModel):
+    children: list[Recursive] = Field(default_factory=list)
+
+
+@pytest.mark.parametrize(
+    ("model", "complaint"),
+    [
+        (WithUnion, "anyOf of several types"),
+        (WithAny, "needs a type"),
+        (WithSet, "uniqueItems"),
+        (Recursive, "recursive"),
+    ],
+)
+def test_what_has_no_structural_equivalent_is_refused(model: type[BaseModel], complaint: str) -> None:
+    with pytest.raises(crd.SchemaError, match=complaint):
+        crd.structural_schema(model)
