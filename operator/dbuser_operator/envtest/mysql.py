@@ -173,6 +173,8 @@ class LocalMySQLServer:
             raise ProcessFailedError(f"{Path(argv[0]).name} failed:\n{result.stdout}{result.stderr}")
 
     def _socket_answers(self) -> bool:
+        if not self.socket.exists():
+            return False
         try:
             pymysql.connect(unix_socket=str(self.socket), user="root", connect_timeout=1).close()
         except pymysql.err.MySQLError:

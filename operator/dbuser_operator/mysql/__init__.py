@@ -1,0 +1,38 @@
+"""The MySQL layer: accounts, identifier quoting, connections and errors. It knows nothing of Kubernetes."""
+
+from dbuser_operator.mysql.connection import ConnectionSettings, Database
+from dbuser_operator.mysql.errors import (
+    AccessDeniedError,
+    AdminPrivilegeMissingError,
+    DatabaseUnavailableError,
+    InvalidAccountError,
+    InvalidGrantError,
+    InvalidPasswordError,
+    MySQLError,
+    PasswordRejectedError,
+    ServerError,
+    TLSError,
+    classify,
+)
+from dbuser_operator.mysql.identifiers import InvalidIdentifierError
+from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.statement import Statement
+
+__all__ = [
+    "AccessDeniedError",
+    "AdminPrivilegeMissingError",
+    "ConnectionSettings",
+    "Database",
+    "DatabaseUnavailableError",
+    "InvalidAccountError",
+    "InvalidGrantError",
+    "InvalidIdentifierError",
+    "InvalidPasswordError",
+    "MySQLError",
+    "PasswordRejectedError",
+    "ServerError",
+    "ServerInfo",
+    "Statement",
+    "TLSError",
+    "classify",
+]

@@ -1,0 +1,75 @@
+"""Account operations, one statement each; passwords travel as query parameters only.
+
+The functions raise only :class:`~.errors.MySQLError`: a bad user name or host becomes
+:class:`~.errors.InvalidAccountError` and an unusable password :class:`~.errors.PasswordRejectedError`,
+both before any statement is sent. The statements work on MySQL 8.0/8.4 and MariaDB 10.6+.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from pydantic import SecretStr
+
+from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.errors import InvalidPasswordError, classify
+from dbuser_operator.mysql.identifiers import InvalidIdentifierError, account, validate_host, validate_user
+from dbuser_operator.mysql.statement import Statement
+
+
+def validate_password(password: str | SecretStr) -> SecretStr:
+    """The password as a :class:`SecretStr`: a non-empty string without NUL (the message never shows it)."""
+    value = password.get_secret_value() if isinstance(password, SecretStr) else password
+    if not isinstance(value, str):
+        raise InvalidPasswordError(f"a password must be a string, not {type(value).__name__}")
+    if not value:
+        raise InvalidPasswordError("a password must not be empty")
+    if "\0" in value:
+        raise InvalidPasswordError("a password must not contain NUL characters")
+    return SecretStr(value)
+
+
+@contextmanager
+def _checked_input() -> Iterator[None]:
+    """Input errors (ValueErrors) as the MySQLErrors the callers handle."""
+    try:
+        yield
+    except (InvalidIdentifierError, InvalidPasswordError) as exc:
+        raise classify(exc) from exc
+
+
+async def exists(db: Database, user: str, host: str) -> bool:
+    """Whether the account ``'user'@'host'`` exists (``mysql.user``: a table on MySQL, a view on MariaDB)."""
+    with _checked_input():
+        statement = Statement(
+            "SELECT 1 FROM mysql.user WHERE User = %s AND Host = %s", validate_user(user), validate_host(host)
+        )
+    return bool(await db.fetch(statement))
+
+
+async def create(db: Database, user: str, host: str, password: str | SecretStr) -> None:
+    """Create the account; an account that exists already is left as it is, password included."""
+    with _checked_input():
+        statement = Statement(
+            "CREATE USER IF NOT EXISTS {account} IDENTIFIED BY %s",
+            validate_password(password),
+            account=account(user, host),
+        )
+    await db.execute(statement)
+
+
+async def set_password(db: Database, user: str, host: str, password: str | SecretStr) -> None:
+    """Set the account's password (InvalidAccountError, code 1396, when the account does not exist)."""
+    with _checked_input():
+        statement = Statement(
+            "ALTER USER {account} IDENTIFIED BY %s", validate_password(password), account=account(user, host)
+        )
+    await db.execute(statement)
+
+
+async def drop(db: Database, user: str, host: str) -> None:
+    """Drop the account if it exists. Its open sessions stay open until they end (the server's choice)."""
+    with _checked_input():
+        statement = Statement("DROP USER IF EXISTS {account}", account=account(user, host))
+    await db.execute(statement)

@@ -1,0 +1,276 @@
+"""Connection settings, and :class:`Database`: the one way the layer talks to the server.
+
+Every call takes a connection from an aiomysql pool (created on first use, autocommit on), is bounded by
+``statement_timeout`` (connecting included), and raises only :class:`~.errors.MySQLError`. When the
+connection breaks, the pool is replaced by a fresh one; a call that failed on a connection reused from the
+pool is tried once more on a new connection (the server may have restarted since it was last used).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+import weakref
+from dataclasses import dataclass
+from typing import Any, Self
+
+import aiomysql
+from pydantic import BaseModel, ConfigDict, Field, FilePath, SecretStr, model_validator
+
+from dbuser_operator.mysql.errors import DatabaseUnavailableError, MySQLError, TLSError, classify
+from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.statement import Statement
+
+_log = logging.getLogger(__name__)
+
+_POOL_RECYCLE = 300.0  # seconds: close pooled connections idle longer (proxies and load balancers drop them)
+
+Row = tuple[Any, ...]
+
+
+class ConnectionSettings(BaseModel):
+    """How to reach the server as the operator's admin account. ``repr`` shows no password.
+
+    TLS is used when any of ``ca_file``, ``cert_file``, ``key_file`` or ``tls_required`` is set (server
+    certificate and host name verified, against ``ca_file`` or the system's CAs); a server without TLS is
+    then still accepted unless ``tls_required``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str = Field(min_length=1)
+    port: int = Field(default=3306, ge=1, le=65535)
+    user: str = Field(min_length=1)
+    password: SecretStr
+    connect_timeout: float = Field(default=5.0, gt=0)
+    statement_timeout: float = Field(default=30.0, gt=0, description="bound of one call, connecting included")
+    ca_file: FilePath | None = None
+    cert_file: FilePath | None = None
+    key_file: FilePath | None = None
+    tls_required: bool = False
+    pool_size: int = Field(default=4, ge=1)
+
+    @model_validator(mode="after")
+    def _key_goes_with_certificate(self) -> Self:
+        if self.key_file is not None and self.cert_file is None:
+            raise ValueError("key_file needs cert_file")
+        return self
+
+    @property
+    def tls(self) -> bool:
+        """Whether connections try TLS."""
+        return self.tls_required or any(f is not None for f in (self.ca_file, self.cert_file, self.key_file))
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The client TLS context, or None without TLS."""
+        if not self.tls:
+            return None
+        context = ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
+        if self.cert_file is not None:
+            context.load_cert_chain(str(self.cert_file), str(self.key_file) if self.key_file else None)
+        return context
+
+
+class _QuietCursor(aiomysql.Cursor):  # type: ignore[misc]  # aiomysql is untyped
+    """A cursor that does not fetch the server's warnings after each statement.
+
+    aiomysql would send ``SHOW WARNINGS`` and turn each note into a Python warning: an extra round trip
+    and noise for the expected ones ("user already exists" from ``CREATE USER IF NOT EXISTS``).
+    """
+
+    async def _show_warnings(self, connection: Any) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class _Failure:
+    error: MySQLError
+    pool: Any
+    reused: bool  # the connection came from the pool, used before
+
+
+class Database:
+    """An aiomysql pool to one server, with bounded calls, classified errors and statement counters.
+
+    ``statements_read`` (:meth:`fetch`) and ``statements_written`` (:meth:`execute`) count the statements
+    sent, for the operator to export; ``pools_created`` counts pool (re)creations.
+    """
+
+    def __init__(self, settings: ConnectionSettings) -> None:
+        self._settings = settings
+        self._ssl = settings.ssl_context()
+        self._pool: Any = None
+        self._pool_lock = asyncio.Lock()
+        # Calls wait here for a connection, not inside aiomysql: its waiters are not woken when a broken
+        # connection is released. At most pool_size connections exist, old pools' included.
+        self._slots = asyncio.Semaphore(settings.pool_size)
+        self._retiring: set[asyncio.Task[None]] = set()
+        self._used: weakref.WeakSet[Any] = weakref.WeakSet()  # connections that ran a statement
+        self.statements_read = 0
+        self.statements_written = 0
+        self.pools_created = 0
+
+    @property
+    def settings(self) -> ConnectionSettings:
+        """The settings this database was opened with."""
+        return self._settings
+
+    def __repr__(self) -> str:
+        s = self._settings
+        return f"Database(host={s.host!r}, port={s.port}, user={s.user!r})"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def execute(self, statement: Statement) -> int:
+        """Run a statement that changes something; the number of rows it affected.
+
+        The statement must be idempotent: when a pooled connection turns out broken it is sent once more.
+        """
+        affected, _ = await self._run(statement, read=False)
+        return affected
+
+    async def fetch(self, statement: Statement) -> list[Row]:
+        """Run a query; all its rows."""
+        _, rows = await self._run(statement, read=True)
+        return rows
+
+    async def server_info(self) -> ServerInfo:
+        """The server's flavour and version, from ``SELECT VERSION()``."""
+        rows = await self.fetch(Statement("SELECT VERSION()"))
+        return ServerInfo.parse(str(rows[0][0]))
+
+    async def close(self) -> None:
+        """Close every connection (calls in flight fail); a later call opens a new pool."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.terminate()
+            await _close_free(pool)
+        if self._retiring:
+            await asyncio.gather(*self._retiring, return_exceptions=True)
+
+    async def _run(self, statement: Statement, *, read: bool) -> tuple[int, list[Row]]:
+        timeout = self._settings.statement_timeout
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._run_with_retry(statement, read=read)
+        except TimeoutError:
+            pass  # raised below, outside the handler: no driver exception chained to ours
+        if self._pool is not None:
+            self._retire(self._pool)
+        raise DatabaseUnavailableError(f"the database did not answer within {timeout:g} s")
+
+    async def _run_with_retry(self, statement: Statement, *, read: bool) -> tuple[int, list[Row]]:
+        outcome = await self._attempt(statement, read=read)
+        if isinstance(outcome, _Failure) and self._retry_after(outcome):
+            outcome = await self._attempt(statement, read=read)
+            if isinstance(outcome, _Failure):
+                self._retry_after(outcome)
+        if isinstance(outcome, _Failure):
+            raise outcome.error
+        return outcome
+
+    def _retry_after(self, failure: _Failure) -> bool:
+        """Retire the pool if the connection broke; whether to try again on a new connection."""
+        if not isinstance(failure.error, DatabaseUnavailableError | TLSError):
+            return False
+        self._retire(failure.pool)
+        if isinstance(failure.error, DatabaseUnavailableError) and failure.reused:
+            _log.debug("retrying on a new connection after: %s", failure.error.message)
+            return True
+        return False
+
+    async def _attempt(self, statement: Statement, *, read: bool) -> tuple[int, list[Row]] | _Failure:
+        """One try; a failure is returned (not raised) so that no driver exception is chained to it."""
+        async with self._slots:
+            return await self._attempt_with_slot(statement, read=read)
+
+    async def _attempt_with_slot(
+        self, statement: Statement, *, read: bool
+    ) -> tuple[int, list[Row]] | _Failure:
+        pool = await self._get_pool()
+        try:
+            connection = await pool.acquire()
+        except Exception as exc:
+            return _Failure(classify(exc, statement.secrets), pool, reused=False)
+        reused = connection in self._used
+        self._used.add(connection)
+        try:
+            # aiomysql falls back to plain text when the server offers no TLS: refuse that if required.
+            if self._settings.tls_required and not getattr(connection, "_secure", False):
+                connection.close()
+                return _Failure(TLSError("TLS is required but the server does not offer it"), pool, reused)
+            if read:
+                self.statements_read += 1
+            else:
+                self.statements_written += 1
+            async with connection.cursor(_QuietCursor) as cursor:
+                affected = await cursor.execute(statement.text, statement.params or None)
+                rows: list[Row] = list(await cursor.fetchall()) if read else []
+            return int(affected), rows
+        except Exception as exc:
+            error = classify(exc, statement.secrets)
+            if isinstance(error, DatabaseUnavailableError | TLSError) or not _is_server_error(exc):
+                connection.close()  # not returned to the pool
+            return _Failure(error, pool, reused)
+        except BaseException:  # cancelled (timeout): the connection is in an unknown state
+            connection.close()
+            raise
+        finally:
+            pool.release(connection)
+
+    async def _get_pool(self) -> Any:
+        async with self._pool_lock:
+            if self._pool is None:
+                s = self._settings
+                self._pool = await aiomysql.create_pool(
+                    minsize=0,
+                    maxsize=s.pool_size,
+                    pool_recycle=_POOL_RECYCLE,
+                    host=s.host,
+                    port=s.port,
+                    user=s.user,
+                    password=_wire_password(s.password.get_secret_value()),
+                    connect_timeout=s.connect_timeout,
+                    charset="utf8mb4",
+                    autocommit=True,
+                    ssl=self._ssl,
+                    local_infile=False,
+                )
+                self.pools_created += 1
+            return self._pool
+
+    def _retire(self, pool: Any) -> None:
+        """Stop using ``pool``: connections in use close when released, idle ones close now."""
+        if self._pool is pool:
+            self._pool = None
+        pool.close()
+        task = asyncio.get_running_loop().create_task(_close_free(pool))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
+
+
+async def _close_free(pool: Any) -> None:
+    with contextlib.suppress(Exception):  # the server may be gone: closing is best effort
+        await pool.clear()
+
+
+def _is_server_error(exc: Exception) -> bool:
+    """An error the server sent back (not a client-side 2xxx one): the connection is still usable."""
+    code = exc.args[0] if isinstance(exc, aiomysql.DatabaseError) and exc.args else None
+    return isinstance(code, int) and code > 0 and not 2000 <= code < 3000
+
+
+def _wire_password(password: str) -> str:
+    """The password as aiomysql must get it to send its UTF-8 bytes.
+
+    aiomysql encodes the password as Latin-1, while the server hashed the UTF-8 bytes it received in
+    ``IDENTIFIED BY`` (the connection character set is utf8mb4): the Latin-1 reading of those bytes
+    round-trips to them exactly, for every password.
+    """
+    return password.encode("utf-8").decode("latin-1")

@@ -1,0 +1,110 @@
+"""Validation and quoting of SQL identifiers: account names, hosts, databases, tables.
+
+Validation is deliberately stricter than MySQL: a name that passes contains no quote, backslash,
+backtick, whitespace, control or non-ASCII character, so quoting can never be subverted. Quoting
+escapes anyway, as defence in depth.
+
+Quoted fragments are :class:`SQL` strings: the only kind of text a :class:`~.statement.Statement`
+accepts besides its own template.
+"""
+
+from __future__ import annotations
+
+import re
+
+USER_MAX_LENGTH = 32
+HOST_MAX_LENGTH = 255
+OBJECT_MAX_LENGTH = 64
+
+# Each pattern matches one allowed character; whole names are checked character by character.
+# A user name: ASCII letters, digits, "_", "." and "-", 1 to 32 characters, not starting with "." or "-".
+_USER = re.compile(r"[A-Za-z0-9_.-]")
+_USER_RULE = "1 to 32 characters from A-Z a-z 0-9 _ . -, not starting with . or -"
+# A host or host pattern: a name, an IPv4/IPv6 address, a netmask, with the wildcards % and _.
+_HOST = re.compile(r"[A-Za-z0-9._%:/-]")
+_HOST_RULE = "1 to 255 characters from A-Z a-z 0-9 . - _ % : /"
+# A database or table name (or "*", all of them, for grants).
+_OBJECT = re.compile(r"[A-Za-z0-9_$-]")
+_OBJECT_RULE = "1 to 64 characters from A-Z a-z 0-9 _ $ -, or *"
+
+_SHOWN_MAX = 80  # longest part of a rejected value quoted in a message
+
+
+class InvalidIdentifierError(ValueError):
+    """A name that the rules of this module reject; the message names the rule."""
+
+    def __init__(self, kind: str, value: object, problem: str, rule: str) -> None:
+        self.kind = kind
+        super().__init__(f"invalid {kind} {_show(value)}: {problem} (allowed: {rule})")
+
+
+class SQL(str):
+    """A fragment of SQL text that is safe to splice into a statement (built by this module)."""
+
+    __slots__ = ()
+
+
+def _show(value: object) -> str:
+    """The value for a message: ASCII only, control characters and look-alikes escaped, bounded."""
+    if not isinstance(value, str):
+        return f"of type {type(value).__name__}"
+    shown = ascii(value[:_SHOWN_MAX])
+    return shown + ("..." if len(value) > _SHOWN_MAX else "")
+
+
+def _check(kind: str, value: object, allowed: re.Pattern[str], max_length: int, rule: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidIdentifierError(kind, value, "not a string", rule)
+    if not value:
+        raise InvalidIdentifierError(kind, value, "empty", rule)
+    if len(value) > max_length:
+        raise InvalidIdentifierError(kind, value, f"{len(value)} characters, at most {max_length}", rule)
+    offending = next((c for c in value if allowed.fullmatch(c) is None), None)
+    if offending is not None:
+        raise InvalidIdentifierError(kind, value, f"character {offending!a} not allowed", rule)
+    return value
+
+
+def validate_user(name: str) -> str:
+    """A MySQL user name: ``^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}$`` (MySQL's limit is 32 characters)."""
+    _check("user name", name, _USER, USER_MAX_LENGTH, _USER_RULE)
+    if name[0] in ".-":
+        raise InvalidIdentifierError("user name", name, f"starts with {name[0]!a}", _USER_RULE)
+    return name
+
+
+def validate_host(host: str) -> str:
+    """A host (pattern): letters, digits, ``. - _``, ``%`` (wildcard), ``:`` (IPv6), ``/`` (netmask)."""
+    return _check("host", host, _HOST, HOST_MAX_LENGTH, _HOST_RULE)
+
+
+def validate_database(name: str) -> str:
+    """A database name: ``^[A-Za-z0-9_$-]{1,64}$``, or ``*`` (every database, for grants)."""
+    return name if name == "*" else _check("database name", name, _OBJECT, OBJECT_MAX_LENGTH, _OBJECT_RULE)
+
+
+def validate_table(name: str) -> str:
+    """A table name: ``^[A-Za-z0-9_$-]{1,64}$``, or ``*`` (every table, for grants)."""
+    return name if name == "*" else _check("table name", name, _OBJECT, OBJECT_MAX_LENGTH, _OBJECT_RULE)
+
+
+def quote_string(value: str) -> SQL:
+    """A single-quoted string literal: quotes doubled (valid in every ``sql_mode``), backslashes doubled.
+
+    For identifiers that validation already passed; never for passwords, which are query parameters.
+    """
+    if "\0" in value:
+        raise ValueError("a string literal cannot contain NUL")
+    return SQL("'" + value.replace("\\", "\\\\").replace("'", "''") + "'")
+
+
+def quote_identifier(name: str) -> SQL:
+    """A backtick-quoted identifier (database, table): backticks doubled."""
+    if not name or "\0" in name:
+        raise ValueError("an identifier must be non-empty and cannot contain NUL")
+    return SQL("`" + name.replace("`", "``") + "`")
+
+
+def account(user: str, host: str) -> SQL:
+    """The account literal ``'user'@'host'``, validated first and escaped anyway."""
+    return SQL(quote_string(validate_user(user)) + "@" + quote_string(validate_host(host)))

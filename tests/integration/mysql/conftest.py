@@ -1,0 +1,49 @@
+"""Fixtures for the MySQL layer against the real server: settings, a Database, tracked test accounts."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from pydantic import SecretStr
+
+from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.mysql import ConnectionSettings, Database
+from tests.integration.mysql.support import Accounts
+
+
+@pytest.fixture
+def accounts_made(mysql: MySQLServer) -> Iterator[Accounts]:
+    """Tracks the accounts a test creates, and drops them (with a plain PyMySQL admin connection)."""
+    tracker = Accounts(mysql)
+    yield tracker
+    tracker.drop_all()
+
+
+@pytest.fixture
+def admin_settings(mysql: MySQLServer) -> ConnectionSettings:
+    """The operator's settings for the test server's admin account."""
+    return ConnectionSettings(
+        host=mysql.host,
+        port=mysql.port,
+        user=mysql.user,
+        password=SecretStr(mysql.password),
+        connect_timeout=3,
+    )
+
+
+@pytest.fixture
+async def db(admin_settings: ConnectionSettings) -> AsyncIterator[Database]:
+    """A Database as the admin, closed after the test."""
+    database = Database(admin_settings)
+    yield database
+    await database.close()
+
+
+@pytest.fixture(scope="session")
+def client_host(mysql: MySQLServer) -> str:
+    """Our address as the server sees it (127.0.0.1 for a local server)."""
+    with mysql.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("SELECT SUBSTRING_INDEX(USER(), '@', -1)")
+        (host,) = cursor.fetchone()
+    return str(host)

@@ -1,0 +1,57 @@
+"""Helpers for the MySQL layer's integration tests: tracked test accounts, logins as a separate client."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import pymysql
+import pytest
+
+from dbuser_operator.envtest import MySQLServer
+
+
+class Accounts:
+    """Fresh account names for a test; every account named here is dropped afterwards."""
+
+    def __init__(self, mysql: MySQLServer) -> None:
+        self._mysql = mysql
+        self.made: list[tuple[str, str]] = []
+
+    def name(self) -> str:
+        """A user name no other test uses."""
+        return f"it_{secrets.token_hex(5)}"
+
+    def track(self, user: str, *hosts: str) -> str:
+        """Drop ``user`` at these hosts at the end of the test."""
+        self.made.extend((user, host) for host in hosts)
+        return user
+
+    def drop_all(self) -> None:
+        with self._mysql.connect() as connection, connection.cursor() as cursor:
+            for user, host in self.made:
+                cursor.execute("DROP USER IF EXISTS %s@%s", (user, host))
+
+
+def login(mysql: MySQLServer, user: str, password: str, **options: Any) -> str:
+    """Log in as ``user`` with a separate plain PyMySQL connection; ``CURRENT_USER()``.
+
+    The password goes as its UTF-8 bytes (PyMySQL would encode a str as Latin-1).
+    """
+    connection = pymysql.connect(
+        host=mysql.host, port=mysql.port, user=user, password=password.encode(), connect_timeout=5, **options
+    )
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT CURRENT_USER()")
+            (current,) = cursor.fetchone()
+        return str(current)
+    finally:
+        connection.close()
+
+
+def login_error(mysql: MySQLServer, user: str, password: str) -> int:
+    """The error code of a login that must fail (1045: access denied)."""
+    with pytest.raises(pymysql.err.OperationalError) as refused:
+        login(mysql, user, password)
+    return int(refused.value.args[0])
