@@ -47,9 +47,14 @@ def _labels(obj: dict[str, Any]) -> Any:
     return obj["metadata"].get("labels") or {}
 
 
+def _deletion(obj: dict[str, Any]) -> Any:
+    return obj["metadata"].get("deletionTimestamp")
+
+
 GENERATION_CHANGED = Predicate(update=lambda old, new: _generation(old) != _generation(new))
 ANNOTATIONS_CHANGED = Predicate(update=lambda old, new: _annotations(old) != _annotations(new))
 LABELS_CHANGED = Predicate(update=lambda old, new: _labels(old) != _labels(new))
+DELETION_STARTED = Predicate(update=lambda old, new: _deletion(old) != _deletion(new))
 
 
 def any_of(*predicates: Predicate) -> Predicate:

@@ -1,0 +1,142 @@
+"""Wiring: settings → API client, MySQL connection, informers, controller, manager."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import structlog
+from kubernetes_asyncio import client, config
+
+from dbuser_operator.controllers.databaseuser import (
+    AccountStep,
+    DatabaseUserReconciler,
+    FinalizerStep,
+    PasswordStep,
+)
+from dbuser_operator.controllers.resources import DATABASE_USERS, SECRET_INDEX, referenced_secret
+from dbuser_operator.mysql.connection import ConnectionSettings, Database
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.controller import Controller
+from dbuser_operator.runtime.events import EventRecorder
+from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.runtime.leaderelection import LeaderElectionConfig, LeadershipLost
+from dbuser_operator.runtime.logging import configure_logging
+from dbuser_operator.runtime.manager import Manager
+from dbuser_operator.runtime.predicates import (
+    ANNOTATIONS_CHANGED,
+    DELETION_STARTED,
+    GENERATION_CHANGED,
+    LABELS_CHANGED,
+    any_of,
+)
+from dbuser_operator.runtime.resources import SECRETS, ObjectKey
+from dbuser_operator.settings import Settings
+
+log = structlog.get_logger(__name__)
+
+CONTROLLER_NAME = "databaseuser"
+
+
+def connection_settings(settings: Settings) -> ConnectionSettings:
+    """The MySQL admin connection the settings describe."""
+    return ConnectionSettings(
+        host=settings.mysql_host,
+        port=settings.mysql_port,
+        user=settings.mysql_user,
+        password=settings.mysql_password(),
+        connect_timeout=settings.mysql_connect_timeout,
+        ca_file=settings.mysql_tls_ca,
+        cert_file=settings.mysql_tls_cert,
+        key_file=settings.mysql_tls_key,
+        tls_required=settings.mysql_tls_required,
+        pool_size=settings.max_concurrent_reconciles,
+    )
+
+
+def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager:
+    """A manager running the DatabaseUser controller as the settings say."""
+    users = Informer(
+        kube,
+        DATABASE_USERS,
+        namespaces=settings.namespaces,
+        label_selector=f"{settings.target_label}={settings.target}",
+    )
+    users.add_index(SECRET_INDEX, referenced_secret)
+    secrets = Informer(kube, SECRETS, namespaces=settings.namespaces)
+
+    def users_of(secret: dict[str, Any]) -> list[ObjectKey]:
+        key = ObjectKey.of(secret)
+        return [
+            ObjectKey.of(user) for user in users.store.by_index(SECRET_INDEX, f"{key.namespace}/{key.name}")
+        ]
+
+    recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
+    reconciler = DatabaseUserReconciler(
+        kube, users, [FinalizerStep(kube), PasswordStep(secrets), AccountStep(db)], recorder
+    )
+    controller = Controller(
+        CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
+    )
+    # Our own status writes change neither generation, labels, annotations nor deletion: no echo reconcile.
+    controller.watch(users, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED))
+    controller.watch_mapped(secrets, users_of)
+
+    election = None
+    if settings.leader_elect:
+        election = LeaderElectionConfig(
+            lease_name=settings.leader_election_id,
+            lease_namespace=settings.leader_election_namespace,
+            identity=settings.leader_election_identity,
+        )
+    manager = Manager(
+        kube,
+        leader_election=election,
+        probe_address=settings.health_probe_bind_address,
+        metrics_address=settings.metrics_bind_address,
+        shutdown_timeout=settings.shutdown_timeout,
+    )
+    manager.add_controller(controller)
+    return manager
+
+
+async def api_configuration(settings: Settings) -> client.Configuration:
+    """In-cluster configuration in a pod (unless a kubeconfig is named), else the kubeconfig."""
+    configuration = client.Configuration()
+    if settings.kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ:
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    else:
+        path = str(settings.kubeconfig) if settings.kubeconfig else None
+        await config.load_kube_config(config_file=path, client_configuration=configuration)
+    return configuration
+
+
+async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
+    """Run the operator until SIGTERM/SIGINT (or ``stop``)."""
+    configuration = await api_configuration(settings)
+    db = Database(connection_settings(settings))
+    async with client.ApiClient(configuration) as api:
+        manager = build_manager(settings, KubeClient(api), db)
+        log.info(
+            "starting",
+            target=f"{settings.target_label}={settings.target}",
+            namespaces=settings.namespaces or "all",
+            mysql=f"{settings.mysql_host}:{settings.mysql_port}",
+            leader_election=settings.leader_elect,
+        )
+        try:
+            await manager.run(stop)
+        finally:
+            await db.close()
+
+
+def main(settings: Settings) -> int:
+    """Configure logging and run; the process exit code."""
+    configure_logging(settings.log_format, settings.log_level)
+    try:
+        asyncio.run(run(settings))
+    except LeadershipLost:
+        log.error("lost the leader lease; exiting so that Kubernetes restarts this replica")
+        return 1
+    return 0

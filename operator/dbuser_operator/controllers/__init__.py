@@ -1,0 +1,1 @@
+"""Controllers of the operator: how the ``DatabaseUser`` API maps onto the runtime and the MySQL layer."""

@@ -1,0 +1,19 @@
+"""The resource types, names and indexes the ``DatabaseUser`` controller uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbuser_operator.api.v1alpha1 import GROUP, KIND, PLURAL, VERSION
+from dbuser_operator.runtime.resources import Resource
+
+DATABASE_USERS = Resource(GROUP, VERSION, PLURAL, KIND)
+FINALIZER = f"{GROUP}/account"
+FIELD_MANAGER = "dbuser-operator"
+SECRET_INDEX = "secret"  # noqa: S105 - an index name, not a password
+
+
+def referenced_secret(obj: dict[str, Any]) -> list[str]:
+    """Index value: ``namespace/name`` of the Secret a DatabaseUser takes its password from."""
+    name = ((obj.get("spec") or {}).get("password") or {}).get("name")
+    return [f"{obj['metadata'].get('namespace', '')}/{name}"] if name else []

@@ -1,0 +1,59 @@
+"""The multi-step reconcile: an ordered list of steps, each with an *ensure* and a *delete* half.
+
+Creation and updates run the ensure halves in order; deletion runs the delete halves in reverse, and the
+finalizer comes off after the last one. Adding a behaviour is adding a step. A step that cannot proceed
+raises :class:`ConditionError`: the resource becomes ``Ready=False`` with that reason and message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.runtime.controller import ReconcileError
+
+EventType = Literal["Normal", "Warning"]
+
+
+class ConditionError(ReconcileError):
+    """A step cannot proceed. ``retry``: back off and try again (else wait for a watched change)."""
+
+    def __init__(self, reason: str, message: str, *, retry: bool = True) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.retry = retry
+
+
+@dataclass
+class Context:
+    """What one reconcile knows; steps read and fill it in order."""
+
+    obj: dict[str, Any]  # the live object as last returned by the API (steps replace it after writes)
+    user: DatabaseUser
+    status: dict[str, Any]  # the status being built, in API form (a copy: the cache is never modified)
+    password: str | None = field(default=None, repr=False)
+    secret: dict[str, str] | None = None  # the Secret version read: name, uid, resourceVersion
+    events: list[tuple[EventType, str, str]] = field(default_factory=list)
+
+    @property
+    def account(self) -> str:
+        """``'user'@'host'`` for messages (validated names only: safe to show)."""
+        return f"'{self.user.effective_user()}'@'{self.user.spec.host}'"
+
+    def event(self, type_: EventType, reason: str, message: str) -> None:
+        """Queue an Event, recorded once the status is written."""
+        self.events.append((type_, reason, message))
+
+
+class Step(Protocol):
+    """One behaviour of the reconcile."""
+
+    name: str
+
+    async def ensure(self, ctx: Context) -> None:
+        """Bring this aspect in line with the spec."""
+
+    async def delete(self, ctx: Context) -> None:
+        """Undo this aspect before the resource goes away."""

@@ -1,0 +1,96 @@
+"""Operator configuration: command-line flags, each also settable as ``DBUSER_OPERATOR_<NAME>``.
+
+The MySQL admin password is never a flag (flags show in ``ps``): it comes from
+``DBUSER_OPERATOR_MYSQL_PASSWORD`` or from the file ``--mysql-password-file`` names (a mounted Secret).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import socket
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+PASSWORD_ENV = "DBUSER_OPERATOR_MYSQL_PASSWORD"  # noqa: S105 - the variable's name
+
+
+class Settings(BaseSettings):
+    """Manage MySQL and MariaDB user accounts declaratively from Kubernetes.
+
+    The operator watches DatabaseUser resources (short name: dbu) that carry its target label, reads each
+    account's password from a Secret, creates or alters the account in its MySQL server, reports progress
+    as status conditions and events, and drops the account, behind a finalizer, when the resource is
+    deleted. Every flag can also be set as DBUSER_OPERATOR_<FLAG> (upper case, underscores); the MySQL
+    admin password comes from DBUSER_OPERATOR_MYSQL_PASSWORD or --mysql-password-file, never a flag.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="DBUSER_OPERATOR_",
+        cli_prog_name="dbuser-operator",
+        cli_kebab_case=True,
+        cli_implicit_flags=True,
+        cli_use_class_docs_for_groups=False,
+        extra="ignore",
+    )
+
+    target_label: str = Field(
+        "dbuser-operator.dev/target", description="label that assigns a DatabaseUser to an operator instance"
+    )
+    target: str = Field("default", description="value of the target label this instance serves")
+    namespaces: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="namespaces to watch, comma-separated; all namespaces when empty"
+    )
+    kubeconfig: Path | None = Field(
+        None, description="kubeconfig file; in-cluster config when unset and in a pod"
+    )
+
+    mysql_host: str = Field("127.0.0.1", description="MySQL server host")
+    mysql_port: int = Field(3306, ge=1, le=65535, description="MySQL server port")
+    mysql_user: str = Field("root", description="MySQL admin user")
+    mysql_password_file: Path | None = Field(
+        None, description=f"file holding the admin password (else the {PASSWORD_ENV} environment variable)"
+    )
+    mysql_connect_timeout: float = Field(5.0, gt=0, description="seconds to wait for a MySQL connection")
+    mysql_tls_ca: Path | None = Field(None, description="CA bundle to verify the MySQL server with")
+    mysql_tls_cert: Path | None = Field(None, description="client certificate for MySQL")
+    mysql_tls_key: Path | None = Field(None, description="client key for MySQL")
+    mysql_tls_required: bool = Field(False, description="refuse a MySQL connection without TLS")
+
+    max_concurrent_reconciles: int = Field(4, ge=1, le=64, description="reconciles that may run at once")
+    metrics_bind_address: str = Field("0.0.0.0:8080", description="host:port of /metrics")
+    health_probe_bind_address: str = Field("0.0.0.0:8081", description="host:port of /healthz, /readyz")
+    shutdown_timeout: float = Field(30.0, ge=0, description="seconds in-flight reconciles get to finish")
+
+    leader_elect: bool = Field(False, description="elect a leader among replicas (enable with replicas > 1)")
+    leader_election_id: str = Field("dbuser-operator", description="name of the Lease")
+    leader_election_namespace: str = Field(
+        default_factory=lambda: os.environ.get("POD_NAMESPACE", "default"),
+        description="namespace of the Lease (default: $POD_NAMESPACE, else default)",
+    )
+    leader_election_identity: str = Field(
+        default_factory=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
+        description="this replica's identity (default: $POD_NAME, else the host name)",
+    )
+
+    log_format: Literal["json", "console"] = Field("json", description="json lines, or key-value for humans")
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")
+
+    @field_validator("namespaces", mode="before")
+    @classmethod
+    def _split_namespaces(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [name.strip() for name in value.split(",") if name.strip()]
+        return value
+
+    def mysql_password(self) -> SecretStr:
+        """The admin password, from the file or the environment; empty when neither is set."""
+        if self.mysql_password_file is not None:
+            return SecretStr(self.mysql_password_file.read_text().rstrip("\r\n"))
+        return SecretStr(os.environ.get(PASSWORD_ENV, ""))
+
+
+Settings.__doc__ = inspect.cleandoc(Settings.__doc__ or "")  # the --help description, without indentation
