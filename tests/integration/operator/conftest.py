@@ -1,0 +1,155 @@
+"""The operator, run in-process against the real API server and MySQL server of the test environment."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from dbuser_operator import app
+from dbuser_operator.envtest import KubeCluster, MySQLServer
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.logging import configure_logging
+from dbuser_operator.settings import Settings
+
+TARGET = "e2e"
+
+
+@dataclass
+class RunningOperator:
+    """An operator instance and what it left behind."""
+
+    settings: Settings
+    log_path: Path
+    task: asyncio.Task[None]
+    stop: asyncio.Event
+
+
+@dataclass
+class PasswordLedger:
+    """Every password the suite hands the operator, to prove none leaks."""
+
+    values: set[str] = field(default_factory=set)
+
+    def new(self, prefix: str = "pw") -> str:
+        value = f"{prefix}-{secrets.token_urlsafe(12)}"
+        self.values.add(value)
+        return value
+
+
+@pytest.fixture(scope="session")
+def passwords() -> PasswordLedger:
+    return PasswordLedger()
+
+
+def operator_settings(kube: KubeCluster, mysql: MySQLServer, workdir: Path, **overrides: Any) -> Settings:
+    password_file = workdir / "mysql-admin-password"
+    password_file.write_text(mysql.password)
+    password_file.chmod(0o600)
+    values: dict[str, Any] = {
+        "kubeconfig": kube.kubeconfig,
+        "mysql_host": mysql.host,
+        "mysql_port": mysql.port,
+        "mysql_user": mysql.user,
+        "mysql_password_file": password_file,
+        "mysql_connect_timeout": 2.0,
+        "target": TARGET,
+        "metrics_bind_address": "127.0.0.1:0",
+        "health_probe_bind_address": "127.0.0.1:0",
+        "shutdown_timeout": 5.0,
+        "log_format": "json",
+        "log_level": "debug",
+        **overrides,
+    }
+    return Settings(**values)
+
+
+def capture_logs(path: Path) -> logging.Handler:
+    """Send every log line (JSON) to ``path`` as well, for the leak check."""
+    configure_logging("json", "debug")
+    formatter = logging.getLogger().handlers[0].formatter
+    handler = logging.FileHandler(path)
+    handler.setFormatter(formatter)
+    logging.getLogger().addHandler(handler)
+    return handler
+
+
+StartOperator = Callable[..., Awaitable[RunningOperator]]
+
+
+@pytest.fixture(scope="session")
+async def start_operator(
+    kube: KubeCluster, mysql: MySQLServer, crds: list[str], envtest_workdir: Path
+) -> AsyncIterator[StartOperator]:
+    """Start operator instances (stopped at the end of the session); their logs go to files."""
+    running: list[RunningOperator] = []
+    log_dir = envtest_workdir / "operator"
+    log_dir.mkdir(exist_ok=True)
+    handler = capture_logs(log_dir / "operator.log")
+
+    async def start(**overrides: Any) -> RunningOperator:
+        settings = operator_settings(kube, mysql, log_dir, **overrides)
+        stop = asyncio.Event()
+        task = asyncio.create_task(app.run(settings, stop))
+        instance = RunningOperator(settings, log_dir / "operator.log", task, stop)
+        running.append(instance)
+        await asyncio.sleep(0)
+        return instance
+
+    yield start
+    for instance in running:
+        instance.stop.set()
+    await asyncio.gather(*(i.task for i in running), return_exceptions=True)
+    logging.getLogger().removeHandler(handler)
+    handler.close()
+
+
+@pytest.fixture(scope="session")
+async def operator(start_operator: StartOperator) -> RunningOperator:
+    """The session's operator: target "e2e", every namespace."""
+    return await start_operator()
+
+
+@pytest.fixture(scope="session", autouse=True)
+async def no_password_leaks(
+    request: pytest.FixtureRequest,
+    passwords: PasswordLedger,
+    kube: KubeCluster,
+    envtest_workdir: Path,
+) -> AsyncIterator[None]:
+    """After the suite: no password in any log line, Event, DatabaseUser status or component log."""
+    yield
+    if not passwords.values:
+        return
+    async with kube.api_client() as api:
+        kube_client = KubeClient(api)
+        events = await kube_client.request("GET", "/api/v1/events")
+        users = await kube_client.request("GET", "/apis/mysql.dbuser-operator.dev/v1alpha1/databaseusers")
+    statuses = [item.get("status") for item in users.get("items", [])]
+    texts = {
+        "events": json.dumps(events),
+        "statuses": json.dumps(statuses),
+        **{str(path): path.read_text(errors="replace") for path in envtest_workdir.rglob("*.log")},  # noqa: ASYNC240
+    }
+    leaks = [(where, value) for where, text in texts.items() for value in passwords.values if value in text]
+    assert leaks == [], f"passwords leaked into: {sorted({where for where, _ in leaks})}"
+    assert any("operator.log" in where for where in texts)  # the operator's own log was scanned
+
+
+async def create_secret(kube: KubeClient, namespace: str, name: str, data: dict[str, str]) -> dict[str, Any]:
+    from dbuser_operator.runtime.resources import SECRETS  # noqa: PLC0415
+
+    return await kube.create(SECRETS, {"metadata": {"name": name}, "stringData": data}, namespace)
+
+
+@pytest.fixture
+def kube_client(kube_api: client.ApiClient) -> KubeClient:
+    return KubeClient(kube_api)

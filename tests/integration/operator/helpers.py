@@ -1,0 +1,100 @@
+"""Helpers of the operator's end-to-end tests: objects, waiting, and real MySQL logins."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pymysql
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.runtime.client import KubeClient
+from tests.integration.operator.conftest import TARGET
+
+
+def database_user(
+    name: str, secret: str, key: str = "password", target: str = TARGET, **spec: Any
+) -> dict[str, Any]:
+    return {
+        "apiVersion": DATABASE_USERS.api_version,
+        "kind": "DatabaseUser",
+        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": target}},
+        "spec": {"password": {"name": secret, "key": key}, **spec},
+    }
+
+
+def ready(obj: dict[str, Any]) -> dict[str, Any] | None:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition["type"] == "Ready":
+            return dict(condition)
+    return None
+
+
+async def wait_for_ready(
+    kube: KubeClient,
+    namespace: str,
+    name: str,
+    status: str = "True",
+    reason: str | None = None,
+    limit: float = 30,
+) -> dict[str, Any]:
+    """Poll until the Ready condition has ``status`` (and ``reason``); return the object."""
+    deadline = time.monotonic() + limit
+    obj: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        obj = await kube.get(DATABASE_USERS, name, namespace)
+        condition = ready(obj)
+        if condition and condition["status"] == status and (reason is None or condition["reason"] == reason):
+            return obj
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{namespace}/{name} never got Ready={status} {reason or ''}: {ready(obj)}")
+
+
+async def wait_until_gone(kube: KubeClient, namespace: str, name: str, limit: float = 30) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            await kube.get(DATABASE_USERS, name, namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return
+            raise
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{namespace}/{name} was not deleted")
+
+
+def can_log_in(mysql: MySQLServer, user: str, password: str) -> bool:
+    """Whether a real client connection logs in as ``user`` with ``password``."""
+    try:
+        pymysql.connect(
+            host=mysql.host, port=mysql.port, user=user, password=password, connect_timeout=5
+        ).close()
+    except pymysql.err.OperationalError as error:
+        if error.args[0] == 1045:  # access denied
+            return False
+        raise
+    return True
+
+
+def account_exists(mysql: MySQLServer, user: str, host: str = "%") -> bool:
+    with mysql.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM mysql.user WHERE User = %s AND Host = %s", (user, host))
+        return cursor.fetchone() is not None
+
+
+def write_statements(mysql: MySQLServer) -> int:
+    """Account-changing statements the server has executed (its own status counters)."""
+    names = (
+        "Com_create_user",
+        "Com_alter_user",
+        "Com_drop_user",
+        "Com_grant",
+        "Com_revoke",
+        "Com_rename_user",
+    )
+    with mysql.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN %s", (names,))
+        return sum(int(value) for _, value in cursor.fetchall())

@@ -1,0 +1,225 @@
+"""The DatabaseUser operator end to end: real API server, real MySQL server, real clients."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from kubernetes_asyncio import client
+
+from dbuser_operator.controllers.resources import DATABASE_USERS, FINALIZER
+from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.metrics import REGISTRY
+from dbuser_operator.runtime.resources import SECRETS
+from tests.conftest import Runner
+from tests.integration.operator.conftest import PasswordLedger, RunningOperator, StartOperator, create_secret
+from tests.integration.operator.helpers import (
+    account_exists,
+    can_log_in,
+    database_user,
+    ready,
+    wait_for_ready,
+    wait_until_gone,
+    write_statements,
+)
+
+pytestmark = pytest.mark.integration
+
+
+async def test_create_rotate_and_delete(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    first, second = passwords.new(), passwords.new()
+    await create_secret(kube_client, namespace, "app-pw", {"password": first})
+    await kube_client.create(DATABASE_USERS, database_user("app-one", "app-pw"), namespace)
+
+    obj = await wait_for_ready(kube_client, namespace, "app-one")
+    assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
+    assert ready(obj)["observedGeneration"] == obj["metadata"]["generation"]  # type: ignore[index]
+    assert obj["status"]["user"] == "app-one"
+    assert obj["status"]["host"] == "%"
+    assert obj["status"]["appliedSecret"]["name"] == "app-pw"
+    assert FINALIZER in obj["metadata"]["finalizers"]
+    assert can_log_in(mysql, "app-one", first)
+
+    # Rotation: the Secret watch applies the new password within moments.
+    await kube_client.patch(
+        SECRETS, "app-pw", {"stringData": {"password": second}}, PatchType.MERGE, namespace=namespace
+    )
+    changed = time.monotonic()
+    while not can_log_in(mysql, "app-one", second):
+        assert time.monotonic() - changed < 10, "the new password never worked"
+        await asyncio.sleep(0.01)
+    latency = time.monotonic() - changed
+    print(f"rotation latency (Secret patched -> new password logs in): {latency * 1000:.0f} ms")
+    assert not can_log_in(mysql, "app-one", first)
+
+    # Deletion: the finalizer holds the resource until the account is dropped.
+    await kube_client.delete(DATABASE_USERS, "app-one", namespace)
+    await wait_until_gone(kube_client, namespace, "app-one")
+    assert not account_exists(mysql, "app-one")
+    assert not can_log_in(mysql, "app-one", second)
+
+
+async def test_missing_secret_key_and_empty_password_then_ready(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    await kube_client.create(DATABASE_USERS, database_user("late", "late-pw"), namespace)
+    obj = await wait_for_ready(kube_client, namespace, "late", "False", "SecretNotFound")
+    assert f"Secret {namespace}/late-pw not found" in ready(obj)["message"]  # type: ignore[index]
+
+    await create_secret(kube_client, namespace, "late-pw", {"other": "x"})
+    obj = await wait_for_ready(kube_client, namespace, "late", "False", "SecretKeyNotFound")
+    assert "'password'" in ready(obj)["message"]  # type: ignore[index]
+
+    await kube_client.patch(
+        SECRETS, "late-pw", {"stringData": {"password": ""}}, PatchType.MERGE, namespace=namespace
+    )
+    await wait_for_ready(kube_client, namespace, "late", "False", "PasswordEmpty")
+
+    password = passwords.new()
+    await kube_client.patch(
+        SECRETS, "late-pw", {"stringData": {"password": password}}, PatchType.MERGE, namespace=namespace
+    )
+    await wait_for_ready(kube_client, namespace, "late", "True", "AccountReady")
+    assert can_log_in(mysql, "late", password)
+    await kube_client.delete(DATABASE_USERS, "late", namespace)
+    await wait_until_gone(kube_client, namespace, "late")
+
+
+async def test_database_down_during_create_then_ready(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    mysql_provider: MySQLServer | LocalMySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    if not isinstance(mysql_provider, LocalMySQLServer):
+        pytest.skip("the MySQL server is not ours to stop (MYSQL_URL or a container)")
+    password = passwords.new()
+    await create_secret(kube_client, namespace, "outage-pw", {"password": password})
+    mysql_provider.stop()
+    try:
+        await kube_client.create(DATABASE_USERS, database_user("outage", "outage-pw"), namespace)
+        obj = await wait_for_ready(kube_client, namespace, "outage", "False", "DatabaseUnavailable")
+        assert "'outage'@'%'" in ready(obj)["message"]  # type: ignore[index]
+    finally:
+        mysql_provider.start()
+    await wait_for_ready(kube_client, namespace, "outage", "True", limit=60)
+    assert can_log_in(mysql, "outage", password)
+
+
+async def test_no_op_pass_writes_nothing(
+    operator: RunningOperator,
+    kube_api: client.ApiClient,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    await create_secret(kube_client, namespace, "quiet-pw", {"password": passwords.new()})
+    await kube_client.create(DATABASE_USERS, database_user("quiet", "quiet-pw"), namespace)
+    await wait_for_ready(kube_client, namespace, "quiet")
+    await asyncio.sleep(0.5)  # let the event recorder and echoes settle
+
+    def api_writes() -> float:
+        return sum(
+            REGISTRY.get_sample_value("rest_client_requests_total", {"method": method, "code": code}) or 0
+            for method in ("POST", "PUT", "PATCH", "DELETE")
+            for code in ("200", "201", "409", "422")
+        )
+
+    def reconciles() -> float:
+        return sum(
+            REGISTRY.get_sample_value(
+                "controller_runtime_reconcile_total", {"controller": "databaseuser", "result": r}
+            )
+            or 0
+            for r in ("success", "error", "requeue_after")
+        )
+
+    writes_before, sql_before, reconciles_before = api_writes(), write_statements(mysql), reconciles()
+    # An annotation change triggers a reconcile; the test writes through its own (uncounted) client.
+    await client.CustomObjectsApi(kube_api).patch_namespaced_custom_object(
+        DATABASE_USERS.group,
+        DATABASE_USERS.version,
+        namespace,
+        DATABASE_USERS.plural,
+        "quiet",
+        {"metadata": {"annotations": {"touched": "yes"}}},
+        _content_type="application/merge-patch+json",  # type: ignore[call-arg]
+    )
+    deadline = time.monotonic() + 10
+    while reconciles() == reconciles_before:
+        assert time.monotonic() < deadline, "no reconcile happened"
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.3)
+    assert api_writes() == writes_before
+    assert write_statements(mysql) == sql_before
+
+
+async def test_other_targets_and_unwatched_namespaces_are_untouched(
+    operator: RunningOperator,
+    start_operator: StartOperator,
+    kube_api: client.ApiClient,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    core = client.CoreV1Api(kube_api)
+    watched = f"{namespace}-w"
+    await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=watched)))
+    scoped = await start_operator(target="scoped", namespaces=[watched])
+    for ns in (namespace, watched):
+        await create_secret(kube_client, ns, "pw", {"password": passwords.new()})
+    await kube_client.create(DATABASE_USERS, database_user("foreign", "pw", target="someone-else"), namespace)
+    await kube_client.create(DATABASE_USERS, database_user("unwatched", "pw", target="scoped"), namespace)
+    await kube_client.create(DATABASE_USERS, database_user("scoped-ok", "pw", target="scoped"), watched)
+
+    await wait_for_ready(kube_client, watched, "scoped-ok")  # the scoped instance works...
+    await asyncio.sleep(1.0)  # ...and has had time to (wrongly) touch the others
+    for name in ("foreign", "unwatched"):
+        obj = await kube_client.get(DATABASE_USERS, name, namespace)
+        assert "status" not in obj
+        assert not obj["metadata"].get("finalizers")
+        assert not account_exists(mysql, name)
+    assert not scoped.task.done()
+
+
+async def test_kubectl_get_and_describe(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    kubectl: Runner,
+    passwords: PasswordLedger,
+) -> None:
+    await create_secret(kube_client, namespace, "shown-pw", {"password": passwords.new()})
+    await kube_client.create(DATABASE_USERS, database_user("shown", "shown-pw", user="shown_user"), namespace)
+    await wait_for_ready(kube_client, namespace, "shown")
+    table = kubectl("get", "dbu", "-n", namespace).stdout.splitlines()
+    assert table[0].split() == ["NAME", "USER", "HOST", "READY", "REASON", "AGE"]
+    assert table[1].split()[:5] == ["shown", "shown_user", "%", "True", "AccountReady"]
+
+    for _ in range(50):  # events are written just after the status
+        described = kubectl("describe", "dbu", "shown", "-n", namespace).stdout
+        if "AccountCreated" in described:
+            break
+        await asyncio.sleep(0.1)
+    assert "Conditions:" in described
+    assert "AccountReady" in described
+    assert "AccountCreated" in described
+    events = json.loads(kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]
+    assert {e["reason"] for e in events} >= {"AccountCreated", "AccountReady"}
