@@ -1,0 +1,160 @@
+"""``python -m dbuser_operator.local``: the operator end to end on a local environment.
+
+Starts a real kube-apiserver + etcd (unless ``KUBECONFIG`` names a cluster) and a MySQL server (unless
+``MYSQL_URL`` names one), installs the CRDs, runs the operator against them, applies the samples, and
+shows ``kubectl get dbu`` and ``kubectl describe dbu`` once the sample is Ready. Then it runs until
+Ctrl-C, saying how to reach both servers; ``--check`` stops right after the sample was shown Ready.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from dbuser_operator import app
+from dbuser_operator.envtest import (
+    Binaries,
+    KubeCluster,
+    LocalMySQLServer,
+    MySQLServer,
+    connect_cluster,
+    install_crds,
+    provide_mysql,
+)
+from dbuser_operator.runtime.logging import configure_logging
+from dbuser_operator.settings import Settings
+
+SAMPLE = "app"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m dbuser_operator.local", description=__doc__)
+    parser.add_argument("--workdir", type=Path, help="state and logs (default: a new temporary folder)")
+    parser.add_argument("--crds", type=Path, default=Path("crds"), help="CRD folder (default: crds)")
+    parser.add_argument(
+        "--samples", type=Path, default=Path("config/samples"), help="kustomize folder to apply"
+    )
+    parser.add_argument("--namespace", default="default", help="namespace for the samples (default: default)")
+    parser.add_argument("--check", action="store_true", help="stop once the sample is Ready")
+    return parser
+
+
+def _write_mysql_options(path: Path, server: MySQLServer) -> Path:
+    """A client option file, so that the admin password appears in no command line or output."""
+    path.write_text(
+        f"[client]\nhost={server.host}\nport={server.port}\nuser={server.user}\npassword={server.password}\n"
+    )
+    path.chmod(0o600)
+    return path
+
+
+class Local:
+    """One local run: the environment, the operator, the samples."""
+
+    def __init__(
+        self, arguments: argparse.Namespace, cluster: KubeCluster, server: MySQLServer, kubectl: Path
+    ):
+        self.arguments = arguments
+        self.cluster = cluster
+        self.server = server
+        self.kubectl_binary = kubectl
+        self.workdir: Path = arguments.workdir
+
+    def kubectl(self, *args: str) -> str:
+        result = subprocess.run(  # noqa: S603 - the pinned kubectl
+            [str(self.kubectl_binary), *args],
+            env={**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        return result.stdout
+
+    async def run(self) -> None:
+        async with self.cluster.api_client() as api:
+            await install_crds(api, self.arguments.crds)
+        _write_mysql_options(self.workdir / "mysql-client.cnf", self.server)
+        password_file = self.workdir / "mysql-admin-password"
+        password_file.write_text(self.server.password)
+        password_file.chmod(0o600)
+        settings = Settings(
+            kubeconfig=self.cluster.kubeconfig,
+            mysql_host=self.server.host,
+            mysql_port=self.server.port,
+            mysql_user=self.server.user,
+            mysql_password_file=password_file,
+            metrics_bind_address="127.0.0.1:0",
+            health_probe_bind_address="127.0.0.1:0",
+            log_format="console",
+        )
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        operator = asyncio.create_task(app.run(settings, stop))
+        try:
+            namespace = self.arguments.namespace
+            print(self.kubectl("apply", "-n", namespace, "-k", str(self.arguments.samples)), flush=True)
+            await self._wait_ready(namespace, operator)
+            print("$ kubectl get dbu", flush=True)
+            print(self.kubectl("get", "dbu", "-n", namespace), flush=True)
+            print(f"$ kubectl describe dbu {SAMPLE}", flush=True)
+            print(self.kubectl("describe", "dbu", SAMPLE, "-n", namespace), flush=True)
+            self._say_how_to_reach()
+            if not self.arguments.check:
+                print("running; Ctrl-C stops everything", flush=True)
+                await stop.wait()
+        finally:
+            stop.set()
+            await operator
+
+    async def _wait_ready(self, namespace: str, operator: asyncio.Task[None]) -> None:
+        query = '{.status.conditions[?(@.type=="Ready")].status}'
+        for _ in range(600):
+            if operator.done():
+                operator.result()  # the operator failed: show why
+            if self.kubectl("get", "dbu", SAMPLE, "-n", namespace, "-o", f"jsonpath={query}") == "True":
+                return
+            await asyncio.sleep(0.1)
+        raise TimeoutError(f"the sample DatabaseUser {namespace}/{SAMPLE} did not become Ready within 60 s")
+
+    def _say_how_to_reach(self) -> None:
+        print(f"export KUBECONFIG={self.cluster.kubeconfig}")
+        print(f"export PATH={self.kubectl_binary.parent}:$PATH    # the pinned kubectl and helm")
+        options = self.workdir / "mysql-client.cnf"
+        print(f"mariadb --defaults-file={options}    # MySQL admin ({self.server.origin} server)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the local environment end to end; returns the exit code."""
+    arguments = _parser().parse_args(argv)
+    temporary = arguments.workdir is None
+    arguments.workdir = arguments.workdir or Path(tempfile.mkdtemp(prefix="dbuser-operator-local-"))
+    arguments.workdir.mkdir(parents=True, exist_ok=True)
+    configure_logging("console", "info")
+    testbin = os.environ.get("DBUSER_OPERATOR_TESTBIN")
+    binaries = Binaries.from_environment(*([Path(testbin)] if testbin else []))
+    print(f"starting the local environment in {arguments.workdir} ...", flush=True)
+    cluster = connect_cluster(binaries, arguments.workdir / "kube")
+    try:
+        with provide_mysql(arguments.workdir / "mysql") as provided:
+            server = provided.admin if isinstance(provided, LocalMySQLServer) else provided
+            asyncio.run(Local(arguments, cluster, server, binaries.path("kubectl")).run())
+    finally:
+        if cluster.control_plane is not None:
+            cluster.control_plane.stop()
+    if temporary:
+        shutil.rmtree(arguments.workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
