@@ -13,11 +13,12 @@ from typing import Any
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.controller import ReconcileError
 from dbuser_operator.runtime.resources import ObjectKey, Resource
 
 
-class ConflictError(Exception):
-    """The object changed since it was read: read it again (the caller requeues)."""
+class ConflictError(ReconcileError):
+    """The object changed since it was read: read it again (a reconcile that raises it is retried)."""
 
     def __init__(self, resource: Resource, key: ObjectKey, cause: ApiException) -> None:
         super().__init__(f"{resource.kind} {key} changed since it was read (HTTP {cause.status})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from pathlib import Path
 
 import pytest
 from kubernetes_asyncio import client
@@ -223,3 +224,63 @@ async def test_kubectl_get_and_describe(
     assert "AccountCreated" in described
     events = json.loads(kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]
     assert {e["reason"] for e in events} >= {"AccountCreated", "AccountReady"}
+
+
+async def test_an_admin_without_privileges_is_reported(
+    start_operator: StartOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+    tmp_path: Path,
+) -> None:
+    weak_password = passwords.new("admin")
+    with mysql.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("CREATE USER 'weak_admin'@'%%' IDENTIFIED BY %s", (weak_password,))
+        cursor.execute("GRANT SELECT ON mysql.* TO 'weak_admin'@'%'")  # may look, may not create users
+    try:
+        password_file = tmp_path / "weak"
+        password_file.write_text(weak_password)
+        await start_operator(target="weak", mysql_user="weak_admin", mysql_password_file=password_file)
+        await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
+        await kube_client.create(
+            DATABASE_USERS, database_user("unprivileged", "pw", target="weak"), namespace
+        )
+        obj = await wait_for_ready(kube_client, namespace, "unprivileged", "False", "AdminPrivilegeMissing")
+        message = ready(obj)["message"]  # type: ignore[index]
+        assert "'unprivileged'@'%'" in message
+        assert "1227" in message or "CREATE USER" in message  # the server's error code or words
+        assert not account_exists(mysql, "unprivileged")
+    finally:
+        with mysql.connect() as connection, connection.cursor() as cursor:
+            cursor.execute("DROP USER IF EXISTS 'weak_admin'@'%'")
+
+
+async def test_a_hundred_users_become_ready(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """Prints the time for 100 DatabaseUsers (each with its Secret) to become Ready; asserts they all do."""
+    count = 100
+    started = time.monotonic()
+    for n in range(count):
+        await create_secret(kube_client, namespace, f"bulk-{n}", {"password": passwords.new()})
+        await kube_client.create(DATABASE_USERS, database_user(f"bulk-{n}", f"bulk-{n}"), namespace)
+    created = time.monotonic()
+    while True:
+        listed = await kube_client.list(DATABASE_USERS, namespace)
+        done = sum(1 for item in listed["items"] if (ready(item) or {}).get("status") == "True")
+        if done == count:
+            break
+        assert time.monotonic() - started < 120, f"only {done} of {count} Ready after 120 s"
+        await asyncio.sleep(0.05)
+    finished = time.monotonic()
+    print(
+        f"{count} DatabaseUsers Ready {finished - started:.2f} s after the first create "
+        f"({finished - created:.2f} s after the last)"
+    )
+    assert account_exists(mysql, "bulk-0")
+    assert account_exists(mysql, f"bulk-{count - 1}")
