@@ -60,6 +60,18 @@ class Settings(BaseSettings):
     mysql_tls_key: Path | None = Field(None, description="client key for MySQL")
     mysql_tls_required: bool = Field(False, description="refuse a MySQL connection without TLS")
 
+    ownership_schema: str = Field(
+        "dbuser_operator",
+        description="MySQL schema of the operator's bookkeeping table (which accounts it owns)",
+    )
+    reserved_users: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="more MySQL user names never to manage, comma-separated (root, mysql.*, mariadb.sys, "
+        "debian-sys-maint and the admin user always are)",
+    )
+    resync_period: float = Field(
+        300.0, ge=0, description="seconds between drift checks of every owned account (0: never)"
+    )
     max_concurrent_reconciles: int = Field(4, ge=1, le=64, description="reconciles that may run at once")
     metrics_bind_address: str = Field("0.0.0.0:8080", description="host:port of /metrics")
     health_probe_bind_address: str = Field("0.0.0.0:8081", description="host:port of /healthz, /readyz")
@@ -79,7 +91,7 @@ class Settings(BaseSettings):
     log_format: Literal["json", "console"] = Field("json", description="json lines, or key-value for humans")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")
 
-    @field_validator("namespaces", mode="before")
+    @field_validator("namespaces", "reserved_users", mode="before")
     @classmethod
     def _split_namespaces(cls, value: object) -> object:
         if isinstance(value, str):

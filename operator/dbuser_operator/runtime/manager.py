@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 import structlog
 
@@ -43,6 +44,7 @@ class Manager:
         self.shutdown_timeout = shutdown_timeout
         self.controllers: list[Controller] = []
         self.informers: list[Informer] = []
+        self.leader_tasks: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {}
         self.elector = LeaderElector(kube, leader_election) if leader_election else None
         self.endpoints = Endpoints(probe_address, metrics_address)
         self.endpoints.health_checks["ping"] = lambda: None
@@ -56,6 +58,10 @@ class Manager:
             controller.gate = self._still_leading
         for informer in controller.informers:
             self.add_informer(informer)
+
+    def add_leader_task(self, name: str, run: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run ``run()`` on the leader alongside the controllers (e.g. a periodic resync), until stopped."""
+        self.leader_tasks[name] = run
 
     def add_informer(self, informer: Informer) -> None:
         """Keep ``informer``'s cache current (for example, one that reconcilers only read)."""
@@ -114,6 +120,7 @@ class Manager:
             asyncio.create_task(c.run(drain_timeout=self.shutdown_timeout), name=f"controller {c.name}")
             for c in self.controllers
         ]
+        tasks += [asyncio.create_task(run(), name=name) for name, run in self.leader_tasks.items()]
         try:
             # wait(), not gather(): cancellation must reach the controllers only after abort() was decided.
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
