@@ -7,15 +7,19 @@ the ``x-kubernetes-*`` extensions (CEL rules, list types).
 
 Parsing an object from the API: ``DatabaseUser.model_validate(obj)``; unknown fields are ignored, so an older
 operator reads objects written for a newer schema. Writing status:
-``status.model_dump(by_alias=True, exclude_none=True, mode="json")``. New optional fields (privileges, limits,
-TLS, deletion policy) are added as ``X | None = None`` attributes: nothing else changes.
+``status.model_dump(by_alias=True, exclude_none=True, mode="json")``. Optional fields with a meaningful
+default (privileges, limits, TLS, deletion policy) carry that default in the schema too: the API server fills
+it in, so ``kubectl get -o yaml`` shows the effective value and the operator always reads one. The models
+check what the CRD checks (patterns, ranges, enums, and the CEL rules, with the same messages), nothing more:
+every object the API server admits parses. Booleans are strict: "false" is no boolean to the API server.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+import string
+from typing import Annotated, Any, Final, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 GROUP: Final = "mysql.dbuser-operator.dev"
@@ -27,6 +31,16 @@ SINGULAR: Final = "databaseuser"
 SHORT_NAMES: Final = ("dbu",)
 CATEGORIES: Final = ("dbuser",)
 CRD_NAME: Final = f"{PLURAL}.{GROUP}"
+
+# Annotations of a DatabaseUser that the operator reads (their value must be "true").
+ADOPT_ANNOTATION: Final = f"{GROUP}/adopt"
+"""Value "true": take over an account that already exists in MySQL but that the operator did not create.
+Once adopted, the account belongs to this resource: it is brought in line with the spec, and deletionPolicy
+Delete drops it."""
+
+RELEASE_ANNOTATION: Final = f"{GROUP}/release"
+"""Value "true": when the resource is deleted, remove the finalizer without dropping the account, e.g. while
+MySQL is down and the account must stay or will be cleaned up by hand. Recorded as a Warning Event."""
 
 # Columns of `kubectl get dbu` (additionalPrinterColumns of the CRD).
 PRINTER_COLUMNS: Final[tuple[dict[str, str], ...]] = (
@@ -62,6 +76,88 @@ CONDITION_TYPE_PATTERN: Final = (
 )
 CONDITION_REASON_PATTERN: Final = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 
+# MySQL names databases and tables (a GRANT's object) with up to 64 characters; "*" is every one of them.
+OBJECT_NAME_PATTERN: Final = r"^(\*|[A-Za-z0-9_$-]{1,64})$"
+OBJECT_NAME_MAX_LENGTH: Final = 64
+# Account limits: MySQL stores them as unsigned 32-bit integers. MariaDB stores max_user_connections as a
+# signed one (a larger value is a syntax error there), so that limit stays within what both accept.
+LIMIT_MAX: Final = 4294967295
+USER_CONNECTIONS_MAX: Final = 2147483647
+MAX_GRANTS: Final = 64
+MAX_PRIVILEGES_PER_GRANT: Final = 32
+
+Privilege = Literal[
+    "ALL",
+    "ALTER",
+    "ALTER ROUTINE",
+    "CREATE",
+    "CREATE ROUTINE",
+    "CREATE TEMPORARY TABLES",
+    "CREATE VIEW",
+    "DELETE",
+    "DROP",
+    "EVENT",
+    "EXECUTE",
+    "INDEX",
+    "INSERT",
+    "LOCK TABLES",
+    "REFERENCES",
+    "SELECT",
+    "SHOW VIEW",
+    "TRIGGER",
+    "UPDATE",
+    # Global only: granted on *.* alone.
+    "CREATE USER",
+    "FILE",
+    "PROCESS",
+    "RELOAD",
+    "REPLICATION CLIENT",
+    "REPLICATION SLAVE",
+    "SHOW DATABASES",
+    "SHUTDOWN",
+    "SUPER",
+    "CREATE TABLESPACE",
+]
+"""A static privilege as MySQL writes it in GRANT (upper case, words separated by one space). ALL means
+every privilege of the grant's level (ALL PRIVILEGES)."""
+
+PRIVILEGES: Final[tuple[Privilege, ...]] = get_args(Privilege)
+"""Every privilege name the API accepts, in the order of the schema's enum."""
+
+GLOBAL_ONLY_PRIVILEGES: Final[tuple[Privilege, ...]] = (
+    "CREATE USER",
+    "FILE",
+    "PROCESS",
+    "RELOAD",
+    "REPLICATION CLIENT",
+    "REPLICATION SLAVE",
+    "SHOW DATABASES",
+    "SHUTDOWN",
+    "SUPER",
+    "CREATE TABLESPACE",
+)
+"""The privileges that exist only at the global level: MySQL grants them on *.* alone (database "*")."""
+
+TABLE_PRIVILEGES: Final[tuple[Privilege, ...]] = (
+    "ALL",
+    "ALTER",
+    "CREATE",
+    "CREATE VIEW",
+    "DELETE",
+    "DROP",
+    "INDEX",
+    "INSERT",
+    "REFERENCES",
+    "SELECT",
+    "SHOW VIEW",
+    "TRIGGER",
+    "UPDATE",
+)
+"""The privileges that MySQL grants on a single table (ALL meaning all of them)."""
+
+DeletionPolicy = Literal["Delete", "Retain"]
+"""What happens to the MySQL account when its DatabaseUser is deleted."""
+
 _INT64: Final[dict[str, Any]] = {"format": "int64"}
 
 
@@ -86,8 +182,140 @@ class SecretKeySelector(_Model):
     """Key of the Secret's data that holds the value."""
 
 
+def _cel_list(values: tuple[str, ...]) -> str:
+    """A CEL list literal of strings (the values hold no quote)."""
+    return "[" + ", ".join(f"'{value}'" for value in values) + "]"
+
+
+def _english_list(values: tuple[str, ...]) -> str:
+    return f"{', '.join(values[:-1])} and {values[-1]}"
+
+
+def _cel_format(template: str, **expressions: str) -> str:
+    """A CEL expression that builds the text of ``template``, each ``{name}`` being the CEL expression
+    ``expressions[name]``: the messageExpression of a rule whose Python message is ``template``."""
+    parts = []
+    for literal, name, _, _ in string.Formatter().parse(template):
+        if literal:
+            parts.append("'" + literal.replace("\\", "\\\\").replace("'", "\\'") + "'")
+        if name is not None:
+            parts.append(expressions[name])
+    return " + ".join(parts)
+
+
+_GLOBAL_ONLY_CEL: Final = _cel_list(GLOBAL_ONLY_PRIVILEGES)
+_TABLE_CEL: Final = _cel_list(TABLE_PRIVILEGES)
+
+# The messages of the CEL rules below, which the models' validators raise too.
+TABLE_NEEDS_DATABASE_MESSAGE: Final = 'a table grant needs a database: table must be "*" when database is "*"'
+ALL_ALONE_MESSAGE: Final = "ALL stands for every privilege of its level: list it alone"
+GLOBAL_ONLY_MESSAGE: Final = (
+    '{privilege} can only be granted on *.* (database "*"), not on {database}.{table}'
+)
+TABLE_ONLY_MESSAGE: Final = (
+    "{privilege} cannot be granted on a table ({database}.{table}): a table grant allows only "
+    + _english_list(TABLE_PRIVILEGES)
+)
+ONE_ENTRY_MESSAGE: Final = "one entry per database and table"
+
+_GRANT_RULES: Final[list[JsonValue]] = [
+    {
+        "rule": "self.database != '*' || self.table == '*'",
+        "message": TABLE_NEEDS_DATABASE_MESSAGE,
+        "fieldPath": ".table",
+    },
+    {
+        "rule": "!('ALL' in self.privileges) || size(self.privileges) == 1",
+        "message": ALL_ALONE_MESSAGE,
+        "fieldPath": ".privileges",
+    },
+    {
+        "rule": f"self.database == '*' || !self.privileges.exists(p, p in {_GLOBAL_ONLY_CEL})",
+        "message": f'{_english_list(GLOBAL_ONLY_PRIVILEGES)} can only be granted on *.* (database "*")',
+        "messageExpression": _cel_format(
+            GLOBAL_ONLY_MESSAGE,
+            privilege=f"self.privileges.filter(p, p in {_GLOBAL_ONLY_CEL})[0]",
+            database="self.database",
+            table="self.table",
+        ),
+        "fieldPath": ".privileges",
+    },
+    {
+        "rule": f"self.table == '*' || self.privileges.all(p, p in {_TABLE_CEL})",
+        "message": "a table grant allows only " + _english_list(TABLE_PRIVILEGES),
+        "messageExpression": _cel_format(
+            TABLE_ONLY_MESSAGE,
+            privilege=f"self.privileges.filter(p, !(p in {_TABLE_CEL}))[0]",
+            database="self.database",
+            table="self.table",
+        ),
+        "fieldPath": ".privileges",
+    },
+]
+
+
+# An enum item: its maxLength bounds the estimated cost of the CEL rules that compare it.
+_PrivilegeItem = Annotated[Privilege, Field(json_schema_extra={"maxLength": max(map(len, PRIVILEGES))})]
+
+
+class Grant(_Model):
+    """Privileges of the account on one level: global (database "*"), one database (table "*"), or one
+    table."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _GRANT_RULES})
+
+    privileges: list[_PrivilegeItem] = Field(
+        min_length=1, max_length=MAX_PRIVILEGES_PER_GRANT, json_schema_extra={"x-kubernetes-list-type": "set"}
+    )
+    """Privileges granted, as MySQL writes them: upper case, e.g. SELECT, INSERT, UPDATE, DELETE, EXECUTE,
+    CREATE TEMPORARY TABLES, LOCK TABLES. ALL means every privilege of the grant's level and is listed alone.
+    CREATE USER, FILE, PROCESS, RELOAD, REPLICATION CLIENT, REPLICATION SLAVE, SHOW DATABASES, SHUTDOWN, SUPER
+    and CREATE TABLESPACE are global: only on database "*". A table grant allows only ALL, ALTER, CREATE,
+    CREATE VIEW, DELETE, DROP, INDEX, INSERT, REFERENCES, SELECT, SHOW VIEW, TRIGGER and UPDATE."""
+
+    database: str = Field(max_length=OBJECT_NAME_MAX_LENGTH, pattern=OBJECT_NAME_PATTERN)
+    """Database the privileges apply to: a name of 1 to 64 letters, digits, '_', '$' or '-', or "*" for
+    every database (global privileges, GRANT ... ON *.*). The database need not exist."""
+
+    table: str = Field(default="*", max_length=OBJECT_NAME_MAX_LENGTH, pattern=OBJECT_NAME_PATTERN)
+    """Table of the database the privileges apply to (1 to 64 letters, digits, '_', '$' or '-'), or "*" for
+    every table of the database. Defaults to "*". A table needs a database other than "*". MySQL (unlike
+    MariaDB) refuses to grant on a table that does not exist yet."""
+
+    grant_option: bool = Field(default=False, strict=True)
+    """Whether the account may grant these privileges to other accounts (WITH GRANT OPTION). Defaults to
+    false."""
+
+    @field_validator("privileges")
+    @classmethod
+    def _a_set(cls, privileges: list[Privilege]) -> list[Privilege]:
+        duplicates = sorted({privilege for privilege in privileges if privileges.count(privilege) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate privileges: {', '.join(duplicates)}")
+        return privileges
+
+    @model_validator(mode="after")
+    def _rules(self) -> Grant:
+        """The CEL rules of the schema, with their messages."""
+        where = {"database": self.database, "table": self.table}
+        if self.database == "*" and self.table != "*":
+            raise ValueError(TABLE_NEEDS_DATABASE_MESSAGE)
+        if "ALL" in self.privileges and len(self.privileges) > 1:
+            raise ValueError(ALL_ALONE_MESSAGE)
+        if self.database != "*":
+            for privilege in self.privileges:
+                if privilege in GLOBAL_ONLY_PRIVILEGES:
+                    raise ValueError(GLOBAL_ONLY_MESSAGE.format(privilege=privilege, **where))
+        if self.table != "*":
+            for privilege in self.privileges:
+                if privilege not in TABLE_PRIVILEGES:
+                    raise ValueError(TABLE_ONLY_MESSAGE.format(privilege=privilege, **where))
+        return self
+
+
 class DatabaseUserSpec(_Model):
-    """The MySQL account wanted: its name and host, and where its password comes from."""
+    """The MySQL account wanted: its name and host, where its password comes from, its privileges and
+    limits, whether it must use TLS, and what becomes of it when the resource is deleted."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -118,6 +346,57 @@ class DatabaseUserSpec(_Model):
     password: SecretKeySelector
     """The Secret key that holds the account's password, in the namespace of the DatabaseUser. The operator
     sets the account's password to this value, and applies every change of the Secret."""
+
+    privileges: list[Grant] = Field(
+        default=[],  # pydantic copies it for every instance; unlike a factory, it shows in the schema
+        max_length=MAX_GRANTS,
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self.all(a, self.exists_one(b, a.database == b.database && a.table == b.table))",
+                    "message": ONE_ENTRY_MESSAGE,
+                    # No reason FieldValueDuplicate: the API server would report "Duplicate value" without it.
+                }
+            ]
+        },
+    )
+    """Privileges of the account, one entry per database and table: each grants a list of privileges on
+    every database (database "*"), on one database, or on one table of a database. The operator grants
+    exactly these and revokes any other. Defaults to none (the account can only log in)."""
+
+    max_user_connections: int = Field(default=0, ge=0, le=USER_CONNECTIONS_MAX, json_schema_extra=_INT64)
+    """Most connections the account may have open at once (MAX_USER_CONNECTIONS), at most 2147483647. 0, the
+    default, means no limit of the account's own (the server's max_user_connections applies)."""
+
+    max_queries_per_hour: int = Field(default=0, ge=0, le=LIMIT_MAX, json_schema_extra=_INT64)
+    """Most statements the account may run per hour (MAX_QUERIES_PER_HOUR). 0, the default, means
+    unlimited."""
+
+    max_updates_per_hour: int = Field(default=0, ge=0, le=LIMIT_MAX, json_schema_extra=_INT64)
+    """Most statements that modify data the account may run per hour (MAX_UPDATES_PER_HOUR). 0, the default,
+    means unlimited."""
+
+    max_connections_per_hour: int = Field(default=0, ge=0, le=LIMIT_MAX, json_schema_extra=_INT64)
+    """Most times the account may connect per hour (MAX_CONNECTIONS_PER_HOUR). 0, the default, means
+    unlimited."""
+
+    require_tls: bool = Field(default=False, alias="requireTLS", strict=True)
+    """Whether the account may only connect over TLS: true is REQUIRE SSL, false (the default) REQUIRE
+    NONE."""
+
+    deletion_policy: DeletionPolicy = "Delete"
+    """What becomes of the MySQL account when this resource is deleted. Delete (the default) drops the
+    account, if this resource owns it (the operator created it, or adopted it with the annotation
+    mysql.dbuser-operator.dev/adopt: "true"), then releases the resource. Retain leaves the account in MySQL
+    and releases the resource at once, even while MySQL is unreachable."""
+
+    @field_validator("privileges")
+    @classmethod
+    def _one_entry_per_database_and_table(cls, grants: list[Grant]) -> list[Grant]:
+        levels = [(grant.database, grant.table) for grant in grants]
+        if len(set(levels)) != len(levels):
+            raise ValueError(ONE_ENTRY_MESSAGE)
+        return grants
 
 
 class AppliedSecret(_Model):
@@ -195,7 +474,8 @@ class ObjectMeta(_Model):
 
 class DatabaseUser(_Model):
     """A MySQL or MariaDB user account managed by dbuser-operator: created in the operator's MySQL server,
-    kept in line with the spec and with its password Secret, and dropped when this resource is deleted."""
+    kept in line with the spec and with its password Secret, and dropped when this resource is deleted
+    (unless its deletionPolicy is Retain)."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -215,7 +495,8 @@ class DatabaseUser(_Model):
     kind: str = KIND
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: DatabaseUserSpec
-    """The account wanted: its MySQL user name and host, and the Secret key that holds its password."""
+    """The account wanted: its MySQL user name and host, the Secret key that holds its password, its
+    privileges and limits, TLS, and its deletion policy."""
 
     status: DatabaseUserStatus | None = None
     """The account's state as the operator last observed it (written by the operator only)."""

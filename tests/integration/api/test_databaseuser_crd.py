@@ -18,6 +18,16 @@ pytestmark = pytest.mark.integration
 
 TIMEOUT = 30
 MERGE_PATCH = "application/merge-patch+json"
+# The optional fields the API server fills in with their defaults.
+SPEC_DEFAULTS: dict[str, Any] = {
+    "privileges": [],
+    "maxUserConnections": 0,
+    "maxQueriesPerHour": 0,
+    "maxUpdatesPerHour": 0,
+    "maxConnectionsPerHour": 0,
+    "requireTLS": False,
+    "deletionPolicy": "Delete",
+}
 
 
 def body(name: str, **spec: Any) -> dict[str, Any]:
@@ -151,11 +161,15 @@ async def test_user_and_host_are_immutable(
         "fixed",
         {"metadata": {"labels": {"x": "y"}}, "spec": {"password": {"name": "rotated", "key": "pw"}}},
     )
-    assert changed["spec"] == {
-        "user": "app_rw",
-        "host": "10.0.%",
-        "password": {"name": "rotated", "key": "pw"},
-    }
+    assert (
+        changed["spec"]
+        == {
+            "user": "app_rw",
+            "host": "10.0.%",
+            "password": {"name": "rotated", "key": "pw"},
+        }
+        | SPEC_DEFAULTS
+    )
     assert changed["metadata"]["generation"] == 2
 
 

@@ -233,3 +233,87 @@ class Recursive(BaseModel):
 def test_what_has_no_structural_equivalent_is_refused(model: type[BaseModel], complaint: str) -> None:
     with pytest.raises(crd.SchemaError, match=complaint):
         crd.structural_schema(model)
+
+
+def spec_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = committed_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return dict(schema["properties"]["spec"])
+
+
+def test_grants_limits_tls_and_deletion_policy_in_the_schema() -> None:
+    properties = spec_schema()["properties"]
+    grants = properties["privileges"]
+    assert (grants["type"], grants["default"], grants["maxItems"]) == ("array", [], 64)
+    assert "x-kubernetes-list-type" not in grants  # atomic: the CEL rule below forbids duplicates
+    [unique] = grants["x-kubernetes-validations"]
+    assert unique == {
+        "rule": "self.all(a, self.exists_one(b, a.database == b.database && a.table == b.table))",
+        "message": "one entry per database and table",
+    }
+    grant = grants["items"]
+    assert grant["required"] == ["database", "privileges"]
+    names = grant["properties"]["privileges"]
+    assert (names["minItems"], names["maxItems"], names["x-kubernetes-list-type"]) == (1, 32, "set")
+    assert names["items"]["enum"] == list(v1alpha1.PRIVILEGES)
+    assert names["items"]["maxLength"] == len("CREATE TEMPORARY TABLES")
+    for level in ("database", "table"):
+        node = grant["properties"][level]
+        assert (node["pattern"], node["maxLength"]) == (v1alpha1.OBJECT_NAME_PATTERN, 64)
+    assert "default" not in grant["properties"]["database"]
+    assert grant["properties"]["table"]["default"] == "*"
+    assert grant["properties"]["grantOption"] == {
+        "type": "boolean",
+        "default": False,
+        "description": grant["properties"]["grantOption"]["description"],
+    }
+    for limit, maximum in [
+        ("maxUserConnections", 2147483647),
+        ("maxQueriesPerHour", 4294967295),
+        ("maxUpdatesPerHour", 4294967295),
+        ("maxConnectionsPerHour", 4294967295),
+    ]:
+        node = properties[limit]
+        assert (node["type"], node["format"], node["minimum"], node["maximum"], node["default"]) == (
+            "integer",
+            "int64",
+            0,
+            maximum,
+            0,
+        ), limit
+    assert (properties["requireTLS"]["type"], properties["requireTLS"]["default"]) == ("boolean", False)
+    policy = properties["deletionPolicy"]
+    assert (policy["enum"], policy["default"]) == (["Delete", "Retain"], "Delete")
+    assert "Retain leaves the account in MySQL" in policy["description"]
+    assert spec_schema()["required"] == ["password"]  # every new field is optional
+
+
+def test_the_grant_rules_name_their_field_and_build_the_models_messages() -> None:
+    grant = spec_schema()["properties"]["privileges"]["items"]
+    rules = grant["x-kubernetes-validations"]
+    for rule in rules:
+        assert rule["fieldPath"].removeprefix(".") in grant["properties"], rule
+        assert rule["message"], rule
+    by_message = {rule["message"]: rule for rule in rules}
+    assert (
+        by_message[v1alpha1.TABLE_NEEDS_DATABASE_MESSAGE]["rule"]
+        == "self.database != '*' || self.table == '*'"
+    )
+    assert v1alpha1.ALL_ALONE_MESSAGE in by_message
+    global_only, table_only = (rule for rule in rules if "messageExpression" in rule)
+    for privilege in v1alpha1.GLOBAL_ONLY_PRIVILEGES:
+        assert f"'{privilege}'" in global_only["rule"]
+        assert privilege in global_only["message"]
+    assert global_only["messageExpression"].endswith(
+        """[0] + ' can only be granted on *.* (database "*"), not on ' + self.database + '.' + self.table"""
+    )
+    for privilege in v1alpha1.TABLE_PRIVILEGES:
+        assert f"'{privilege}'" in table_only["rule"]
+    assert (
+        "' cannot be granted on a table (' + self.database + '.' + self.table + '): "
+        in (table_only["messageExpression"])
+    )
+
+
+def test_cel_format_quotes_literals() -> None:
+    assert v1alpha1._cel_format("{a} isn't {b}\\", a="x", b="self.y") == "x + ' isn\\'t ' + self.y + '\\\\'"
+    assert v1alpha1._cel_format("plain") == "'plain'"

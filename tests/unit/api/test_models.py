@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -10,13 +11,19 @@ import yaml
 from pydantic import ValidationError
 
 from dbuser_operator.api.v1alpha1 import (
+    ADOPT_ANNOTATION,
     API_VERSION,
+    GLOBAL_ONLY_PRIVILEGES,
     KIND,
+    PRIVILEGES,
+    RELEASE_ANNOTATION,
+    TABLE_PRIVILEGES,
     AppliedSecret,
     Condition,
     DatabaseUser,
     DatabaseUserSpec,
     DatabaseUserStatus,
+    Grant,
     ObjectMeta,
     SecretKeySelector,
 )
@@ -37,7 +44,27 @@ FULL: dict[str, Any] = {
         "creationTimestamp": "2025-01-01T00:00:00Z",
         "deletionTimestamp": "2025-01-02T00:00:00Z",
     },
-    "spec": {"user": "app_rw", "host": "10.0.%", "password": {"name": "app-db", "key": "password"}},
+    "spec": {
+        "user": "app_rw",
+        "host": "10.0.%",
+        "password": {"name": "app-db", "key": "password"},
+        "privileges": [
+            {
+                "privileges": ["SELECT", "INSERT", "UPDATE", "DELETE"],
+                "database": "app",
+                "table": "*",
+                "grantOption": False,
+            },
+            {"privileges": ["SELECT", "UPDATE"], "database": "app", "table": "orders", "grantOption": True},
+            {"privileges": ["PROCESS"], "database": "*", "table": "*", "grantOption": False},
+        ],
+        "maxUserConnections": 10,
+        "maxQueriesPerHour": 4294967295,
+        "maxUpdatesPerHour": 0,
+        "maxConnectionsPerHour": 3600,
+        "requireTLS": True,
+        "deletionPolicy": "Retain",
+    },
     "status": {
         "conditions": [
             {
@@ -58,6 +85,18 @@ FULL: dict[str, Any] = {
             "resourceVersion": "77",
         },
     },
+}
+
+
+# What the API server fills in when a spec leaves the new fields out; the models default alike.
+SPEC_DEFAULTS: dict[str, Any] = {
+    "privileges": [],
+    "maxUserConnections": 0,
+    "maxQueriesPerHour": 0,
+    "maxUpdatesPerHour": 0,
+    "maxConnectionsPerHour": 0,
+    "requireTLS": False,
+    "deletionPolicy": "Delete",
 }
 
 
@@ -95,7 +134,8 @@ def test_the_sample_round_trips_and_gets_its_defaults() -> None:
 def test_unknown_fields_are_ignored() -> None:
     obj = copy.deepcopy(FULL)
     obj["metadata"]["managedFields"] = [{"manager": "kubectl"}]
-    obj["spec"]["requireTLS"] = True  # a field of a newer schema
+    obj["spec"]["passwordExpiry"] = "90d"  # a field of a newer schema
+    obj["spec"]["privileges"][0]["columns"] = ["a"]
     obj["status"]["somethingNew"] = {"a": 1}
     assert DatabaseUser.model_validate(obj).model_dump(by_alias=True, exclude_none=True, mode="json") == FULL
 
@@ -154,7 +194,7 @@ def test_a_new_object_carries_api_version_and_kind() -> None:
         "apiVersion": "mysql.dbuser-operator.dev/v1alpha1",
         "kind": "DatabaseUser",
         "metadata": {"name": "a"},
-        "spec": {"host": "%", "password": {"name": "s", "key": "k"}},
+        "spec": {"host": "%", "password": {"name": "s", "key": "k"}} | SPEC_DEFAULTS,
     }
 
 
@@ -186,3 +226,201 @@ def test_the_models_validate_like_the_crd(spec: dict[str, Any]) -> None:
 @pytest.mark.parametrize("user", ["a", "_", "app_rw", "svc.reader-1", "x" * 32])
 def test_valid_user_names(user: str) -> None:
     assert DatabaseUserSpec.model_validate({"user": user, "password": {"name": "s", "key": "k"}}).user == user
+
+
+# The new fields: grants, limits, TLS, deletion policy.
+
+PASSWORD = {"password": {"name": "s", "key": "k"}}
+
+
+def spec_with(**fields: Any) -> DatabaseUserSpec:
+    return DatabaseUserSpec.model_validate(PASSWORD | fields)
+
+
+def test_new_fields_default_like_the_crd() -> None:
+    spec = DatabaseUserSpec(password=SecretKeySelector(name="s", key="k"))
+    assert spec.privileges == []
+    assert (spec.max_user_connections, spec.max_queries_per_hour) == (0, 0)
+    assert (spec.max_updates_per_hour, spec.max_connections_per_hour) == (0, 0)
+    assert spec.require_tls is False
+    assert spec.deletion_policy == "Delete"
+    assert spec.model_dump(by_alias=True, mode="json", exclude={"password", "host", "user"}) == SPEC_DEFAULTS
+    # Each spec gets its own list.
+    spec.privileges.append(Grant(privileges=["SELECT"], database="app"))
+    assert DatabaseUserSpec(password=SecretKeySelector(name="s", key="k")).privileges == []
+
+
+def test_a_grant_defaults_to_every_table_without_grant_option() -> None:
+    grant = Grant.model_validate({"privileges": ["SELECT"], "database": "app"})
+    assert (grant.table, grant.grant_option) == ("*", False)
+    assert grant.model_dump(by_alias=True, mode="json") == {
+        "privileges": ["SELECT"],
+        "database": "app",
+        "table": "*",
+        "grantOption": False,
+    }
+
+
+def test_require_tls_is_spelt_like_mysql_on_the_wire() -> None:
+    spec = spec_with(requireTLS=True)
+    assert spec.require_tls is True
+    assert spec.model_dump(by_alias=True)["requireTLS"] is True
+    assert DatabaseUserSpec(password=SecretKeySelector(name="s", key="k"), require_tls=True).require_tls
+
+
+def test_privilege_constants() -> None:
+    assert len(PRIVILEGES) == len(set(PRIVILEGES)) == 29
+    assert set(GLOBAL_ONLY_PRIVILEGES) < set(PRIVILEGES)
+    assert set(TABLE_PRIVILEGES) < set(PRIVILEGES)
+    assert not set(GLOBAL_ONLY_PRIVILEGES) & set(TABLE_PRIVILEGES)
+    assert PRIVILEGES[-len(GLOBAL_ONLY_PRIVILEGES) :] == GLOBAL_ONLY_PRIVILEGES
+    for privilege in PRIVILEGES:
+        assert re.fullmatch(r"[A-Z]+( [A-Z]+)*", privilege), privilege
+
+
+def test_annotations() -> None:
+    assert ADOPT_ANNOTATION == "mysql.dbuser-operator.dev/adopt"
+    assert RELEASE_ANNOTATION == "mysql.dbuser-operator.dev/release"
+
+
+@pytest.mark.parametrize(
+    "grant",
+    [
+        {"database": "app", "privileges": ["SELECT", "INSERT", "UPDATE", "DELETE"]},
+        {"database": "app", "table": "orders", "privileges": ["SELECT", "UPDATE"]},
+        {"database": "*", "privileges": ["PROCESS"]},
+        {"database": "*", "privileges": ["ALL"], "grantOption": True},
+        {"database": "app", "privileges": ["ALL"]},
+        {"database": "app", "table": "t", "privileges": ["ALL"]},
+        {"database": "*", "privileges": list(PRIVILEGES[1:])},  # every privilege at once, globally
+        {"database": "app", "table": "t", "privileges": list(TABLE_PRIVILEGES[1:])},
+        {"database": "d" * 64, "table": "t" * 64, "privileges": ["SELECT"]},
+        {"database": "my-app_2$", "table": "T$_-", "privileges": ["SELECT"]},
+    ],
+)
+def test_valid_grants(grant: dict[str, Any]) -> None:
+    parsed = Grant.model_validate(grant)
+    assert parsed.model_dump(by_alias=True, exclude_unset=True, mode="json") == grant
+
+
+@pytest.mark.parametrize(
+    ("grant", "complaint"),
+    [
+        ({"database": "app", "privileges": ["SELEC"]}, "literal_error"),
+        ({"database": "app", "privileges": ["ALL; DROP"]}, "literal_error"),
+        ({"database": "app", "privileges": ["select"]}, "literal_error"),
+        ({"database": "app", "privileges": ["ALL PRIVILEGES"]}, "literal_error"),
+        ({"database": "app", "privileges": ["USAGE"]}, "literal_error"),
+        ({"database": "app", "privileges": []}, "too_short"),
+        ({"database": "app"}, "missing"),
+        ({"privileges": ["SELECT"]}, "missing"),
+        ({"database": "app", "privileges": ["SELECT", "SELECT"]}, "duplicate privileges: SELECT"),
+        ({"database": "app;", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
+        ({"database": "a`b", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
+        ({"database": "", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
+        ({"database": "a.b", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
+        ({"database": "app%", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
+        ({"database": "d" * 65, "privileges": ["SELECT"]}, "string_too_long"),
+        ({"database": "app\n", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
+        ({"database": "**", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
+        ({"database": "app", "table": "o'rders", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
+        ({"database": "*", "table": "x", "privileges": ["SELECT"]}, "a table grant needs a database"),
+        ({"database": "app", "privileges": ["ALL", "SELECT"]}, "ALL stands for every privilege"),
+        (
+            {"database": "app", "privileges": ["SELECT", "PROCESS"]},
+            'PROCESS can only be granted on *.* (database "*"), not on app.*',
+        ),
+        (
+            {"database": "app", "table": "t", "privileges": ["CREATE USER"]},
+            'CREATE USER can only be granted on *.* (database "*"), not on app.t',
+        ),
+        (
+            {"database": "app", "table": "orders", "privileges": ["SELECT", "EXECUTE"]},
+            "EXECUTE cannot be granted on a table (app.orders): a table grant allows only ALL, ALTER,",
+        ),
+        ({"database": "app", "privileges": ["SELECT"], "grantOption": "yes"}, "bool_type"),
+    ],
+)
+def test_invalid_grants(grant: dict[str, Any], complaint: str) -> None:
+    with pytest.raises(ValidationError) as error:
+        Grant.model_validate(grant)
+    assert complaint in str(error.value) or complaint in {e["type"] for e in error.value.errors()}, (
+        error.value
+    )
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"maxUserConnections": -1},
+        {"maxQueriesPerHour": -1},
+        {"maxUpdatesPerHour": -1},
+        {"maxConnectionsPerHour": -1},
+        {"maxUserConnections": 2147483648},
+        {"maxQueriesPerHour": 4294967296},
+        {"maxUpdatesPerHour": 4294967296},
+        {"maxConnectionsPerHour": 4294967296},
+        {"requireTLS": "true"},
+        {"deletionPolicy": "Orphan"},
+        {"deletionPolicy": "delete"},
+        {"privileges": [{"database": "app", "privileges": ["SELECT"]}] * 2},
+        {
+            "privileges": [
+                {"database": "app", "privileges": ["SELECT"]},
+                {"database": "app", "table": "*", "privileges": ["INSERT"]},
+            ]
+        },
+        {"privileges": [{"database": f"d{i}", "privileges": ["SELECT"]} for i in range(65)]},
+        {"privileges": [{"database": "app", "privileges": ["SELEC"]}]},
+    ],
+)
+def test_new_fields_validate_like_the_crd(fields: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        spec_with(**fields)
+
+
+def test_limits_take_their_whole_range() -> None:
+    spec = spec_with(
+        maxUserConnections=2147483647,
+        maxQueriesPerHour=4294967295,
+        maxUpdatesPerHour=4294967295,
+        maxConnectionsPerHour=4294967295,
+    )
+    assert spec.max_queries_per_hour == 4294967295
+    assert spec.max_user_connections == 2147483647
+
+
+def test_one_entry_per_database_and_table() -> None:
+    spec = spec_with(
+        privileges=[
+            {"database": "app", "privileges": ["SELECT"]},
+            {"database": "app", "table": "orders", "privileges": ["UPDATE"]},
+            {"database": "other", "table": "orders", "privileges": ["UPDATE"]},
+            {"database": "*", "privileges": ["PROCESS"]},
+        ]
+    )
+    assert [(grant.database, grant.table) for grant in spec.privileges] == [
+        ("app", "*"),
+        ("app", "orders"),
+        ("other", "orders"),
+        ("*", "*"),
+    ]
+    with pytest.raises(ValidationError, match="one entry per database and table"):
+        spec_with(privileges=[{"database": "*", "privileges": ["PROCESS"]}] * 2)
+
+
+# The sample shows every optional field in comments: uncommented, they make a valid object.
+_COMMENTED_FIELD = re.compile(r"^(\s*)# (\s*(?:- )?[A-Za-z][\w.\-/]*:(?:\s.*)?)$")
+
+
+def test_the_sample_commented_fields_are_valid_and_complete() -> None:
+    path = REPO / "config" / "samples" / "mysql_v1alpha1_databaseuser.yaml"
+    lines = [_COMMENTED_FIELD.sub(r"\1\2", line) for line in path.read_text().splitlines()]
+    obj = yaml.safe_load("\n".join(lines))
+    parsed = DatabaseUser.model_validate(obj)
+    spec_fields = {field.alias or name for name, field in DatabaseUserSpec.model_fields.items()}
+    assert set(obj["spec"]) == spec_fields
+    assert set(obj["metadata"]["annotations"]) == {ADOPT_ANNOTATION, RELEASE_ANNOTATION}
+    assert parsed.spec.privileges[1].table == "orders"
+    assert parsed.spec.privileges[0].table == "*"
+    assert parsed.model_dump(by_alias=True, exclude_unset=True, mode="json") == obj

@@ -1,0 +1,227 @@
+"""Grants, limits, TLS and the deletion policy of the DatabaseUser CRD on a real API server: what admission
+accepts (with the defaults it fills in), what it rejects and with which message, and that the pydantic models
+agree on every case."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+from pydantic import ValidationError
+
+from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec
+from tests.conftest import Runner
+from tests.integration.api.test_databaseuser_crd import (
+    SPEC_DEFAULTS,
+    body,
+    create,
+    patch,
+    rejected,
+)
+
+pytestmark = pytest.mark.integration
+
+PASSWORD = {"password": {"name": "app-db", "key": "password"}}
+
+
+def grant(database: str, *privileges: str, **fields: Any) -> dict[str, Any]:
+    return {"database": database, "privileges": list(privileges), **fields}
+
+
+ACCEPTED: list[tuple[str, dict[str, Any]]] = [
+    ("database", {"privileges": [grant("app", "SELECT", "INSERT", "UPDATE", "DELETE")]}),
+    ("table", {"privileges": [grant("app", "SELECT", "UPDATE", table="orders")]}),
+    ("global", {"privileges": [grant("*", "PROCESS")]}),
+    ("all-with-grant-option", {"privileges": [grant("*", "ALL", grantOption=True)]}),
+    (
+        "several-levels",
+        {
+            "privileges": [
+                grant("app", "SELECT", "EXECUTE", "CREATE TEMPORARY TABLES", "LOCK TABLES"),
+                grant("app", "ALL", table="orders"),
+                grant("other", "SELECT", table="orders"),
+                grant("*", "PROCESS", "REPLICATION CLIENT", "SHOW DATABASES"),
+                grant("my-app_2$", "SELECT", table="T$_-"),
+                grant("d" * 64, "SELECT", table="t" * 64),
+            ]
+        },
+    ),
+    (
+        "limits",
+        {
+            "maxUserConnections": 2147483647,
+            "maxQueriesPerHour": 4294967295,
+            "maxUpdatesPerHour": 100,
+            "maxConnectionsPerHour": 0,
+        },
+    ),
+    ("tls", {"requireTLS": True}),
+    ("retain", {"deletionPolicy": "Retain"}),
+    ("delete", {"deletionPolicy": "Delete", "requireTLS": False}),
+    ("no-grants", {"privileges": []}),
+]
+
+
+@pytest.mark.parametrize(("name", "spec"), ACCEPTED, ids=[name for name, _ in ACCEPTED])
+async def test_accepted_with_their_defaults(
+    crds: list[str], kube_api: client.ApiClient, namespace: str, name: str, spec: dict[str, Any]
+) -> None:
+    created = await create(kube_api, namespace, body(name, **spec))
+    expected = SPEC_DEFAULTS | {"host": "%"} | PASSWORD | spec
+    expected["privileges"] = [{"table": "*", "grantOption": False} | g for g in expected["privileges"]]
+    assert created["spec"] == expected
+    # The model reads what the server stored and writes it back unchanged.
+    parsed = DatabaseUser.model_validate(created)
+    assert parsed.spec.model_dump(by_alias=True, exclude_none=True, mode="json") == created["spec"]
+
+
+async def test_a_minimal_spec_gets_every_default(
+    crds: list[str], kube_api: client.ApiClient, namespace: str
+) -> None:
+    created = await create(kube_api, namespace, body("minimal"))
+    assert created["spec"] == {"host": "%"} | PASSWORD | SPEC_DEFAULTS
+    spec = DatabaseUser.model_validate(created).spec
+    assert spec == DatabaseUserSpec.model_validate(PASSWORD)
+    assert spec.deletion_policy == "Delete"
+
+
+def grants(*entries: dict[str, Any]) -> dict[str, Any]:
+    return {"privileges": list(entries)}
+
+
+TABLE_ONLY = (
+    "a table grant allows only ALL, ALTER, CREATE, CREATE VIEW, DELETE, DROP, INDEX, INSERT, REFERENCES,"
+)
+REJECTED: list[tuple[str, dict[str, Any], str]] = [
+    ("typo", grants(grant("app", "SELEC")), 'spec.privileges[0].privileges[0]: Unsupported value: "SELEC"'),
+    ("injection", grants(grant("app", "ALL; DROP")), 'privileges[0]: Unsupported value: "ALL; DROP"'),
+    (
+        "lower-case",
+        grants(grant("app", "select")),
+        'spec.privileges[0].privileges[0]: Unsupported value: "select"',
+    ),
+    ("usage", grants(grant("app", "USAGE")), 'Unsupported value: "USAGE"'),
+    ("no-privileges", grants(grant("app")), "spec.privileges[0].privileges: Invalid value"),
+    ("duplicate-privilege", grants(grant("app", "SELECT", "SELECT")), 'Duplicate value: "SELECT"'),
+    ("semicolon", grants(grant("app;", "SELECT")), 'spec.privileges[0].database: Invalid value: "app;"'),
+    ("backquote", grants(grant("a`b", "SELECT")), 'spec.privileges[0].database: Invalid value: "a`b"'),
+    ("dot", grants(grant("a.b", "SELECT")), "spec.privileges[0].database: Invalid value"),
+    ("empty-database", grants(grant("", "SELECT")), "spec.privileges[0].database: Invalid value"),
+    ("long-database", grants(grant("d" * 65, "SELECT")), "spec.privileges[0].database: Too long"),
+    ("bad-table", grants(grant("app", "SELECT", table="o'rders")), "spec.privileges[0].table: Invalid value"),
+    (
+        "table-without-database",
+        grants(grant("*", "SELECT", table="x")),
+        "spec.privileges[0].table: Invalid value: a table grant needs a database",
+    ),
+    (
+        "all-and-more",
+        grants(grant("app", "ALL", "SELECT")),
+        "ALL stands for every privilege of its level: list it alone",
+    ),
+    (
+        "global-on-database",
+        grants(grant("app", "PROCESS")),
+        "spec.privileges[0].privileges: Invalid value: "
+        'PROCESS can only be granted on *.* (database "*"), not on app.*',
+    ),
+    (
+        "global-on-table",
+        grants(grant("app", "SELECT", "SUPER", table="t")),
+        'SUPER can only be granted on *.* (database "*"), not on app.t',
+    ),
+    (
+        "execute-on-table",
+        grants(grant("app", "EXECUTE", table="orders")),
+        f"EXECUTE cannot be granted on a table (app.orders): {TABLE_ONLY}",
+    ),
+    (
+        "duplicate-entries",
+        grants(grant("app", "SELECT"), grant("app", "INSERT", table="*")),
+        "spec.privileges: Invalid value: one entry per database and table",
+    ),
+    (
+        "duplicate-table-entries",
+        grants(grant("app", "SELECT", table="t"), grant("*", "PROCESS"), grant("app", "UPDATE", table="t")),
+        "one entry per database and table",
+    ),
+    (
+        "too-many-entries",
+        grants(*(grant(f"d{i}", "SELECT") for i in range(65))),
+        "spec.privileges: Too many: 65: must have at most 64 items",
+    ),
+    ("negative-connections", {"maxUserConnections": -1}, "spec.maxUserConnections: Invalid value: -1"),
+    ("negative-queries", {"maxQueriesPerHour": -1}, "spec.maxQueriesPerHour: Invalid value: -1"),
+    ("negative-updates", {"maxUpdatesPerHour": -1}, "spec.maxUpdatesPerHour: Invalid value: -1"),
+    ("negative-logins", {"maxConnectionsPerHour": -1}, "spec.maxConnectionsPerHour: Invalid value: -1"),
+    ("huge-connections", {"maxUserConnections": 2147483648}, "spec.maxUserConnections: Invalid value"),
+    ("huge-queries", {"maxQueriesPerHour": 4294967296}, "spec.maxQueriesPerHour: Invalid value"),
+    ("tls-string", {"requireTLS": "true"}, "spec.requireTLS: Invalid value"),
+    ("orphan", {"deletionPolicy": "Orphan"}, 'spec.deletionPolicy: Unsupported value: "Orphan"'),
+    ("lower-case-policy", {"deletionPolicy": "retain"}, 'spec.deletionPolicy: Unsupported value: "retain"'),
+]
+
+
+@pytest.mark.parametrize(("name", "spec", "complaint"), REJECTED, ids=[name for name, _, _ in REJECTED])
+async def test_rejected_with_the_rules_message(
+    crds: list[str],
+    kube_api: client.ApiClient,
+    namespace: str,
+    name: str,
+    spec: dict[str, Any],
+    complaint: str,
+) -> None:
+    message = await rejected(create(kube_api, namespace, body(name, **spec)))
+    assert complaint in message
+    with pytest.raises(ValidationError):  # the models refuse it too
+        DatabaseUserSpec.model_validate(PASSWORD | spec)
+
+
+async def test_updates_are_validated_too(crds: list[str], kube_api: client.ApiClient, namespace: str) -> None:
+    await create(kube_api, namespace, body("changing", privileges=[grant("app", "SELECT")]))
+    message = await rejected(
+        patch(kube_api, namespace, "changing", {"spec": {"privileges": [grant("app", "SELECT", "PROCESS")]}})
+    )
+    assert "PROCESS can only be granted on *.*" in message
+
+    changed = await patch(
+        kube_api,
+        namespace,
+        "changing",
+        {"spec": {"privileges": [grant("app", "ALL")], "deletionPolicy": "Retain", "maxUserConnections": 5}},
+    )
+    assert changed["spec"]["privileges"] == [grant("app", "ALL", table="*", grantOption=False)]
+    assert (changed["spec"]["deletionPolicy"], changed["spec"]["maxUserConnections"]) == ("Retain", 5)
+    assert changed["metadata"]["generation"] == 2
+
+
+async def test_kubectl_explain_documents_grants_and_policy(crds: list[str], kubectl: Runner) -> None:
+    deadline = time.monotonic() + 30
+    while True:  # the API server publishes a new CRD's OpenAPI a moment after it is Established
+        explained = kubectl("explain", "dbu.spec.privileges", check=False)
+        if explained.returncode == 0 or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.5)
+    assert explained.returncode == 0, explained.stderr
+    text = " ".join(explained.stdout.split())
+    assert "FIELD: privileges <[]Object>" in text
+    assert "one entry per database and table" in text
+    assert "database <string> -required-" in text
+    assert "privileges <[]string> -required-" in text
+    assert "table <string>" in text
+    assert "grantOption <boolean>" in text
+    assert 'or "*" for every table of the database. Defaults to "*".' in text
+
+    names = " ".join(kubectl("explain", "dbu.spec.privileges.privileges").stdout.split())
+    assert "CREATE TEMPORARY TABLES" in names
+    assert "ALL means every privilege of the grant's level" in names
+
+    policy = " ".join(kubectl("explain", "dbu.spec.deletionPolicy").stdout.split())
+    assert "Retain leaves the account in MySQL" in policy
+    assert "ENUM: Delete Retain" in policy
+    spec = " ".join(kubectl("explain", "dbu.spec").stdout.split())
+    for field in ("maxUserConnections <integer>", "requireTLS <boolean>", "deletionPolicy <string>"):
+        assert field in spec
