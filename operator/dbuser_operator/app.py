@@ -9,13 +9,18 @@ from typing import Any
 import structlog
 from kubernetes_asyncio import client, config
 
-from dbuser_operator.controllers.databaseuser import (
-    AccountStep,
-    DatabaseUserReconciler,
-    FinalizerStep,
-    PasswordStep,
-)
+from dbuser_operator.controllers.account import AccountStep
+from dbuser_operator.controllers.finalizer import FinalizerStep
+from dbuser_operator.controllers.grants import GrantsStep
+from dbuser_operator.controllers.guard import GuardStep
+from dbuser_operator.controllers.options import OptionsStep
+from dbuser_operator.controllers.ownership import OwnershipStep
+from dbuser_operator.controllers.password import PasswordStep
+from dbuser_operator.controllers.reconciler import DatabaseUserReconciler
 from dbuser_operator.controllers.resources import DATABASE_USERS, SECRET_INDEX, referenced_secret
+from dbuser_operator.controllers.resync import DriftCheck
+from dbuser_operator.controllers.steps import Step
+from dbuser_operator.controllers.target import Target
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Controller
@@ -73,9 +78,17 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager
         ]
 
     recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
-    reconciler = DatabaseUserReconciler(
-        kube, users, [FinalizerStep(kube), PasswordStep(secrets), AccountStep(db)], recorder
-    )
+    target = Target(db, settings.ownership_schema)
+    steps: list[Step] = [
+        FinalizerStep(kube),
+        GuardStep([*settings.reserved_users, settings.mysql_user]),
+        PasswordStep(secrets),
+        OwnershipStep(target, users),
+        AccountStep(target),
+        OptionsStep(target),
+        GrantsStep(target),
+    ]
+    reconciler = DatabaseUserReconciler(kube, users, steps, recorder, target)
     controller = Controller(
         CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
     )
@@ -98,6 +111,8 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager
         shutdown_timeout=settings.shutdown_timeout,
     )
     manager.add_controller(controller)
+    drift = DriftCheck(target, users, controller.queue, settings.resync_period)
+    manager.add_leader_task("drift check", drift.run)
     return manager
 
 

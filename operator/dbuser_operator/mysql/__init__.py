@@ -1,4 +1,7 @@
-"""The MySQL layer: accounts, identifier quoting, connections and errors. It knows nothing of Kubernetes."""
+"""The MySQL layer: accounts, grants, limits, ownership, identifier quoting, connections and errors.
+
+It knows nothing of Kubernetes.
+"""
 
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.errors import (
@@ -7,10 +10,12 @@ from dbuser_operator.mysql.errors import (
     DatabaseUnavailableError,
     InvalidAccountError,
     InvalidGrantError,
+    InvalidOptionsError,
     InvalidPasswordError,
     MySQLError,
     PasswordRejectedError,
     ServerError,
+    TableNotFoundError,
     TLSError,
     classify,
 )
@@ -27,6 +32,7 @@ __all__ = [
     "InvalidAccountError",
     "InvalidGrantError",
     "InvalidIdentifierError",
+    "InvalidOptionsError",
     "InvalidPasswordError",
     "MySQLError",
     "PasswordRejectedError",
@@ -34,5 +40,6 @@ __all__ = [
     "ServerInfo",
     "Statement",
     "TLSError",
+    "TableNotFoundError",
     "classify",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import ClassVar
 
 import pymysql
@@ -55,9 +56,21 @@ class InvalidAccountError(MySQLError):
 
 
 class InvalidGrantError(MySQLError):
-    """A database or table name of a grant is invalid."""
+    """A grant is invalid: a bad database, table or privilege name, or a privilege not valid at its level."""
 
     reason = "InvalidGrant"
+
+
+class TableNotFoundError(InvalidGrantError):
+    """A table-level grant names a table that does not exist (yet): the server refuses it (error 1146)."""
+
+    reason = "TableNotFound"
+
+
+class InvalidOptionsError(MySQLError):
+    """Account options (connection and query limits) out of range."""
+
+    reason = "InvalidOptions"
 
 
 class PasswordRejectedError(MySQLError):
@@ -141,6 +154,12 @@ _PASSWORD_REJECTED = frozenset(
         1827,  # password hash format
     }
 )
+_INVALID_GRANT = frozenset(
+    {
+        1144,  # illegal GRANT/REVOKE command (a privilege not valid at the table level)
+        1221,  # incorrect usage of DB GRANT and GLOBAL PRIVILEGES
+    }
+)
 _STATEMENT_ECHO = frozenset({1064, 1149})  # syntax errors quote the statement text near the error
 _TLS = frozenset({2026})  # SSL connection error
 
@@ -150,6 +169,7 @@ _CLASSES: tuple[tuple[frozenset[int], type[MySQLError]], ...] = (
     (_PRIVILEGE_MISSING, AdminPrivilegeMissingError),
     (_INVALID_ACCOUNT, InvalidAccountError),
     (_PASSWORD_REJECTED, PasswordRejectedError),
+    (_INVALID_GRANT, InvalidGrantError),
     (_TLS, TLSError),
 )
 
@@ -168,6 +188,15 @@ def classify(exc: BaseException, secrets: Iterable[object] = ()) -> MySQLError:
     if isinstance(exc, TimeoutError):  # before OSError, its base class
         return DatabaseUnavailableError("the database did not answer in time")
     return _classify_other(exc, secrets)
+
+
+@contextmanager
+def checked_input() -> Iterator[None]:
+    """Turn input errors (bad names, unusable passwords: ValueErrors) raised inside into MySQLErrors."""
+    try:
+        yield
+    except (InvalidIdentifierError, InvalidPasswordError) as exc:
+        raise classify(exc) from exc
 
 
 def _classify_input(exc: InvalidIdentifierError | InvalidPasswordError) -> MySQLError:

@@ -11,6 +11,7 @@ accepts besides its own template.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 USER_MAX_LENGTH = 32
 HOST_MAX_LENGTH = 255
@@ -103,6 +104,62 @@ def quote_identifier(name: str) -> SQL:
     if not name or "\0" in name:
         raise ValueError("an identifier must be non-empty and cannot contain NUL")
     return SQL("`" + name.replace("`", "``") + "`")
+
+
+# A privilege name as the servers spell them: upper-case words of letters and "_", separated by one space
+# ("SELECT", "CREATE TEMPORARY TABLES", MariaDB's "READ_ONLY ADMIN", MySQL's dynamic "BACKUP_ADMIN").
+_PRIVILEGE = re.compile(r"[A-Z][A-Z_]*(?: [A-Z][A-Z_]*)*")
+_PRIVILEGE_RULE = "upper-case words of A-Z and _ separated by single spaces, at most 64 characters"
+
+
+def validate_privilege_name(name: str) -> str:
+    """A privilege name (syntax only): ``SELECT``, ``CREATE TEMPORARY TABLES``, ``BACKUP_ADMIN``."""
+    if not isinstance(name, str) or len(name) > OBJECT_MAX_LENGTH or _PRIVILEGE.fullmatch(name) is None:
+        raise InvalidIdentifierError("privilege", name, "not a privilege name", _PRIVILEGE_RULE)
+    return name
+
+
+def privilege_list(names: Iterable[str]) -> SQL:
+    """``SELECT, INSERT``: the names, checked by :func:`validate_privilege_name`, in the order given."""
+    checked = [validate_privilege_name(name) for name in names]
+    if not checked:
+        raise ValueError("a privilege list cannot be empty")
+    return SQL(", ".join(checked))
+
+
+def unsigned_literal(value: int) -> SQL:
+    """A non-negative integer as SQL text (the caller checks the range it allows)."""
+    if type(value) is not int or value < 0:
+        raise ValueError(f"expected a non-negative int, not {value!r}"[:_SHOWN_MAX])
+    return SQL(str(value))
+
+
+def escape_wildcards(database: str) -> str:
+    r"""A database name as GRANT must spell it to mean that database alone: ``_`` and ``%`` escaped (``\_``).
+
+    In ``GRANT ... ON db.*`` (the database level only) MySQL and MariaDB read ``_`` and ``%`` as wildcards;
+    ``app_db`` would also match ``appXdb``. The name must not contain a backslash (validated names do not).
+    """
+    if "\\" in database:
+        raise ValueError("a database name to escape cannot contain a backslash")
+    return database.replace("_", "\\_").replace("%", "\\%")
+
+
+def grant_level(database: str, table: str = "*", *, pattern: bool = False) -> SQL:
+    """The object of a GRANT or REVOKE: ``*.*``, ```db`.*`` or ```db`.`table```.
+
+    A database-level name is escaped (:func:`escape_wildcards`) unless ``pattern`` says it is a wildcard
+    pattern already, as the server stores it (read back from it), which is then quoted as it is. Table-level
+    database names are never wildcards and are not escaped. Names are quoted, not validated: they may come
+    from the server (grants made by hand) as well as from validated input.
+    """
+    if database == "*":
+        if table != "*":
+            raise ValueError("a table needs a database")
+        return SQL("*.*")
+    if table == "*":
+        return SQL(quote_identifier(database if pattern else escape_wildcards(database)) + ".*")
+    return SQL(quote_identifier(database) + "." + quote_identifier(table))
 
 
 def account(user: str, host: str) -> SQL:

@@ -8,8 +8,8 @@ import pytest
 from pydantic import SecretStr
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import ConnectionSettings, Database
-from tests.integration.mysql.support import Accounts
+from dbuser_operator.mysql import ConnectionSettings, Database, ServerInfo, ownership
+from tests.integration.mysql.support import Accounts, Databases
 
 
 @pytest.fixture
@@ -47,3 +47,28 @@ def client_host(mysql: MySQLServer) -> str:
         cursor.execute("SELECT SUBSTRING_INDEX(USER(), '@', -1)")
         (host,) = cursor.fetchone()
     return str(host)
+
+
+@pytest.fixture
+def databases_made(mysql: MySQLServer) -> Iterator[Databases]:
+    """Tracks the databases (schemas) a test names or creates, and drops them afterwards."""
+    tracker = Databases(mysql)
+    yield tracker
+    tracker.drop_all()
+
+
+@pytest.fixture(scope="session")
+def server(mysql: MySQLServer) -> ServerInfo:
+    """The test server's flavour and version."""
+    with mysql.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("SELECT VERSION()")
+        (version,) = cursor.fetchone()
+    return ServerInfo.parse(str(version))
+
+
+@pytest.fixture
+async def owned_schema(db: Database, databases_made: Databases) -> str:
+    """A fresh bookkeeping schema with its table (dropped after the test)."""
+    schema = databases_made.name("_own")
+    await ownership.ensure_schema(db, schema)
+    return schema

@@ -33,6 +33,47 @@ class Accounts:
                 cursor.execute("DROP USER IF EXISTS %s@%s", (user, host))
 
 
+class Databases:
+    """Fresh database (schema) names for a test; every one named here is dropped afterwards."""
+
+    def __init__(self, mysql: MySQLServer) -> None:
+        self._mysql = mysql
+        self.made: list[str] = []
+
+    def name(self, suffix: str = "") -> str:
+        """A database name no other test uses (not created), dropped at the end of the test."""
+        name = f"it_{secrets.token_hex(5)}{suffix}"
+        self.made.append(name)
+        return name
+
+    def create(self, suffix: str = "", *tables: str) -> str:
+        """A new database with these (one-column) tables."""
+        name = self.name(suffix)
+        admin(
+            self._mysql,
+            f"CREATE DATABASE `{name}`",
+            *(f"CREATE TABLE `{name}`.`{t}` (a INT)" for t in tables),
+        )
+        return name
+
+    def drop_all(self) -> None:
+        admin(self._mysql, *(f"DROP DATABASE IF EXISTS `{name}`" for name in self.made))
+
+
+def admin(mysql: MySQLServer, *statements: str) -> None:
+    """Run statements as the admin with a plain PyMySQL connection: what a person does by hand."""
+    with mysql.connect() as connection, connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+
+
+def admin_rows(mysql: MySQLServer, query: str, *params: object) -> list[tuple[Any, ...]]:
+    """A query's rows, as the admin with a plain PyMySQL connection."""
+    with mysql.connect() as connection, connection.cursor() as cursor:
+        cursor.execute(query, params or None)
+        return list(cursor.fetchall())
+
+
 def login(mysql: MySQLServer, user: str, password: str, **options: Any) -> str:
     """Log in as ``user`` with a separate plain PyMySQL connection; ``CURRENT_USER()``.
 
@@ -46,6 +87,21 @@ def login(mysql: MySQLServer, user: str, password: str, **options: Any) -> str:
             cursor.execute("SELECT CURRENT_USER()")
             (current,) = cursor.fetchone()
         return str(current)
+    finally:
+        connection.close()
+
+
+def as_user(mysql: MySQLServer, user: str, password: str, query: str) -> list[tuple[Any, ...]] | int:
+    """Run ``query`` logged in as ``user``: its rows, or the error code if the server refuses it."""
+    connection = pymysql.connect(
+        host=mysql.host, port=mysql.port, user=user, password=password.encode(), connect_timeout=5
+    )
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(query)
+            return list(cursor.fetchall())
+    except pymysql.err.MySQLError as exc:
+        return int(exc.args[0])
     finally:
         connection.close()
 

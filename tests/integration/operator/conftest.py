@@ -114,8 +114,8 @@ async def start_operator(
 
 @pytest.fixture(scope="session")
 async def operator(start_operator: StartOperator) -> RunningOperator:
-    """The session's operator: target "e2e", every namespace."""
-    return await start_operator()
+    """The session's operator: target "e2e", every namespace, a drift check every second."""
+    return await start_operator(resync_period=1.0)
 
 
 @pytest.fixture(scope="session", autouse=True)

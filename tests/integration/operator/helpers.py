@@ -68,9 +68,11 @@ async def wait_until_gone(kube: KubeClient, namespace: str, name: str, limit: fl
 
 def can_log_in(mysql: MySQLServer, user: str, password: str) -> bool:
     """Whether a real client connection logs in as ``user`` with ``password``."""
+    # PyMySQL encodes passwords as Latin-1; the server hashed the UTF-8 bytes: send those.
+    wire_password = password.encode("utf-8").decode("latin-1")
     try:
         pymysql.connect(
-            host=mysql.host, port=mysql.port, user=user, password=password, connect_timeout=5
+            host=mysql.host, port=mysql.port, user=user, password=wire_password, connect_timeout=5
         ).close()
     except pymysql.err.OperationalError as error:
         if error.args[0] == 1045:  # access denied
@@ -98,3 +100,53 @@ def write_statements(mysql: MySQLServer) -> int:
     with mysql.connect() as connection, connection.cursor() as cursor:
         cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN %s", (names,))
         return sum(int(value) for _, value in cursor.fetchall())
+
+
+def mysql_query(mysql: MySQLServer, query: str, *args: Any) -> list[tuple[Any, ...]]:
+    with mysql.connect() as connection, connection.cursor() as cursor:
+        cursor.execute(query, args or None)
+        return list(cursor.fetchall())
+
+
+def privileges_of(mysql: MySQLServer, user: str, host: str = "%") -> set[tuple[str, str, str, bool]]:
+    """(database, table, privilege, grantable) as information_schema reports them; global is ('*', '*')."""
+    grantee = f"'{user}'@'{host}'"
+    rows = mysql_query(
+        mysql,
+        "SELECT '*', '*', PRIVILEGE_TYPE, IS_GRANTABLE FROM information_schema.USER_PRIVILEGES "
+        "WHERE GRANTEE = %s AND PRIVILEGE_TYPE <> 'USAGE' "
+        "UNION ALL SELECT TABLE_SCHEMA, '*', PRIVILEGE_TYPE, IS_GRANTABLE "
+        "FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = %s "
+        "UNION ALL SELECT TABLE_SCHEMA, TABLE_NAME, PRIVILEGE_TYPE, IS_GRANTABLE "
+        "FROM information_schema.TABLE_PRIVILEGES WHERE GRANTEE = %s",
+        grantee,
+        grantee,
+        grantee,
+    )
+    return {
+        (database, table, privilege, grantable == "YES") for database, table, privilege, grantable in rows
+    }
+
+
+def account_row(mysql: MySQLServer, user: str, host: str = "%") -> dict[str, Any] | None:
+    rows = mysql_query(
+        mysql,
+        "SELECT max_user_connections, max_questions, max_updates, max_connections, ssl_type, "
+        "authentication_string FROM mysql.user WHERE User = %s AND Host = %s",
+        user,
+        host,
+    )
+    if not rows:
+        return None
+    keys = ("max_user_connections", "max_questions", "max_updates", "max_connections", "ssl_type", "auth")
+    return dict(zip(keys, rows[0], strict=True))
+
+
+def mysql_accounts(mysql: MySQLServer) -> dict[tuple[str, str], tuple[Any, ...]]:
+    """Every account with the columns a change would touch: to prove nothing else changed."""
+    rows = mysql_query(
+        mysql,
+        "SELECT User, Host, authentication_string, max_user_connections, max_questions, ssl_type "
+        "FROM mysql.user",
+    )
+    return {(row[0], row[1]): tuple(row[2:]) for row in rows}

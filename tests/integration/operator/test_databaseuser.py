@@ -238,10 +238,16 @@ async def test_an_admin_without_privileges_is_reported(
     with mysql.connect() as connection, connection.cursor() as cursor:
         cursor.execute("CREATE USER 'weak_admin'@'%%' IDENTIFIED BY %s", (weak_password,))
         cursor.execute("GRANT SELECT ON mysql.* TO 'weak_admin'@'%'")  # may look, may not create users
+        cursor.execute("GRANT ALL ON dbuser_operator_weak.* TO 'weak_admin'@'%'")  # its bookkeeping
     try:
         password_file = tmp_path / "weak"
         password_file.write_text(weak_password)
-        await start_operator(target="weak", mysql_user="weak_admin", mysql_password_file=password_file)
+        await start_operator(
+            target="weak",
+            mysql_user="weak_admin",
+            mysql_password_file=password_file,
+            ownership_schema="dbuser_operator_weak",
+        )
         await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
         await kube_client.create(
             DATABASE_USERS, database_user("unprivileged", "pw", target="weak"), namespace
@@ -254,6 +260,7 @@ async def test_an_admin_without_privileges_is_reported(
     finally:
         with mysql.connect() as connection, connection.cursor() as cursor:
             cursor.execute("DROP USER IF EXISTS 'weak_admin'@'%'")
+            cursor.execute("DROP DATABASE IF EXISTS dbuser_operator_weak")
 
 
 async def test_a_hundred_users_become_ready(

@@ -1,0 +1,66 @@
+"""The account step: the account exists with the Secret's password; dropped on deletion if we own it."""
+
+from __future__ import annotations
+
+from dbuser_operator.controllers.ownership import owner
+from dbuser_operator.controllers.steps import Context
+from dbuser_operator.controllers.target import Target, mysql_condition
+from dbuser_operator.mysql import accounts, ownership
+from dbuser_operator.mysql.errors import MySQLError
+
+
+class AccountStep:
+    """Creates the account, sets its password when the Secret changed or someone changed it by hand."""
+
+    name = "account"
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+
+    async def ensure(self, ctx: Context) -> None:
+        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        if ctx.password is None or ctx.secret is None:
+            raise RuntimeError("the password step must run before the account step")
+        db, schema = self.target.db, self.target.schema
+        try:
+            if not await accounts.exists(db, user, host):
+                await accounts.create(db, user, host, ctx.password)
+                await ownership.record_fingerprint(db, schema, user, host)
+                applied_before = ctx.status.get("appliedSecret") is not None
+                reason = "AccountRecreated" if applied_before else "AccountCreated"
+                ctx.event("Normal", reason, f"created account {ctx.account}")
+            elif ctx.status.get("appliedSecret") != ctx.secret:
+                await accounts.set_password(db, user, host, ctx.password)
+                await ownership.record_fingerprint(db, schema, user, host)
+                ctx.event(
+                    "Normal",
+                    "PasswordSet",
+                    f"set the password of {ctx.account} from Secret {ctx.secret['name']} "
+                    f"(resourceVersion {ctx.secret['resourceVersion']})",
+                )
+            elif await ownership.password_intact(db, schema, user, host) is False:
+                await accounts.set_password(db, user, host, ctx.password)
+                await ownership.record_fingerprint(db, schema, user, host)
+                ctx.event(
+                    "Warning",
+                    "PasswordRestored",
+                    f"the password of {ctx.account} was changed outside "
+                    "the operator; set it back from the Secret",
+                )
+        except MySQLError as error:
+            raise mysql_condition(error, ctx.account) from None
+        ctx.status["appliedSecret"] = ctx.secret
+
+    async def delete(self, ctx: Context) -> None:
+        user, host = ctx.status.get("user"), ctx.status.get("host")
+        if not user or not host:
+            return  # this resource never claimed an account
+        db, schema = self.target.db, self.target.schema
+        try:
+            current = await ownership.owner_of(db, schema, user, host)
+            if current is None or current.uid != owner(ctx).uid:
+                return  # not ours: never dropped
+            await accounts.drop(db, user, host)
+        except MySQLError as error:
+            raise mysql_condition(error, f"cannot drop '{user}'@'{host}'") from None
+        ctx.event("Normal", "AccountDropped", f"dropped account '{user}'@'{host}'")

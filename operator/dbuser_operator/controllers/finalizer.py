@@ -1,0 +1,27 @@
+"""The finalizer step: holds the resource until its delete halves have run."""
+
+from __future__ import annotations
+
+from dbuser_operator.controllers.resources import DATABASE_USERS, FIELD_MANAGER, FINALIZER
+from dbuser_operator.controllers.steps import Context
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.objects import add_finalizer, remove_finalizer
+
+
+class FinalizerStep:
+    """Adds the finalizer first; removes it last."""
+
+    name = "finalizer"
+
+    def __init__(self, kube: KubeClient) -> None:
+        self.kube = kube
+
+    async def ensure(self, ctx: Context) -> None:
+        ctx.obj = await add_finalizer(
+            self.kube, DATABASE_USERS, ctx.obj, FINALIZER, field_manager=FIELD_MANAGER
+        )
+
+    async def delete(self, ctx: Context) -> None:
+        ctx.obj = await remove_finalizer(
+            self.kube, DATABASE_USERS, ctx.obj, FINALIZER, field_manager=FIELD_MANAGER
+        )

@@ -1,0 +1,43 @@
+"""The options step: connection limits and the TLS requirement, read back and set when they differ."""
+
+from __future__ import annotations
+
+from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
+from dbuser_operator.controllers.steps import Context
+from dbuser_operator.controllers.target import Target, mysql_condition
+from dbuser_operator.mysql import limits
+from dbuser_operator.mysql.errors import MySQLError
+
+
+def desired_options(spec: DatabaseUserSpec) -> limits.AccountOptions:
+    """The account options the spec asks for."""
+    return limits.AccountOptions(
+        max_user_connections=spec.max_user_connections,
+        max_queries_per_hour=spec.max_queries_per_hour,
+        max_updates_per_hour=spec.max_updates_per_hour,
+        max_connections_per_hour=spec.max_connections_per_hour,
+        require_tls=spec.require_tls,
+    )
+
+
+class OptionsStep:
+    """ALTER USER … REQUIRE … WITH MAX_… only when the server's values differ from the spec."""
+
+    name = "options"
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+
+    async def ensure(self, ctx: Context) -> None:
+        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        desired = desired_options(ctx.user.spec)
+        try:
+            changed = await limits.apply_options(self.target.db, user, host, desired)
+        except MySQLError as error:
+            raise mysql_condition(error, ctx.account) from None
+        if changed:
+            tls = "required" if desired.require_tls else "not required"
+            ctx.event("Normal", "OptionsSet", f"set the connection limits of {ctx.account}; TLS {tls}")
+
+    async def delete(self, ctx: Context) -> None:
+        """Dropping the account removes its options."""

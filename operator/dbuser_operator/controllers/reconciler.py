@@ -1,0 +1,162 @@
+"""The ``DatabaseUser`` reconciler: runs the steps, reports the outcome as the Ready condition and Events.
+
+Deletion runs the steps' delete halves in reverse, then the finalizer comes off. Under
+``deletionPolicy: Retain``, or with the release annotation, MySQL is left alone (ownership is forgotten
+if the server answers quickly) and the resource is released at once, even while MySQL is down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+import pydantic
+import structlog
+
+from dbuser_operator.api.v1alpha1 import (
+    API_VERSION,
+    RELEASE_ANNOTATION,
+    DatabaseUser,
+    DatabaseUserSpec,
+    SecretKeySelector,
+)
+from dbuser_operator.controllers.finalizer import FinalizerStep
+from dbuser_operator.controllers.ownership import owner
+from dbuser_operator.controllers.resources import DATABASE_USERS, FIELD_MANAGER, FINALIZER
+from dbuser_operator.controllers.steps import ConditionError, Context, Step
+from dbuser_operator.controllers.target import Target
+from dbuser_operator.mysql import ownership
+from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.conditions import find_condition, set_condition
+from dbuser_operator.runtime.controller import Result
+from dbuser_operator.runtime.events import EventRecorder
+from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.runtime.objects import update_status
+from dbuser_operator.runtime.resources import ObjectKey
+
+log = structlog.get_logger(__name__)
+
+FORGET_TIMEOUT = 2.0  # seconds a Retain or release deletion waits for MySQL before letting go anyway
+
+READY = "Ready"
+
+
+class DatabaseUserReconciler:
+    """Runs the steps for one ``DatabaseUser`` key and reports the outcome as status and Events."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        users: Informer,
+        steps: list[Step],
+        recorder: EventRecorder,
+        target: Target,
+    ) -> None:
+        self.kube = kube
+        self.users = users
+        self.steps = steps
+        self.recorder = recorder
+        self.target = target
+        self.finalizer = FinalizerStep(kube)
+
+    async def __call__(self, key: ObjectKey) -> Result:
+        cached = self.users.get(key)
+        if cached is None:
+            return Result()  # gone: nothing to do
+        obj = copy.deepcopy(cached)
+        try:
+            user = DatabaseUser.model_validate(obj)
+        except pydantic.ValidationError as error:
+            # The CRD schema rejects what the models reject, so this is an old or foreign object.
+            ctx = Context(obj=obj, user=_unparsed(), status=copy.deepcopy(obj.get("status") or {}))
+            await self._report(ctx, ConditionError("InvalidSpec", _first_error(error), retry=False))
+            return Result()
+        ctx = Context(obj=obj, user=user, status=copy.deepcopy(obj.get("status") or {}))
+        try:
+            if obj["metadata"].get("deletionTimestamp"):
+                await self._finalize(ctx)
+            else:
+                for step in self.steps:
+                    await step.ensure(ctx)
+                self._set_ready(ctx, "True", "AccountReady", f"account {ctx.account} matches the spec")
+                await self._write(ctx)
+        except ConditionError as error:
+            await self._report(ctx, error)
+            if error.retry:
+                raise
+        return Result()
+
+    async def _finalize(self, ctx: Context) -> None:
+        if FINALIZER not in (ctx.obj["metadata"].get("finalizers") or []):
+            return
+        released = (ctx.user.metadata.annotations or {}).get(RELEASE_ANNOTATION) == "true"
+        if released or ctx.user.spec.deletion_policy == "Retain":
+            await self._let_go(ctx, released)
+        else:
+            for step in reversed(self.steps):
+                await step.delete(ctx)
+        await self._record_events(ctx)
+
+    async def _let_go(self, ctx: Context, released: bool) -> None:
+        """Remove the finalizer without touching the account; forget ownership if MySQL answers."""
+        user, host = ctx.status.get("user"), ctx.status.get("host")
+        account = f"'{user}'@'{host}'"
+        if user and host:
+            try:
+                async with asyncio.timeout(FORGET_TIMEOUT):
+                    await ownership.forget(self.target.db, self.target.schema, user, host, owner(ctx).uid)
+            except (MySQLError, TimeoutError) as error:
+                log.warning(
+                    "could not forget ownership; it stays recorded", account=account, error=str(error)
+                )
+        if released:
+            ctx.event(
+                "Warning",
+                "Released",
+                f"released by the {RELEASE_ANNOTATION} annotation: {account} was left in MySQL as it is",
+            )
+        else:
+            ctx.event("Normal", "Retained", f"deletionPolicy Retain: {account} was left in MySQL")
+        await self.finalizer.delete(ctx)
+
+    def _set_ready(self, ctx: Context, status: str, reason: str, message: str) -> None:
+        previous = find_condition(ctx.status.get("conditions"), READY)
+        conditions: list[dict[str, Any]] = ctx.status.setdefault("conditions", [])
+        set_condition(conditions, READY, status, reason, message, ctx.obj["metadata"].get("generation"))
+        ctx.status["observedGeneration"] = ctx.obj["metadata"].get("generation")
+        became_ready = status == "True" and (previous is None or previous.get("status") != "True")
+        if became_ready:
+            ctx.event("Normal", "AccountReady", message)
+
+    async def _report(self, ctx: Context, error: ConditionError) -> None:
+        self._set_ready(ctx, "False", error.reason, error.message)
+        ctx.event("Warning", error.reason, error.message)
+        await self._write(ctx)
+
+    async def _write(self, ctx: Context) -> None:
+        updated = await update_status(
+            self.kube, DATABASE_USERS, ctx.obj, ctx.status, field_manager=FIELD_MANAGER
+        )
+        if updated is not None:
+            ctx.obj = updated
+        await self._record_events(ctx)
+
+    async def _record_events(self, ctx: Context) -> None:
+        involved = {**ctx.obj, "apiVersion": API_VERSION, "kind": "DatabaseUser"}
+        for type_, reason, message in ctx.events:
+            await self.recorder.event(involved, type_, reason, message)
+        ctx.events.clear()
+
+
+def _unparsed() -> DatabaseUser:
+    """A stand-in for an object the models reject: only its status is written, no step runs."""
+    selector = SecretKeySelector.model_construct(name="", key="")
+    return DatabaseUser.model_construct(spec=DatabaseUserSpec.model_construct(password=selector))
+
+
+def _first_error(error: pydantic.ValidationError) -> str:
+    first = error.errors()[0]
+    location = ".".join(str(part) for part in first["loc"])
+    return f"{location}: {first['msg']}"

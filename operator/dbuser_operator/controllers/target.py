@@ -1,0 +1,42 @@
+"""The MySQL server the operator manages, as the steps share it: connection, bookkeeping schema, version."""
+
+from __future__ import annotations
+
+import asyncio
+
+from dbuser_operator.controllers.steps import ConditionError
+from dbuser_operator.mysql import ownership
+from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.mysql.server import ServerInfo
+
+
+class Target:
+    """One MySQL server: its connection, the operator's schema there, and its version (read once)."""
+
+    def __init__(self, db: Database, schema: str) -> None:
+        self.db = db
+        self.schema = schema
+        self._server: ServerInfo | None = None
+        self._schema_ready = False
+        self._lock = asyncio.Lock()
+
+    async def server(self) -> ServerInfo:
+        """Flavour and version of the server."""
+        if self._server is None:
+            self._server = await self.db.server_info()
+        return self._server
+
+    async def ensure_schema(self) -> None:
+        """Create the bookkeeping schema and table on first use (idempotent; retried after a failure)."""
+        if self._schema_ready:
+            return
+        async with self._lock:
+            if not self._schema_ready:
+                await ownership.ensure_schema(self.db, self.schema)
+                self._schema_ready = True
+
+
+def mysql_condition(error: MySQLError, context: str) -> ConditionError:
+    """The Ready=False report for a MySQL failure: its reason, and the server's words (never a secret)."""
+    return ConditionError(error.reason, f"{context}: {error}")

@@ -1,0 +1,98 @@
+"""The state of every owned account at once, with a fixed number of queries however many there are.
+
+:func:`inventory` sends :data:`QUERIES` (two) queries: the bookkeeping table ``LEFT JOIN mysql.user``
+(presence, limits, TLS, the authentication string's fingerprint), and the three ``information_schema``
+privilege tables, joined to the bookkeeping table on the GRANTEE string and united (``UNION ALL``). The
+rest is done here: the operator compares each account's state with its resource's spec without another
+round trip.
+
+Collations: ``mysql.user.User`` is binary on both servers (``utf8mb3_bin``) and ``Host`` is binary on
+MariaDB, case-insensitive ASCII on MySQL; the bookkeeping table's ASCII columns are converted to the
+Unicode side implicitly (the Unicode side wins), so the primary key of ``mysql.user`` is used, and hosts
+are compared as ``LOWER(host)`` because the servers store them in lower case. information_schema's
+GRANTEE is ``utf8mb3_general_ci`` (case-insensitive): rows are matched to their account here, user names
+case-sensitively.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Final
+
+from dbuser_operator.mysql.connection import Database, Row
+from dbuser_operator.mysql.grants import Grant, grants_from_rows, is_grantee
+from dbuser_operator.mysql.limits import AccountOptions
+from dbuser_operator.mysql.ownership import Owner, compare_fingerprints, table
+from dbuser_operator.mysql.statement import Statement
+
+QUERIES: Final = 2
+"""The number of queries :func:`inventory` sends, whatever the number of accounts."""
+
+
+@dataclass(frozen=True)
+class AccountState:
+    """An owned account as the server has it.
+
+    ``present``: the account exists. ``options``: its limits and TLS requirement (None when absent).
+    ``password_intact``: its authentication string still has the recorded fingerprint (None when absent or
+    no fingerprint is recorded). ``grants``: its global, database and table grants, one per level.
+    """
+
+    owner: Owner
+    present: bool
+    options: AccountOptions | None
+    password_intact: bool | None
+    grants: frozenset[Grant]
+
+
+_ACCOUNTS: Final = (
+    "SELECT o.user, o.host, o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User,"
+    " u.max_user_connections, u.max_questions, u.max_updates, u.max_connections, u.ssl_type,"
+    " SHA2(u.authentication_string, 256)"
+    " FROM {table} o LEFT JOIN mysql.user u ON u.User = o.user AND u.Host = LOWER(o.host)"
+)
+
+_PRIVILEGES: Final = (
+    "SELECT o.user, o.host, p.GRANTEE, 0, '*', '*', p.PRIVILEGE_TYPE, p.IS_GRANTABLE"
+    " FROM information_schema.USER_PRIVILEGES p JOIN {table} o"
+    " ON p.GRANTEE = CONCAT('''', o.user, '''@''', LOWER(o.host), '''')"
+    " UNION ALL"
+    " SELECT o.user, o.host, p.GRANTEE, 1, p.TABLE_SCHEMA, '*', p.PRIVILEGE_TYPE, p.IS_GRANTABLE"
+    " FROM information_schema.SCHEMA_PRIVILEGES p JOIN {table} o"
+    " ON p.GRANTEE = CONCAT('''', o.user, '''@''', LOWER(o.host), '''')"
+    " UNION ALL"
+    " SELECT o.user, o.host, p.GRANTEE, 2, p.TABLE_SCHEMA, p.TABLE_NAME, p.PRIVILEGE_TYPE, p.IS_GRANTABLE"
+    " FROM information_schema.TABLE_PRIVILEGES p JOIN {table} o"
+    " ON p.GRANTEE = CONCAT('''', o.user, '''@''', LOWER(o.host), '''')"
+)
+
+
+async def inventory(db: Database, schema: str) -> dict[tuple[str, str], AccountState]:
+    """Every account of the bookkeeping table in ``schema``, keyed by ``(user, host)`` as claimed.
+
+    Sends :data:`QUERIES` queries in all.
+    """
+    owned = table(schema)
+    accounts: list[Row] = await db.fetch(Statement(_ACCOUNTS, table=owned))
+    privileges: list[Row] = await db.fetch(Statement(_PRIVILEGES, table=owned))
+
+    rows_by_account: defaultdict[tuple[str, str], list[Row]] = defaultdict(list)
+    for row in privileges:
+        user, host, grantee = str(row[0]), str(row[1]), str(row[2])
+        if is_grantee(grantee, user, host):
+            rows_by_account[(user, host)].append(row[3:])
+
+    result: dict[tuple[str, str], AccountState] = {}
+    for row in accounts:
+        user, host = str(row[0]), str(row[1])
+        owner = Owner(str(row[2]), str(row[3]), str(row[4]))
+        present = row[6] is not None
+        result[(user, host)] = AccountState(
+            owner=owner,
+            present=present,
+            options=AccountOptions.from_row(*row[7:12]) if present else None,
+            password_intact=compare_fingerprints(row[5], row[12]) if present else None,
+            grants=grants_from_rows(rows_by_account.get((user, host), [])) if present else frozenset(),
+        )
+    return result

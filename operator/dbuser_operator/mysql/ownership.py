@@ -1,0 +1,221 @@
+"""Which accounts the operator owns, and for which resource: a bookkeeping table in a schema of its own.
+
+The table ``<schema>.accounts`` (schema ``dbuser_operator`` by default) has one row per owned account,
+keyed by user and host: the owning resource's UID, namespace and name, and a fingerprint of the account's
+authentication string. With it the operator refuses to adopt or drop accounts it did not create, sees two
+resources claiming one account (:func:`claim` lets exactly one win), and finds orphans (:func:`list_owned`).
+
+User names are compared case-sensitively (binary collation), host names without regard to case: both
+servers store hosts in lower case (MariaDB 10.11: ``CREATE USER 'u'@'Example.COM'`` makes
+``'u'@'example.com'``). Rows keep the host as it was claimed; joins with ``mysql.user`` compare
+``LOWER(host)``.
+
+Password drift without keeping any password or password hash of our own: the fingerprint is
+``SHA2(authentication_string, 256)`` of the account's ``mysql.user`` row, recorded right after the operator
+sets the password (:func:`record_fingerprint`) and compared later (:func:`password_intact`). On MariaDB
+(``mysql_native_password``: an unsalted hash) setting the same password again keeps the fingerprint; on
+MySQL 8 (``caching_sha2_password``: salted) any ``ALTER USER ... IDENTIFIED BY`` changes it, even to the
+same password: record the fingerprint again after every password change of the operator's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.errors import ServerError, checked_input
+from dbuser_operator.mysql.identifiers import (
+    SQL,
+    InvalidIdentifierError,
+    quote_identifier,
+    validate_database,
+    validate_host,
+    validate_user,
+)
+from dbuser_operator.mysql.statement import Statement
+
+DEFAULT_SCHEMA: Final = "dbuser_operator"
+TABLE: Final = "accounts"
+SYSTEM_SCHEMAS: Final = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
+
+_UID_MAX, _NAME_MAX = 128, 253
+
+
+def validate_schema(schema: str) -> str:
+    """The bookkeeping schema's name: a valid database name, not ``*`` and not a system schema.
+
+    Raises :class:`~.identifiers.InvalidIdentifierError` (a ValueError): the schema is configuration, to
+    be checked at start.
+    """
+    validate_database(schema)
+    rule = "a database name other than *, mysql, information_schema, performance_schema and sys"
+    if schema == "*" or schema.lower() in SYSTEM_SCHEMAS:
+        raise InvalidIdentifierError("ownership schema", schema, "reserved", rule)
+    return schema
+
+
+def table(schema: str) -> SQL:
+    """```schema`.`accounts```, the schema validated."""
+    return SQL(quote_identifier(validate_schema(schema)) + "." + quote_identifier(TABLE))
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The resource that owns an account: its UID (what decides), namespace and name (for people)."""
+
+    uid: str
+    namespace: str
+    name: str
+
+    def __post_init__(self) -> None:
+        for field, value, longest in (
+            ("uid", self.uid, _UID_MAX),
+            ("namespace", self.namespace, _NAME_MAX),
+            ("name", self.name, _NAME_MAX),
+        ):
+            if not isinstance(value, str) or not 0 < len(value) <= longest or not value.isprintable():
+                raise ValueError(f"owner {field} must be 1 to {longest} printable characters")
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name} (uid {self.uid})"
+
+
+@dataclass(frozen=True)
+class OwnedAccount:
+    """A row of the bookkeeping table: the account ``'user'@'host'`` and its owner."""
+
+    user: str
+    host: str
+    owner: Owner
+
+
+_CREATE_TABLE: Final = (
+    "CREATE TABLE IF NOT EXISTS {table} ("
+    " user VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,"
+    " host VARCHAR(255) CHARACTER SET ascii COLLATE ascii_general_ci NOT NULL,"
+    " owner_uid VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,"
+    " namespace VARCHAR(253) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,"
+    " name VARCHAR(253) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,"
+    " auth_fingerprint CHAR(64) CHARACTER SET ascii COLLATE ascii_bin NULL,"
+    " created_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),"
+    " PRIMARY KEY (user, host)"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+    " COMMENT='MySQL accounts owned by dbuser-operator, and the resources owning them'"
+)
+
+
+async def ensure_schema(db: Database, schema: str = DEFAULT_SCHEMA) -> None:
+    """Create the schema and the table if missing (two statements; nothing changes when they exist)."""
+    name = quote_identifier(validate_schema(schema))
+    await db.execute(Statement("CREATE DATABASE IF NOT EXISTS {schema} CHARACTER SET utf8mb4", schema=name))
+    await db.execute(Statement(_CREATE_TABLE, table=table(schema)))
+
+
+def _key(user: str, host: str) -> tuple[str, str]:
+    with checked_input():
+        return validate_user(user), validate_host(host)
+
+
+async def owner_of(db: Database, schema: str, user: str, host: str) -> Owner | None:
+    """Who owns ``'user'@'host'``; None if nobody does."""
+    rows = await db.fetch(
+        Statement(
+            "SELECT owner_uid, namespace, name FROM {table} WHERE user = %s AND host = %s",
+            *_key(user, host),
+            table=table(schema),
+        )
+    )
+    return Owner(str(rows[0][0]), str(rows[0][1]), str(rows[0][2])) if rows else None
+
+
+async def claim(db: Database, schema: str, user: str, host: str, owner: Owner) -> Owner:
+    """Record ``owner`` as the account's owner unless somebody owns it already; who owns it now.
+
+    The insert is atomic (the primary key decides), so of two claimants exactly one wins and both are
+    told which. The caller compares the result's ``uid`` with its own.
+    """
+    user, host = _key(user, host)
+    insert = Statement(
+        "INSERT INTO {table} (user, host, owner_uid, namespace, name) VALUES (%s, %s, %s, %s, %s)"
+        " ON DUPLICATE KEY UPDATE owner_uid = owner_uid",
+        user,
+        host,
+        owner.uid,
+        owner.namespace,
+        owner.name,
+        table=table(schema),
+    )
+    for _ in range(3):  # the owner may forget the account between our insert and our read
+        await db.execute(insert)
+        current = await owner_of(db, schema, user, host)
+        if current is not None:
+            return current
+    raise ServerError(f"the ownership of '{user}'@'{host}' keeps changing")
+
+
+async def forget(db: Database, schema: str, user: str, host: str, owner_uid: str) -> bool:
+    """Delete the account's row if ``owner_uid`` owns it; whether it did."""
+    affected = await db.execute(
+        Statement(
+            "DELETE FROM {table} WHERE user = %s AND host = %s AND owner_uid = %s",
+            *_key(user, host),
+            owner_uid,
+            table=table(schema),
+        )
+    )
+    return affected > 0
+
+
+async def list_owned(db: Database, schema: str) -> list[OwnedAccount]:
+    """Every owned account, ordered by user and host."""
+    rows = await db.fetch(
+        Statement(
+            "SELECT user, host, owner_uid, namespace, name FROM {table} ORDER BY user, host",
+            table=table(schema),
+        )
+    )
+    return [OwnedAccount(str(u), str(h), Owner(str(uid), str(ns), str(n))) for u, h, uid, ns, n in rows]
+
+
+async def record_fingerprint(db: Database, schema: str, user: str, host: str) -> None:
+    """Remember the fingerprint of the account's current authentication string (one statement).
+
+    Sets ``auth_fingerprint`` to ``SHA2(mysql.user.authentication_string, 256)``, or to NULL when the
+    account does not exist; an account nobody owns is left alone.
+    """
+    await db.execute(
+        Statement(
+            "UPDATE {table} o SET o.auth_fingerprint = ("
+            "SELECT SHA2(u.authentication_string, 256) FROM mysql.user u"
+            " WHERE u.User = o.user AND u.Host = LOWER(o.host))"
+            " WHERE o.user = %s AND o.host = %s",
+            *_key(user, host),
+            table=table(schema),
+        )
+    )
+
+
+async def password_intact(db: Database, schema: str, user: str, host: str) -> bool | None:
+    """Whether the account's authentication string is still the one fingerprinted.
+
+    None when nothing can be compared: the account is not owned, no fingerprint is recorded, or the
+    account does not exist.
+    """
+    rows = await db.fetch(
+        Statement(
+            "SELECT o.auth_fingerprint, SHA2(u.authentication_string, 256) FROM {table} o"
+            " LEFT JOIN mysql.user u ON u.User = o.user AND u.Host = LOWER(o.host)"
+            " WHERE o.user = %s AND o.host = %s",
+            *_key(user, host),
+            table=table(schema),
+        )
+    )
+    return compare_fingerprints(rows[0][0], rows[0][1]) if rows else None
+
+
+def compare_fingerprints(recorded: object, current: object) -> bool | None:
+    """True if equal, False if not, None when either is missing (NULL)."""
+    if recorded is None or current is None:
+        return None
+    return str(recorded).lower() == str(current).lower()

@@ -1,0 +1,190 @@
+"""Ownership bookkeeping against the real server: the table, claims (also concurrent), fingerprints."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.mysql import ConnectionSettings, Database, InvalidAccountError, ServerInfo, accounts
+from dbuser_operator.mysql.ownership import (
+    OwnedAccount,
+    Owner,
+    claim,
+    ensure_schema,
+    forget,
+    list_owned,
+    owner_of,
+    password_intact,
+    record_fingerprint,
+)
+from tests.integration.mysql.support import Accounts, Databases, admin, admin_rows
+
+pytestmark = pytest.mark.integration
+
+ALICE = Owner("11111111-1111-4111-8111-111111111111", "team-a", "app")
+BOB = Owner("22222222-2222-4222-8222-222222222222", "team-b", "app")
+
+
+async def test_ensure_schema_is_idempotent_and_cheap(
+    db: Database, mysql: MySQLServer, databases_made: Databases
+) -> None:
+    schema = databases_made.name("_own")
+    await ensure_schema(db, schema)
+    await claim(db, schema, "app", "%", ALICE)
+    written = db.statements_written
+    await ensure_schema(db, schema)  # again: nothing changes, the rows stay
+    assert db.statements_written == written + 2
+    assert db.statements_read == 1
+    assert await owner_of(db, schema, "app", "%") == ALICE
+
+    columns = admin_rows(
+        mysql,
+        "SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS"
+        " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'accounts' ORDER BY ORDINAL_POSITION",
+        schema,
+    )
+    assert [name for name, _ in columns] == [
+        "user",
+        "host",
+        "owner_uid",
+        "namespace",
+        "name",
+        "auth_fingerprint",
+        "created_at",
+    ]
+    assert dict(columns)["user"] == "ascii_bin"  # user names are case-sensitive
+    assert dict(columns)["host"] == "ascii_general_ci"  # host names are not
+    keys = admin_rows(
+        mysql,
+        "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE"
+        " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'accounts' AND CONSTRAINT_NAME = 'PRIMARY'"
+        " ORDER BY ORDINAL_POSITION",
+        schema,
+    )
+    assert keys == [("user",), ("host",)]
+
+
+async def test_claim_owner_of_forget_and_list(db: Database, owned_schema: str) -> None:
+    assert await owner_of(db, owned_schema, "app", "%") is None
+    assert await list_owned(db, owned_schema) == []
+
+    assert await claim(db, owned_schema, "app", "%", ALICE) == ALICE
+    assert await claim(db, owned_schema, "app", "%", ALICE) == ALICE  # again: still Alice's
+    assert await claim(db, owned_schema, "app", "%", BOB) == ALICE  # Bob is told who owns it
+    assert await claim(db, owned_schema, "app", "10.0.%", BOB) == BOB  # another account
+    assert await claim(db, owned_schema, "other", "%", BOB) == BOB
+    assert await owner_of(db, owned_schema, "app", "%") == ALICE
+
+    assert await list_owned(db, owned_schema) == [
+        OwnedAccount("app", "%", ALICE),
+        OwnedAccount("app", "10.0.%", BOB),
+        OwnedAccount("other", "%", BOB),
+    ]
+
+    assert await forget(db, owned_schema, "app", "%", BOB.uid) is False  # not Bob's to forget
+    assert await owner_of(db, owned_schema, "app", "%") == ALICE
+    assert await forget(db, owned_schema, "app", "%", ALICE.uid) is True
+    assert await forget(db, owned_schema, "app", "%", ALICE.uid) is False
+    assert await owner_of(db, owned_schema, "app", "%") is None
+    assert await claim(db, owned_schema, "app", "%", BOB) == BOB  # free again
+
+
+async def test_user_names_are_case_sensitive_and_hosts_are_not(db: Database, owned_schema: str) -> None:
+    assert await claim(db, owned_schema, "app", "DB.example.com", ALICE) == ALICE
+    assert await claim(db, owned_schema, "APP", "db.example.com", BOB) == BOB  # another user
+    assert await claim(db, owned_schema, "app", "db.EXAMPLE.com", BOB) == ALICE  # the same account
+    assert await owner_of(db, owned_schema, "app", "db.example.com") == ALICE
+    assert await forget(db, owned_schema, "app", "db.example.com", ALICE.uid) is True
+    assert await list_owned(db, owned_schema) == [OwnedAccount("APP", "db.example.com", BOB)]
+
+
+async def test_hostile_owner_values_are_parameters(db: Database, owned_schema: str) -> None:
+    owner = Owner("uid'); DROP TABLE accounts; --", "ns-%s-%%", "name \\ ' \" 日本")
+    assert await claim(db, owned_schema, "app", "%", owner) == owner
+    assert await list_owned(db, owned_schema) == [OwnedAccount("app", "%", owner)]
+
+
+async def test_invalid_names_are_refused_before_anything_is_sent(db: Database, owned_schema: str) -> None:
+    with pytest.raises(InvalidAccountError):
+        await claim(db, owned_schema, "a'b", "%", ALICE)
+    with pytest.raises(InvalidAccountError):
+        await owner_of(db, owned_schema, "app", "host name")
+    with pytest.raises(ValueError, match="reserved"):
+        await list_owned(db, "mysql")
+    assert await list_owned(db, owned_schema) == []
+
+
+async def test_two_concurrent_claims_have_one_winner(
+    admin_settings: ConnectionSettings, owned_schema: str
+) -> None:
+    # Two operators (two pools), racing for the same accounts, 20 times.
+    async with Database(admin_settings) as first, Database(admin_settings) as second:
+        for round_ in range(20):
+            user = f"race{round_}"
+            one, two = await asyncio.gather(
+                claim(first, owned_schema, user, "%", ALICE), claim(second, owned_schema, user, "%", BOB)
+            )
+            assert one == two
+            assert one in (ALICE, BOB)
+            assert await owner_of(first, owned_schema, user, "%") == one
+
+
+async def test_the_fingerprint_detects_a_password_set_by_hand(
+    db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str, server: ServerInfo
+) -> None:
+    user = accounts_made.track(accounts_made.name(), "%")
+    await accounts.create(db, user, "%", "first")
+    assert await password_intact(db, owned_schema, user, "%") is None  # not owned
+    await claim(db, owned_schema, user, "%", ALICE)
+    assert await password_intact(db, owned_schema, user, "%") is None  # no fingerprint yet
+
+    written = db.statements_written
+    await record_fingerprint(db, owned_schema, user, "%")
+    assert db.statements_written == written + 1  # one statement
+    assert await password_intact(db, owned_schema, user, "%") is True
+    stored = admin_rows(
+        mysql, f"SELECT auth_fingerprint FROM `{owned_schema}`.accounts WHERE user = %s", user
+    )
+    assert len(stored[0][0]) == 64
+    assert "first" not in stored[0][0]
+
+    admin(mysql, f"ALTER USER '{user}'@'%' IDENTIFIED BY 'changed-by-hand'")
+    assert await password_intact(db, owned_schema, user, "%") is False
+
+    await accounts.set_password(db, user, "%", "second")  # the operator puts its password back...
+    await record_fingerprint(db, owned_schema, user, "%")  # ...and records the new fingerprint
+    assert await password_intact(db, owned_schema, user, "%") is True
+
+    if server.flavour == "mariadb":  # unsalted mysql_native_password: the same password, the same string
+        admin(mysql, f"ALTER USER '{user}'@'%' IDENTIFIED BY 'second'")
+        assert await password_intact(db, owned_schema, user, "%") is True
+
+    admin(mysql, f"DROP USER '{user}'@'%'")
+    assert await password_intact(db, owned_schema, user, "%") is None  # no account to compare
+    await record_fingerprint(db, owned_schema, user, "%")
+    assert admin_rows(
+        mysql, f"SELECT auth_fingerprint FROM `{owned_schema}`.accounts WHERE user = %s", user
+    ) == [(None,)]
+
+
+async def test_the_fingerprint_of_an_upper_case_host(
+    db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str
+) -> None:
+    user = accounts_made.track(accounts_made.name(), "app.example.com")
+    await accounts.create(db, user, "App.Example.com", "pw")
+    await claim(db, owned_schema, user, "App.Example.com", ALICE)
+    await record_fingerprint(db, owned_schema, user, "App.Example.com")
+    assert await password_intact(db, owned_schema, user, "app.example.com") is True
+    admin(mysql, f"ALTER USER '{user}'@'app.example.com' IDENTIFIED BY 'other'")
+    assert await password_intact(db, owned_schema, user, "App.Example.com") is False
+
+
+async def test_record_fingerprint_leaves_accounts_nobody_owns_alone(
+    db: Database, accounts_made: Accounts, owned_schema: str
+) -> None:
+    user = accounts_made.track(accounts_made.name(), "%")
+    await accounts.create(db, user, "%", "pw")
+    await record_fingerprint(db, owned_schema, user, "%")
+    assert await list_owned(db, owned_schema) == []

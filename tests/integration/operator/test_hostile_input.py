@@ -1,0 +1,199 @@
+"""Hostile input, table-driven: every field a user controls, every trick in the book.
+
+Each case is either rejected by the API server's validation, or ends Ready=False with a reason, or (for
+values that are legitimately valid, such as the host wildcard) Ready=True for exactly the account named.
+No case changes any other account. Passwords with any printable character log in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import string
+import time
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from dbuser_operator.api.v1alpha1 import (
+    DNS_SUBDOMAIN_PATTERN,
+    HOST_PATTERN,
+    OBJECT_NAME_PATTERN,
+    PRIVILEGES,
+    SECRET_KEY_PATTERN,
+    USER_PATTERN,
+)
+from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.resources import SECRETS
+from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
+from tests.integration.operator.helpers import (
+    can_log_in,
+    database_user,
+    mysql_accounts,
+    ready,
+    wait_until_gone,
+)
+
+pytestmark = pytest.mark.integration
+
+TRICKS = [
+    "a'b",
+    'a"b',
+    "a`b",
+    "a\\b",
+    "a;b",
+    "a--b",
+    "a/*b*/",
+    "a#b",
+    "a b",
+    "a\nb",
+    "a\tb",
+    "a\x00b",
+    "a\x1bb",
+    "ｒｏｏｔ",  # fullwidth look-alike  # noqa: RUF001
+    "rооt",  # Cyrillic o  # noqa: RUF001
+    "x" * 33,
+    "x" * 300,
+    "",
+    "-leading-dash",
+    "' OR '1'='1",
+    "a%b",
+    "a_b",
+]
+
+
+def place(field: str, value: str) -> dict[str, Any]:
+    """A DatabaseUser with ``value`` in ``field`` (and sane values elsewhere)."""
+    grant = {"privileges": ["SELECT"], "database": "hostiledb"}
+    body = database_user("victim", "pw", user="hostile", privileges=[grant])
+    spec = body["spec"]
+    if field == "user":
+        spec["user"] = value
+    elif field == "host":
+        spec["host"] = value
+    elif field == "database":
+        grant["database"] = value
+    elif field == "table":
+        grant["table"] = value
+    elif field == "privilege":
+        grant["privileges"] = [value]
+    elif field == "secret name":
+        spec["password"]["name"] = value
+    elif field == "secret key":
+        spec["password"]["key"] = value
+    return body
+
+
+# The documented charset of each field: values inside it (wildcards, underscores, dashes) are legitimate.
+DOCUMENTED = {
+    "user": USER_PATTERN,
+    "host": HOST_PATTERN,
+    "database": OBJECT_NAME_PATTERN,
+    "table": OBJECT_NAME_PATTERN,
+    "secret name": DNS_SUBDOMAIN_PATTERN,
+    "secret key": SECRET_KEY_PATTERN,
+}
+
+
+def legitimate(field: str, value: str) -> bool:
+    if field == "privilege":
+        return value in PRIVILEGES
+    return re.fullmatch(DOCUMENTED[field], value) is not None and len(value) <= 255
+
+
+async def outcome(kube: KubeClient, namespace: str, body: dict[str, Any]) -> str:
+    """'rejected', or the Ready condition's status and reason once the operator has decided."""
+    try:
+        await kube.create(DATABASE_USERS, body, namespace)
+    except ApiException as error:
+        if error.status not in (400, 422):
+            raise
+        return "rejected"
+    deadline = time.monotonic() + 20
+    try:
+        while time.monotonic() < deadline:
+            condition = ready(await kube.get(DATABASE_USERS, "victim", namespace))
+            if condition is not None:
+                return f"{condition['status']}:{condition['reason']}"
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"no decision for {body['spec']}")
+    finally:
+        await kube.delete(DATABASE_USERS, "victim", namespace)
+        await wait_until_gone(kube, namespace, "victim")
+
+
+@pytest.mark.parametrize(
+    "field", ["user", "host", "database", "table", "privilege", "secret name", "secret key"]
+)
+async def test_hostile_values_are_rejected_or_reported_and_touch_no_other_account(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+    field: str,
+) -> None:
+    await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
+    outcomes: dict[str, str] = {}
+    for value in TRICKS:
+        before = mysql_accounts(mysql)
+        result = await outcome(kube_client, namespace, place(field, value))
+        outcomes[value] = result
+        after = mysql_accounts(mysql)
+        named = {key for key in set(before) ^ set(after)} | {
+            key for key in set(before) & set(after) if before[key] != after[key]
+        }
+        # Only the named account may have come and gone (it is dropped again on deletion).
+        assert named <= {("hostile", "%"), (value, "%"), ("hostile", value)}, (field, value, named)
+        if legitimate(field, value):
+            assert result in ("rejected", "True:AccountReady") or result.startswith("False:"), (value, result)
+        else:
+            assert result == "rejected" or result.startswith("False:"), (field, value, result)
+    print(f"{field}: " + ", ".join(f"{v!r}→{r}" for v, r in outcomes.items()))
+
+
+PASSWORDS = [
+    string.punctuation,
+    "'",
+    '"',
+    "`",
+    "\\",
+    "%s",
+    "%%",
+    "';DROP USER root;--",
+    "/*",
+    "pass word",
+    " leading and trailing ",
+    "Grüße-日本語-🔑",
+    "tab\tinside",
+    "long-" + secrets.token_hex(100),
+]
+
+
+async def test_passwords_with_any_printable_character_log_in(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    first = passwords.new()
+    await create_secret(kube_client, namespace, "pw", {"password": first})
+    await kube_client.create(DATABASE_USERS, database_user("printable", "pw"), namespace)
+    deadline = time.monotonic() + 20
+    while not can_log_in(mysql, "printable", first):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    for password in PASSWORDS:
+        if len(password) > 8:  # shorter ones are too common to scan the logs for
+            passwords.values.add(password)
+        patch = {"stringData": {"password": password}}
+        await kube_client.patch(SECRETS, "pw", patch, PatchType.MERGE, namespace=namespace)
+        deadline = time.monotonic() + 10
+        while not can_log_in(mysql, "printable", password):
+            assert time.monotonic() < deadline, f"password {password!r} never logged in"
+            await asyncio.sleep(0.02)
