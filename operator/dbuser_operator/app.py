@@ -81,7 +81,11 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager
     target = Target(db, settings.ownership_schema)
     steps: list[Step] = [
         FinalizerStep(kube),
-        GuardStep([*settings.reserved_users, settings.mysql_user]),
+        GuardStep(
+            [*settings.reserved_users, settings.mysql_user],
+            settings.allowed_global_privileges,
+            settings.ownership_schema,
+        ),
         PasswordStep(secrets),
         OwnershipStep(target, users),
         AccountStep(target),

@@ -69,6 +69,11 @@ class Settings(BaseSettings):
         description="more MySQL user names never to manage, comma-separated (root, mysql.*, mariadb.sys, "
         "debian-sys-maint and the admin user always are)",
     )
+    allowed_global_privileges: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["PROCESS", "REPLICATION CLIENT", "SHOW DATABASES"],
+        description="privileges a DatabaseUser may be granted on *.*, comma-separated (others would let an "
+        "account take over other accounts)",
+    )
     resync_period: float = Field(
         300.0, ge=0, description="seconds between drift checks of every owned account (0: never)"
     )
@@ -91,7 +96,7 @@ class Settings(BaseSettings):
     log_format: Literal["json", "console"] = Field("json", description="json lines, or key-value for humans")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")
 
-    @field_validator("namespaces", "reserved_users", mode="before")
+    @field_validator("namespaces", "reserved_users", "allowed_global_privileges", mode="before")
     @classmethod
     def _split_namespaces(cls, value: object) -> object:
         if isinstance(value, str):

@@ -1,12 +1,19 @@
-"""The guard step: accounts the operator must never manage."""
+"""The guard step: what the operator refuses before it touches MySQL at all.
+
+Reserved accounts are never managed. Grants on the server's own schemas or the operator's bookkeeping
+schema, and on ``*.*`` anything beyond the configured allow-list, are refused: they would let an
+application account read password hashes or take over other accounts.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.controllers.steps import ConditionError, Context
 
 ALWAYS_RESERVED = frozenset({"root", "mariadb.sys", "debian-sys-maint", "mysql"})
+SYSTEM_SCHEMAS = frozenset({"mysql", "sys", "information_schema", "performance_schema"})
 
 
 def is_reserved(user: str, reserved: Iterable[str]) -> bool:
@@ -15,18 +22,37 @@ def is_reserved(user: str, reserved: Iterable[str]) -> bool:
 
 
 class GuardStep:
-    """Refuses reserved accounts before anything else touches MySQL."""
+    """Refuses reserved accounts and escalating grants before anything touches MySQL."""
 
     name = "guard"
 
-    def __init__(self, reserved: Iterable[str]) -> None:
+    def __init__(self, reserved: Iterable[str], allowed_global: Iterable[str], ownership_schema: str) -> None:
         self.reserved = frozenset(reserved)
+        self.allowed_global = frozenset(name.upper() for name in allowed_global)
+        self.protected_schemas = SYSTEM_SCHEMAS | {ownership_schema.lower()}
 
     async def ensure(self, ctx: Context) -> None:
         if is_reserved(ctx.user.effective_user(), self.reserved):
             raise ConditionError(
                 "ReservedAccount", f"{ctx.account} is reserved: the operator never manages it", retry=False
             )
+        refusal = self.grant_refusal(ctx.user.spec)
+        if refusal is not None:
+            raise ConditionError("PrivilegeNotAllowed", f"{ctx.account}: {refusal}", retry=False)
+
+    def grant_refusal(self, spec: DatabaseUserSpec) -> str | None:
+        """Why the spec's grants are not allowed, or None."""
+        for item in spec.privileges:
+            if item.database.lower() in self.protected_schemas:
+                return f"grants on the {item.database} schema are not allowed"
+            if item.database == "*":
+                extra = sorted(set(item.privileges) - self.allowed_global)
+                if extra:
+                    allowed = ", ".join(sorted(self.allowed_global)) or "none"
+                    return f"{', '.join(extra)} on *.* is not allowed (allowed on *.*: {allowed})"
+                if item.grant_option:
+                    return "the grant option on *.* is not allowed"
+        return None
 
     async def delete(self, ctx: Context) -> None:
         """Nothing to undo: a reserved account was never touched."""

@@ -40,10 +40,15 @@ def _checked_input() -> Iterator[None]:
 
 
 async def exists(db: Database, user: str, host: str) -> bool:
-    """Whether the account ``'user'@'host'`` exists (``mysql.user``: a table on MySQL, a view on MariaDB)."""
+    """Whether the account ``'user'@'host'`` exists (``mysql.user``: a table on MySQL, a view on MariaDB).
+
+    Host names are case-insensitive: the server stores them lower-cased, so they are compared that way.
+    """
     with _checked_input():
         statement = Statement(
-            "SELECT 1 FROM mysql.user WHERE User = %s AND Host = %s", validate_user(user), validate_host(host)
+            "SELECT 1 FROM mysql.user WHERE User = %s AND Host = %s",
+            validate_user(user),
+            validate_host(host).lower(),
         )
     return bool(await db.fetch(statement))
 

@@ -315,3 +315,28 @@ async def test_orphans_are_reported_and_never_dropped(
     assert account_exists(mysql, "orphan")
     mysql_query(mysql, "DROP USER 'orphan'@'%'")
     mysql_query(mysql, "DELETE FROM dbuser_operator.accounts WHERE user = 'orphan'")
+
+
+@pytest.mark.parametrize(
+    ("grant", "words"),
+    [
+        ({"privileges": ["SELECT"], "database": "mysql"}, "mysql schema"),
+        ({"privileges": ["ALL"], "database": "dbuser_operator"}, "dbuser_operator schema"),
+        ({"privileges": ["SUPER"], "database": "*"}, "SUPER on *.*"),
+        ({"privileges": ["CREATE USER", "PROCESS"], "database": "*"}, "CREATE USER on *.*"),
+        ({"privileges": ["PROCESS"], "database": "*", "grantOption": True}, "grant option on *.*"),
+    ],
+)
+async def test_grants_that_would_escalate_are_refused(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    secret: str,
+    grant: dict[str, Any],
+    words: str,
+) -> None:
+    await kube_client.create(DATABASE_USERS, database_user("greedy", "pw", privileges=[grant]), namespace)
+    obj = await wait_for_ready(kube_client, namespace, "greedy", "False", "PrivilegeNotAllowed")
+    assert words in ready(obj)["message"]  # type: ignore[index]
+    assert not account_exists(mysql, "greedy")  # refused before anything was created
