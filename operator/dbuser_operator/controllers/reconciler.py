@@ -127,7 +127,8 @@ class DatabaseUserReconciler:
         set_condition(conditions, READY, status, reason, message, ctx.obj["metadata"].get("generation"))
         ctx.status["observedGeneration"] = ctx.obj["metadata"].get("generation")
         became_ready = status == "True" and (previous is None or previous.get("status") != "True")
-        if became_ready:
+        # One Event per pass is enough: "AccountCreated" already says the account is there.
+        if became_ready and not ctx.events:
             ctx.event("Normal", "AccountReady", message)
 
     async def _report(self, ctx: Context, error: ConditionError) -> None:
