@@ -23,9 +23,13 @@ class AccountStep:
             raise RuntimeError("the password step must run before the account step")
         db, schema = self.target.db, self.target.schema
         try:
-            if not await accounts.exists(db, user, host):
+            exists = ctx.account_exists
+            if exists is None:
+                exists = await accounts.exists(db, user, host)
+            if not exists:
                 await accounts.create(db, user, host, ctx.password)
                 await ownership.record_fingerprint(db, schema, user, host)
+                ctx.account_exists = ctx.created = True
                 applied_before = ctx.status.get("appliedSecret") is not None
                 reason = "AccountRecreated" if applied_before else "AccountCreated"
                 ctx.event("Normal", reason, f"created account {ctx.account}")

@@ -34,7 +34,10 @@ class GrantsStep:
         user, host = ctx.user.effective_user(), ctx.user.spec.host
         try:
             server = await self.target.server()
-            summary = await grants.apply(self.target.db, user, host, desired_grants(ctx.user.spec), server)
+            known = frozenset[grants.Grant]() if ctx.created else None  # a new account has no grants
+            summary = await grants.apply(
+                self.target.db, user, host, desired_grants(ctx.user.spec), server, current=known
+            )
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         if summary:

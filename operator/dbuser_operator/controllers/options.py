@@ -31,6 +31,8 @@ class OptionsStep:
     async def ensure(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.user.spec.host
         desired = desired_options(ctx.user.spec)
+        if ctx.created and desired == limits.AccountOptions():
+            return  # a new account has the default options
         try:
             changed = await limits.apply_options(self.target.db, user, host, desired)
         except MySQLError as error:

@@ -46,7 +46,7 @@ class OwnershipStep:
             await self.target.ensure_schema()
             current = await ownership.owner_of(db, schema, user, host)
             if current is None:
-                existed = await accounts.exists(db, user, host)
+                existed = ctx.account_exists = await accounts.exists(db, user, host)
                 if existed and not adopting(ctx):
                     raise ConditionError(
                         "AccountExists",

@@ -97,7 +97,7 @@ class DatabaseUserReconciler:
         else:
             for step in reversed(self.steps):
                 await step.delete(ctx)
-        await self._record_events(ctx)
+        self._record_events(ctx)
 
     async def _let_go(self, ctx: Context, released: bool) -> None:
         """Remove the finalizer without touching the account; forget ownership if MySQL answers."""
@@ -142,12 +142,17 @@ class DatabaseUserReconciler:
         )
         if updated is not None:
             ctx.obj = updated
-        await self._record_events(ctx)
+        self._record_events(ctx)
 
-    async def _record_events(self, ctx: Context) -> None:
+    def _record_events(self, ctx: Context) -> None:
+        """Emit the pass's Events in the background: its Normal ones as one, each Warning on its own."""
         involved = {**ctx.obj, "apiVersion": API_VERSION, "kind": "DatabaseUser"}
+        normal = [(reason, message) for type_, reason, message in ctx.events if type_ == "Normal"]
+        if normal:
+            self.recorder.emit(involved, "Normal", normal[0][0], "; ".join(message for _, message in normal))
         for type_, reason, message in ctx.events:
-            await self.recorder.event(involved, type_, reason, message)
+            if type_ == "Warning":
+                self.recorder.emit(involved, type_, reason, message)
         ctx.events.clear()
 
 

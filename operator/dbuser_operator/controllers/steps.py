@@ -35,6 +35,8 @@ class Context:
     status: dict[str, Any]  # the status being built, in API form (a copy: the cache is never modified)
     password: str | None = field(default=None, repr=False)
     secret: dict[str, str] | None = None  # the Secret version read: name, uid, resourceVersion
+    account_exists: bool | None = None  # as last checked in this pass (None: not checked)
+    created: bool = False  # the account was created in this pass: it has default options and no grants
     events: list[tuple[EventType, str, str]] = field(default_factory=list)
 
     @property

@@ -543,7 +543,13 @@ async def read_grants(db: Database, user: str, host: str) -> set[Grant]:
 
 
 async def apply(
-    db: Database, user: str, host: str, desired: Iterable[Grant], server: ServerInfo
+    db: Database,
+    user: str,
+    host: str,
+    desired: Iterable[Grant],
+    server: ServerInfo,
+    *,
+    current: Iterable[Grant] | None = None,
 ) -> list[str]:
     """Make the account's grants equal ``desired``: read them, plan, run the statements in order.
 
@@ -553,9 +559,13 @@ async def apply(
     in its sql_mode would create it, without a password, on GRANT). A statement that fails stops the run
     (the next pass starts from what the server then has): a table grant on a missing table raises
     :class:`~.errors.TableNotFoundError`, a level the server refuses :class:`~.errors.InvalidGrantError`.
+    ``current``, when the caller knows it (an account it has just created has no grants), saves the read.
     """
-    exists, current = await _read(db, user, host)
-    planned = changes(current, desired, server)
+    if current is None:
+        exists, held = await _read(db, user, host)
+    else:
+        exists, held = True, set(current)
+    planned = changes(held, desired, server)
     if planned and not exists:
         raise InvalidAccountError(f"cannot grant to '{user}'@'{host}': the account does not exist")
     summary: list[str] = []

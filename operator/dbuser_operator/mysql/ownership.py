@@ -147,7 +147,8 @@ async def claim(db: Database, schema: str, user: str, host: str, owner: Owner) -
         table=table(schema),
     )
     for _ in range(3):  # the owner may forget the account between our insert and our read
-        await db.execute(insert)
+        if await db.execute(insert) == 1:  # one row inserted: ours, no need to read it back
+            return owner
         current = await owner_of(db, schema, user, host)
         if current is not None:
             return current

@@ -30,6 +30,7 @@ EVENT_TYPES: Final = frozenset({"Normal", "Warning"})
 
 MAX_MESSAGE_LENGTH: Final = 1024
 DEFAULT_CACHE_SIZE: Final = 4096
+PENDING_LIMIT: Final = 1024
 _MAX_NAME_LENGTH: Final = 253
 _NAME_SUFFIX_LENGTH: Final = 17  # "." and 16 hex digits
 
@@ -71,6 +72,38 @@ class EventRecorder:
         self.cache_size = cache_size
         self._recorded: OrderedDict[_Identity, _Recorded] = OrderedDict()
         self._locks: dict[_Identity, tuple[asyncio.Lock, int]] = {}
+        self._pending: asyncio.Queue[tuple[dict[str, Any], EventType, str, str]] = asyncio.Queue(
+            maxsize=PENDING_LIMIT
+        )
+        self._writer: asyncio.Task[None] | None = None
+
+    def emit(self, obj: dict[str, Any], type_: EventType, reason: str, message: str) -> None:
+        """Record an event in the background, like client-go's recorder: the caller never waits for it.
+
+        Events are written in order by one background task; past ``PENDING_LIMIT`` waiting events, new
+        ones are dropped (and logged), as client-go drops them when its buffer is full.
+        """
+        if type_ not in EVENT_TYPES:
+            raise ValueError(f"invalid event type {type_!r}: must be Normal or Warning")
+        try:
+            self._pending.put_nowait((obj, type_, reason, message))
+        except asyncio.QueueFull:
+            _log.warning("event dropped: too many waiting", type=type_, reason=reason)
+            return
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_pending(), name="event recorder")
+
+    async def flush(self) -> None:
+        """Wait until every emitted event has been written (or given up on)."""
+        await self._pending.join()
+
+    async def _write_pending(self) -> None:
+        while True:
+            obj, type_, reason, message = await self._pending.get()
+            try:
+                await self.event(obj, type_, reason, message)
+            finally:
+                self._pending.task_done()
 
     async def event(self, obj: dict[str, Any], type_: EventType, reason: str, message: str) -> None:
         """Record an event about ``obj``; never raises for an API failure."""

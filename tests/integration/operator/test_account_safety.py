@@ -267,8 +267,12 @@ async def test_delete_waits_for_mysql_and_the_release_annotation_lets_go(
     await wait_until_gone(kube_client, namespace, "waits", limit=60)
     assert not account_exists(mysql, "waits")  # dropped once MySQL was back
     assert can_log_in(mysql, "released", secret)  # released: left as it was
-    events = kubectl("get", "events", "-n", namespace, "-o", "jsonpath={.items[*].reason}").stdout.split()
-    assert "Released" in events
+
+    def reasons() -> list[str]:
+        query = "jsonpath={.items[*].reason}"
+        return str(kubectl("get", "events", "-n", namespace, "-o", query).stdout).split()
+
+    await until(lambda: "Released" in reasons(), what="the Released event")
     mysql_query(mysql, "DROP USER IF EXISTS 'released'@'%'")
 
 

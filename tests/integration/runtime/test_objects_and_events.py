@@ -316,3 +316,19 @@ async def test_an_api_failure_is_not_raised(kube_client: KubeClient) -> None:
     await recorder.event(ghost, "Warning", "Failed", "the namespace does not exist")
 
     assert requests_sent("POST") == before + 1
+
+
+async def test_emitted_events_are_written_in_the_background_and_aggregate(
+    kube_client: KubeClient, make_widget: Callable[..., Any]
+) -> None:
+    widget = await make_widget()
+    recorder = EventRecorder(kube_client, "emit-test")
+    for _ in range(3):
+        recorder.emit(widget, "Normal", "Emitted", "in the background")  # returns at once
+    recorder.emit(widget, "Warning", "Other", "a different one")
+    await recorder.flush()
+    events = await events_about(kube_client, widget["metadata"]["namespace"], widget)
+    counts = {event["reason"]: event["count"] for event in events}
+    assert counts == {"Emitted": 3, "Other": 1}
+    with pytest.raises(ValueError, match="Normal or Warning"):
+        recorder.emit(widget, "Error", "Bad", "not a type")  # type: ignore[arg-type]
