@@ -115,6 +115,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager
         shutdown_timeout=settings.shutdown_timeout,
     )
     manager.add_controller(controller)
+    manager.on_shutdown(recorder.close)
     drift = DriftCheck(target, users, controller.queue, settings.resync_period)
     manager.add_leader_task("drift check", drift.run)
     return manager

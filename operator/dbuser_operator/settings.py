@@ -77,7 +77,9 @@ class Settings(BaseSettings):
     resync_period: float = Field(
         300.0, ge=0, description="seconds between drift checks of every owned account (0: never)"
     )
-    max_concurrent_reconciles: int = Field(4, ge=1, le=64, description="reconciles that may run at once")
+    max_concurrent_reconciles: int = Field(
+        16, ge=1, le=64, description="reconciles that may run at once (and MySQL connections in the pool)"
+    )
     metrics_bind_address: str = Field("0.0.0.0:8080", description="host:port of /metrics")
     health_probe_bind_address: str = Field("0.0.0.0:8081", description="host:port of /healthz, /readyz")
     shutdown_timeout: float = Field(30.0, ge=0, description="seconds in-flight reconciles get to finish")

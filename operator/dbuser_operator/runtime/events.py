@@ -97,11 +97,25 @@ class EventRecorder:
         """Wait until every emitted event has been written (or given up on)."""
         await self._pending.join()
 
+    async def close(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109 - a shutdown bound
+        """Write what is pending (within ``timeout`` seconds), then stop the background writer."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self.flush()
+        except TimeoutError:
+            _log.warning("events not recorded at shutdown", pending=self._pending.qsize())
+        if self._writer is not None:
+            self._writer.cancel()
+            await asyncio.gather(self._writer, return_exceptions=True)
+            self._writer = None
+
     async def _write_pending(self) -> None:
         while True:
             obj, type_, reason, message = await self._pending.get()
             try:
                 await self.event(obj, type_, reason, message)
+            except Exception as error:  # the writer must outlive any one event
+                _log.warning("event not recorded", reason=reason, error=type(error).__name__)
             finally:
                 self._pending.task_done()
 

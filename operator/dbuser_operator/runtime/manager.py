@@ -45,6 +45,7 @@ class Manager:
         self.controllers: list[Controller] = []
         self.informers: list[Informer] = []
         self.leader_tasks: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {}
+        self.shutdown_hooks: list[Callable[[], Coroutine[Any, Any, None]]] = []
         self.elector = LeaderElector(kube, leader_election) if leader_election else None
         self.endpoints = Endpoints(probe_address, metrics_address)
         self.endpoints.health_checks["ping"] = lambda: None
@@ -62,6 +63,10 @@ class Manager:
     def add_leader_task(self, name: str, run: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run ``run()`` on the leader alongside the controllers (e.g. a periodic resync), until stopped."""
         self.leader_tasks[name] = run
+
+    def on_shutdown(self, hook: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Await ``hook()`` once the controllers have stopped (e.g. to flush pending Events)."""
+        self.shutdown_hooks.append(hook)
 
     def add_informer(self, informer: Informer) -> None:
         """Keep ``informer``'s cache current (for example, one that reconcilers only read)."""
@@ -94,6 +99,8 @@ class Manager:
                 leading.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await leading
+            for hook in self.shutdown_hooks:
+                await hook()
             for task in informers:
                 task.cancel()
             await asyncio.gather(*informers, return_exceptions=True)
