@@ -1,0 +1,137 @@
+{{/*
+Names. Every name includes the release name (one release per MySQL server), truncated to 63 characters.
+*/}}
+{{- define "dbuser-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "dbuser-operator.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "dbuser-operator.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "dbuser-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "dbuser-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "dbuser-operator.labels" -}}
+helm.sh/chart: {{ include "dbuser-operator.chart" . }}
+{{ include "dbuser-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: dbuser-operator
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "dbuser-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "dbuser-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "dbuser-operator.adminSecretName" -}}
+{{- default (printf "%s-mysql-admin" (include "dbuser-operator.fullname" .)) .Values.mysql.adminSecret.name }}
+{{- end }}
+
+{{- define "dbuser-operator.leaseName" -}}
+{{- default (include "dbuser-operator.fullname" .) .Values.leaderElection.leaseName }}
+{{- end }}
+
+{{/* "true" when leader election is on: as configured, or (null) when there is more than one replica. */}}
+{{- define "dbuser-operator.leaderElect" -}}
+{{- if kindIs "bool" .Values.leaderElection.enabled }}
+{{- .Values.leaderElection.enabled }}
+{{- else }}
+{{- gt (int .Values.replicaCount) 1 }}
+{{- end }}
+{{- end }}
+
+{{- define "dbuser-operator.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/*
+What the operator does with the Kubernetes API, and nothing more (a test runs the operator with exactly
+these rules): DatabaseUsers (read, finalizers, status), Secrets (read: the passwords), Events (record).
+*/}}
+{{- define "dbuser-operator.rules" -}}
+- apiGroups: ["mysql.dbuser-operator.dev"]
+  resources: ["databaseusers"]
+  verbs: ["get", "list", "watch", "patch", "update"]
+- apiGroups: ["mysql.dbuser-operator.dev"]
+  resources: ["databaseusers/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: ["mysql.dbuser-operator.dev"]
+  resources: ["databaseusers/finalizers"]
+  verbs: ["update"]
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end }}
+
+{{/* Mount points of the Secrets (the password file path is part of the operator's documented contract). */}}
+{{- define "dbuser-operator.adminSecretDir" -}}/var/run/secrets/dbuser-operator/mysql{{- end }}
+{{- define "dbuser-operator.tlsSecretDir" -}}/var/run/secrets/dbuser-operator/mysql-tls{{- end }}
+
+{{/* The operator's command line (`dbuser-operator --help`), as a YAML list: every setting explicit. */}}
+{{- define "dbuser-operator.args" -}}
+{{- $tls := .Values.mysql.tls }}
+{{- $args := list (printf "--target=%s" .Values.target) (printf "--target-label=%s" .Values.targetLabel) }}
+{{- with .Values.watchNamespaces }}
+{{- $args = append $args (printf "--namespaces=%s" (join "," .)) }}
+{{- end }}
+{{- $args = append $args (printf "--mysql-host=%s" .Values.mysql.host) }}
+{{- $args = append $args (printf "--mysql-port=%d" (int .Values.mysql.port)) }}
+{{- $args = append $args (printf "--mysql-user=%s" .Values.mysql.user) }}
+{{- $args = append $args (printf "--mysql-password-file=%s/%s" (include "dbuser-operator.adminSecretDir" .) .Values.mysql.adminSecret.key) }}
+{{- $args = append $args (printf "--mysql-connect-timeout=%v" .Values.mysql.connectTimeout) }}
+{{- if and $tls.secretName $tls.caKey }}
+{{- $args = append $args (printf "--mysql-tls-ca=%s/%s" (include "dbuser-operator.tlsSecretDir" .) $tls.caKey) }}
+{{- end }}
+{{- if and $tls.secretName $tls.certKey }}
+{{- $args = append $args (printf "--mysql-tls-cert=%s/%s" (include "dbuser-operator.tlsSecretDir" .) $tls.certKey) }}
+{{- $args = append $args (printf "--mysql-tls-key=%s/%s" (include "dbuser-operator.tlsSecretDir" .) $tls.keyKey) }}
+{{- end }}
+{{- $args = append $args (ternary "--mysql-tls-required" "--no-mysql-tls-required" $tls.required) }}
+{{- $args = append $args (printf "--ownership-schema=%s" .Values.ownershipSchema) }}
+{{- with .Values.reservedUsers }}
+{{- $args = append $args (printf "--reserved-users=%s" (join "," .)) }}
+{{- end }}
+{{- $args = append $args (printf "--allowed-global-privileges=%s" (join "," .Values.allowedGlobalPrivileges)) }}
+{{- $args = append $args (printf "--resync-period=%v" .Values.resyncPeriod) }}
+{{- $args = append $args (printf "--max-concurrent-reconciles=%d" (int .Values.maxConcurrentReconciles)) }}
+{{- $args = append $args (printf "--shutdown-timeout=%v" .Values.shutdownTimeout) }}
+{{- $args = append $args "--metrics-bind-address=0.0.0.0:8080" }}
+{{- $args = append $args "--health-probe-bind-address=0.0.0.0:8081" }}
+{{- if eq (include "dbuser-operator.leaderElect" .) "true" }}
+{{- $args = append $args "--leader-elect" }}
+{{- $args = append $args (printf "--leader-election-id=%s" (include "dbuser-operator.leaseName" .)) }}
+{{- else }}
+{{- $args = append $args "--no-leader-elect" }}
+{{- end }}
+{{- $args = append $args (printf "--log-format=%s" .Values.logFormat) }}
+{{- $args = append $args (printf "--log-level=%s" .Values.logLevel) }}
+{{- $args = concat $args .Values.extraArgs }}
+{{- toYaml $args }}
+{{- end }}

@@ -1,0 +1,188 @@
+"""Rendering the Helm chart with the pinned helm, and reading what it renders (shared by the chart tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import REPO, read_pins
+
+CHART = REPO / "charts" / "dbuser-operator"
+KUBE_VERSION = read_pins()["KUBERNETES_VERSION"]
+API_GROUP = "mysql.dbuser-operator.dev"
+
+Rule = tuple[str, str, str]  # (API group, resource, verb)
+
+# What the operator does with the Kubernetes API (README "RBAC"): exactly these, nothing more.
+OPERATOR_RULES: frozenset[Rule] = frozenset(
+    {(API_GROUP, "databaseusers", verb) for verb in ("get", "list", "watch", "patch", "update")}
+    | {(API_GROUP, "databaseusers/status", verb) for verb in ("get", "patch", "update")}
+    | {(API_GROUP, "databaseusers/finalizers", "update")}
+    | {("", "secrets", verb) for verb in ("get", "list", "watch")}
+    | {("", "events", verb) for verb in ("create", "patch")}
+)
+LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
+    {("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")}
+)
+
+# Value sets every rendering test goes through (the integration tests validate each with the API server).
+COMBINATIONS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "watch-namespaces": {"watchNamespaces": ["team-a", "team-b"]},
+    "ha-pdb-servicemonitor": {
+        "replicaCount": 2,
+        "podDisruptionBudget": {"enabled": True},
+        "metrics": {
+            "serviceMonitor": {"enabled": True, "scrapeTimeout": "10s", "labels": {"release": "prom"}}
+        },
+    },
+    "leader-election-off": {"leaderElection": {"enabled": False}},
+    "leader-election-on-one-replica": {"leaderElection": {"enabled": True, "leaseName": "my-lease"}},
+    "tls": {
+        "mysql": {
+            "tls": {"secretName": "mysql-tls", "certKey": "tls.crt", "keyKey": "tls.key", "required": True}
+        }
+    },
+    "everything-else": {
+        "image": {"repository": "registry.example.com/dbuser-operator", "digest": "sha256:" + "ab" * 32},
+        "imagePullSecrets": [{"name": "regcred"}],
+        "target": "reporting",
+        "targetLabel": "example.com/mysql",
+        "mysql": {
+            "host": "mysql.databases.svc",
+            "port": 3307,
+            "user": "dbuser-operator",
+            "adminSecret": {"name": "custom-admin", "key": "admin-password"},
+            "connectTimeout": 2.5,
+            "tls": {"secretName": "ca-only", "caKey": "ca.pem"},
+        },
+        "ownershipSchema": "dbuser_operator_reporting",
+        "reservedUsers": ["backup", "monitoring"],
+        "allowedGlobalPrivileges": [],
+        "resyncPeriod": 0,
+        "maxConcurrentReconciles": 8,
+        "shutdownTimeout": 12.5,
+        "logFormat": "console",
+        "logLevel": "debug",
+        "extraArgs": ["--mysql-connect-timeout=10"],  # later on the command line: wins over 2.5
+        "serviceAccount": {"name": "custom-sa", "annotations": {"example.com/role": "operator"}},
+        "podAnnotations": {"example.com/scrape": "true"},
+        "podLabels": {"team": "platform"},
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "ops", "effect": "NoSchedule"}],
+        "priorityClassName": "system-cluster-critical",
+        "metrics": {"service": {"port": 9090, "annotations": {"example.com/a": "b"}}},
+        "resources": {"requests": {"cpu": "100m", "memory": "200Mi"}, "limits": {"memory": "300Mi"}},
+    },
+}
+
+
+def helm_env(home: Path) -> dict[str, str]:
+    """An environment for helm with its state under ``home`` (never the user's own)."""
+    return {
+        **os.environ,
+        "HELM_CACHE_HOME": str(home / "cache"),
+        "HELM_CONFIG_HOME": str(home / "config"),
+        "HELM_DATA_HOME": str(home / "data"),
+    }
+
+
+def write_values(directory: Path, values: Mapping[str, Any], name: str = "values.yaml") -> Path:
+    path = directory / name
+    path.write_text(yaml.safe_dump(dict(values)))
+    return path
+
+
+def template(
+    helm: Path,
+    workdir: Path,
+    values: Mapping[str, Any] | None = None,
+    release: str = "dbu",
+    namespace: str = "ops",
+    chart: Path = CHART,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """``helm template`` of the chart with ``values`` (offline, for the pinned Kubernetes version)."""
+    command = [str(helm), "template", release, str(chart), "--namespace", namespace]
+    command += ["--kube-version", KUBE_VERSION, "--values", str(write_values(workdir, values or {}))]
+    return subprocess.run(
+        command, capture_output=True, text=True, check=check, env=helm_env(workdir / "helm"), timeout=60
+    )
+
+
+def render(
+    helm: Path, workdir: Path, values: Mapping[str, Any] | None = None, **options: Any
+) -> list[dict[str, Any]]:
+    """The objects ``helm template`` renders."""
+    return parse(template(helm, workdir, values, **options).stdout)
+
+
+def parse(text: str) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [obj for obj in objects if obj["kind"] == kind]
+
+
+def one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    found = of_kind(objects, kind)
+    assert len(found) == 1, f"expected one {kind}, got {len(found)}"
+    return found[0]
+
+
+def manager(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """The operator's container in the Deployment."""
+    containers: list[dict[str, Any]] = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["manager"]
+    return containers[0]
+
+
+def rules(role: Mapping[str, Any]) -> set[Rule]:
+    """A (Cluster)Role's rules as (group, resource, verb) triples; a wildcard or a resourceName is refused."""
+    triples = set()
+    for rule in role.get("rules", []):
+        assert "resourceNames" not in rule
+        assert "nonResourceURLs" not in rule
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                for verb in rule["verbs"]:
+                    assert "*" not in (group, resource, verb), f"wildcard in {role['metadata']['name']}"
+                    triples.add((group, resource, verb))
+    return triples
+
+
+def leaves(values: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted path, default) of every leaf of values.yaml; an empty map or any list is a leaf."""
+    if isinstance(values, dict) and values:
+        for key, value in values.items():
+            yield from leaves(value, f"{prefix}.{key}" if prefix else key)
+    else:
+        yield prefix, values
+
+
+def default_values() -> dict[str, Any]:
+    values: dict[str, Any] = yaml.safe_load((CHART / "values.yaml").read_text())
+    return values
+
+
+def values_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads((CHART / "values.schema.json").read_text())
+    return schema
+
+
+def merged(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """``override`` deep-merged over ``base``, as helm merges values files."""
+    result = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(result.get(key), Mapping):
+            result[key] = merged(result[key], value)
+        else:
+            result[key] = value
+    return result
