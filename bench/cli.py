@@ -1,0 +1,348 @@
+"""``python -m bench``: set up the environment, run the scenarios, print the table, write JSON and PNG.
+
+The environment is the test suite's: a real kube-apiserver + etcd (or the cluster ``KUBECONFIG`` names)
+and a MySQL server (``MYSQL_URL``, a container, or the machine's MariaDB), on loopback ports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.metadata
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import report
+from bench.common import MySQLAddress, admin_sql
+from bench.scenarios import Bench, Options
+from dbuser_operator.envtest import Binaries, LocalMySQLServer, connect_cluster, install_crds, provide_mysql
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.settings import Settings
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIOS = ("convergence", "floor", "peer", "backlog", "rotation", "idle", "coldstart")
+OPERATOR_DEFAULT_CONCURRENCY: int = Settings.model_fields["max_concurrent_reconciles"].default
+
+
+def _sizes(text: str) -> list[int]:
+    sizes = sorted({int(part) for part in text.split(",") if part.strip()})
+    if not sizes or sizes[0] < 1:
+        raise argparse.ArgumentTypeError("sizes are positive integers, comma-separated")
+    return sizes
+
+
+def _scenarios(text: str) -> set[str]:
+    chosen = {part.strip() for part in text.split(",") if part.strip()}
+    unknown = chosen - set(SCENARIOS)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown scenarios {sorted(unknown)}; choose from {SCENARIOS}")
+    return chosen
+
+
+def parser() -> argparse.ArgumentParser:
+    arguments = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Benchmarks of dbuser-operator against a real local API server and MySQL server; "
+        "prints a table with pass/fail against the targets and writes results.json, results.md and "
+        "results.png to --out.",
+    )
+    arguments.add_argument(
+        "--n", type=_sizes, default=[100, 1000, 5000], help="sizes (default 100,1000,5000)"
+    )
+    arguments.add_argument(
+        "--scenarios",
+        type=_scenarios,
+        default=set(SCENARIOS),
+        help=f"comma-separated, from {','.join(SCENARIOS)} (default: all)",
+    )
+    arguments.add_argument("--idle-seconds", type=float, default=300.0, help="idle scenario length (300)")
+    arguments.add_argument(
+        "--peer", action=argparse.BooleanOptionalAction, default=True, help="run the kopf peer (default: on)"
+    )
+    arguments.add_argument("--peer-max-n", type=int, default=5000, help="largest N the kopf peer runs at")
+    arguments.add_argument(
+        "--steady-n", type=int, help="N for rotation and idle (default: 1000, else the largest)"
+    )
+    arguments.add_argument("--coldstart-n", type=int, help="N for the cold start (default: the largest)")
+    arguments.add_argument("--rotation-samples", type=int, default=100, help="Secrets rotated (100)")
+    arguments.add_argument(
+        "--concurrency",
+        type=int,
+        default=OPERATOR_DEFAULT_CONCURRENCY,
+        help="reconciles at once: the operator's --max-concurrent-reconciles (default: the operator's own, "
+        f"{OPERATOR_DEFAULT_CONCURRENCY}), the floor's workers and the peer's MySQL pool",
+    )
+    arguments.add_argument("--create-concurrency", type=int, default=32, help="parallel creates (32)")
+    arguments.add_argument(
+        "--resync-period", type=float, default=60.0, help="the operator's --resync-period (60; default 300)"
+    )
+    arguments.add_argument("--smoke", action="store_true", help="tiny and quick: N=10, idle 10 s (for CI)")
+    arguments.add_argument("--out", type=Path, default=REPO / "bench" / "results", help="where results go")
+    arguments.add_argument(
+        "--workdir", type=Path, help="servers' state and logs (default: a temporary folder)"
+    )
+    arguments.add_argument(
+        "--time-limit",
+        type=float,
+        default=300.0,
+        help="seconds an implementation gets to make all N objects Ready before it is given up on (300)",
+    )
+    arguments.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample every implementation with py-spy (collapsed stacks in OUT/profiles/; costs some CPU)",
+    )
+    arguments.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    return arguments
+
+
+def options_from(arguments: argparse.Namespace) -> Options:
+    if arguments.smoke:
+        arguments.n = [10]
+        arguments.idle_seconds = min(arguments.idle_seconds, 10.0)
+        arguments.rotation_samples = min(arguments.rotation_samples, 5)
+        arguments.resync_period = 5.0
+        arguments.peer_max_n = 10
+    sizes: list[int] = arguments.n
+    steady = arguments.steady_n or (1000 if 1000 in sizes else sizes[-1])
+    return Options(
+        sizes=sizes,
+        scenarios=arguments.scenarios,
+        idle_seconds=arguments.idle_seconds,
+        peer=arguments.peer,
+        peer_max_n=arguments.peer_max_n,
+        steady_n=steady,
+        coldstart_n=arguments.coldstart_n or sizes[-1],
+        rotation_samples=arguments.rotation_samples,
+        concurrency=arguments.concurrency,
+        create_concurrency=arguments.create_concurrency,
+        resync_period=arguments.resync_period,
+        time_limit=arguments.time_limit,
+        profile_dir=arguments.out / "profiles" if arguments.profile else None,
+    )
+
+
+def say(message: str) -> None:
+    print(f"[bench {datetime.now().strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def machine() -> dict[str, Any]:
+    model = "?"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    memory = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            memory = int(line.split()[1]) // 1024
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "memory_mib": memory,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "loadavg_at_start": list(os.getloadavg()),
+        "kopf": importlib.metadata.version("kopf"),
+    }
+
+
+def git_state() -> dict[str, Any]:
+    """The commit measured, and whether the operator's code differed from it."""
+    git = shutil.which("git")
+    if git is None:
+        return {}
+    try:
+        commit = subprocess.run(  # noqa: S603 - fixed arguments
+            [git, "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        changed = subprocess.run(  # noqa: S603 - fixed arguments
+            [git, "status", "--porcelain", "--", "operator", "crds"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    return {"commit": commit, "operator_modified": bool(changed)}
+
+
+class Runner:
+    """Runs the chosen scenarios in order, saving the results after each one."""
+
+    def __init__(self, bench: Bench, options: Options, results: dict[str, Any], out: Path) -> None:
+        self.bench = bench
+        self.options = options
+        self.results = results
+        self.out = out
+
+    def save(self) -> None:
+        self.results["targets"] = report.evaluate(self.results)
+        report.write_json(self.results, self.out / "results.json")
+
+    async def attempt(self, what: str, coroutine: Any) -> Any:
+        try:
+            return await coroutine
+        except Exception as error:
+            say(f"{what} failed: {error!r}")
+            self.results.setdefault("errors", []).append(
+                {"scenario": what, "error": repr(error), "traceback": traceback.format_exc()}
+            )
+            return None
+        finally:
+            self.save()
+
+    async def run(self) -> None:
+        options, bench, scenarios = self.options, self.bench, self.options.scenarios
+        for n in options.sizes:
+            say(f"N={n}")
+            if "floor" in scenarios:
+                await self._convergence_only("floor", n)
+            if "peer" in scenarios and options.peer and n <= options.peer_max_n:
+                await self._convergence_only("kopf", n)
+            steady = n == options.steady_n and bool({"rotation", "idle"} & scenarios)
+            cold = n == options.coldstart_n and "coldstart" in scenarios
+            if "convergence" in scenarios or steady or cold:
+                await self._operator(n, steady=steady, cold=cold)
+            if "backlog" in scenarios:
+                peer = "peer" in scenarios and options.peer and n <= options.peer_max_n
+                for kind in ("floor", *(["kopf"] if peer else []), "operator"):
+                    row = await self.attempt(f"{kind} backlog N={n}", bench.backlog(kind, n))
+                    if row is not None:
+                        self.results["backlog"].append(row)
+
+    async def _operator(self, n: int, *, steady: bool, cold: bool) -> None:
+        bench, scenarios = self.bench, self.options.scenarios
+        started = await self.attempt(f"operator N={n}", bench.convergence("operator", n))
+        if started is None:
+            return
+        result, run = started
+        try:
+            if "convergence" in scenarios:
+                self.results["convergence"].append(result)
+            if steady and "rotation" in scenarios:
+                self.results["rotation"] = await self.attempt("rotation", bench.rotation(run))
+            if steady and "idle" in scenarios:
+                self.results["idle"] = await self.attempt("idle", bench.idle(run))
+            if cold:
+                self.results["coldstart"] = await self.attempt("coldstart", bench.cold_start(run))
+        finally:
+            await run.close(bench)
+        self.save()
+
+    async def _convergence_only(self, kind: str, n: int) -> None:
+        started = await self.attempt(f"{kind} N={n}", self.bench.convergence(kind, n))
+        if started is not None:
+            result, run = started
+            self.results["convergence"].append(result)
+            await run.close(self.bench)
+            self.save()
+
+
+async def amain(
+    *,
+    kubeconfig: Path,
+    mysql: MySQLAddress,
+    workdir: Path,
+    options: Options,
+    results: dict[str, Any],
+    out: Path,
+) -> None:
+    from bench.common import api_client  # noqa: PLC0415
+
+    async with await api_client(kubeconfig) as api:
+        await install_crds(api, REPO / "crds")
+        version = await KubeClient(api).request("GET", "/version")
+        results["machine"]["kube_version"] = version.get("gitVersion")
+        results["machine"]["mysql_version"] = (await admin_sql(mysql, "SELECT VERSION()"))[0][0]
+        bench = Bench(api=api, kubeconfig=kubeconfig, mysql=mysql, workdir=workdir, options=options, say=say)
+        await bench.prepare()
+        await Runner(bench, options, results, out).run()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = parser().parse_args(argv)
+    options = options_from(arguments)
+    out: Path = arguments.out
+    out.mkdir(parents=True, exist_ok=True)
+    temporary = arguments.workdir is None
+    workdir: Path = arguments.workdir or Path(tempfile.mkdtemp(prefix="dbuser-operator-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    command = "python -m bench " + shlex.join(list(sys.argv[1:] if argv is None else argv))
+    results: dict[str, Any] = {
+        "command": command.strip(),
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "smoke": arguments.smoke,
+        "machine": machine(),
+        "options": {
+            "sizes": options.sizes,
+            "scenarios": sorted(options.scenarios),
+            "idle_seconds": options.idle_seconds,
+            "peer": options.peer,
+            "peer_max_n": options.peer_max_n,
+            "steady_n": options.steady_n,
+            "coldstart_n": options.coldstart_n,
+            "rotation_samples": options.rotation_samples,
+            "concurrency": options.concurrency,
+            "create_concurrency": options.create_concurrency,
+            "resync_period": options.resync_period,
+            "time_limit": options.time_limit,
+        },
+        "git": git_state(),
+        "convergence": [],
+        "backlog": [],
+    }
+    say(f"state and logs in {workdir}")
+    testbin = os.environ.get("DBUSER_OPERATOR_TESTBIN")
+    binaries = Binaries.from_environment(*([Path(testbin)] if testbin else []))
+    started = time.monotonic()
+    cluster = connect_cluster(binaries, workdir / "kube")
+    failed = True
+    try:
+        with provide_mysql(workdir / "mysql") as provided:
+            server = provided.admin if isinstance(provided, LocalMySQLServer) else provided
+            mysql = MySQLAddress(server.host, server.port, server.user, server.password)
+            asyncio.run(
+                amain(
+                    kubeconfig=cluster.kubeconfig,
+                    mysql=mysql,
+                    workdir=workdir,
+                    options=options,
+                    results=results,
+                    out=out,
+                )
+            )
+        failed = bool(results.get("errors"))
+    finally:
+        if cluster.control_plane is not None:
+            cluster.control_plane.stop()
+        results["wall_seconds"] = round(time.monotonic() - started, 1)
+        results["targets"] = report.evaluate(results)
+        report.write_json(results, out / "results.json")
+        if temporary and not failed:
+            shutil.rmtree(workdir, ignore_errors=True)
+        elif failed:
+            say(f"kept the logs in {workdir}")
+    table = report.render_table(results)
+    (out / "results.md").write_text(table)
+    report.plot(results, out / "results.png")
+    print()
+    print(table, flush=True)
+    say(f"wrote results.json, results.md and results.png to {out} in {results['wall_seconds']} s")
+    missed = [t for t in results["targets"] if t["pass"] is False]
+    if results.get("errors"):
+        say(f"{len(results['errors'])} scenario(s) failed: see 'errors' in results.json")
+        return 1
+    return 1 if arguments.strict and missed else 0

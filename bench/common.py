@@ -1,0 +1,289 @@
+"""What the harness, the floor and the peer share: objects, a list+watch loop, MySQL and process readings."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiomysql
+from kubernetes_asyncio import client, config
+
+from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.resources import Resource
+
+TARGET_LABEL = "dbuser-operator.dev/target"
+TARGET = "bench"
+BENCH_DATABASE = "bench"
+OWNERSHIP_SCHEMA = "bench_dbuser_operator"
+PASSWORD_KEY = "password"  # noqa: S105 - the key's name in the Secret
+ADMIN_PASSWORD_ENV = "DBUSER_OPERATOR_MYSQL_PASSWORD"  # noqa: S105 - the variable's name
+
+# Account-changing statements, and what else a pass may run, as the server counts them (SHOW GLOBAL STATUS).
+SQL_WRITE_COUNTERS = (
+    "Com_create_user",
+    "Com_alter_user",
+    "Com_drop_user",
+    "Com_grant",
+    "Com_revoke",
+    "Com_insert",
+    "Com_update",
+    "Com_delete",
+    "Com_replace",
+)
+SQL_COUNTERS = (*SQL_WRITE_COUNTERS, "Com_select", "Questions")
+API_WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+
+
+def database_user(name: str, user: str, secret: str) -> dict[str, Any]:
+    """A DatabaseUser for the benchmark target: the password from ``secret``, SELECT on the bench database."""
+    return {
+        "apiVersion": DATABASE_USERS.api_version,
+        "kind": "DatabaseUser",
+        "metadata": {"name": name, "labels": {TARGET_LABEL: TARGET}},
+        "spec": {
+            "user": user,
+            "password": {"name": secret, "key": PASSWORD_KEY},
+            "privileges": [{"privileges": ["SELECT"], "database": BENCH_DATABASE}],
+        },
+    }
+
+
+def secret(name: str, password: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name},
+        "stringData": {"password": password},
+    }
+
+
+def ready_condition(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return dict(condition)
+    return None
+
+
+def is_ready(obj: Mapping[str, Any]) -> bool:
+    return (ready_condition(obj) or {}).get("status") == "True"
+
+
+def ready_status(generation: int | None, message: str) -> dict[str, Any]:
+    """The status the floor and the peer write: Ready=True, the shape the operator writes."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    condition = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "AccountReady",
+        "message": message,
+        "lastTransitionTime": now,
+        "observedGeneration": generation,
+    }
+    return {"conditions": [condition], "observedGeneration": generation}
+
+
+async def api_client(kubeconfig: Path) -> client.ApiClient:
+    configuration = client.Configuration()
+    await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    configuration.connection_pool_maxsize = 64
+    return client.ApiClient(configuration)
+
+
+WatchHandler = Callable[[str, dict[str, Any]], Awaitable[None] | None]
+
+
+async def list_and_watch(
+    kube: KubeClient,
+    resource: Resource,
+    namespace: str,
+    handler: WatchHandler,
+    *,
+    label_selector: str | None = None,
+    synced: asyncio.Event | None = None,
+) -> None:
+    """LIST, then WATCH from the list's resourceVersion, forever; every object goes to ``handler``.
+
+    A benchmark-sized loop: it re-watches from the last version when the server ends the watch, and
+    starts over with a LIST after an error (no 410 subtleties: a run lasts minutes).
+    """
+    while True:
+        try:
+            listed = await kube.list(resource, namespace, label_selector=label_selector)
+            for item in listed.get("items") or []:
+                await _call(handler, "ADDED", item)
+            if synced is not None:
+                synced.set()
+            version = listed["metadata"]["resourceVersion"]
+            while True:
+                async for kind, obj in _watch(kube, resource, namespace, version, label_selector):
+                    version = obj.get("metadata", {}).get("resourceVersion", version)
+                    if kind != "BOOKMARK":
+                        await _call(handler, kind, obj)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a benchmark loop: start over
+            await asyncio.sleep(0.5)
+
+
+async def _call(handler: WatchHandler, kind: str, obj: dict[str, Any]) -> None:
+    result = handler(kind, obj)
+    if result is not None:
+        await result
+
+
+async def _watch(
+    kube: KubeClient, resource: Resource, namespace: str, version: str, label_selector: str | None
+) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    response = await kube.watch(
+        resource, namespace, resource_version=version, timeout_seconds=600, label_selector=label_selector
+    )
+    async with response:
+        while line := await response.content.readline():
+            event = json.loads(line)
+            if event["type"] == "ERROR":
+                raise RuntimeError(f"watch error: {event['object']}")
+            yield event["type"], event["object"]
+
+
+# --- MySQL ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MySQLAddress:
+    host: str
+    port: int
+    user: str
+    password: str
+
+
+async def sql_counters(server: MySQLAddress) -> dict[str, int]:
+    """The server's statement counters (``SHOW GLOBAL STATUS``), read over a fresh connection."""
+    connection = await aiomysql.connect(
+        host=server.host, port=server.port, user=server.user, password=server.password, autocommit=True
+    )
+    try:
+        async with connection.cursor() as cursor:
+            placeholders = ", ".join(["%s"] * len(SQL_COUNTERS))
+            await cursor.execute(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({placeholders})", SQL_COUNTERS)
+            rows = await cursor.fetchall()
+    finally:
+        connection.close()
+    values = {name: int(value) for name, value in rows}
+    return {name: values.get(name, 0) for name in SQL_COUNTERS}
+
+
+def counter_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    return {name: after.get(name, 0) - before.get(name, 0) for name in after}
+
+
+async def admin_sql(server: MySQLAddress, *statements: str | tuple[str, tuple[Any, ...]]) -> list[Any]:
+    """Run statements as the admin; the rows of the last one."""
+    connection = await aiomysql.connect(
+        host=server.host, port=server.port, user=server.user, password=server.password, autocommit=True
+    )
+    rows: list[Any] = []
+    try:
+        async with connection.cursor() as cursor:
+            for statement in statements:
+                query, args = (statement, None) if isinstance(statement, str) else statement
+                await cursor.execute(query, args)
+                rows = list(await cursor.fetchall())
+    finally:
+        connection.close()
+    return rows
+
+
+async def can_log_in(server: MySQLAddress, user: str, password: str) -> bool:
+    """Whether a real client login as ``user`` with ``password`` succeeds (1045: it does not)."""
+    try:
+        connection = await aiomysql.connect(
+            host=server.host, port=server.port, user=user, password=password, connect_timeout=5
+        )
+    except Exception as error:
+        if getattr(error, "args", (None,))[0] == 1045:
+            return False
+        raise
+    connection.close()
+    return True
+
+
+# --- processes --------------------------------------------------------------------------------------------
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class ProcessSample:
+    """CPU seconds (user + system) and memory of a process, from /proc."""
+
+    at: float
+    cpu_seconds: float
+    rss_mib: float
+    hwm_mib: float
+
+
+def sample_process(pid: int) -> ProcessSample:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    cpu = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime (fields 14, 15 of stat)
+    memory = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in {"VmRSS", "VmHWM"}:
+            memory[key] = int(value.split()[0]) / 1024
+    return ProcessSample(time.monotonic(), cpu, memory.get("VmRSS", 0.0), memory.get("VmHWM", 0.0))
+
+
+def server_pids(workdir: Path) -> dict[str, int]:
+    """The servers started under ``workdir`` (kube-apiserver, etcd, mysqld), found by their command lines."""
+    found: dict[str, int] = {}
+    marker = str(workdir).encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and any(marker in arg for arg in argv[1:]):
+            name = Path(argv[0].decode(errors="replace")).name
+            if name in {"kube-apiserver", "etcd", "mariadbd", "mysqld"}:
+                found["mysqld" if name == "mariadbd" else name] = int(entry.name)
+    return found
+
+
+def cpu_seconds(pids: Mapping[str, int]) -> dict[str, float]:
+    """CPU seconds (user + system) each process has used so far."""
+    result = {}
+    for name, pid in pids.items():
+        try:
+            result[name] = sample_process(pid).cpu_seconds
+        except OSError:
+            continue
+    return result
+
+
+_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})? (?P<value>\S+)")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def parse_metrics(text: str, names: set[str]) -> list[tuple[str, dict[str, str], float]]:
+    """Samples of the named metrics from a Prometheus text exposition (a fast line filter)."""
+    samples = []
+    for line in text.splitlines():
+        if not line or line[0] == "#" or line.split("{", 1)[0].split(" ", 1)[0] not in names:
+            continue
+        match = _SAMPLE.match(line)
+        if match:
+            labels = dict(_LABEL.findall(match["labels"] or ""))
+            samples.append((match["name"], labels, float(match["value"])))
+    return samples

@@ -1,0 +1,177 @@
+"""The floor: a straight-line script doing exactly the unavoidable work of the operator's job, nothing else.
+
+``python -m bench.floor --kubeconfig … --namespace … --mysql-host … --mysql-port … --mysql-user …``
+(admin password in ``DBUSER_OPERATOR_MYSQL_PASSWORD``). Benchmark code, not a product path.
+
+It keeps Secrets in a list+watch cache, watches the benchmark's DatabaseUsers, and for each new one, with
+``--concurrency`` workers and as many MySQL connections: adds a finalizer (one JSON Patch), reads the
+password from the cache, runs ``CREATE USER IF NOT EXISTS … IDENTIFIED BY`` and ``GRANT``, and writes the
+Ready condition (one status merge patch). No checks, no bookkeeping, no Events, no retries worth the name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import os
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import aiomysql
+
+from bench.common import (
+    ADMIN_PASSWORD_ENV,
+    BENCH_DATABASE,
+    TARGET,
+    TARGET_LABEL,
+    api_client,
+    is_ready,
+    list_and_watch,
+    ready_status,
+)
+from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.resources import SECRETS
+
+FINALIZER = "bench.dbuser-operator.dev/floor"
+
+
+class Floor:
+    def __init__(self, kube: KubeClient, pool: aiomysql.Pool, namespace: str, concurrency: int) -> None:
+        self.kube = kube
+        self.pool = pool
+        self.namespace = namespace
+        self.concurrency = concurrency
+        self.secrets: dict[str, dict[str, Any]] = {}
+        self.secret_seen = asyncio.Condition()
+        self.users: dict[str, dict[str, Any]] = {}
+        self.queued: set[str] = set()
+        self.queue: asyncio.Queue[str] = asyncio.Queue()
+
+    async def on_secret(self, kind: str, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        if kind == "DELETED":
+            self.secrets.pop(name, None)
+            return
+        self.secrets[name] = obj
+        async with self.secret_seen:
+            self.secret_seen.notify_all()
+
+    def on_user(self, kind: str, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        if kind == "DELETED":
+            self.users.pop(name, None)
+            return
+        self.users[name] = obj
+        if name not in self.queued and not is_ready(obj):
+            self.queued.add(name)
+            self.queue.put_nowait(name)
+
+    async def password(self, name: str, key: str) -> str:
+        async with self.secret_seen:
+            await self.secret_seen.wait_for(lambda: name in self.secrets)
+        return base64.b64decode(self.secrets[name]["data"][key]).decode()
+
+    async def work(self) -> None:
+        while True:
+            name = await self.queue.get()
+            try:
+                await self.handle(self.users[name])
+            except Exception as error:  # no retry policy: report and go on
+                print(f"floor: {name}: {error!r}", flush=True)
+
+    async def handle(self, obj: dict[str, Any]) -> None:
+        metadata, spec = obj["metadata"], obj["spec"]
+        name = metadata["name"]
+        if FINALIZER not in (metadata.get("finalizers") or []):
+            obj = await self.kube.patch(
+                DATABASE_USERS,
+                name,
+                [{"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]}],
+                PatchType.JSON,
+                namespace=self.namespace,
+            )
+        password = await self.password(spec["password"]["name"], spec["password"]["key"])
+        user, host = spec.get("user") or name, spec.get("host") or "%"
+        async with self.pool.acquire() as connection, connection.cursor() as cursor:
+            await cursor.execute("CREATE USER IF NOT EXISTS %s@%s IDENTIFIED BY %s", (user, host, password))
+            await cursor.execute(f"GRANT SELECT ON `{BENCH_DATABASE}`.* TO %s@%s", (user, host))
+        status = ready_status(obj["metadata"].get("generation"), f"account '{user}'@'{host}' is ready")
+        await self.kube.patch(
+            DATABASE_USERS,
+            name,
+            {"status": status},
+            PatchType.MERGE,
+            namespace=self.namespace,
+            subresource="status",
+        )
+
+    async def run(self) -> None:
+        synced = asyncio.Event()
+        tasks = [
+            asyncio.create_task(
+                list_and_watch(self.kube, SECRETS, self.namespace, self.on_secret, synced=synced)
+            ),
+            asyncio.create_task(
+                list_and_watch(
+                    self.kube,
+                    DATABASE_USERS,
+                    self.namespace,
+                    self.on_user,
+                    label_selector=f"{TARGET_LABEL}={TARGET}",
+                )
+            ),
+            *(asyncio.create_task(self.work()) for _ in range(self.concurrency)),
+        ]
+        await synced.wait()
+        print("floor: running", flush=True)
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+
+async def amain(arguments: argparse.Namespace) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    pool = await aiomysql.create_pool(
+        host=arguments.mysql_host,
+        port=arguments.mysql_port,
+        user=arguments.mysql_user,
+        password=os.environ.get(ADMIN_PASSWORD_ENV, ""),
+        minsize=arguments.concurrency,
+        maxsize=arguments.concurrency,
+        autocommit=True,
+    )
+    try:
+        async with await api_client(arguments.kubeconfig) as api:
+            floor = Floor(KubeClient(api), pool, arguments.namespace, arguments.concurrency)
+            running = asyncio.create_task(floor.run())
+            await stop.wait()
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+    finally:
+        pool.close()
+        await pool.wait_closed()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__)
+    parser.add_argument("--kubeconfig", type=Path, required=True)
+    parser.add_argument("--namespace", required=True)
+    parser.add_argument("--mysql-host", default="127.0.0.1")
+    parser.add_argument("--mysql-port", type=int, default=3306)
+    parser.add_argument("--mysql-user", default="root")
+    parser.add_argument("--concurrency", type=int, default=4)
+    asyncio.run(amain(parser.parse_args(argv)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

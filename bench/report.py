@@ -1,0 +1,377 @@
+"""Targets, the results table, the JSON and the PNG plot."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# The issue's targets.
+CONVERGENCE_VS_FLOOR = 1.5  # operator time ÷ floor time, at N = 1000 and 5000
+FASTER_THAN_KOPF = 3.0  # kopf time ÷ operator time
+ROTATION_P99_MS = 1000.0
+IDLE_CPU_PERCENT = 1.0
+IDLE_SELECTS_PER_CHECK = 20  # "batched": a constant number of queries per drift check, not one per user
+COLD_START_RSS_MIB = 200.0
+API_WRITES_PER_USER = 3.0
+
+
+def _convergence(
+    results: dict[str, Any], kind: str, n: int, section: str = "convergence"
+) -> dict[str, Any] | None:
+    for row in results.get(section, []):
+        if row["implementation"] == kind and row["n"] == n and row["converged"]:
+            return dict(row)
+    return None
+
+
+def _kopf_seconds(results: dict[str, Any], n: int, section: str) -> tuple[float, str] | None:
+    """kopf's time, or a lower bound when it was given up on; and the unit to show."""
+    for row in results.get(section, []):
+        if row["implementation"] == "kopf" and row["n"] == n:
+            if row["converged"]:
+                return float(row["seconds"]), "x"
+            if row.get("gave_up_after_seconds"):
+                return float(row["gave_up_after_seconds"]), "x at least (kopf gave up)"
+    return None
+
+
+def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each target: what was measured, and whether it passed (None: not measured in this run)."""
+    targets: list[dict[str, Any]] = []
+
+    def add(name: str, target: str, value: float | None, passed: bool | None, unit: str = "") -> None:
+        targets.append({"name": name, "target": target, "value": value, "unit": unit, "pass": passed})
+
+    sizes = sorted({row["n"] for row in results.get("convergence", [])})
+    for n in sizes:
+        operator, floor = (_convergence(results, kind, n) for kind in ("operator", "floor"))
+        if operator and floor:
+            ratio = operator["seconds"] / floor["seconds"]
+            judged = n >= 1000 or results.get("smoke")
+            add(
+                f"convergence N={n} vs floor",
+                f"≤ {CONVERGENCE_VS_FLOOR}x floor" + ("" if judged else " (judged at N ≥ 1000)"),
+                ratio,
+                ratio <= CONVERGENCE_VS_FLOOR if judged else None,
+                "x",
+            )
+        if operator and (peer := _kopf_seconds(results, n, "convergence")):
+            speedup = peer[0] / operator["seconds"]
+            add(f"convergence N={n} vs kopf", f"≥ {FASTER_THAN_KOPF}x faster", speedup, speedup >= 3, peer[1])
+        if operator:
+            writes = operator.get("operator_api_writes_per_user", operator["api_writes_per_user"])
+            add(f"API writes per created user N={n}", f"≤ {API_WRITES_PER_USER:g}", writes, writes <= 3)
+            dropped = operator.get("events_dropped")
+            if dropped is not None:
+                add(f"Events recorded N={n}", "none dropped", dropped, dropped == 0)
+    for n in sorted({row["n"] for row in results.get("backlog", [])}):
+        operator, floor = (_convergence(results, k, n, "backlog") for k in ("operator", "floor"))
+        if operator and floor:
+            ratio = operator["seconds"] / floor["seconds"]
+            add(
+                f"backlog N={n} vs floor (processing only)",
+                f"≤ {CONVERGENCE_VS_FLOOR}x floor",
+                ratio,
+                None,
+                "x",
+            )
+        if operator and (peer := _kopf_seconds(results, n, "backlog")):
+            speedup = peer[0] / operator["seconds"]
+            add(
+                f"backlog N={n} vs kopf (processing only)",
+                f"≥ {FASTER_THAN_KOPF}x faster",
+                speedup,
+                speedup >= FASTER_THAN_KOPF if n >= 1000 or results.get("smoke") else None,
+                peer[1],
+            )
+    for row in [*results.get("convergence", []), *results.get("backlog", [])]:
+        if row["implementation"] == "operator" and not row["converged"]:
+            add(f"convergence N={row['n']}", "all Ready", row["ready"], False)
+    _steady_state_targets(results, add)
+    return targets
+
+
+Add = Callable[..., None]
+
+
+def _steady_state_targets(results: dict[str, Any], add: Add) -> None:
+    """Rotation, idle cost and cold start."""
+    rotation = results.get("rotation")
+    if rotation:
+        add("rotation p99", f"≤ {ROTATION_P99_MS:g} ms", rotation["p99_ms"], rotation["p99_ms"] <= 1000, "ms")
+    idle = results.get("idle")
+    if idle:
+        add("idle API writes", "0", idle["operator_api_writes"], idle["operator_api_writes"] == 0)
+        add("idle SQL writes", "0", idle["sql_writes"], idle["sql_writes"] == 0)
+        checks = idle["drift_checks_expected"]
+        per_check = idle["sql_selects"] / max(checks, 1)
+        add(
+            "idle drift checks batched",
+            f"≤ {IDLE_SELECTS_PER_CHECK} SELECTs per check (N={idle['n']})",
+            per_check,
+            per_check <= IDLE_SELECTS_PER_CHECK,
+        )
+        add(
+            "idle CPU",
+            f"≤ {IDLE_CPU_PERCENT:g} % of a core",
+            idle["cpu_percent_of_core"],
+            idle["cpu_percent_of_core"] <= IDLE_CPU_PERCENT,
+            "%",
+        )
+    cold = results.get("coldstart")
+    if cold:
+        writes = cold["operator_api_writes"] + cold["sql_writes"]
+        add(f"cold start N={cold['n']} writes (API + SQL)", "0", writes, writes == 0)
+        add(
+            f"cold start N={cold['n']} peak RSS",
+            f"≤ {COLD_START_RSS_MIB:g} MiB",
+            cold["peak_rss_mib"],
+            cold["peak_rss_mib"] <= COLD_START_RSS_MIB,
+            "MiB",
+        )
+
+
+def _number(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and math.isnan(value):
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _servers(row: dict[str, Any]) -> str:
+    """CPU seconds the API server, etcd and MySQL spent meanwhile (when they run here)."""
+    servers = row.get("server_cpu_seconds") or {}
+    return _number(float(sum(servers.values())), 1) if servers else "-"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |"
+    rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    body = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |" for row in rows]
+    return [line, rule, *body]
+
+
+def render_table(results: dict[str, Any]) -> str:
+    """The results as Markdown tables (printed, and pasted into bench/README.md)."""
+    lines: list[str] = []
+    convergence = results.get("convergence", [])
+    if convergence:
+        lines += ["Convergence (create N DatabaseUsers + Secrets, one grant each, until all Ready):", ""]
+        rows = [
+            [
+                str(row["n"]),
+                row["implementation"],
+                f"{row['ready']}/{row['n']}",
+                _number(row["seconds"]),
+                _number(row["after_last_create_seconds"]),
+                _number(row["objects_per_second"], 0),
+                _number(row["latency_p50_ms"], 0),
+                _number(row["latency_p99_ms"], 0),
+                _number(row.get("operator_api_writes_per_user", row["api_writes_per_user"])),
+                _number(row.get("events_dropped")),
+                _number(row["sql_statements_per_user"], 1),
+                _number(row["cpu_seconds"], 1),
+                _servers(row),
+                _number(row["peak_rss_mib"], 0),
+                f"{row['logins_ok']}/{row['logins_checked']}",
+            ]
+            for row in convergence
+        ]
+        lines += _table(
+            [
+                "N",
+                "implementation",
+                "Ready",
+                "total s",
+                "after last create s",
+                "objects/s",
+                "p50 ms",
+                "p99 ms",
+                "API writes/user",
+                "Events dropped",
+                "SQL stmts/user",
+                "CPU s",
+                "servers' CPU s",
+                "peak RSS MiB",
+                "logins",
+            ],
+            rows,
+        )
+        lines.append("")
+    backlog = results.get("backlog", [])
+    if backlog:
+        lines += [
+            "Backlog (processing only: N DatabaseUsers + Secrets created first, then the implementation "
+            "started; time from its start until all Ready):",
+            "",
+        ]
+        rows = [
+            [
+                str(row["n"]),
+                row["implementation"],
+                f"{row['ready']}/{row['n']}",
+                _number(row["seconds"]),
+                _number(row["objects_per_second"], 0),
+                _number(row.get("operator_api_writes_per_user", row["api_writes_per_user"])),
+                _number(row.get("events_dropped")),
+                _number(row["sql_statements_per_user"], 1),
+                _number(row["cpu_seconds"], 1),
+                _number(row["cpu_ms_per_user"], 1),
+                _servers(row),
+                _number(row["peak_rss_mib"], 0),
+                f"{row['logins_ok']}/{row['logins_checked']}",
+            ]
+            for row in backlog
+        ]
+        lines += _table(
+            [
+                "N",
+                "implementation",
+                "Ready",
+                "s from start",
+                "objects/s",
+                "API writes/user",
+                "Events dropped",
+                "SQL stmts/user",
+                "CPU s",
+                "CPU ms/user",
+                "servers' CPU s",
+                "peak RSS MiB",
+                "logins",
+            ],
+            rows,
+        )
+        lines.append("")
+    rotation = results.get("rotation")
+    if rotation:
+        lines.append(
+            f"Rotation (N={rotation['n']} Ready, {rotation['samples']} Secrets changed one at a time, until "
+            f"the new password logs in): p50 {_number(rotation['p50_ms'], 0)} ms, p99 "
+            f"{_number(rotation['p99_ms'], 0)} ms, max {_number(rotation['max_ms'], 0)} ms; "
+            f"{_number(rotation['operator_api_writes_per_rotation'])} API writes and "
+            f"{_number(rotation['sql_writes_per_rotation'])} SQL writes per rotation."
+        )
+        lines.append("")
+    idle = results.get("idle")
+    if idle:
+        lines.append(
+            f"Idle (N={idle['n']} Ready, {_number(idle['seconds'], 0)} s, resync period "
+            f"{idle['resync_period']:g} s): {_number(idle['operator_api_writes'], 0)} API writes "
+            f"({_number(idle['operator_api_reads'], 0)} reads), {_number(idle['sql_writes'], 0)} SQL writes, "
+            f"{_number(idle['sql_selects'], 0)} SELECTs over {idle['drift_checks_expected']} drift checks, "
+            f"{_number(idle['reconciles'], 0)} reconciles, CPU {_number(idle['cpu_seconds'])} s = "
+            f"{_number(idle['cpu_percent_of_core'])} % of a core, RSS {_number(idle['rss_mib'], 0)} MiB."
+        )
+        lines.append("")
+    cold = results.get("coldstart")
+    if cold:
+        lines.append(
+            f"Cold start (N={cold['n']} Ready, operator restarted): all checked after "
+            f"{_number(cold['seconds_to_all_checked'])} s (ready probe after "
+            f"{_number(cold['seconds_to_ready_probe'])} s), {_number(cold['reconciles'], 0)} reconciles, "
+            f"{_number(cold['operator_api_writes'], 0)} API writes, {_number(cold['sql_writes'], 0)} SQL "
+            f"writes, {_number(cold['sql_statements_per_object'], 1)} SQL statements per object, peak RSS "
+            f"{_number(cold['peak_rss_mib'], 0)} MiB, CPU {_number(cold['cpu_seconds'], 1)} s."
+        )
+        lines.append("")
+    targets = results.get("targets", [])
+    if targets:
+        lines += ["Targets:", ""]
+        verdict = {True: "PASS", False: "FAIL", None: "info"}
+        rows = [
+            [
+                t["name"],
+                t["target"],
+                _number(t["value"]) + (f" {t['unit']}" if t["unit"] else ""),
+                verdict[t["pass"]],
+            ]
+            for t in targets
+        ]
+        lines += _table(["target", "goal", "measured", "result"], rows)
+    return "\n".join(lines) + "\n"
+
+
+def write_json(results: dict[str, Any], path: Path) -> None:
+    def clean(value: Any) -> Any:
+        if isinstance(value, float) and math.isnan(value):
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    path.write_text(json.dumps(clean(results), indent=1, ensure_ascii=False) + "\n")
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    """Four panels: convergence time, per-object latency, rotation latency, API and SQL cost per user."""
+    import matplotlib as mpl  # noqa: PLC0415 - slow to import, only here
+
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    convergence = [dict(row) for row in results.get("convergence", []) if row["converged"]]
+    kinds = [k for k in ("operator", "floor", "kopf") if any(r["implementation"] == k for r in convergence)]
+    sizes = sorted({row["n"] for row in convergence})
+    colours = {"operator": "#1f77b4", "floor": "#7f7f7f", "kopf": "#d62728"}
+    figure, axes = plt.subplots(2, 2, figsize=(11, 7.5), dpi=80)
+    width = 0.8 / max(len(kinds), 1)
+
+    backlog = [dict(row) for row in results.get("backlog", []) if row["converged"]]
+
+    def bars(
+        axis: Any, rows: list[dict[str, Any]], key: str, title: str, ylabel: str, *, log: bool = True
+    ) -> None:
+        for offset, kind in enumerate(kinds):
+            values = [
+                next((r[key] for r in rows if r["implementation"] == kind and r["n"] == n), 0) for n in sizes
+            ]
+            positions = [i + (offset - (len(kinds) - 1) / 2) * width for i in range(len(sizes))]
+            drawn = axis.bar(positions, values, width, label=kind, color=colours[kind])
+            axis.bar_label(drawn, fmt="%.3g", fontsize=7)
+        axis.set_xticks(range(len(sizes)), [f"N={n}" for n in sizes])
+        axis.set_title(title)
+        axis.set_ylabel(ylabel)
+        if log:
+            axis.set_yscale("log")
+        axis.legend(fontsize=8)
+
+    bars(axes[0][0], convergence, "seconds", "Convergence: first create → all Ready", "seconds (log)")
+    if backlog:
+        bars(axes[0][1], backlog, "seconds", "Backlog: start → all Ready (processing only)", "seconds (log)")
+    else:
+        bars(axes[0][1], convergence, "latency_p99_ms", "Per-object latency create → Ready, p99", "ms (log)")
+    rotation = results.get("rotation")
+    axis = axes[1][0]
+    if rotation and rotation["latencies_ms"]:
+        ordered = sorted(rotation["latencies_ms"])
+        axis.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], drawstyle="steps-post")
+        axis.axvline(ROTATION_P99_MS, color="#d62728", linestyle="--", linewidth=1, label="target p99 1 s")
+        axis.set_xscale("log")
+        axis.set_title(f"Rotation: Secret patch → new password logs in (N={rotation['n']})")
+        axis.set_xlabel("ms (log)")
+        axis.set_ylabel("fraction of samples")
+        axis.legend(fontsize=8)
+    else:
+        axis.set_axis_off()
+    for row in convergence:
+        row.setdefault("api_per_user", row.get("operator_api_writes_per_user", row["api_writes_per_user"]))
+    bars(axes[1][1], convergence, "api_per_user", "API writes per created user", "writes", log=False)
+    axes[1][1].axhline(API_WRITES_PER_USER, color="#d62728", linestyle="--", linewidth=1)
+    machine = results.get("machine", {})
+    figure.suptitle(
+        f"dbuser-operator benchmarks — {machine.get('cpus', '?')} CPUs ({machine.get('cpu_model', '?')}), "
+        f"{machine.get('mysql_version', '?')}, kube-apiserver {machine.get('kube_version', '?')}",
+        fontsize=10,
+    )
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
