@@ -311,6 +311,20 @@ def write_json(results: dict[str, Any], path: Path) -> None:
     path.write_text(json.dumps(clean(results), indent=1, ensure_ascii=False) + "\n")
 
 
+def _rotation_panel(axis: Any, rotation: dict[str, Any] | None) -> None:
+    if not rotation or not rotation["latencies_ms"]:
+        axis.set_axis_off()
+        return
+    ordered = sorted(rotation["latencies_ms"])
+    axis.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], drawstyle="steps-post")
+    axis.axvline(ROTATION_P99_MS, color="#d62728", linestyle="--", linewidth=1, label="target p99 1 s")
+    axis.set_xscale("log")
+    axis.set_title(f"Rotation: Secret patch → new password logs in (N={rotation['n']})")
+    axis.set_xlabel("ms (log)")
+    axis.set_ylabel("fraction of samples")
+    axis.legend(fontsize=8)
+
+
 def plot(results: dict[str, Any], path: Path) -> None:
     """Four panels: convergence time, per-object latency, rotation latency, API and SQL cost per user."""
     import matplotlib as mpl  # noqa: PLC0415 - slow to import, only here
@@ -326,6 +340,9 @@ def plot(results: dict[str, Any], path: Path) -> None:
     width = 0.8 / max(len(kinds), 1)
 
     backlog = [dict(row) for row in results.get("backlog", []) if row["converged"]]
+    for row in results.get("backlog", []):  # an implementation given up on: a hatched bar at the limit
+        if not row["converged"] and row.get("gave_up_after_seconds"):
+            backlog.append({**row, "seconds": row["gave_up_after_seconds"], "gave_up": True})
 
     def bars(
         axis: Any, rows: list[dict[str, Any]], key: str, title: str, ylabel: str, *, log: bool = True
@@ -336,7 +353,18 @@ def plot(results: dict[str, Any], path: Path) -> None:
             ]
             positions = [i + (offset - (len(kinds) - 1) / 2) * width for i in range(len(sizes))]
             drawn = axis.bar(positions, values, width, label=kind, color=colours[kind])
-            axis.bar_label(drawn, fmt="%.3g", fontsize=7)
+            gave_up = [
+                any(r.get("gave_up") and r["implementation"] == kind and r["n"] == n for r in rows)
+                for n in sizes
+            ]
+            labels = [
+                f"gave up after {v:.0f} s" if g else f"{v:.3g}" for v, g in zip(values, gave_up, strict=True)
+            ]
+            for bar, hatched in zip(drawn, gave_up, strict=True):
+                if hatched:
+                    bar.set_hatch("//")
+                    bar.set_alpha(0.5)
+            axis.bar_label(drawn, labels=labels, fontsize=7)
         axis.set_xticks(range(len(sizes)), [f"N={n}" for n in sizes])
         axis.set_title(title)
         axis.set_ylabel(ylabel)
@@ -349,19 +377,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         bars(axes[0][1], backlog, "seconds", "Backlog: start → all Ready (processing only)", "seconds (log)")
     else:
         bars(axes[0][1], convergence, "latency_p99_ms", "Per-object latency create → Ready, p99", "ms (log)")
-    rotation = results.get("rotation")
-    axis = axes[1][0]
-    if rotation and rotation["latencies_ms"]:
-        ordered = sorted(rotation["latencies_ms"])
-        axis.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], drawstyle="steps-post")
-        axis.axvline(ROTATION_P99_MS, color="#d62728", linestyle="--", linewidth=1, label="target p99 1 s")
-        axis.set_xscale("log")
-        axis.set_title(f"Rotation: Secret patch → new password logs in (N={rotation['n']})")
-        axis.set_xlabel("ms (log)")
-        axis.set_ylabel("fraction of samples")
-        axis.legend(fontsize=8)
-    else:
-        axis.set_axis_off()
+    _rotation_panel(axes[1][0], results.get("rotation"))
     for row in convergence:
         row.setdefault("api_per_user", row.get("operator_api_writes_per_user", row["api_writes_per_user"]))
     bars(axes[1][1], convergence, "api_per_user", "API writes per created user", "writes", log=False)
@@ -375,3 +391,19 @@ def plot(results: dict[str, Any], path: Path) -> None:
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.report RESULTS.json``: render results.md and results.png again from the JSON."""
+    import sys  # noqa: PLC0415
+
+    path = Path((argv if argv is not None else sys.argv[1:])[0])
+    results = json.loads(path.read_text())
+    results["targets"] = evaluate(results)
+    (path.parent / "results.md").write_text(render_table(results))
+    plot(results, path.parent / "results.png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
