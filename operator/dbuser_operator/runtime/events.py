@@ -4,6 +4,10 @@ Recording is best effort: an API failure is logged (by reason, never by message,
 of the object) and never raised. An event seen before (same object, type, reason, message and source) bumps
 the ``count`` and ``lastTimestamp`` of the Event written for it, found through a bounded LRU cache; if that
 Event has expired meanwhile, a new one is created.
+
+``emit`` queues an event for a few background writers: each object's events go to one writer, in order, so
+they aggregate exactly as if written one by one, while different objects' events are written concurrently.
+A queued event holds an ``ObjectReference`` (a handful of strings), not the object, so the bound is large.
 """
 
 from __future__ import annotations
@@ -30,11 +34,49 @@ EVENT_TYPES: Final = frozenset({"Normal", "Warning"})
 
 MAX_MESSAGE_LENGTH: Final = 1024
 DEFAULT_CACHE_SIZE: Final = 4096
-PENDING_LIMIT: Final = 1024
+# A queued event is ~0.8 KiB (a reference and its message), a DatabaseUser ~12 KiB: 16384 waiting events
+# cost about what the 1024 whole objects once queued did, and hold a burst of thousands of objects' events.
+PENDING_LIMIT: Final = 16384
+DEFAULT_WRITERS: Final = 4  # concurrent Event writes (one request each), beside the reconcile workers'
 _MAX_NAME_LENGTH: Final = 253
 _NAME_SUFFIX_LENGTH: Final = 17  # "." and 16 hex digits
 
 _log = structlog.get_logger(__name__)
+
+
+class ObjectReference(NamedTuple):
+    """What an Event's ``involvedObject`` says of an object: who it is, not what it holds."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+
+    @classmethod
+    def of(cls, obj: dict[str, Any] | ObjectReference) -> ObjectReference:
+        """The reference to ``obj`` (a Kubernetes object as a dict, or already a reference)."""
+        if isinstance(obj, ObjectReference):
+            return obj
+        metadata = obj.get("metadata") or {}
+        return cls(
+            api_version=obj.get("apiVersion", ""),
+            kind=obj.get("kind", ""),
+            namespace=metadata.get("namespace") or "",
+            name=metadata.get("name", ""),
+            uid=metadata.get("uid", ""),
+            resource_version=metadata.get("resourceVersion", ""),
+        )
+
+
+class _Pending(NamedTuple):
+    """An emitted event waiting for its writer."""
+
+    involved: ObjectReference
+    type: EventType
+    reason: str
+    message: str
 
 
 class _Identity(NamedTuple):
@@ -61,77 +103,109 @@ class _Recorded:
 
 
 class EventRecorder:
-    """Records core/v1 Events about objects on behalf of ``component`` (running on ``host``)."""
+    """Records core/v1 Events about objects on behalf of ``component`` (running on ``host``).
+
+    ``writers`` background tasks write emitted events; at most ``pending_limit`` may wait for them.
+    """
 
     def __init__(
-        self, kube: KubeClient, component: str, host: str | None = None, cache_size: int = DEFAULT_CACHE_SIZE
+        self,
+        kube: KubeClient,
+        component: str,
+        host: str | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        *,
+        writers: int = DEFAULT_WRITERS,
+        pending_limit: int = PENDING_LIMIT,
     ) -> None:
+        if writers < 1:
+            raise ValueError(f"writers must be at least 1, not {writers}")
         self.kube = kube
         self.component = component
         self.host = host
         self.cache_size = cache_size
+        self.pending_limit = pending_limit
         self._recorded: OrderedDict[_Identity, _Recorded] = OrderedDict()
         self._locks: dict[_Identity, tuple[asyncio.Lock, int]] = {}
-        self._pending: asyncio.Queue[tuple[dict[str, Any], EventType, str, str]] = asyncio.Queue(
-            maxsize=PENDING_LIMIT
-        )
-        self._writer: asyncio.Task[None] | None = None
+        # One queue per writer: an object's events all go to the same one, so they stay in order.
+        self._queues: list[asyncio.Queue[_Pending]] = [asyncio.Queue() for _ in range(writers)]
+        self._writers: list[asyncio.Task[None] | None] = [None] * writers
 
-    def emit(self, obj: dict[str, Any], type_: EventType, reason: str, message: str) -> None:
+    @property
+    def pending(self) -> int:
+        """How many emitted events wait for a writer."""
+        return sum(queue.qsize() for queue in self._queues)
+
+    def emit(
+        self, obj: dict[str, Any] | ObjectReference, type_: EventType, reason: str, message: str
+    ) -> None:
         """Record an event in the background, like client-go's recorder: the caller never waits for it.
 
-        Events are written in order by one background task; past ``PENDING_LIMIT`` waiting events, new
-        ones are dropped (and logged), as client-go drops them when its buffer is full.
+        Events about one object are written in order, by the one writer its kind, namespace and name pick;
+        past ``pending_limit`` waiting events, new ones are dropped (and logged), as client-go drops them
+        when its buffer is full.
         """
         if type_ not in EVENT_TYPES:
             raise ValueError(f"invalid event type {type_!r}: must be Normal or Warning")
-        try:
-            self._pending.put_nowait((obj, type_, reason, message))
-        except asyncio.QueueFull:
+        if self.pending >= self.pending_limit:
             _log.warning("event dropped: too many waiting", type=type_, reason=reason)
             return
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._write_pending(), name="event recorder")
+        involved = ObjectReference.of(obj)
+        shard = self._shard(involved)
+        self._queues[shard].put_nowait(_Pending(involved, type_, reason, message[:MAX_MESSAGE_LENGTH]))
+        writer = self._writers[shard]
+        if writer is None or writer.done():
+            self._writers[shard] = asyncio.create_task(
+                self._write_pending(self._queues[shard]), name=f"event recorder {shard}"
+            )
 
     async def flush(self) -> None:
         """Wait until every emitted event has been written (or given up on)."""
-        await self._pending.join()
+        await asyncio.gather(*(queue.join() for queue in self._queues))
 
     async def close(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109 - a shutdown bound
-        """Write what is pending (within ``timeout`` seconds), then stop the background writer."""
+        """Write what is pending (within ``timeout`` seconds), then stop the background writers."""
         try:
             async with asyncio.timeout(timeout):
                 await self.flush()
         except TimeoutError:
-            _log.warning("events not recorded at shutdown", pending=self._pending.qsize())
-        if self._writer is not None:
-            self._writer.cancel()
-            await asyncio.gather(self._writer, return_exceptions=True)
-            self._writer = None
+            _log.warning("events not recorded at shutdown", pending=self.pending)
+        writers = [writer for writer in self._writers if writer is not None]
+        for writer in writers:
+            writer.cancel()
+        await asyncio.gather(*writers, return_exceptions=True)
+        self._writers = [None] * len(self._queues)
 
-    async def _write_pending(self) -> None:
+    def _shard(self, involved: ObjectReference) -> int:
+        """The writer for events about ``involved``: always the same for one object, so never two at once."""
+        key = (involved.api_version, involved.kind, involved.namespace, involved.name)
+        return hash(key) % len(self._queues)
+
+    async def _write_pending(self, queue: asyncio.Queue[_Pending]) -> None:
         while True:
-            obj, type_, reason, message = await self._pending.get()
+            pending = await queue.get()
             try:
-                await self.event(obj, type_, reason, message)
+                await self.event(pending.involved, pending.type, pending.reason, pending.message)
             except Exception as error:  # the writer must outlive any one event
-                _log.warning("event not recorded", reason=reason, error=type(error).__name__)
+                _log.warning("event not recorded", reason=pending.reason, error=type(error).__name__)
             finally:
-                self._pending.task_done()
+                queue.task_done()
 
-    async def event(self, obj: dict[str, Any], type_: EventType, reason: str, message: str) -> None:
-        """Record an event about ``obj``; never raises for an API failure."""
+    async def event(
+        self, obj: dict[str, Any] | ObjectReference, type_: EventType, reason: str, message: str
+    ) -> None:
+        """Record an event about ``obj`` (or a reference to it); never raises for an API failure."""
         if type_ not in EVENT_TYPES:
             raise ValueError(f"invalid event type {type_!r}: must be Normal or Warning")
-        metadata = obj.get("metadata") or {}
+        involved = ObjectReference.of(obj)
         identity = _Identity(
             component=self.component,
             host=self.host or "",
-            api_version=obj.get("apiVersion", ""),
-            kind=obj.get("kind", ""),
-            namespace=metadata.get("namespace") or "",
-            name=metadata.get("name", ""),
-            uid=metadata.get("uid", ""),
+            api_version=involved.api_version,
+            kind=involved.kind,
+            namespace=involved.namespace,
+            name=involved.name,
+            uid=involved.uid,
             type=type_,
             reason=reason,
             message=message[:MAX_MESSAGE_LENGTH],
@@ -139,7 +213,7 @@ class EventRecorder:
         # One write at a time per identity, so that concurrent identical events aggregate too.
         async with self._lock(identity):
             try:
-                await self._write(identity, obj)
+                await self._write(identity, involved)
             except (ApiException, aiohttp.ClientError, OSError, TimeoutError, json.JSONDecodeError) as error:
                 _log.warning(
                     "event not recorded",
@@ -150,7 +224,7 @@ class EventRecorder:
                     error=f"HTTP {error.status}" if isinstance(error, ApiException) else type(error).__name__,
                 )
 
-    async def _write(self, identity: _Identity, obj: dict[str, Any]) -> None:
+    async def _write(self, identity: _Identity, involved: ObjectReference) -> None:
         now = format_time()
         recorded = self._recorded.get(identity)
         namespace = identity.namespace or "default"
@@ -167,20 +241,19 @@ class EventRecorder:
                 recorded.count += 1
                 return
         name = _event_name(identity.name)
-        await self.kube.create(EVENTS, self._new_event(name, namespace, identity, obj, now), namespace)
+        await self.kube.create(EVENTS, self._new_event(name, namespace, identity, involved, now), namespace)
         self._remember(identity, _Recorded(name, 1))
 
     def _new_event(
-        self, name: str, namespace: str, identity: _Identity, obj: dict[str, Any], now: str
+        self, name: str, namespace: str, identity: _Identity, involved: ObjectReference, now: str
     ) -> dict[str, Any]:
-        metadata = obj.get("metadata") or {}
-        involved = {
+        fields = {
             "apiVersion": identity.api_version,
             "kind": identity.kind,
             "name": identity.name,
             "namespace": identity.namespace,
             "uid": identity.uid,
-            "resourceVersion": metadata.get("resourceVersion", ""),
+            "resourceVersion": involved.resource_version,
         }
         source = {"component": self.component}
         if self.host:
@@ -189,7 +262,7 @@ class EventRecorder:
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": {key: value for key, value in involved.items() if value},
+            "involvedObject": {key: value for key, value in fields.items() if value},
             "type": identity.type,
             "reason": identity.reason,
             "message": identity.message,

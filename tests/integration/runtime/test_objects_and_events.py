@@ -332,3 +332,43 @@ async def test_emitted_events_are_written_in_the_background_and_aggregate(
     assert counts == {"Emitted": 3, "Other": 1}
     with pytest.raises(ValueError, match="Normal or Warning"):
         recorder.emit(widget, "Error", "Bad", "not a type")  # type: ignore[arg-type]
+
+
+async def test_emitted_events_about_many_objects_aggregate_per_object(
+    kube_client: KubeClient, make_widget: Callable[..., Any], namespace: str
+) -> None:
+    widgets = [await make_widget() for _ in range(8)]
+    recorder = EventRecorder(kube_client, "emit-test", writers=4)
+
+    for reason in ("Synced", "Changed", "Synced", "Synced"):
+        for widget in widgets:
+            recorder.emit(widget, "Normal", reason, "the same message")
+    await recorder.close()
+
+    listed = (await kube_client.list(EVENTS, namespace))["items"]
+    counts = {(e["involvedObject"]["uid"], e["reason"]): e["count"] for e in listed}
+    assert len(listed) == len(counts)  # one Event per object and reason
+    assert counts == {
+        (widget["metadata"]["uid"], reason): count
+        for widget in widgets
+        for reason, count in (("Synced", 3), ("Changed", 1))
+    }
+
+
+async def test_a_burst_of_emitted_events_is_all_written(kube_client: KubeClient, namespace: str) -> None:
+    recorder = EventRecorder(kube_client, "burst-test")
+    names = [f"burst-{n}" for n in range(2000)]  # more than the 1024 events that once could wait
+
+    for name in names:
+        involved = {
+            "apiVersion": WIDGETS.api_version,
+            "kind": "Widget",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"},
+        }
+        recorder.emit(involved, "Normal", "Burst", f"about {name}")  # none dropped, though none written yet
+    await recorder.flush()
+    await recorder.close()
+
+    listed = (await kube_client.list(EVENTS, namespace))["items"]
+    assert sorted(e["involvedObject"]["name"] for e in listed) == sorted(names)
+    assert {e["count"] for e in listed} == {1}

@@ -1,0 +1,212 @@
+"""The background writers of the event recorder, against a slow stand-in for the API server's Events."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, cast
+
+import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from dbuser_operator.runtime import events
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.events import DEFAULT_WRITERS, EventRecorder, ObjectReference
+from dbuser_operator.runtime.resources import Resource
+
+
+class SlowEvents:
+    """Creates and patches Events in memory, each write taking up to ``delay`` seconds."""
+
+    def __init__(self, delay: float = 0.001, *, jitter: bool = False) -> None:
+        self.delay = delay
+        self.jitter = jitter
+        self.events: dict[str, dict[str, Any]] = {}
+        self.writes: defaultdict[str, list[tuple[str, int]]] = defaultdict(list)  # by object: (reason, count)
+        self.writing: set[str] = set()
+        self.overlaps = 0  # writes about an object while another one about it was under way
+        self.concurrency = 0
+        self.peak = 0
+
+    @asynccontextmanager
+    async def _writing(self, involved: str) -> AsyncIterator[None]:
+        self.overlaps += involved in self.writing
+        self.writing.add(involved)
+        self.concurrency += 1
+        self.peak = max(self.peak, self.concurrency)
+        try:
+            await asyncio.sleep(random.uniform(0, self.delay) if self.jitter else self.delay)
+            yield
+        finally:
+            self.concurrency -= 1
+            self.writing.discard(involved)
+
+    async def create(
+        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        event = dict(body)
+        async with self._writing(event["involvedObject"]["name"]):
+            self.events[event["metadata"]["name"]] = event
+            self.writes[event["involvedObject"]["name"]].append((event["reason"], 1))
+        return event
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        body: Mapping[str, Any],
+        patch_type: PatchType,
+        namespace: str | None = None,
+    ) -> dict[str, Any]:
+        if name not in self.events:
+            raise ApiException(status=404)
+        event = self.events[name]
+        async with self._writing(event["involvedObject"]["name"]):
+            event.update(body)
+            self.writes[event["involvedObject"]["name"]].append((event["reason"], event["count"]))
+        return event
+
+
+class Log:
+    """Stands in for the module's logger: keeps the events it is told of."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, dict[str, Any]]] = []
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self.lines.append((event, fields))
+
+    def count(self, event: str) -> int:
+        return sum(1 for line, _ in self.lines if line == event)
+
+
+@pytest.fixture
+def log(monkeypatch: pytest.MonkeyPatch) -> Log:
+    log = Log()
+    monkeypatch.setattr(events, "_log", log)
+    return log
+
+
+def recorder_for(sink: SlowEvents, **options: Any) -> EventRecorder:
+    return EventRecorder(cast(KubeClient, sink), "test", **options)
+
+
+def user(n: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "dbuser-operator.dev/v1alpha1",
+        "kind": "DatabaseUser",
+        "metadata": {"name": f"user-{n}", "namespace": "ns", "uid": f"uid-{n}", "resourceVersion": "7"},
+        "spec": {"user": f"user{n}"},
+    }
+
+
+def recorder_tasks() -> set[asyncio.Task[Any]]:
+    return {task for task in asyncio.all_tasks() if task.get_name().startswith("event recorder")}
+
+
+async def test_a_burst_of_events_about_distinct_objects_is_all_written(log: Log) -> None:
+    sink = SlowEvents(delay=0.001)
+    recorder = recorder_for(sink)
+
+    for n in range(3000):
+        recorder.emit(user(n), "Normal", "AccountReady", f"created account user{n}")
+    await recorder.flush()
+
+    assert log.count("event dropped: too many waiting") == 0
+    assert len(sink.events) == 3000
+    assert sink.peak == DEFAULT_WRITERS  # written concurrently, by every writer
+    await recorder.close()
+
+
+async def test_events_about_one_object_stay_in_order_and_aggregate(log: Log) -> None:
+    sink = SlowEvents(delay=0.002, jitter=True)
+    recorder = recorder_for(sink, writers=4)
+    reasons = ["A", "B", "A", "A", "C", "B"]
+
+    for reason in reasons:
+        for n in range(40):
+            recorder.emit(user(n), "Normal", reason, f"{reason} happened")
+    await recorder.flush()
+
+    assert sink.overlaps == 0
+    seen: Counter[str] = Counter()
+    expected = []
+    for reason in reasons:
+        seen[reason] += 1
+        expected.append((reason, seen[reason]))
+    assert all(sink.writes[f"user-{n}"] == expected for n in range(40))
+    final = Counter(
+        (event["involvedObject"]["name"], event["reason"], event["count"]) for event in sink.events.values()
+    )
+    assert final == Counter({(f"user-{n}", reason, seen[reason]): 1 for n in range(40) for reason in seen})
+    assert log.lines == []
+    await recorder.close()
+
+
+async def test_the_event_describes_the_object_as_it_was_when_emitted() -> None:
+    sink = SlowEvents()
+    recorder = recorder_for(sink)
+    obj = user(1)
+
+    recorder.emit(obj, "Warning", "Failed", "boom")
+    obj["metadata"]["resourceVersion"] = "8"  # a later change, which must not leak into the queued event
+    await recorder.flush()
+
+    (event,) = sink.events.values()
+    assert event["involvedObject"] == {
+        "apiVersion": "dbuser-operator.dev/v1alpha1",
+        "kind": "DatabaseUser",
+        "name": "user-1",
+        "namespace": "ns",
+        "uid": "uid-1",
+        "resourceVersion": "7",
+    }
+    assert ObjectReference.of(obj).resource_version == "8"
+    await recorder.close()
+
+
+async def test_past_the_limit_events_are_dropped_and_logged(log: Log) -> None:
+    sink = SlowEvents()
+    recorder = recorder_for(sink, writers=2, pending_limit=10)
+
+    for n in range(15):
+        recorder.emit(user(n), "Normal", "AccountReady", "ready")
+    await recorder.flush()
+
+    assert len(sink.events) == 10
+    assert log.count("event dropped: too many waiting") == 5
+    await recorder.close()
+
+
+async def test_close_writes_what_is_pending_then_stops_the_writers() -> None:
+    sink = SlowEvents()
+    recorder = recorder_for(sink)
+    before = recorder_tasks()
+    for n in range(100):
+        recorder.emit(user(n), "Normal", "AccountReady", "ready")
+
+    await recorder.close()
+
+    assert len(sink.events) == 100
+    assert recorder_tasks() - before == set()
+
+
+async def test_close_gives_up_on_a_stuck_api_server_in_time(log: Log) -> None:
+    recorder = recorder_for(SlowEvents(delay=3600))
+    before = recorder_tasks()
+    for n in range(20):
+        recorder.emit(user(n), "Normal", "AccountReady", "ready")
+
+    async with asyncio.timeout(5):
+        await recorder.close(timeout=0.1)
+
+    assert log.count("events not recorded at shutdown") == 1
+    assert recorder_tasks() - before == set()
+
+
+def test_there_is_at_least_one_writer() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        recorder_for(SlowEvents(), writers=0)
