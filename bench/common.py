@@ -17,6 +17,7 @@ import aiomysql
 from kubernetes_asyncio import client, config
 
 from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.runtime import client as runtime_client
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.resources import Resource
 
@@ -95,7 +96,7 @@ async def api_client(kubeconfig: Path) -> client.ApiClient:
     configuration = client.Configuration()
     await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
     configuration.connection_pool_maxsize = 64
-    return client.ApiClient(configuration)
+    return runtime_client.api_client(configuration)
 
 
 WatchHandler = Callable[[str, dict[str, Any]], Awaitable[None] | None]

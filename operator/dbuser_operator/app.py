@@ -22,7 +22,7 @@ from dbuser_operator.controllers.resync import DriftCheck
 from dbuser_operator.controllers.steps import Step
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
-from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.client import KubeClient, api_client
 from dbuser_operator.runtime.controller import Controller
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
@@ -136,7 +136,7 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
     """Run the operator until SIGTERM/SIGINT (or ``stop``)."""
     configuration = await api_configuration(settings)
     db = Database(connection_settings(settings))
-    async with client.ApiClient(configuration) as api:
+    async with api_client(configuration) as api:
         manager = build_manager(settings, KubeClient(api), db)
         log.info(
             "starting",

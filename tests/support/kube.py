@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from kubernetes_asyncio import client, config
 
 from dbuser_operator.envtest import KubeCluster
+from dbuser_operator.runtime.client import api_client
 
 
 async def eventually(
@@ -46,7 +47,7 @@ async def admin_api_via(kube: KubeCluster, port: int) -> AsyncIterator[client.Ap
     """An admin client that connects through 127.0.0.1:``port`` (a proxy) instead of the server."""
     configuration = await admin_configuration(kube)
     configuration.host = f"https://127.0.0.1:{port}"
-    async with client.ApiClient(configuration) as api:
+    async with api_client(configuration) as api:
         yield api
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kubernetes_asyncio import client, config
 
-from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.client import KubeClient, api_client
 from dbuser_operator.runtime.controller import Controller, Result
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.leaderelection import LeaderElectionConfig
@@ -28,7 +28,7 @@ LEASE = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
 async def main(kubeconfig: Path, namespace: str, identity: str) -> int:
     configuration = client.Configuration()
     await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
-    async with client.ApiClient(configuration) as api:
+    async with api_client(configuration) as api:
         kube = KubeClient(api)
 
         async def reconcile(key: ObjectKey) -> Result:

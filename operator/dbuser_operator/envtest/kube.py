@@ -40,6 +40,7 @@ from dbuser_operator.envtest.pki import (
 )
 from dbuser_operator.envtest.ports import LOOPBACK, free_port
 from dbuser_operator.envtest.process import ManagedProcess
+from dbuser_operator.runtime.client import api_client
 
 ADMIN_USER = "envtest-admin"
 ADMIN_GROUPS = ("system:masters",)
@@ -202,7 +203,7 @@ class KubeCluster:
         await config.load_kube_config(
             config_file=str(kubeconfig or self.kubeconfig), client_configuration=configuration
         )
-        async with client.ApiClient(configuration) as api:
+        async with api_client(configuration) as api:
             yield api
 
     async def mint_kubeconfig(self, user: str, groups: Sequence[str], path: Path) -> Path:

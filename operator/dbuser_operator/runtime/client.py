@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import enum
 import json
+import urllib.parse
+import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +22,7 @@ from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import Resource
 
 DEFAULT_TIMEOUT = 30.0
+_READ_BUFFER = 2**21  # as kubernetes-asyncio sets it: one watch event may be a 1.5 MiB object
 
 REQUESTS = Counter(
     "rest_client_requests_total",
@@ -27,6 +30,32 @@ REQUESTS = Counter(
     ["method", "code"],
     registry=REGISTRY,
 )
+
+
+def api_client(configuration: client.Configuration) -> client.ApiClient:
+    """A kubernetes-asyncio ``ApiClient`` that reads the proxy environment once, not on every request.
+
+    kubernetes-asyncio opens its aiohttp session with ``trust_env=True``: each request then looks up
+    ``~/.netrc`` and the proxy variables in a worker thread. Here the proxy for the API server is taken
+    from ``HTTPS_PROXY``/``NO_PROXY`` (or ``configuration.proxy``) up front, and the session is replaced by
+    one on the same connector that does not look again. Call from a coroutine.
+    """
+    if configuration.proxy is None:
+        configuration.proxy = environment_proxy(str(configuration.host))
+    api = client.ApiClient(configuration)
+    rest = api.rest_client
+    connector = rest.pool_manager.connector
+    rest.pool_manager.detach()
+    rest.pool_manager = aiohttp.ClientSession(connector=connector, trust_env=False, read_bufsize=_READ_BUFFER)
+    return api
+
+
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY`` … minus ``NO_PROXY``), if any."""
+    parts = urllib.parse.urlsplit(url)
+    if urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
 
 
 class PatchType(enum.StrEnum):

@@ -1,0 +1,58 @@
+"""The API client reads the proxy environment once: no per-request ``~/.netrc`` or proxy lookups."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes_asyncio import client
+
+from dbuser_operator.runtime.client import api_client, environment_proxy
+
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy")
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def configuration(host: str = "https://10.0.0.1:6443") -> client.Configuration:
+    result = client.Configuration()
+    result.host = host
+    return result
+
+
+async def test_session_does_not_trust_the_environment_per_request() -> None:
+    async with api_client(configuration()) as api:
+        session = api.rest_client.pool_manager
+        assert session.trust_env is False
+        assert not session.closed
+        assert api.rest_client.proxy is None
+
+
+async def test_proxy_from_the_environment_is_resolved_up_front(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    async with api_client(configuration()) as api:
+        assert api.rest_client.proxy == "http://proxy.example:3128"
+
+
+async def test_configured_proxy_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    settings = configuration()
+    settings.proxy = "http://other.example:8080"
+    async with api_client(settings) as api:
+        assert api.rest_client.proxy == "http://other.example:8080"
+
+
+def test_no_proxy_exempts_the_api_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "10.0.0.1,.svc")
+    assert environment_proxy("https://10.0.0.1:6443") is None
+    assert environment_proxy("https://kubernetes.default.svc") is None
+    assert environment_proxy("https://api.example:6443") == "http://proxy.example:3128"
+
+
+def test_plain_http_uses_the_http_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    assert environment_proxy("http://127.0.0.1:8080") == "http://proxy.example:3128"
+    assert environment_proxy("https://127.0.0.1:6443") is None
