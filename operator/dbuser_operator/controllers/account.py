@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dbuser_operator.controllers.ownership import owner
+from dbuser_operator.controllers.ownership import account_exists, owner
 from dbuser_operator.controllers.steps import Context
 from dbuser_operator.controllers.target import Target, mysql_condition
 from dbuser_operator.mysql import accounts, ownership
-from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
 
 
 class AccountStep:
@@ -21,30 +21,30 @@ class AccountStep:
         user, host = ctx.user.effective_user(), ctx.user.spec.host
         if ctx.password is None or ctx.secret is None:
             raise RuntimeError("the password step must run before the account step")
+        if ctx.account_exists is None:
+            raise RuntimeError("the ownership step must run before the account step")
         db, schema = self.target.db, self.target.schema
         try:
-            exists = ctx.account_exists
-            if exists is None:
-                exists = await accounts.exists(db, user, host)
-            if not exists:
-                await accounts.create(db, user, host, ctx.password)
-                await ownership.record_fingerprint(db, schema, user, host)
+            server = await self.target.server()
+            if not ctx.account_exists:
+                await self._create(ctx, user, host, ctx.password)
+                await ownership.record_fingerprint(db, schema, user, host, server)
                 ctx.account_exists = ctx.created = True
                 applied_before = ctx.status.get("appliedSecret") is not None
                 reason = "AccountRecreated" if applied_before else "AccountCreated"
                 ctx.event("Normal", reason, f"created account {ctx.account}")
             elif ctx.status.get("appliedSecret") != ctx.secret:
                 await accounts.set_password(db, user, host, ctx.password)
-                await ownership.record_fingerprint(db, schema, user, host)
+                await ownership.record_fingerprint(db, schema, user, host, server)
                 ctx.event(
                     "Normal",
                     "PasswordSet",
                     f"set the password of {ctx.account} from Secret {ctx.secret['name']} "
                     f"(resourceVersion {ctx.secret['resourceVersion']})",
                 )
-            elif await ownership.password_intact(db, schema, user, host) is False:
+            elif ctx.password_intact is False:
                 await accounts.set_password(db, user, host, ctx.password)
-                await ownership.record_fingerprint(db, schema, user, host)
+                await ownership.record_fingerprint(db, schema, user, host, server)
                 ctx.event(
                     "Warning",
                     "PasswordRestored",
@@ -54,6 +54,15 @@ class AccountStep:
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status["appliedSecret"] = ctx.secret
+
+    async def _create(self, ctx: Context, user: str, host: str, password: str) -> None:
+        """``CREATE USER``; if somebody made the account since the ownership step looked, let go of it."""
+        try:
+            await accounts.create(self.target.db, user, host, password)
+        except AccountExistsError:
+            if ctx.claimed:  # claimed in this pass, for an account we did not create: not ours
+                await ownership.forget(self.target.db, self.target.schema, user, host, owner(ctx).uid)
+            raise account_exists(ctx, retry=True) from None  # the next pass looks again
 
     async def delete(self, ctx: Context) -> None:
         user, host = ctx.status.get("user"), ctx.status.get("host")

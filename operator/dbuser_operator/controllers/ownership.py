@@ -10,7 +10,7 @@ from __future__ import annotations
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.controllers.steps import ConditionError, Context
 from dbuser_operator.controllers.target import Target, mysql_condition
-from dbuser_operator.mysql import accounts, ownership
+from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
@@ -29,6 +29,16 @@ def adopting(ctx: Context) -> bool:
     return (ctx.user.metadata.annotations or {}).get(ADOPT_ANNOTATION) == "true"
 
 
+def account_exists(ctx: Context, *, retry: bool = False) -> ConditionError:
+    """The refusal to manage an account the operator did not create."""
+    return ConditionError(
+        "AccountExists",
+        f"{ctx.account} already exists and the operator did not create it; to manage it "
+        f"anyway, annotate this DatabaseUser with {ADOPT_ANNOTATION}=true",
+        retry=retry,
+    )
+
+
 class OwnershipStep:
     """Claims the account for this resource, or explains why it cannot."""
 
@@ -44,23 +54,22 @@ class OwnershipStep:
         db, schema = self.target.db, self.target.schema
         try:
             await self.target.ensure_schema()
-            current = await ownership.owner_of(db, schema, user, host)
+            found = await ownership.lookup(db, schema, user, host, await self.target.server())
+            ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
+            current = found.owner
             if current is None:
-                existed = ctx.account_exists = await accounts.exists(db, user, host)
-                if existed and not adopting(ctx):
-                    raise ConditionError(
-                        "AccountExists",
-                        f"{ctx.account} already exists and the operator did not create it; to manage it "
-                        f"anyway, annotate this DatabaseUser with {ADOPT_ANNOTATION}=true",
-                        retry=False,
-                    )
+                if found.exists and not adopting(ctx):
+                    raise account_exists(ctx)
                 current = await ownership.claim(db, schema, user, host, me)
-                if existed and current.uid == me.uid:
+                ctx.claimed = current.uid == me.uid
+                if found.exists and ctx.claimed:
                     ctx.event("Warning", "AccountAdopted", f"took over the existing account {ctx.account}")
             elif current.uid != me.uid and adopting(ctx) and not self._exists(current):
                 await ownership.forget(db, schema, user, host, current.uid)
                 current = await ownership.claim(db, schema, user, host, me)
-                if current.uid == me.uid:
+                ctx.claimed = current.uid == me.uid
+                ctx.password_intact = None  # the fingerprint was the previous owner's
+                if ctx.claimed:
                     ctx.event(
                         "Warning", "AccountAdopted", f"took over {ctx.account} from a deleted DatabaseUser"
                     )

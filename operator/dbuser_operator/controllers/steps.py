@@ -36,6 +36,8 @@ class Context:
     password: str | None = field(default=None, repr=False)
     secret: dict[str, str] | None = None  # the Secret version read: name, uid, resourceVersion
     account_exists: bool | None = None  # as last checked in this pass (None: not checked)
+    password_intact: bool | None = None  # the account's password is the one we set (None: unknown)
+    claimed: bool = False  # this pass recorded the resource as the account's owner
     created: bool = False  # the account was created in this pass: it has default options and no grants
     events: list[tuple[EventType, str, str]] = field(default_factory=list)
 

@@ -6,6 +6,7 @@ It knows nothing of Kubernetes.
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.errors import (
     AccessDeniedError,
+    AccountExistsError,
     AdminPrivilegeMissingError,
     DatabaseUnavailableError,
     InvalidAccountError,
@@ -25,6 +26,7 @@ from dbuser_operator.mysql.statement import Statement
 
 __all__ = [
     "AccessDeniedError",
+    "AccountExistsError",
     "AdminPrivilegeMissingError",
     "ConnectionSettings",
     "Database",

@@ -13,9 +13,16 @@ from contextlib import contextmanager
 from pydantic import SecretStr
 
 from dbuser_operator.mysql.connection import Database
-from dbuser_operator.mysql.errors import InvalidPasswordError, classify
+from dbuser_operator.mysql.errors import (
+    AccountExistsError,
+    InvalidAccountError,
+    InvalidPasswordError,
+    classify,
+)
 from dbuser_operator.mysql.identifiers import InvalidIdentifierError, account, validate_host, validate_user
 from dbuser_operator.mysql.statement import Statement
+
+_OPERATION_FAILED = 1396  # CREATE/ALTER/DROP USER failed for the account
 
 
 def validate_password(password: str | SecretStr) -> SecretStr:
@@ -54,14 +61,20 @@ async def exists(db: Database, user: str, host: str) -> bool:
 
 
 async def create(db: Database, user: str, host: str, password: str | SecretStr) -> None:
-    """Create the account; an account that exists already is left as it is, password included."""
+    """Create the account. One that exists already is left as it is, password included, and the server's
+    refusal raised (:class:`~.errors.AccountExistsError`): the caller did not create it."""
     with _checked_input():
         statement = Statement(
-            "CREATE USER IF NOT EXISTS {account} IDENTIFIED BY %s",
+            "CREATE USER {account} IDENTIFIED BY %s",
             validate_password(password),
             account=account(user, host),
         )
-    await db.execute(statement)
+    try:
+        await db.execute(statement, idempotent=False)  # sent again, it would find its own account
+    except InvalidAccountError as error:
+        if error.code == _OPERATION_FAILED:
+            raise AccountExistsError(f"'{user}'@'{host}' exists already", error.code) from None
+        raise
 
 
 async def set_password(db: Database, user: str, host: str, password: str | SecretStr) -> None:

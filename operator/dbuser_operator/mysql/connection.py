@@ -77,7 +77,7 @@ class _QuietCursor(aiomysql.Cursor):  # type: ignore[misc]  # aiomysql is untype
     """A cursor that does not fetch the server's warnings after each statement.
 
     aiomysql would send ``SHOW WARNINGS`` and turn each note into a Python warning: an extra round trip
-    and noise for the expected ones ("user already exists" from ``CREATE USER IF NOT EXISTS``).
+    and noise for the expected ones ("user does not exist" from ``DROP USER IF EXISTS``).
     """
 
     async def _show_warnings(self, connection: Any) -> None:
@@ -127,12 +127,13 @@ class Database:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def execute(self, statement: Statement) -> int:
+    async def execute(self, statement: Statement, *, idempotent: bool = True) -> int:
         """Run a statement that changes something; the number of rows it affected.
 
-        The statement must be idempotent: when a pooled connection turns out broken it is sent once more.
+        When a pooled connection turns out broken an ``idempotent`` statement is sent once more; any other
+        fails (the server may have run it before the connection broke: the caller must find out).
         """
-        affected, _ = await self._run(statement, read=False)
+        affected, _ = await self._run(statement, read=False, retry=idempotent)
         return affected
 
     async def fetch(self, statement: Statement) -> list[Row]:
@@ -154,20 +155,22 @@ class Database:
         if self._retiring:
             await asyncio.gather(*self._retiring, return_exceptions=True)
 
-    async def _run(self, statement: Statement, *, read: bool) -> tuple[int, list[Row]]:
+    async def _run(self, statement: Statement, *, read: bool, retry: bool = True) -> tuple[int, list[Row]]:
         timeout = self._settings.statement_timeout
         try:
             async with asyncio.timeout(timeout):
-                return await self._run_with_retry(statement, read=read)
+                return await self._run_with_retry(statement, read=read, retry=retry)
         except TimeoutError:
             pass  # raised below, outside the handler: no driver exception chained to ours
         if self._pool is not None:
             self._retire(self._pool)
         raise DatabaseUnavailableError(f"the database did not answer within {timeout:g} s")
 
-    async def _run_with_retry(self, statement: Statement, *, read: bool) -> tuple[int, list[Row]]:
+    async def _run_with_retry(
+        self, statement: Statement, *, read: bool, retry: bool
+    ) -> tuple[int, list[Row]]:
         outcome = await self._attempt(statement, read=read)
-        if isinstance(outcome, _Failure) and self._retry_after(outcome):
+        if isinstance(outcome, _Failure) and self._retry_after(outcome) and retry:
             outcome = await self._attempt(statement, read=read)
             if isinstance(outcome, _Failure):
                 self._retry_after(outcome)

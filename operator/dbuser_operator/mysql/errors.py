@@ -55,6 +55,12 @@ class InvalidAccountError(MySQLError):
     reason = "InvalidAccount"
 
 
+class AccountExistsError(InvalidAccountError):
+    """``CREATE USER`` found the account there already (error 1396): whoever made it, the caller did not."""
+
+    reason = "AccountExists"
+
+
 class InvalidGrantError(MySQLError):
     """A grant is invalid: a bad database, table or privilege name, or a privilege not valid at its level."""
 

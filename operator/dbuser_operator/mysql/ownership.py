@@ -11,8 +11,9 @@ servers store hosts in lower case (MariaDB 10.11: ``CREATE USER 'u'@'Example.COM
 ``LOWER(host)``.
 
 Password drift without keeping any password or password hash of our own: the fingerprint is
-``SHA2(authentication_string, 256)`` of the account's ``mysql.user`` row, recorded right after the operator
-sets the password (:func:`record_fingerprint`) and compared later (:func:`password_intact`). On MariaDB
+``SHA2(authentication_string, 256)`` of the account (see :mod:`.catalog`), recorded right after the
+operator sets the password (:func:`record_fingerprint`) and compared later (:func:`lookup`, and the
+inventory for all accounts at once). On MariaDB
 (``mysql_native_password``: an unsalted hash) setting the same password again keeps the fingerprint; on
 MySQL 8 (``caching_sha2_password``: salted) any ``ALTER USER ... IDENTIFIED BY`` changes it, even to the
 same password: record the fingerprint again after every password change of the operator's own.
@@ -23,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from dbuser_operator.mysql import catalog
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import ServerError, checked_input
 from dbuser_operator.mysql.identifiers import (
@@ -33,6 +35,7 @@ from dbuser_operator.mysql.identifiers import (
     validate_host,
     validate_user,
 )
+from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement
 
 DEFAULT_SCHEMA: Final = "dbuser_operator"
@@ -179,40 +182,62 @@ async def list_owned(db: Database, schema: str) -> list[OwnedAccount]:
     return [OwnedAccount(str(u), str(h), Owner(str(uid), str(ns), str(n))) for u, h, uid, ns, n in rows]
 
 
-async def record_fingerprint(db: Database, schema: str, user: str, host: str) -> None:
+async def record_fingerprint(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> None:
     """Remember the fingerprint of the account's current authentication string (one statement).
 
-    Sets ``auth_fingerprint`` to ``SHA2(mysql.user.authentication_string, 256)``, or to NULL when the
+    Sets ``auth_fingerprint`` to ``SHA2(authentication_string, 256)`` of the account, or to NULL when the
     account does not exist; an account nobody owns is left alone.
     """
     await db.execute(
         Statement(
             "UPDATE {table} o SET o.auth_fingerprint = ("
-            "SELECT SHA2(u.authentication_string, 256) FROM mysql.user u"
-            " WHERE u.User = o.user AND u.Host = LOWER(o.host))"
+            "SELECT SHA2({auth}, 256) FROM {accounts} u WHERE u.User = o.user AND u.Host = LOWER(o.host))"
             " WHERE o.user = %s AND o.host = %s",
             *_key(user, host),
             table=table(schema),
+            accounts=catalog.accounts_table(server),
+            auth=catalog.authentication_string(server, "u"),
         )
     )
 
 
-async def password_intact(db: Database, schema: str, user: str, host: str) -> bool | None:
-    """Whether the account's authentication string is still the one fingerprinted.
+@dataclass(frozen=True)
+class Lookup:
+    """What the operator needs to know of an account before it touches it.
 
-    None when nothing can be compared: the account is not owned, no fingerprint is recorded, or the
-    account does not exist.
+    ``owner``: who owns it (None: nobody). ``exists``: the account exists. ``password_intact``: its
+    authentication string still has the recorded fingerprint (None when nothing can be compared: not
+    owned, no fingerprint recorded, or no account).
     """
+
+    owner: Owner | None
+    exists: bool
+    password_intact: bool | None
+
+
+async def lookup(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> Lookup:
+    """Owner, existence and password fingerprint of ``'user'@'host'``, in one query by primary keys."""
+    user, host = _key(user, host)
     rows = await db.fetch(
         Statement(
-            "SELECT o.auth_fingerprint, SHA2(u.authentication_string, 256) FROM {table} o"
-            " LEFT JOIN mysql.user u ON u.User = o.user AND u.Host = LOWER(o.host)"
-            " WHERE o.user = %s AND o.host = %s",
-            *_key(user, host),
+            "SELECT o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User, SHA2({auth}, 256)"
+            " FROM (SELECT 1) AS one"
+            " LEFT JOIN {table} o ON o.user = %s AND o.host = %s"
+            " LEFT JOIN {accounts} u ON u.User = %s AND u.Host = %s",
+            user,
+            host,
+            user,
+            host.lower(),
             table=table(schema),
+            accounts=catalog.accounts_table(server),
+            auth=catalog.authentication_string(server, "u"),
         )
     )
-    return compare_fingerprints(rows[0][0], rows[0][1]) if rows else None
+    uid, namespace, name, recorded, account, current = rows[0]
+    owner = Owner(str(uid), str(namespace), str(name)) if uid is not None else None
+    exists = account is not None
+    intact = compare_fingerprints(recorded, current) if owner is not None and exists else None
+    return Lookup(owner, exists, intact)
 
 
 def compare_fingerprints(recorded: object, current: object) -> bool | None:

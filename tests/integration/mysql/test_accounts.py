@@ -7,6 +7,7 @@ from pydantic import SecretStr
 
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import (
+    AccountExistsError,
     ConnectionSettings,
     Database,
     InvalidAccountError,
@@ -78,12 +79,16 @@ async def test_set_password_replaces_the_old_one(
     assert login_error(mysql, user, "old-password") == 1045
 
 
-async def test_create_again_keeps_the_existing_password(
+async def test_create_again_is_refused_and_keeps_the_existing_password(
     db: Database, mysql: MySQLServer, accounts_made: Accounts
 ) -> None:
     user = accounts_made.track(accounts_made.name(), "%")
     await accounts.create(db, user, "%", "first")
-    await accounts.create(db, user, "%", "second")
+    with pytest.raises(AccountExistsError) as refused:
+        await accounts.create(db, user, "%", "second")
+    assert refused.value.code == 1396
+    assert refused.value.reason == "AccountExists"
+    assert "second" not in str(refused.value)
     assert login(mysql, user, "first") == f"{user}@%"
     assert login_error(mysql, user, "second") == 1045
 

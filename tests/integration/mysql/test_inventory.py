@@ -24,7 +24,7 @@ async def owned_account(
     user = accounts_made.track(user or accounts_made.name(), host)
     await accounts.create(db, user, host, "pw")
     await claim(db, schema, user, host, OWNER)
-    await record_fingerprint(db, schema, user, host)
+    await record_fingerprint(db, schema, user, host, await db.server_info())
     return user
 
 

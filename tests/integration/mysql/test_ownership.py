@@ -9,19 +9,25 @@ import pytest
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import ConnectionSettings, Database, InvalidAccountError, ServerInfo, accounts
 from dbuser_operator.mysql.ownership import (
+    Lookup,
     OwnedAccount,
     Owner,
     claim,
     ensure_schema,
     forget,
     list_owned,
+    lookup,
     owner_of,
-    password_intact,
     record_fingerprint,
 )
 from tests.integration.mysql.support import Accounts, Databases, admin, admin_rows
 
 pytestmark = pytest.mark.integration
+
+
+async def intact(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> bool | None:
+    return (await lookup(db, schema, user, host, server)).password_intact
+
 
 ALICE = Owner("11111111-1111-4111-8111-111111111111", "team-a", "app")
 BOB = Owner("22222222-2222-4222-8222-222222222222", "team-b", "app")
@@ -136,14 +142,14 @@ async def test_the_fingerprint_detects_a_password_set_by_hand(
 ) -> None:
     user = accounts_made.track(accounts_made.name(), "%")
     await accounts.create(db, user, "%", "first")
-    assert await password_intact(db, owned_schema, user, "%") is None  # not owned
+    assert await intact(db, owned_schema, user, "%", server) is None  # not owned
     await claim(db, owned_schema, user, "%", ALICE)
-    assert await password_intact(db, owned_schema, user, "%") is None  # no fingerprint yet
+    assert await intact(db, owned_schema, user, "%", server) is None  # no fingerprint yet
 
     written = db.statements_written
-    await record_fingerprint(db, owned_schema, user, "%")
+    await record_fingerprint(db, owned_schema, user, "%", server)
     assert db.statements_written == written + 1  # one statement
-    assert await password_intact(db, owned_schema, user, "%") is True
+    assert await intact(db, owned_schema, user, "%", server) is True
     stored = admin_rows(
         mysql, f"SELECT auth_fingerprint FROM `{owned_schema}`.accounts WHERE user = %s", user
     )
@@ -151,40 +157,79 @@ async def test_the_fingerprint_detects_a_password_set_by_hand(
     assert "first" not in stored[0][0]
 
     admin(mysql, f"ALTER USER '{user}'@'%' IDENTIFIED BY 'changed-by-hand'")
-    assert await password_intact(db, owned_schema, user, "%") is False
+    assert await intact(db, owned_schema, user, "%", server) is False
 
     await accounts.set_password(db, user, "%", "second")  # the operator puts its password back...
-    await record_fingerprint(db, owned_schema, user, "%")  # ...and records the new fingerprint
-    assert await password_intact(db, owned_schema, user, "%") is True
+    await record_fingerprint(db, owned_schema, user, "%", server)  # ...and records the new fingerprint
+    assert await intact(db, owned_schema, user, "%", server) is True
 
     if server.flavour == "mariadb":  # unsalted mysql_native_password: the same password, the same string
         admin(mysql, f"ALTER USER '{user}'@'%' IDENTIFIED BY 'second'")
-        assert await password_intact(db, owned_schema, user, "%") is True
+        assert await intact(db, owned_schema, user, "%", server) is True
 
     admin(mysql, f"DROP USER '{user}'@'%'")
-    assert await password_intact(db, owned_schema, user, "%") is None  # no account to compare
-    await record_fingerprint(db, owned_schema, user, "%")
+    assert await intact(db, owned_schema, user, "%", server) is None  # no account to compare
+    await record_fingerprint(db, owned_schema, user, "%", server)
     assert admin_rows(
         mysql, f"SELECT auth_fingerprint FROM `{owned_schema}`.accounts WHERE user = %s", user
     ) == [(None,)]
 
 
 async def test_the_fingerprint_of_an_upper_case_host(
-    db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str
+    db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str, server: ServerInfo
 ) -> None:
     user = accounts_made.track(accounts_made.name(), "app.example.com")
     await accounts.create(db, user, "App.Example.com", "pw")
     await claim(db, owned_schema, user, "App.Example.com", ALICE)
-    await record_fingerprint(db, owned_schema, user, "App.Example.com")
-    assert await password_intact(db, owned_schema, user, "app.example.com") is True
+    await record_fingerprint(db, owned_schema, user, "App.Example.com", server)
+    assert await intact(db, owned_schema, user, "app.example.com", server) is True
     admin(mysql, f"ALTER USER '{user}'@'app.example.com' IDENTIFIED BY 'other'")
-    assert await password_intact(db, owned_schema, user, "App.Example.com") is False
+    assert await intact(db, owned_schema, user, "App.Example.com", server) is False
 
 
 async def test_record_fingerprint_leaves_accounts_nobody_owns_alone(
-    db: Database, accounts_made: Accounts, owned_schema: str
+    db: Database, accounts_made: Accounts, owned_schema: str, server: ServerInfo
 ) -> None:
     user = accounts_made.track(accounts_made.name(), "%")
     await accounts.create(db, user, "%", "pw")
-    await record_fingerprint(db, owned_schema, user, "%")
+    await record_fingerprint(db, owned_schema, user, "%", server)
     assert await list_owned(db, owned_schema) == []
+
+
+async def test_lookup_tells_owner_existence_and_fingerprint_in_one_query(
+    db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str, server: ServerInfo
+) -> None:
+    user = accounts_made.track(accounts_made.name(), "app.example.com")
+    read = db.statements_read
+    assert await lookup(db, owned_schema, user, "App.Example.com", server) == Lookup(None, False, None)
+    assert db.statements_read == read + 1
+
+    await claim(db, owned_schema, user, "App.Example.com", ALICE)
+    assert await lookup(db, owned_schema, user, "App.Example.com", server) == Lookup(ALICE, False, None)
+
+    await accounts.create(db, user, "App.Example.com", "pw")
+    assert await lookup(db, owned_schema, user, "App.Example.com", server) == Lookup(ALICE, True, None)
+
+    await record_fingerprint(db, owned_schema, user, "App.Example.com", server)
+    assert await lookup(db, owned_schema, user, "App.Example.com", server) == Lookup(ALICE, True, True)
+
+    await forget(db, owned_schema, user, "App.Example.com", ALICE.uid)
+    assert await lookup(db, owned_schema, user, "App.Example.com", server) == Lookup(None, True, None)
+
+
+async def test_the_fingerprint_is_that_of_mysql_user(
+    db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str, server: ServerInfo
+) -> None:
+    """Fingerprints recorded from mysql.user (before the catalog read global_priv on MariaDB) still hold."""
+    user = accounts_made.track(accounts_made.name(), "%")
+    await accounts.create(db, user, "%", "pw")
+    await claim(db, owned_schema, user, "%", ALICE)
+    await record_fingerprint(db, owned_schema, user, "%", server)
+    recorded = admin_rows(
+        mysql, f"SELECT auth_fingerprint FROM `{owned_schema}`.accounts WHERE user = %s", user
+    )
+    from_view = admin_rows(
+        mysql, "SELECT SHA2(authentication_string, 256) FROM mysql.user WHERE User = %s AND Host = '%%'", user
+    )
+    assert recorded == from_view
+    assert recorded[0][0] is not None
