@@ -171,6 +171,19 @@ async def test_a_killed_connection_is_replaced(db: Database, mysql: MySQLServer)
     assert db.statements_read == 3
 
 
+async def test_a_statement_that_is_not_idempotent_is_not_sent_twice(db: Database, mysql: MySQLServer) -> None:
+    [(first,)] = await db.fetch(Statement("SELECT CONNECTION_ID()"))
+    with mysql.connect() as connection, connection.cursor() as cursor:
+        cursor.execute(f"KILL CONNECTION {int(first)}")
+    # The server may have run it before the connection broke: the caller is told, nothing is resent.
+    with pytest.raises(DatabaseUnavailableError):
+        await db.execute(Statement("DO 1"), idempotent=False)
+    assert db.statements_written == 1
+    [(second,)] = await db.fetch(Statement("SELECT CONNECTION_ID()"))
+    assert second != first
+    assert db.pools_created == 2  # the broken pool was replaced all the same
+
+
 async def test_an_outage_fails_fast_and_the_same_database_recovers(
     mysql_provider: MySQLServer | LocalMySQLServer, admin_settings: ConnectionSettings
 ) -> None:
