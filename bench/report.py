@@ -61,6 +61,7 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
         if operator and (peer := _kopf_seconds(results, n, "convergence")):
             speedup = peer[0] / operator["seconds"]
             add(f"convergence N={n} vs kopf", f"≥ {FASTER_THAN_KOPF}x faster", speedup, speedup >= 3, peer[1])
+        _ceiling(results, n, "convergence", add)
         if operator:
             writes = operator.get("operator_api_writes_per_user", operator["api_writes_per_user"])
             add(f"API writes per created user N={n}", f"≤ {API_WRITES_PER_USER:g}", writes, writes <= 3)
@@ -87,6 +88,7 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
                 speedup >= FASTER_THAN_KOPF if n >= 1000 or results.get("smoke") else None,
                 peer[1],
             )
+        _ceiling(results, n, "backlog", add)
     for row in [*results.get("convergence", []), *results.get("backlog", [])]:
         if row["implementation"] == "operator" and not row["converged"]:
             add(f"convergence N={row['n']}", "all Ready", row["ready"], False)
@@ -95,6 +97,20 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 Add = Callable[..., None]
+
+
+def _ceiling(results: dict[str, Any], n: int, section: str, add: Add) -> None:
+    """How much faster than kopf the floor is: no implementation of the job can beat that ratio."""
+    floor, peer = _convergence(results, "floor", n, section), _kopf_seconds(results, n, section)
+    if floor and peer:
+        what = "" if section == "convergence" else " (processing only)"
+        add(
+            f"{section} N={n}: floor vs kopf{what}",
+            "the ceiling of 'vs kopf'",
+            peer[0] / floor["seconds"],
+            None,
+            peer[1],
+        )
 
 
 def _steady_state_targets(results: dict[str, Any], add: Add) -> None:

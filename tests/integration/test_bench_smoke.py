@@ -101,4 +101,10 @@ def test_bench_smoke(kube: KubeCluster, mysql: MySQLServer, crds: list[str], tmp
     # Every target is judged or marked as information only.
     names = {target["name"] for target in results["targets"]}
     assert {"rotation p99", "idle API writes", "idle SQL writes", "idle CPU"} <= names
+    # And what the floor says of kopf: the best ratio any implementation could reach.
+    ceiling = next(
+        t for t in results["targets"] if t["name"] == "backlog N=10: floor vs kopf (processing only)"
+    )
+    assert ceiling["pass"] is None
+    assert ceiling["value"] == pytest.approx(backlog["kopf"]["seconds"] / backlog["floor"]["seconds"])
     assert all(target["pass"] in (True, False, None) for target in results["targets"])
