@@ -3,8 +3,9 @@
 A :class:`Grant` gives privileges on one *level*: global (``*.*``), one database (``db.*``) or one table
 (``db.table``); column and routine levels are not managed. :func:`read_grants` reads the account's grants
 from ``information_schema`` (``USER_PRIVILEGES``, ``SCHEMA_PRIVILEGES``, ``TABLE_PRIVILEGES``: structured,
-and the same on MySQL and MariaDB); :func:`plan` computes the fewest ``GRANT``/``REVOKE`` statements that
-make them equal to the wanted ones, level by level, and :func:`apply` runs them. A level that is already
+and the same on MySQL and MariaDB), or on MariaDB from the privilege tables by key (:mod:`.grant_tables`);
+:func:`plan` computes the fewest ``GRANT``/``REVOKE`` statements that make them equal to the wanted ones,
+level by level, and :func:`apply` runs them. A level that is already
 right yields no statement; privileges granted by hand, on a wanted level or another one, are revoked.
 
 Database names: at the database level the servers read ``_`` and ``%`` of ``GRANT ... ON db.*`` as
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from dbuser_operator.mysql import grant_tables
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import (
     InvalidAccountError,
@@ -525,10 +527,17 @@ _READ_GRANTS: Final = (
 )
 
 
-async def _read(db: Database, user: str, host: str) -> tuple[bool, set[Grant]]:
-    """Whether the account exists, and its grants (one query)."""
+async def _read(
+    db: Database, user: str, host: str, server: ServerInfo | None = None
+) -> tuple[bool, set[Grant]]:
+    """Whether the account exists, and its grants (one query; two when the privilege tables of ``server``
+    are read first and the account turns out to hold global privileges)."""
     with checked_input():
         who = grantee(validate_user(user), validate_host(host))
+    if server is not None and grant_tables.supported(server):
+        read = await grant_tables.read_rows(db, user, host, server)
+        if read is not None:
+            return read[0], set(grants_from_rows(read[1]))
     statement = Statement(_READ_GRANTS, who, who, who, user, host.lower())
     rows = await db.fetch(statement)
     exists = any(row[1] == _ACCOUNT_RANK for row in rows)
@@ -536,9 +545,10 @@ async def _read(db: Database, user: str, host: str) -> tuple[bool, set[Grant]]:
     return exists, set(grants_from_rows(mine))
 
 
-async def read_grants(db: Database, user: str, host: str) -> set[Grant]:
-    """The account's global, database and table grants, one per level (one query; none if no account)."""
-    _, grants = await _read(db, user, host)
+async def read_grants(db: Database, user: str, host: str, server: ServerInfo | None = None) -> set[Grant]:
+    """The account's global, database and table grants, one per level (none if no account). With
+    ``server``, MariaDB's privilege tables are read by key where they can be (:mod:`.grant_tables`)."""
+    _, grants = await _read(db, user, host, server)
     return grants
 
 
@@ -562,7 +572,7 @@ async def apply(
     ``current``, when the caller knows it (an account it has just created has no grants), saves the read.
     """
     if current is None:
-        exists, held = await _read(db, user, host)
+        exists, held = await _read(db, user, host, server)
     else:
         exists, held = True, set(current)
     planned = changes(held, desired, server)
