@@ -174,97 +174,70 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [line, rule, *body]
 
 
+Column = tuple[str, Callable[[dict[str, Any]], str]]
+
+
+def _api_writes(row: dict[str, Any]) -> str:
+    return _number(row.get("operator_api_writes_per_user", row["api_writes_per_user"]))
+
+
+_SHARED_HEAD: list[Column] = [
+    ("N", lambda row: str(row["n"])),
+    ("implementation", lambda row: str(row["implementation"])),
+    ("Ready", lambda row: f"{row['ready']}/{row['n']}"),
+]
+_WRITES: list[Column] = [
+    ("API writes/user", _api_writes),
+    ("Events dropped", lambda row: _number(row.get("events_dropped"))),
+    ("SQL stmts/user", lambda row: _number(row["sql_statements_per_user"], 1)),
+    ("CPU s", lambda row: _number(row["cpu_seconds"], 1)),
+]
+_SHARED_TAIL: list[Column] = [
+    ("servers' CPU s", _servers),
+    ("peak RSS MiB", lambda row: _number(row["peak_rss_mib"], 0)),
+    ("logins", lambda row: f"{row['logins_ok']}/{row['logins_checked']}"),
+]
+CONVERGENCE_COLUMNS: list[Column] = [
+    *_SHARED_HEAD,
+    ("total s", lambda row: _number(row["seconds"])),
+    ("after last create s", lambda row: _number(row["after_last_create_seconds"])),
+    ("objects/s", lambda row: _number(row["objects_per_second"], 0)),
+    ("p50 ms", lambda row: _number(row["latency_p50_ms"], 0)),
+    ("p99 ms", lambda row: _number(row["latency_p99_ms"], 0)),
+    *_WRITES,
+    *_SHARED_TAIL,
+]
+BACKLOG_COLUMNS: list[Column] = [
+    *_SHARED_HEAD,
+    ("s from start", lambda row: _number(row["seconds"])),
+    ("objects/s", lambda row: _number(row["objects_per_second"], 0)),
+    *_WRITES,
+    ("CPU ms/user", lambda row: _number(row["cpu_ms_per_user"], 1)),
+    *_SHARED_TAIL,
+]
+
+
+def _rows_table(title: str, rows: list[dict[str, Any]], columns: list[Column]) -> list[str]:
+    """A titled Markdown table of ``rows``, one column per ``(header, cell)``; nothing without rows."""
+    if not rows:
+        return []
+    cells = [[cell(row) for _, cell in columns] for row in rows]
+    return [title, "", *_table([header for header, _ in columns], cells), ""]
+
+
 def render_table(results: dict[str, Any]) -> str:
     """The results as Markdown tables (printed, and pasted into bench/README.md)."""
-    lines: list[str] = []
-    convergence = results.get("convergence", [])
-    if convergence:
-        lines += ["Convergence (create N DatabaseUsers + Secrets, one grant each, until all Ready):", ""]
-        rows = [
-            [
-                str(row["n"]),
-                row["implementation"],
-                f"{row['ready']}/{row['n']}",
-                _number(row["seconds"]),
-                _number(row["after_last_create_seconds"]),
-                _number(row["objects_per_second"], 0),
-                _number(row["latency_p50_ms"], 0),
-                _number(row["latency_p99_ms"], 0),
-                _number(row.get("operator_api_writes_per_user", row["api_writes_per_user"])),
-                _number(row.get("events_dropped")),
-                _number(row["sql_statements_per_user"], 1),
-                _number(row["cpu_seconds"], 1),
-                _servers(row),
-                _number(row["peak_rss_mib"], 0),
-                f"{row['logins_ok']}/{row['logins_checked']}",
-            ]
-            for row in convergence
-        ]
-        lines += _table(
-            [
-                "N",
-                "implementation",
-                "Ready",
-                "total s",
-                "after last create s",
-                "objects/s",
-                "p50 ms",
-                "p99 ms",
-                "API writes/user",
-                "Events dropped",
-                "SQL stmts/user",
-                "CPU s",
-                "servers' CPU s",
-                "peak RSS MiB",
-                "logins",
-            ],
-            rows,
-        )
-        lines.append("")
-    backlog = results.get("backlog", [])
-    if backlog:
-        lines += [
-            "Backlog (processing only: N DatabaseUsers + Secrets created first, then the implementation "
-            "started; time from its start until all Ready):",
-            "",
-        ]
-        rows = [
-            [
-                str(row["n"]),
-                row["implementation"],
-                f"{row['ready']}/{row['n']}",
-                _number(row["seconds"]),
-                _number(row["objects_per_second"], 0),
-                _number(row.get("operator_api_writes_per_user", row["api_writes_per_user"])),
-                _number(row.get("events_dropped")),
-                _number(row["sql_statements_per_user"], 1),
-                _number(row["cpu_seconds"], 1),
-                _number(row["cpu_ms_per_user"], 1),
-                _servers(row),
-                _number(row["peak_rss_mib"], 0),
-                f"{row['logins_ok']}/{row['logins_checked']}",
-            ]
-            for row in backlog
-        ]
-        lines += _table(
-            [
-                "N",
-                "implementation",
-                "Ready",
-                "s from start",
-                "objects/s",
-                "API writes/user",
-                "Events dropped",
-                "SQL stmts/user",
-                "CPU s",
-                "CPU ms/user",
-                "servers' CPU s",
-                "peak RSS MiB",
-                "logins",
-            ],
-            rows,
-        )
-        lines.append("")
+    lines = _rows_table(
+        "Convergence (create N DatabaseUsers + Secrets, one grant each, until all Ready):",
+        results.get("convergence", []),
+        CONVERGENCE_COLUMNS,
+    )
+    lines += _rows_table(
+        "Backlog (processing only: N DatabaseUsers + Secrets created first, then the implementation "
+        "started; time from its start until all Ready):",
+        results.get("backlog", []),
+        BACKLOG_COLUMNS,
+    )
     rotation = results.get("rotation")
     if rotation:
         lines.append(
