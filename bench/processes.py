@@ -181,9 +181,7 @@ def operator(
         "-m",
         "dbuser_operator",
         f"--kubeconfig={kubeconfig}",
-        f"--mysql-host={mysql.host}",
-        f"--mysql-port={mysql.port}",
-        f"--mysql-user={mysql.user}",
+        *_mysql_flags(mysql),
         f"--target={TARGET}",
         f"--namespaces={namespace}",
         f"--ownership-schema={OWNERSHIP_SCHEMA}",
@@ -205,19 +203,29 @@ def operator(
     )
 
 
+def _mysql_flags(mysql: MySQLAddress) -> list[str]:
+    """Where the MySQL server is, as every implementation's flags say it (the password goes by env)."""
+    return [f"--mysql-host={mysql.host}", f"--mysql-port={mysql.port}", f"--mysql-user={mysql.user}"]
+
+
+def _peer_argv(module: str, namespace: str, mysql: MySQLAddress, concurrency: int) -> list[str]:
+    """``python -m module`` with the flags the floor and the kopf peer share."""
+    return [
+        sys.executable,
+        "-m",
+        module,
+        f"--namespace={namespace}",
+        *_mysql_flags(mysql),
+        f"--concurrency={concurrency}",
+    ]
+
+
 def floor(
     workdir: Path, kubeconfig: Path, mysql: MySQLAddress, namespace: str, *, concurrency: int, log_name: str
 ) -> Implementation:
     argv = [
-        sys.executable,
-        "-m",
-        "bench.floor",
+        *_peer_argv("bench.floor", namespace, mysql, concurrency),
         f"--kubeconfig={kubeconfig}",
-        f"--namespace={namespace}",
-        f"--mysql-host={mysql.host}",
-        f"--mysql-port={mysql.port}",
-        f"--mysql-user={mysql.user}",
-        f"--concurrency={concurrency}",
     ]
     return Implementation(
         "floor", argv, workdir / f"{log_name}.log", env={ADMIN_PASSWORD_ENV: mysql.password}
@@ -227,15 +235,6 @@ def floor(
 def kopf_peer(
     workdir: Path, kubeconfig: Path, mysql: MySQLAddress, namespace: str, *, concurrency: int, log_name: str
 ) -> Implementation:
-    argv = [
-        sys.executable,
-        "-m",
-        "bench.kopf_peer",
-        f"--namespace={namespace}",
-        f"--mysql-host={mysql.host}",
-        f"--mysql-port={mysql.port}",
-        f"--mysql-user={mysql.user}",
-        f"--concurrency={concurrency}",
-    ]
+    argv = _peer_argv("bench.kopf_peer", namespace, mysql, concurrency)
     env = {ADMIN_PASSWORD_ENV: mysql.password, "KUBECONFIG": str(kubeconfig)}
     return Implementation("kopf", argv, workdir / f"{log_name}.log", env=env)
