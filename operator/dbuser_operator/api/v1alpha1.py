@@ -22,6 +22,8 @@ from typing import Annotated, Any, Final, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from dbuser_operator.mysql import grants
+
 GROUP: Final = "mysql.dbuser-operator.dev"
 VERSION: Final = "v1alpha1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
@@ -124,34 +126,13 @@ every privilege of the grant's level (ALL PRIVILEGES)."""
 PRIVILEGES: Final[tuple[Privilege, ...]] = get_args(Privilege)
 """Every privilege name the API accepts, in the order of the schema's enum."""
 
-GLOBAL_ONLY_PRIVILEGES: Final[tuple[Privilege, ...]] = (
-    "CREATE USER",
-    "FILE",
-    "PROCESS",
-    "RELOAD",
-    "REPLICATION CLIENT",
-    "REPLICATION SLAVE",
-    "SHOW DATABASES",
-    "SHUTDOWN",
-    "SUPER",
-    "CREATE TABLESPACE",
+GLOBAL_ONLY_PRIVILEGES: Final[tuple[Privilege, ...]] = tuple(
+    name for name in PRIVILEGES if name in grants.GLOBAL_ONLY_PRIVILEGES
 )
 """The privileges that exist only at the global level: MySQL grants them on *.* alone (database "*")."""
 
-TABLE_PRIVILEGES: Final[tuple[Privilege, ...]] = (
-    "ALL",
-    "ALTER",
-    "CREATE",
-    "CREATE VIEW",
-    "DELETE",
-    "DROP",
-    "INDEX",
-    "INSERT",
-    "REFERENCES",
-    "SELECT",
-    "SHOW VIEW",
-    "TRIGGER",
-    "UPDATE",
+TABLE_PRIVILEGES: Final[tuple[Privilege, ...]] = tuple(
+    name for name in PRIVILEGES if name == grants.ALL or name in grants.TABLE_PRIVILEGES
 )
 """The privileges that MySQL grants on a single table (ALL meaning all of them)."""
 
