@@ -7,9 +7,6 @@ both before any statement is sent. The statements work on MySQL 8.0/8.4 and Mari
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from pydantic import SecretStr
 
 from dbuser_operator.mysql.connection import Database
@@ -17,9 +14,9 @@ from dbuser_operator.mysql.errors import (
     AccountExistsError,
     InvalidAccountError,
     InvalidPasswordError,
-    classify,
+    checked_input,
 )
-from dbuser_operator.mysql.identifiers import InvalidIdentifierError, account, validate_host, validate_user
+from dbuser_operator.mysql.identifiers import account, validate_host, validate_user
 from dbuser_operator.mysql.statement import Statement
 
 _OPERATION_FAILED = 1396  # CREATE/ALTER/DROP USER failed for the account
@@ -37,21 +34,12 @@ def validate_password(password: str | SecretStr) -> SecretStr:
     return SecretStr(value)
 
 
-@contextmanager
-def _checked_input() -> Iterator[None]:
-    """Input errors (ValueErrors) as the MySQLErrors the callers handle."""
-    try:
-        yield
-    except (InvalidIdentifierError, InvalidPasswordError) as exc:
-        raise classify(exc) from exc
-
-
 async def exists(db: Database, user: str, host: str) -> bool:
     """Whether the account ``'user'@'host'`` exists (``mysql.user``: a table on MySQL, a view on MariaDB).
 
     Host names are case-insensitive: the server stores them lower-cased, so they are compared that way.
     """
-    with _checked_input():
+    with checked_input():
         statement = Statement(
             "SELECT 1 FROM mysql.user WHERE User = %s AND Host = %s",
             validate_user(user),
@@ -63,7 +51,7 @@ async def exists(db: Database, user: str, host: str) -> bool:
 async def create(db: Database, user: str, host: str, password: str | SecretStr) -> None:
     """Create the account. One that exists already is left as it is, password included, and the server's
     refusal raised (:class:`~.errors.AccountExistsError`): the caller did not create it."""
-    with _checked_input():
+    with checked_input():
         statement = Statement(
             "CREATE USER {account} IDENTIFIED BY %s",
             validate_password(password),
@@ -79,7 +67,7 @@ async def create(db: Database, user: str, host: str, password: str | SecretStr) 
 
 async def set_password(db: Database, user: str, host: str, password: str | SecretStr) -> None:
     """Set the account's password (InvalidAccountError, code 1396, when the account does not exist)."""
-    with _checked_input():
+    with checked_input():
         statement = Statement(
             "ALTER USER {account} IDENTIFIED BY %s", validate_password(password), account=account(user, host)
         )
@@ -88,6 +76,6 @@ async def set_password(db: Database, user: str, host: str, password: str | Secre
 
 async def drop(db: Database, user: str, host: str) -> None:
     """Drop the account if it exists. Its open sessions stay open until they end (the server's choice)."""
-    with _checked_input():
+    with checked_input():
         statement = Statement("DROP USER IF EXISTS {account}", account=account(user, host))
     await db.execute(statement)
