@@ -23,37 +23,43 @@ class AccountStep:
             raise RuntimeError("the password step must run before the account step")
         if ctx.account_exists is None:
             raise RuntimeError("the ownership step must run before the account step")
-        db, schema = self.target.db, self.target.schema
         try:
-            server = await self.target.server()
-            if not ctx.account_exists:
-                await self._create(ctx, user, host, ctx.password)
-                await ownership.record_fingerprint(db, schema, user, host, server)
-                ctx.account_exists = ctx.created = True
-                applied_before = ctx.status.get("appliedSecret") is not None
-                reason = "AccountRecreated" if applied_before else "AccountCreated"
-                ctx.event("Normal", reason, f"created account {ctx.account}")
-            elif ctx.status.get("appliedSecret") != ctx.secret:
-                await accounts.set_password(db, user, host, ctx.password)
-                await ownership.record_fingerprint(db, schema, user, host, server)
-                ctx.event(
-                    "Normal",
-                    "PasswordSet",
-                    f"set the password of {ctx.account} from Secret {ctx.secret['name']} "
-                    f"(resourceVersion {ctx.secret['resourceVersion']})",
-                )
-            elif ctx.password_intact is False:
-                await accounts.set_password(db, user, host, ctx.password)
-                await ownership.record_fingerprint(db, schema, user, host, server)
-                ctx.event(
-                    "Warning",
-                    "PasswordRestored",
-                    f"the password of {ctx.account} was changed outside "
-                    "the operator; set it back from the Secret",
-                )
+            if await self._set_password(ctx, user, host, ctx.password, ctx.secret):
+                server = await self.target.server()
+                await ownership.record_fingerprint(self.target.db, self.target.schema, user, host, server)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status["appliedSecret"] = ctx.secret
+
+    async def _set_password(
+        self, ctx: Context, user: str, host: str, password: str, secret: dict[str, str]
+    ) -> bool:
+        """Create the account, or set its password if the Secret changed or somebody changed it by hand;
+        whether the password was set (its fingerprint is then to be recorded)."""
+        if not ctx.account_exists:
+            await self._create(ctx, user, host, password)
+            ctx.account_exists = ctx.created = True
+            reason = "AccountRecreated" if ctx.status.get("appliedSecret") is not None else "AccountCreated"
+            ctx.event("Normal", reason, f"created account {ctx.account}")
+        elif ctx.status.get("appliedSecret") != secret:
+            await accounts.set_password(self.target.db, user, host, password)
+            ctx.event(
+                "Normal",
+                "PasswordSet",
+                f"set the password of {ctx.account} from Secret {secret['name']} "
+                f"(resourceVersion {secret['resourceVersion']})",
+            )
+        elif ctx.password_intact is False:
+            await accounts.set_password(self.target.db, user, host, password)
+            ctx.event(
+                "Warning",
+                "PasswordRestored",
+                f"the password of {ctx.account} was changed outside the operator; "
+                "set it back from the Secret",
+            )
+        else:
+            return False
+        return True
 
     async def _create(self, ctx: Context, user: str, host: str, password: str) -> None:
         """``CREATE USER``; if somebody made the account since the ownership step looked, let go of it."""
