@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,11 @@ from dbuser_operator.mysql.ownership import (
 from tests.integration.mysql.support import Accounts, Databases, admin, admin_rows
 
 pytestmark = pytest.mark.integration
+
+
+def recorded_fingerprints(mysql: MySQLServer, schema: str, user: str) -> list[tuple[Any, ...]]:
+    """The fingerprint column of ``user``'s bookkeeping rows, as the admin reads it."""
+    return admin_rows(mysql, f"SELECT auth_fingerprint FROM `{schema}`.accounts WHERE user = %s", user)
 
 
 async def intact(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> bool | None:
@@ -150,9 +156,7 @@ async def test_the_fingerprint_detects_a_password_set_by_hand(
     await record_fingerprint(db, owned_schema, user, "%", server)
     assert db.statements_written == written + 1  # one statement
     assert await intact(db, owned_schema, user, "%", server) is True
-    stored = admin_rows(
-        mysql, f"SELECT auth_fingerprint FROM `{owned_schema}`.accounts WHERE user = %s", user
-    )
+    stored = recorded_fingerprints(mysql, owned_schema, user)
     assert len(stored[0][0]) == 64
     assert "first" not in stored[0][0]
 
@@ -170,9 +174,7 @@ async def test_the_fingerprint_detects_a_password_set_by_hand(
     admin(mysql, f"DROP USER '{user}'@'%'")
     assert await intact(db, owned_schema, user, "%", server) is None  # no account to compare
     await record_fingerprint(db, owned_schema, user, "%", server)
-    assert admin_rows(
-        mysql, f"SELECT auth_fingerprint FROM `{owned_schema}`.accounts WHERE user = %s", user
-    ) == [(None,)]
+    assert recorded_fingerprints(mysql, owned_schema, user) == [(None,)]
 
 
 async def test_the_fingerprint_of_an_upper_case_host(
@@ -225,9 +227,7 @@ async def test_the_fingerprint_is_that_of_mysql_user(
     await accounts.create(db, user, "%", "pw")
     await claim(db, owned_schema, user, "%", ALICE)
     await record_fingerprint(db, owned_schema, user, "%", server)
-    recorded = admin_rows(
-        mysql, f"SELECT auth_fingerprint FROM `{owned_schema}`.accounts WHERE user = %s", user
-    )
+    recorded = recorded_fingerprints(mysql, owned_schema, user)
     from_view = admin_rows(
         mysql, "SELECT SHA2(authentication_string, 256) FROM mysql.user WHERE User = %s AND Host = '%%'", user
     )
