@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -93,8 +95,9 @@ async def test_a_user_without_rbac_rights_is_refused(
     user = f"nobody-{uuid.uuid4().hex[:6]}"
     kubeconfig = await kube.mint_kubeconfig(user, ["envtest:testers"], tmp_path / "user.kubeconfig")
     async with kube.api_client(kubeconfig) as api:
+        core = client.CoreV1Api(api)
         with pytest.raises(ApiException) as refused:
-            await client.CoreV1Api(api).list_namespaced_config_map(namespace, _request_timeout=10)
+            await core.list_namespaced_config_map(namespace, _request_timeout=10)
         assert refused.value.status == 403
         assert user in str(refused.value.body)  # authenticated as that user, then refused by RBAC
 
@@ -121,7 +124,16 @@ async def test_a_user_without_rbac_rights_is_refused(
                 ],
             ),
         )
-        listed = await client.CoreV1Api(api).list_namespaced_config_map(namespace, _request_timeout=10)
+        # The RBAC authorizer learns of new bindings through its informers, a moment after the write.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                listed = await core.list_namespaced_config_map(namespace, _request_timeout=10)
+                break
+            except ApiException as error:
+                if error.status != 403 or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.05)
         assert listed.items is not None
 
 

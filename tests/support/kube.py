@@ -19,12 +19,13 @@ async def eventually(
     condition: Callable[[], bool],
     timeout: float = 10.0,  # noqa: ASYNC109 - a test helper's deadline, not an API timeout
     interval: float = 0.02,
+    what: str = "condition",
 ) -> float:
     """Wait until ``condition()`` is true; return the seconds it took. Fails the test on timeout."""
     start = time.monotonic()
     while not condition():
         if time.monotonic() - start > timeout:
-            raise AssertionError(f"condition not met within {timeout} s")
+            raise AssertionError(f"{what} not met within {timeout} s")
         await asyncio.sleep(interval)
     return time.monotonic() - start
 

@@ -27,15 +27,13 @@ from tests.integration.operator.helpers import (
     wait_until_gone,
     write_statements,
 )
+from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration
 
 
-async def until(condition: Callable[[], bool], limit: float = 20, what: str = "condition") -> None:
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} not reached within {limit} s"
-        await asyncio.sleep(0.1)
+async def until(condition: Callable[[], bool], what: str) -> None:
+    await eventually(condition, timeout=20, interval=0.1, what=what)
 
 
 def local_server(provider: MySQLServer | LocalMySQLServer) -> LocalMySQLServer:
