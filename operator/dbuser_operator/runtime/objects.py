@@ -51,20 +51,19 @@ async def remove_finalizer(
     kube: KubeClient,
     resource: Resource,
     obj: dict[str, Any],
-    finalizer: str,
-    *,
+    *finalizers: str,
     field_manager: str | None = None,
 ) -> dict[str, Any]:
-    """Remove every occurrence of ``finalizer``; return the object as the API returned it (or ``obj``)."""
-    finalizers: list[str] = obj["metadata"].get("finalizers") or []
-    positions = [index for index, name in enumerate(finalizers) if name == finalizer]
+    """Remove every occurrence of ``finalizers``; return the object as the API returned it (or ``obj``)."""
+    present: list[str] = obj["metadata"].get("finalizers") or []
+    positions = [index for index, name in enumerate(present) if name in finalizers]
     if not positions:
         return obj
     # From the end, so that earlier indices stay valid; each removal also tests the value it removes.
     operations: list[dict[str, Any]] = []
     for index in reversed(positions):
         path = f"/metadata/finalizers/{index}"
-        operations += [{"op": "test", "path": path, "value": finalizer}, {"op": "remove", "path": path}]
+        operations += [{"op": "test", "path": path, "value": present[index]}, {"op": "remove", "path": path}]
     return await _guarded_patch(kube, resource, obj, operations, field_manager)
 
 

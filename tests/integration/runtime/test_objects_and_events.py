@@ -99,6 +99,20 @@ async def test_another_controllers_finalizer_is_preserved(
     await remove_finalizer(kube_client, WIDGETS, removed, OTHER_FINALIZER)  # let the namespace go
 
 
+async def test_several_finalizers_are_removed_in_one_request(
+    kube_client: KubeClient, make_widget: Callable[..., Any]
+) -> None:
+    legacy = "dbuser-operator.dev/legacy"
+    widget = await make_widget(finalizers=[FINALIZER, OTHER_FINALIZER, legacy])
+    before = requests_sent()
+
+    removed = await remove_finalizer(kube_client, WIDGETS, widget, FINALIZER, legacy)
+
+    assert removed["metadata"]["finalizers"] == [OTHER_FINALIZER]
+    assert requests_sent() == before + 1
+    await remove_finalizer(kube_client, WIDGETS, removed, OTHER_FINALIZER)  # let the namespace go
+
+
 async def test_no_request_when_the_finalizers_are_already_right(
     kube_client: KubeClient, make_widget: Callable[..., Any]
 ) -> None:
