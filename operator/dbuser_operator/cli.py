@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from pydantic import ValidationError
 from pydantic_settings import CliApp
 
 from dbuser_operator import __version__
@@ -17,7 +18,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--version" in args:
         print(f"dbuser-operator {__version__}")
         return 0
-    settings = CliApp.run(Settings, cli_args=args)  # prints --help and exits
+    try:
+        settings = CliApp.run(Settings, cli_args=args)  # prints --help and exits
+    except ValidationError as error:
+        for problem in error.errors(include_input=False):
+            setting = "-".join(str(part) for part in problem["loc"]).replace("_", "-")
+            print(f"dbuser-operator: --{setting}: {problem['msg']}", file=sys.stderr)
+        return 2
     from dbuser_operator.app import main as run_operator  # noqa: PLC0415 - keeps --help fast
 
     return run_operator(settings)

@@ -29,3 +29,21 @@ def test_entry_points_print_help_and_version(command: list[str]) -> None:
     assert helped.stdout.startswith("usage: dbuser-operator")
     versioned = subprocess.run([*command, "--version"], capture_output=True, text=True, check=True)
     assert versioned.stdout.strip() == f"dbuser-operator {__version__}"
+
+
+@pytest.mark.parametrize(
+    ("flag", "words"),
+    [
+        ("--target=-edge-", "--target: String should match pattern"),
+        (f"--target={'t' * 56}", "--target: String should have at most 55 characters"),
+        ("--target-label=not a label", "--target-label: String should match pattern"),
+        ("--mysql-port=0", "--mysql-port: Input should be greater than or equal to 1"),
+    ],
+)
+def test_invalid_settings_are_named_without_a_traceback(
+    flag: str, words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([flag]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"dbuser-operator: {words}")
+    assert "Traceback" not in error
