@@ -19,6 +19,7 @@ from dbuser_operator.controllers.password import PasswordStep
 from dbuser_operator.controllers.reconciler import DatabaseUserReconciler
 from dbuser_operator.controllers.resources import DATABASE_USERS, SECRET_INDEX, referenced_secret
 from dbuser_operator.controllers.resync import DriftCheck
+from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.steps import Step
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
@@ -62,12 +63,8 @@ def connection_settings(settings: Settings) -> ConnectionSettings:
 
 def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager:
     """A manager running the DatabaseUser controller as the settings say."""
-    users = Informer(
-        kube,
-        DATABASE_USERS,
-        namespaces=settings.namespaces,
-        label_selector=f"{settings.target_label}={settings.target}",
-    )
+    scope = Scope(settings.target_label, settings.target)
+    users = Informer(kube, DATABASE_USERS, namespaces=settings.namespaces, label_selector=scope.selector)
     users.add_index(SECRET_INDEX, referenced_secret)
     secrets = Informer(kube, SECRETS, namespaces=settings.namespaces)
 
@@ -80,7 +77,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager
     recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
     target = Target(db, settings.ownership_schema)
     steps: list[Step] = [
-        FinalizerStep(kube),
+        FinalizerStep(kube, scope.finalizer),
         GuardStep(
             [*settings.reserved_users, settings.mysql_user],
             settings.allowed_global_privileges,
@@ -92,7 +89,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager
         OptionsStep(target),
         GrantsStep(target),
     ]
-    reconciler = DatabaseUserReconciler(kube, users, steps, recorder, target)
+    reconciler = DatabaseUserReconciler(kube, users, steps, recorder, target=target, scope=scope)
     controller = Controller(
         CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
     )

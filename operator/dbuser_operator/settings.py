@@ -15,7 +15,12 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from dbuser_operator.controllers.scope import MAX_TARGET_LENGTH
+
 PASSWORD_ENV = "DBUSER_OPERATOR_MYSQL_PASSWORD"  # noqa: S105 - the variable's name
+LABEL_VALUE_PATTERN = r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+LABEL_KEY_PATTERN = rf"^({_DNS_LABEL}(\.{_DNS_LABEL})*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{{0,61}}[A-Za-z0-9])?$"
 
 
 class Settings(BaseSettings):
@@ -38,9 +43,19 @@ class Settings(BaseSettings):
     )
 
     target_label: str = Field(
-        "dbuser-operator.dev/target", description="label that assigns a DatabaseUser to an operator instance"
+        "dbuser-operator.dev/target",
+        max_length=316,
+        pattern=LABEL_KEY_PATTERN,
+        description="label that assigns a DatabaseUser to an operator instance",
     )
-    target: str = Field("default", description="value of the target label this instance serves")
+    target: str = Field(
+        "default",
+        min_length=1,
+        max_length=MAX_TARGET_LENGTH,
+        pattern=LABEL_VALUE_PATTERN,
+        description="value of the target label this instance serves (also names its finalizer, "
+        f"mysql.dbuser-operator.dev/account-<target>, hence at most {MAX_TARGET_LENGTH} characters)",
+    )
     namespaces: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="namespaces to watch, comma-separated; all namespaces when empty"
     )

@@ -3,6 +3,10 @@
 Deletion runs the steps' delete halves in reverse, then the finalizer comes off. Under
 ``deletionPolicy: Retain``, or with the release annotation, MySQL is left alone (ownership is forgotten
 if the server answers quickly) and the resource is released at once, even while MySQL is down.
+
+A resource that leaves the instance's scope (its target label changed or removed) while it carries the
+instance's finalizer is let go of: the finalizer comes off, the account stays in MySQL and stays recorded
+as owned, so the drift check reports it as an orphan, and restoring the label resumes managing it.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Any
 
 import pydantic
 import structlog
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.api.v1alpha1 import (
     API_VERSION,
@@ -23,7 +28,8 @@ from dbuser_operator.api.v1alpha1 import (
 )
 from dbuser_operator.controllers.finalizer import FinalizerStep
 from dbuser_operator.controllers.ownership import owner
-from dbuser_operator.controllers.resources import DATABASE_USERS, FIELD_MANAGER, FINALIZER
+from dbuser_operator.controllers.resources import DATABASE_USERS, FIELD_MANAGER
+from dbuser_operator.controllers.scope import LEGACY_FINALIZER, Scope
 from dbuser_operator.controllers.steps import ConditionError, Context, Step
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.mysql import ownership
@@ -33,7 +39,7 @@ from dbuser_operator.runtime.conditions import find_condition, set_condition
 from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
-from dbuser_operator.runtime.objects import update_status
+from dbuser_operator.runtime.objects import remove_finalizer, update_status
 from dbuser_operator.runtime.resources import ObjectKey
 
 log = structlog.get_logger(__name__)
@@ -52,19 +58,23 @@ class DatabaseUserReconciler:
         users: Informer,
         steps: list[Step],
         recorder: EventRecorder,
+        *,
         target: Target,
+        scope: Scope,
     ) -> None:
         self.kube = kube
         self.users = users
         self.steps = steps
         self.recorder = recorder
         self.target = target
-        self.finalizer = FinalizerStep(kube)
+        self.scope = scope
+        self.finalizer = FinalizerStep(kube, scope.finalizer)
 
     async def __call__(self, key: ObjectKey) -> Result:
         cached = self.users.get(key)
         if cached is None:
-            return Result()  # gone: nothing to do
+            await self._let_go_if_departed(key)
+            return Result()
         obj = copy.deepcopy(cached)
         try:
             user = DatabaseUser.model_validate(obj)
@@ -88,8 +98,36 @@ class DatabaseUserReconciler:
                 raise
         return Result()
 
+    async def _let_go_if_departed(self, key: ObjectKey) -> None:
+        """Release a resource the cache dropped because its target label changed, not because it is gone."""
+        try:
+            obj = await self.kube.get(DATABASE_USERS, key.name, key.namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return  # deleted
+            raise
+        if self.scope.serves(obj) or not self.scope.holds(obj):
+            return  # back in scope (the cache will catch up), or never ours
+        account = _recorded_account(obj.get("status") or {}) or "no account"
+        message = (
+            f"no longer labelled {self.scope.selector}: this instance let go; {account} was left in MySQL, "
+            "still recorded as owned (reported as an orphan), until it is dropped or the label is restored"
+        )
+        await remove_finalizer(
+            self.kube,
+            DATABASE_USERS,
+            obj,
+            self.scope.finalizer,
+            LEGACY_FINALIZER,
+            field_manager=FIELD_MANAGER,
+        )
+        log.warning(
+            "resource left the target; let go", namespace=key.namespace, name=key.name, account=account
+        )
+        self.recorder.emit(_involved(obj), "Warning", "LeftTarget", message)
+
     async def _finalize(self, ctx: Context) -> None:
-        if FINALIZER not in (ctx.obj["metadata"].get("finalizers") or []):
+        if not self.scope.holds(ctx.obj):
             return
         released = (ctx.user.metadata.annotations or {}).get(RELEASE_ANNOTATION) == "true"
         if released or ctx.user.spec.deletion_policy == "Retain":
@@ -102,7 +140,7 @@ class DatabaseUserReconciler:
     async def _let_go(self, ctx: Context, released: bool) -> None:
         """Remove the finalizer without touching the account; forget ownership if MySQL answers."""
         user, host = ctx.status.get("user"), ctx.status.get("host")
-        account = f"'{user}'@'{host}'"
+        account = _recorded_account(ctx.status) or "no account"
         if user and host:
             try:
                 async with asyncio.timeout(FORGET_TIMEOUT):
@@ -146,7 +184,7 @@ class DatabaseUserReconciler:
 
     def _record_events(self, ctx: Context) -> None:
         """Emit the pass's Events in the background: its Normal ones as one, each Warning on its own."""
-        involved = {**ctx.obj, "apiVersion": API_VERSION, "kind": "DatabaseUser"}
+        involved = _involved(ctx.obj)
         normal = [(reason, message) for type_, reason, message in ctx.events if type_ == "Normal"]
         if normal:
             self.recorder.emit(involved, "Normal", normal[0][0], "; ".join(message for _, message in normal))
@@ -154,6 +192,17 @@ class DatabaseUserReconciler:
             if type_ == "Warning":
                 self.recorder.emit(involved, type_, reason, message)
         ctx.events.clear()
+
+
+def _recorded_account(status: dict[str, Any]) -> str | None:
+    """The account status says this resource manages, quoted as MySQL prints it; None before the first."""
+    user, host = status.get("user"), status.get("host")
+    return f"'{user}'@'{host}'" if user and host else None
+
+
+def _involved(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as an Event's involved object (list and watch items lack apiVersion and kind)."""
+    return {**obj, "apiVersion": API_VERSION, "kind": "DatabaseUser"}
 
 
 def _unparsed() -> DatabaseUser:

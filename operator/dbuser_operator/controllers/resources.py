@@ -8,7 +8,6 @@ from dbuser_operator.api.v1alpha1 import GROUP, KIND, PLURAL, VERSION
 from dbuser_operator.runtime.resources import Resource
 
 DATABASE_USERS = Resource(GROUP, VERSION, PLURAL, KIND)
-FINALIZER = f"{GROUP}/account"
 FIELD_MANAGER = "dbuser-operator"
 SECRET_INDEX = "secret"  # noqa: S105 - an index name, not a password
 

@@ -2,7 +2,8 @@
 
 An account dropped or changed by hand (password, limits, TLS, grants) is found here and its resource is
 queued for repair; a pass that finds nothing drifted writes nothing. Owned accounts whose resource no
-longer exists are orphans: counted in a metric and logged, never dropped.
+longer exists, or no longer carries the target label, are orphans: counted in a metric and logged, never
+dropped.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ class DriftCheck:
         for user, host in report.orphans:
             owner = states[(user, host)].owner
             log.warning(
-                "orphaned account: owned, but its DatabaseUser is gone",
+                "orphaned account: owned, but its DatabaseUser is gone or no longer carries the target label",
                 account=f"'{user}'@'{host}'",
                 owner=f"{owner.namespace}/{owner.name}",
             )

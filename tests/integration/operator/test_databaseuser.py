@@ -10,13 +10,19 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
-from dbuser_operator.controllers.resources import DATABASE_USERS, FINALIZER
+from dbuser_operator.controllers.resources import DATABASE_USERS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
-from tests.integration.operator.conftest import PasswordLedger, RunningOperator, StartOperator, create_secret
+from tests.integration.operator.conftest import (
+    TARGET,
+    PasswordLedger,
+    RunningOperator,
+    StartOperator,
+    create_secret,
+)
 from tests.integration.operator.helpers import (
     account_exists,
     can_log_in,
@@ -56,7 +62,7 @@ async def test_create_rotate_and_delete(
     assert obj["status"]["user"] == "app-one"
     assert obj["status"]["host"] == "%"
     assert obj["status"]["appliedSecret"]["name"] == "app-pw"
-    assert FINALIZER in obj["metadata"]["finalizers"]
+    assert obj["metadata"]["finalizers"] == [f"mysql.dbuser-operator.dev/account-{TARGET}"]
     assert can_log_in(mysql, "app-one", first)
 
     # Rotation: the Secret watch applies the new password within moments.

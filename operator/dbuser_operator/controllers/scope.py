@@ -1,0 +1,43 @@
+"""Which ``DatabaseUser`` resources one operator instance serves, and the finalizer it marks them with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dbuser_operator.api.v1alpha1 import GROUP
+
+LEGACY_FINALIZER = f"{GROUP}/account"  # shared by every instance before finalizers named their target
+FINALIZER_PREFIX = f"{GROUP}/account-"
+MAX_TARGET_LENGTH = 63 - len("account-")  # the finalizer's name part is at most 63 characters
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The resources labelled ``label: target``; each instance's finalizer names its own target.
+
+    Distinct finalizers let an instance let go of a resource that moved to another target without taking
+    away the new instance's hold on it.
+    """
+
+    label: str
+    target: str
+
+    @property
+    def selector(self) -> str:
+        """The label selector of the resources served."""
+        return f"{self.label}={self.target}"
+
+    @property
+    def finalizer(self) -> str:
+        """The finalizer this instance adds, and removes once its delete halves have run."""
+        return f"{FINALIZER_PREFIX}{self.target}"
+
+    def serves(self, obj: dict[str, Any]) -> bool:
+        """Whether ``obj`` carries the target label with this instance's value."""
+        return (obj["metadata"].get("labels") or {}).get(self.label) == self.target
+
+    def holds(self, obj: dict[str, Any]) -> bool:
+        """Whether ``obj`` carries this instance's finalizer (or the legacy shared one)."""
+        finalizers = obj["metadata"].get("finalizers") or []
+        return self.finalizer in finalizers or LEGACY_FINALIZER in finalizers

@@ -1,0 +1,177 @@
+"""A resource whose target label changes: the instance it leaves lets go, and deletion never gets stuck."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
+from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.scope import LEGACY_FINALIZER, MAX_TARGET_LENGTH, Scope
+from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.metrics import REGISTRY
+from tests.conftest import Runner
+from tests.integration.operator.conftest import (
+    TARGET,
+    PasswordLedger,
+    RunningOperator,
+    StartOperator,
+    create_secret,
+)
+from tests.integration.operator.helpers import (
+    account_exists,
+    can_log_in,
+    database_user,
+    mysql_query,
+    wait_for_ready,
+    wait_until_gone,
+)
+from tests.support.kube import eventually
+
+pytestmark = pytest.mark.integration
+
+TARGET_LABEL = "dbuser-operator.dev/target"
+OURS = Scope(TARGET_LABEL, TARGET).finalizer
+
+
+async def set_target(kube: KubeClient, namespace: str, name: str, target: str | None) -> None:
+    patch = {"metadata": {"labels": {TARGET_LABEL: target}}}
+    await kube.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
+
+
+async def finalizers_become(kube: KubeClient, namespace: str, name: str, expected: list[str]) -> None:
+    """Wait until the resource's finalizers are exactly ``expected``."""
+    for _ in range(300):
+        obj = await kube.get(DATABASE_USERS, name, namespace)
+        if (obj["metadata"].get("finalizers") or []) == expected:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{namespace}/{name} finalizers never became {expected}: {obj['metadata']}")
+
+
+def event_messages(kubectl: Runner, namespace: str, reason: str) -> list[str]:
+    events = json.loads(kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]
+    return [event["message"] for event in events if event["reason"] == reason]
+
+
+def forget_account(mysql: MySQLServer, user: str, schema: str = "dbuser_operator") -> None:
+    mysql_query(mysql, f"DROP USER IF EXISTS '{user}'@'%'")
+    mysql_query(mysql, f"DELETE FROM {schema}.accounts WHERE user = %s", user)
+
+
+async def test_removing_the_target_label_lets_go_and_restoring_it_resumes(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    kubectl: Runner,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    password = passwords.new()
+    await create_secret(kube_client, namespace, "pw", {"password": password})
+    await kube_client.create(DATABASE_USERS, database_user("wanderer", "pw"), namespace)
+    await wait_for_ready(kube_client, namespace, "wanderer")
+
+    await set_target(kube_client, namespace, "wanderer", None)
+    await finalizers_become(kube_client, namespace, "wanderer", [])
+    assert can_log_in(mysql, "wanderer", password)  # left as it was
+    owned = mysql_query(mysql, "SELECT user FROM dbuser_operator.accounts WHERE user = 'wanderer'")
+    assert owned == [("wanderer",)]  # still recorded: reported as an orphan, resumed if the label returns
+    await eventually(
+        lambda: bool(event_messages(kubectl, namespace, "LeftTarget")), timeout=10, what="LeftTarget"
+    )
+    (message,) = event_messages(kubectl, namespace, "LeftTarget")
+    assert f"no longer labelled {TARGET_LABEL}={TARGET}" in message
+    assert "'wanderer'@'%' was left in MySQL" in message
+    await eventually(
+        lambda: (REGISTRY.get_sample_value("dbuser_operator_orphaned_accounts") or 0) >= 1,
+        timeout=10,
+        what="the orphan reported",
+    )
+
+    # Back in scope: the same instance takes it up again, as its owner.
+    await set_target(kube_client, namespace, "wanderer", TARGET)
+    await finalizers_become(kube_client, namespace, "wanderer", [OURS])
+    await wait_for_ready(kube_client, namespace, "wanderer")
+
+    # Out of scope once more, then deleted: nothing holds the deletion, and the account is not dropped.
+    await set_target(kube_client, namespace, "wanderer", None)
+    await finalizers_become(kube_client, namespace, "wanderer", [])
+    await kube_client.delete(DATABASE_USERS, "wanderer", namespace)
+    await wait_until_gone(kube_client, namespace, "wanderer", limit=10)
+    assert account_exists(mysql, "wanderer")
+    forget_account(mysql, "wanderer")
+
+
+async def test_a_resource_moved_to_another_target_is_handed_over(
+    operator: RunningOperator,
+    start_operator: StartOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    # The other instance shares the MySQL server here, so it needs its own ownership schema and the adopt
+    # annotation; on a platform, the other target is another server and the account is simply created there.
+    await start_operator(target="moved-to", ownership_schema="dbuser_operator_moved")
+    theirs = Scope(TARGET_LABEL, "moved-to").finalizer
+    password = passwords.new()
+    await create_secret(kube_client, namespace, "pw", {"password": password})
+    mover = database_user("mover", "pw")
+    mover["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
+    await kube_client.create(DATABASE_USERS, mover, namespace)
+    await wait_for_ready(kube_client, namespace, "mover")
+
+    await set_target(kube_client, namespace, "mover", "moved-to")
+    await finalizers_become(kube_client, namespace, "mover", [theirs])  # ours off, theirs on
+    obj = await wait_for_ready(kube_client, namespace, "mover")
+    assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
+    assert can_log_in(mysql, "mover", password)
+
+    # The new instance's finalizer holds the deletion until it has dropped the account.
+    await kube_client.delete(DATABASE_USERS, "mover", namespace)
+    await wait_until_gone(kube_client, namespace, "mover")
+    assert not account_exists(mysql, "mover")
+    mysql_query(mysql, "DELETE FROM dbuser_operator.accounts WHERE user = 'mover'")
+    mysql_query(mysql, "DROP DATABASE dbuser_operator_moved")
+
+
+async def test_the_legacy_shared_finalizer_comes_off_at_deletion(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
+    old = database_user("old-timer", "pw")
+    old["metadata"]["finalizers"] = [LEGACY_FINALIZER]  # as versions before per-target finalizers left it
+    await kube_client.create(DATABASE_USERS, old, namespace)
+    await wait_for_ready(kube_client, namespace, "old-timer")
+    await finalizers_become(kube_client, namespace, "old-timer", [LEGACY_FINALIZER, OURS])
+
+    await kube_client.delete(DATABASE_USERS, "old-timer", namespace)
+    await wait_until_gone(kube_client, namespace, "old-timer")
+    assert not account_exists(mysql, "old-timer")
+
+
+@pytest.mark.parametrize(("length", "accepted"), [(MAX_TARGET_LENGTH, True), (MAX_TARGET_LENGTH + 1, False)])
+async def test_the_api_server_accepts_the_longest_targets_finalizer(
+    kube_client: KubeClient, namespace: str, length: int, accepted: bool
+) -> None:
+    name = f"long-{length}"
+    obj: dict[str, Any] = database_user(name, "pw", target="unserved")
+    obj["metadata"]["finalizers"] = [Scope(TARGET_LABEL, "t" * length).finalizer]
+    if accepted:
+        await kube_client.create(DATABASE_USERS, obj, namespace)
+        patch = [{"op": "remove", "path": "/metadata/finalizers"}]
+        await kube_client.patch(DATABASE_USERS, name, patch, PatchType.JSON, namespace=namespace)
+    else:
+        with pytest.raises(ApiException) as refused:
+            await kube_client.create(DATABASE_USERS, obj, namespace)
+        assert refused.value.status == 422
