@@ -32,6 +32,9 @@ REQUESTS = Counter(
 )
 
 
+Items = list[dict[str, Any]]  # a list's items (a name, as ``KubeClient.list`` shadows ``list``)
+
+
 def api_client(configuration: client.Configuration) -> client.ApiClient:
     """A kubernetes-asyncio ``ApiClient`` that reads the proxy environment once, not on every request.
 
@@ -96,6 +99,36 @@ class KubeClient:
             **{"continue": continue_token},
         )
         return await self.request("GET", resource.path(namespace), query=query)
+
+    async def list_all(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        page_size: int = 500,
+    ) -> tuple[Items, str]:
+        """Every page of a list: its items and resourceVersion. An expired continue token starts over."""
+        items: Items = []
+        continue_token: str | None = None
+        while True:
+            try:
+                page = await self.list(
+                    resource,
+                    namespace,
+                    label_selector=label_selector,
+                    limit=page_size,
+                    continue_token=continue_token,
+                )
+            except client.ApiException as error:
+                if error.status == 410 and continue_token:
+                    items, continue_token = [], None
+                    continue
+                raise
+            items += page.get("items") or []
+            continue_token = page["metadata"].get("continue") or None
+            if not continue_token:
+                return items, page["metadata"]["resourceVersion"]
 
     async def watch(
         self,

@@ -148,28 +148,10 @@ class Informer:
 
     async def _list(self, namespace: str | None) -> str:
         """List every page, replace this scope's objects in the cache, and return the resourceVersion."""
-        items: list[dict[str, Any]] = []
-        continue_token: str | None = None
-        while True:
-            try:
-                page = await self.kube.list(
-                    self.resource,
-                    namespace,
-                    label_selector=self.label_selector,
-                    limit=LIST_PAGE_SIZE,
-                    continue_token=continue_token,
-                )
-            except ApiException as error:
-                if error.status == 410 and continue_token:  # the continue token expired: start over
-                    items, continue_token = [], None
-                    continue
-                raise
-            items += page.get("items") or []
-            continue_token = page["metadata"].get("continue") or None
-            if not continue_token:
-                break
+        items, resource_version = await self.kube.list_all(
+            self.resource, namespace, label_selector=self.label_selector, page_size=LIST_PAGE_SIZE
+        )
         self._replace(namespace, items)
-        resource_version: str = page["metadata"]["resourceVersion"]
         return resource_version
 
     def _replace(self, namespace: str | None, items: list[dict[str, Any]]) -> None:
