@@ -10,6 +10,7 @@ import structlog
 from kubernetes_asyncio import client, config
 
 from dbuser_operator.controllers.account import AccountStep
+from dbuser_operator.controllers.departed import DepartedSweep
 from dbuser_operator.controllers.finalizer import FinalizerStep
 from dbuser_operator.controllers.grants import GrantsStep
 from dbuser_operator.controllers.guard import GuardStep
@@ -115,6 +116,8 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager
     manager.on_shutdown(recorder.close)
     drift = DriftCheck(target, users, controller.queue, settings.resync_period)
     manager.add_leader_task("drift check", drift.run)
+    departed = DepartedSweep(kube, scope, settings.namespaces, controller.queue)
+    manager.add_leader_task("departed sweep", departed.run)
     return manager
 
 

@@ -29,6 +29,11 @@ class Scope:
         return f"{self.label}={self.target}"
 
     @property
+    def outside_selector(self) -> str:
+        """The label selector of every other resource, those without the label included."""
+        return f"{self.label}!={self.target}"
+
+    @property
     def finalizer(self) -> str:
         """The finalizer this instance adds, and removes once its delete halves have run."""
         return f"{FINALIZER_PREFIX}{self.target}"

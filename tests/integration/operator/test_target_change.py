@@ -108,6 +108,37 @@ async def test_removing_the_target_label_lets_go_and_restoring_it_resumes(
     forget_account(mysql, "wanderer")
 
 
+async def test_a_resource_relabelled_while_no_instance_watched_is_let_go_at_start(
+    start_operator: StartOperator,
+    kube_client: KubeClient,
+    kubectl: Runner,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    first = await start_operator(target="sweep")
+    await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
+    await kube_client.create(DATABASE_USERS, database_user("asleep", "pw", target="sweep"), namespace)
+    await wait_for_ready(kube_client, namespace, "asleep")
+    first.stop.set()
+    await first.task
+
+    await set_target(kube_client, namespace, "asleep", "nobody")
+    await asyncio.sleep(0.5)
+    finalizers = (await kube_client.get(DATABASE_USERS, "asleep", namespace))["metadata"]["finalizers"]
+    assert finalizers == [Scope(TARGET_LABEL, "sweep").finalizer]  # no instance of "sweep" runs
+
+    await start_operator(target="sweep")
+    await finalizers_become(kube_client, namespace, "asleep", [])
+    await eventually(
+        lambda: bool(event_messages(kubectl, namespace, "LeftTarget")), timeout=10, what="LeftTarget"
+    )
+    await kube_client.delete(DATABASE_USERS, "asleep", namespace)
+    await wait_until_gone(kube_client, namespace, "asleep", limit=10)
+    assert account_exists(mysql, "asleep")
+    forget_account(mysql, "asleep")
+
+
 async def test_a_resource_moved_to_another_target_is_handed_over(
     operator: RunningOperator,
     start_operator: StartOperator,
