@@ -70,21 +70,19 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/*
 What the operator does with the Kubernetes API, and nothing more (a test runs the operator with exactly
-these rules): DatabaseUsers (read, finalizers, status), Secrets (read: the passwords), Events (record).
+these rules): DatabaseUsers (read; finalizers and status by patch), Secrets (list and watch: the
+passwords come from the cache), Events (record).
 */}}
 {{- define "dbuser-operator.rules" -}}
 - apiGroups: ["mysql.dbuser-operator.dev"]
   resources: ["databaseusers"]
-  verbs: ["get", "list", "watch", "patch", "update"]
+  verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["mysql.dbuser-operator.dev"]
   resources: ["databaseusers/status"]
-  verbs: ["get", "patch", "update"]
-- apiGroups: ["mysql.dbuser-operator.dev"]
-  resources: ["databaseusers/finalizers"]
-  verbs: ["update"]
+  verbs: ["patch"]
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]

@@ -204,6 +204,14 @@ async def test_the_operator_runs_with_exactly_the_charts_permissions(
             assert time.monotonic() < deadline, "the repeated Event was not aggregated"
             await asyncio.sleep(0.1)
 
+        # Relabelled away, the broken one is let go of: read back, its finalizer patched off.
+        away = {"metadata": {"labels": {"dbuser-operator.dev/target": "elsewhere"}}}
+        await kube_client.patch(DATABASE_USERS, broken, away, PatchType.MERGE, namespace=namespace)
+        deadline = time.monotonic() + 15
+        while (await kube_client.get(DATABASE_USERS, broken, namespace))["metadata"].get("finalizers"):
+            assert time.monotonic() < deadline, "the relabelled resource kept the finalizer"
+            await asyncio.sleep(0.1)
+
         for name in (user, broken):
             await kube_client.delete(DATABASE_USERS, name, namespace)
             await wait_until_gone(kube_client, namespace, name, limit=60)
@@ -234,6 +242,12 @@ async def test_the_operator_runs_with_exactly_the_charts_permissions(
             ),
             "update a Secret": lambda: core.patch_namespaced_secret(
                 "app-pw", namespace_, {"metadata": {"labels": {"a": "b"}}}, _request_timeout=30
+            ),
+            "read one Secret (the cache lists them)": lambda: core.read_namespaced_secret(
+                "app-pw", namespace_, _request_timeout=30
+            ),
+            "replace a DatabaseUser (it patches)": lambda: custom.replace_namespaced_custom_object(
+                group, version, namespace_, plural, "intruder", intruder, _request_timeout=30
             ),
             "list ConfigMaps": lambda: core.list_namespaced_config_map(namespace_, _request_timeout=30),
             "list Pods": lambda: core.list_namespaced_pod(ns, _request_timeout=30),

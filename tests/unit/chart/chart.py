@@ -21,10 +21,9 @@ Rule = tuple[str, str, str]  # (API group, resource, verb)
 
 # What the operator does with the Kubernetes API (README "RBAC"): exactly these, nothing more.
 OPERATOR_RULES: frozenset[Rule] = frozenset(
-    {(API_GROUP, "databaseusers", verb) for verb in ("get", "list", "watch", "patch", "update")}
-    | {(API_GROUP, "databaseusers/status", verb) for verb in ("get", "patch", "update")}
-    | {(API_GROUP, "databaseusers/finalizers", "update")}
-    | {("", "secrets", verb) for verb in ("get", "list", "watch")}
+    {(API_GROUP, "databaseusers", verb) for verb in ("get", "list", "watch", "patch")}
+    | {(API_GROUP, "databaseusers/status", "patch")}
+    | {("", "secrets", verb) for verb in ("list", "watch")}
     | {("", "events", verb) for verb in ("create", "patch")}
 )
 LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
