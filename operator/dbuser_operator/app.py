@@ -78,7 +78,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager
     recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
     target = Target(db, settings.ownership_schema)
     steps: list[Step] = [
-        FinalizerStep(kube, scope.finalizer),
+        FinalizerStep(kube, scope),
         GuardStep(
             [*settings.reserved_users, settings.mysql_user],
             settings.allowed_global_privileges,

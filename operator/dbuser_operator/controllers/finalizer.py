@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dbuser_operator.controllers.resources import DATABASE_USERS, FIELD_MANAGER
-from dbuser_operator.controllers.scope import LEGACY_FINALIZER
+from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.steps import Context
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.objects import add_finalizer, remove_finalizer
@@ -14,16 +16,20 @@ class FinalizerStep:
 
     name = "finalizer"
 
-    def __init__(self, kube: KubeClient, finalizer: str) -> None:
+    def __init__(self, kube: KubeClient, scope: Scope) -> None:
         self.kube = kube
-        self.finalizer = finalizer
+        self.scope = scope
 
     async def ensure(self, ctx: Context) -> None:
         ctx.obj = await add_finalizer(
-            self.kube, DATABASE_USERS, ctx.obj, self.finalizer, field_manager=FIELD_MANAGER
+            self.kube, DATABASE_USERS, ctx.obj, self.scope.finalizer, field_manager=FIELD_MANAGER
         )
 
     async def delete(self, ctx: Context) -> None:
-        ctx.obj = await remove_finalizer(
-            self.kube, DATABASE_USERS, ctx.obj, self.finalizer, LEGACY_FINALIZER, field_manager=FIELD_MANAGER
+        ctx.obj = await self.remove(ctx.obj)
+
+    async def remove(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Take every finalizer of this instance off ``obj``, in one request; the object as returned."""
+        return await remove_finalizer(
+            self.kube, DATABASE_USERS, obj, *self.scope.finalizers, field_manager=FIELD_MANAGER
         )

@@ -29,7 +29,7 @@ from dbuser_operator.api.v1alpha1 import (
 from dbuser_operator.controllers.finalizer import FinalizerStep
 from dbuser_operator.controllers.ownership import owner
 from dbuser_operator.controllers.resources import DATABASE_USERS, FIELD_MANAGER
-from dbuser_operator.controllers.scope import LEGACY_FINALIZER, Scope
+from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.steps import ConditionError, Context, Step
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.mysql import ownership
@@ -39,7 +39,7 @@ from dbuser_operator.runtime.conditions import find_condition, set_condition
 from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
-from dbuser_operator.runtime.objects import remove_finalizer, update_status
+from dbuser_operator.runtime.objects import update_status
 from dbuser_operator.runtime.resources import ObjectKey
 
 log = structlog.get_logger(__name__)
@@ -68,7 +68,7 @@ class DatabaseUserReconciler:
         self.recorder = recorder
         self.target = target
         self.scope = scope
-        self.finalizer = FinalizerStep(kube, scope.finalizer)
+        self.finalizer = FinalizerStep(kube, scope)
 
     async def __call__(self, key: ObjectKey) -> Result:
         cached = self.users.get(key)
@@ -113,14 +113,7 @@ class DatabaseUserReconciler:
             f"no longer labelled {self.scope.selector}: this instance let go; {account} was left in MySQL, "
             "still recorded as owned (reported as an orphan), until it is dropped or the label is restored"
         )
-        await remove_finalizer(
-            self.kube,
-            DATABASE_USERS,
-            obj,
-            self.scope.finalizer,
-            LEGACY_FINALIZER,
-            field_manager=FIELD_MANAGER,
-        )
+        await self.finalizer.remove(obj)
         log.warning(
             "resource left the target; let go", namespace=key.namespace, name=key.name, account=account
         )

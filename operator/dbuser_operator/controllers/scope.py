@@ -42,7 +42,12 @@ class Scope:
         """Whether ``obj`` carries the target label with this instance's value."""
         return (obj["metadata"].get("labels") or {}).get(self.label) == self.target
 
+    @property
+    def finalizers(self) -> tuple[str, str]:
+        """The finalizers that mean "held by this instance": its own and the legacy shared one."""
+        return self.finalizer, LEGACY_FINALIZER
+
     def holds(self, obj: dict[str, Any]) -> bool:
         """Whether ``obj`` carries this instance's finalizer (or the legacy shared one)."""
-        finalizers = obj["metadata"].get("finalizers") or []
-        return self.finalizer in finalizers or LEGACY_FINALIZER in finalizers
+        present = obj["metadata"].get("finalizers") or []
+        return any(name in present for name in self.finalizers)
