@@ -53,6 +53,20 @@ async def wait_for_ready(
     raise AssertionError(f"{namespace}/{name} never got Ready={status} {reason or ''}: {ready(obj)}")
 
 
+async def finalizers_become(
+    kube: KubeClient, namespace: str, name: str, expected: list[str], limit: float = 15
+) -> None:
+    """Poll until the resource's finalizers are exactly ``expected``."""
+    deadline = time.monotonic() + limit
+    obj: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        obj = await kube.get(DATABASE_USERS, name, namespace)
+        if (obj["metadata"].get("finalizers") or []) == expected:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{namespace}/{name} finalizers never became {expected}: {obj.get('metadata')}")
+
+
 async def wait_until_gone(kube: KubeClient, namespace: str, name: str, limit: float = 30) -> None:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:

@@ -30,6 +30,7 @@ from tests.integration.operator.helpers import (
     account_exists,
     can_log_in,
     database_user,
+    finalizers_become,
     wait_for_ready,
     wait_until_gone,
 )
@@ -207,10 +208,7 @@ async def test_the_operator_runs_with_exactly_the_charts_permissions(
         # Relabelled away, the broken one is let go of: read back, its finalizer patched off.
         away = {"metadata": {"labels": {"dbuser-operator.dev/target": "elsewhere"}}}
         await kube_client.patch(DATABASE_USERS, broken, away, PatchType.MERGE, namespace=namespace)
-        deadline = time.monotonic() + 15
-        while (await kube_client.get(DATABASE_USERS, broken, namespace))["metadata"].get("finalizers"):
-            assert time.monotonic() < deadline, "the relabelled resource kept the finalizer"
-            await asyncio.sleep(0.1)
+        await finalizers_become(kube_client, namespace, broken, [])
 
         for name in (user, broken):
             await kube_client.delete(DATABASE_USERS, name, namespace)

@@ -27,6 +27,7 @@ from tests.integration.operator.helpers import (
     account_exists,
     can_log_in,
     database_user,
+    finalizers_become,
     mysql_query,
     wait_for_ready,
     wait_until_gone,
@@ -44,24 +45,24 @@ async def set_target(kube: KubeClient, namespace: str, name: str, target: str | 
     await kube.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
 
 
-async def finalizers_become(kube: KubeClient, namespace: str, name: str, expected: list[str]) -> None:
-    """Wait until the resource's finalizers are exactly ``expected``."""
-    for _ in range(300):
-        obj = await kube.get(DATABASE_USERS, name, namespace)
-        if (obj["metadata"].get("finalizers") or []) == expected:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{namespace}/{name} finalizers never became {expected}: {obj['metadata']}")
-
-
 def event_messages(kubectl: Runner, namespace: str, reason: str) -> list[str]:
     events = json.loads(kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]
     return [event["message"] for event in events if event["reason"] == reason]
 
 
-def forget_account(mysql: MySQLServer, user: str, schema: str = "dbuser_operator") -> None:
+def forget_account(mysql: MySQLServer, user: str) -> None:
     mysql_query(mysql, f"DROP USER IF EXISTS '{user}'@'%'")
-    mysql_query(mysql, f"DELETE FROM {schema}.accounts WHERE user = %s", user)
+    mysql_query(mysql, "DELETE FROM dbuser_operator.accounts WHERE user = %s", user)
+
+
+async def delete_and_find_the_account_left(
+    kube: KubeClient, mysql: MySQLServer, namespace: str, name: str
+) -> None:
+    """Deleting a resource that was let go of is not held up, and drops nothing; then clean up."""
+    await kube.delete(DATABASE_USERS, name, namespace)
+    await wait_until_gone(kube, namespace, name, limit=10)
+    assert account_exists(mysql, name)
+    forget_account(mysql, name)
 
 
 async def test_removing_the_target_label_lets_go_and_restoring_it_resumes(
@@ -102,10 +103,7 @@ async def test_removing_the_target_label_lets_go_and_restoring_it_resumes(
     # Out of scope once more, then deleted: nothing holds the deletion, and the account is not dropped.
     await set_target(kube_client, namespace, "wanderer", None)
     await finalizers_become(kube_client, namespace, "wanderer", [])
-    await kube_client.delete(DATABASE_USERS, "wanderer", namespace)
-    await wait_until_gone(kube_client, namespace, "wanderer", limit=10)
-    assert account_exists(mysql, "wanderer")
-    forget_account(mysql, "wanderer")
+    await delete_and_find_the_account_left(kube_client, mysql, namespace, "wanderer")
 
 
 async def test_a_resource_relabelled_while_no_instance_watched_is_let_go_at_start(
@@ -133,10 +131,7 @@ async def test_a_resource_relabelled_while_no_instance_watched_is_let_go_at_star
     await eventually(
         lambda: bool(event_messages(kubectl, namespace, "LeftTarget")), timeout=10, what="LeftTarget"
     )
-    await kube_client.delete(DATABASE_USERS, "asleep", namespace)
-    await wait_until_gone(kube_client, namespace, "asleep", limit=10)
-    assert account_exists(mysql, "asleep")
-    forget_account(mysql, "asleep")
+    await delete_and_find_the_account_left(kube_client, mysql, namespace, "asleep")
 
 
 async def test_a_resource_moved_to_another_target_is_handed_over(
@@ -168,7 +163,7 @@ async def test_a_resource_moved_to_another_target_is_handed_over(
     await kube_client.delete(DATABASE_USERS, "mover", namespace)
     await wait_until_gone(kube_client, namespace, "mover")
     assert not account_exists(mysql, "mover")
-    mysql_query(mysql, "DELETE FROM dbuser_operator.accounts WHERE user = 'mover'")
+    forget_account(mysql, "mover")  # the first instance's ownership row
     mysql_query(mysql, "DROP DATABASE dbuser_operator_moved")
 
 
