@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dbuser_operator.controllers.ownership import account_exists, owner
+from dbuser_operator.controllers.ownership import not_ours, owner
 from dbuser_operator.controllers.steps import Context
 from dbuser_operator.controllers.target import Target, mysql_condition
 from dbuser_operator.mysql import accounts, ownership
@@ -68,7 +68,7 @@ class AccountStep:
         except AccountExistsError:
             if ctx.claimed:  # claimed in this pass, for an account we did not create: not ours
                 await ownership.forget(self.target.db, self.target.schema, user, host, owner(ctx).uid)
-            raise account_exists(ctx, retry=True) from None  # the next pass looks again
+            raise not_ours(ctx, retry=True) from None  # the next pass looks again
 
     async def delete(self, ctx: Context) -> None:
         user, host = ctx.status.get("user"), ctx.status.get("host")

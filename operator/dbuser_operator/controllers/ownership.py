@@ -29,8 +29,8 @@ def adopting(ctx: Context) -> bool:
     return (ctx.user.metadata.annotations or {}).get(ADOPT_ANNOTATION) == "true"
 
 
-def account_exists(ctx: Context, *, retry: bool = False) -> ConditionError:
-    """The refusal to manage an account the operator did not create."""
+def not_ours(ctx: Context, *, retry: bool = False) -> ConditionError:
+    """AccountExists: the refusal to manage an account the operator did not create."""
     return ConditionError(
         "AccountExists",
         f"{ctx.account} already exists and the operator did not create it; to manage it "
@@ -59,7 +59,7 @@ class OwnershipStep:
             current = found.owner
             if current is None:
                 if found.exists and not adopting(ctx):
-                    raise account_exists(ctx)
+                    raise not_ours(ctx)
                 current = await ownership.claim(db, schema, user, host, me)
                 ctx.claimed = current.uid == me.uid
                 if found.exists and ctx.claimed:
