@@ -54,10 +54,12 @@ def connection_settings(settings: Settings) -> ConnectionSettings:
         user=settings.mysql_user,
         password=settings.mysql_password(),
         connect_timeout=settings.mysql_connect_timeout,
+        ssl_mode=settings.mysql_ssl_mode,
         ca_file=settings.mysql_tls_ca,
         cert_file=settings.mysql_tls_cert,
         key_file=settings.mysql_tls_key,
         tls_required=settings.mysql_tls_required,
+        server_name=settings.mysql_tls_server_name,
         pool_size=settings.max_concurrent_reconciles,
     )
 
@@ -136,6 +138,8 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
     """Run the operator until SIGTERM/SIGINT (or ``stop``)."""
     configuration = await api_configuration(settings)
     db = Database(connection_settings(settings))
+    for hint in settings.mysql_tls_hints():
+        log.warning(hint)
     async with api_client(configuration) as api:
         manager = build_manager(settings, KubeClient(api), db)
         log.info(
@@ -143,6 +147,7 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
             target=f"{settings.target_label}={settings.target}",
             namespaces=settings.namespaces or "all",
             mysql=f"{settings.mysql_host}:{settings.mysql_port}",
+            mysql_ssl_mode=str(db.settings.mode),
             leader_election=settings.leader_elect,
         )
         try:

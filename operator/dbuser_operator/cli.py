@@ -23,7 +23,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as error:
         for problem in error.errors(include_input=False):
             setting = "-".join(str(part) for part in problem["loc"]).replace("_", "-")
-            print(f"dbuser-operator: --{setting}: {problem['msg']}", file=sys.stderr)
+            where = f"--{setting}: " if setting else ""  # a problem of several flags names them itself
+            print(f"dbuser-operator: {where}{problem['msg']}", file=sys.stderr)
         return 2
     from dbuser_operator.app import main as run_operator  # noqa: PLC0415 - keeps --help fast
 

@@ -10,12 +10,14 @@ import inspect
 import os
 import socket
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from dbuser_operator.controllers.scope import MAX_TARGET_LENGTH
+from dbuser_operator.mysql.tls import SSLMode, TLSOptions
 
 PASSWORD_ENV = "DBUSER_OPERATOR_MYSQL_PASSWORD"  # noqa: S105 - the variable's name
 LABEL_VALUE_PATTERN = r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
@@ -70,10 +72,25 @@ class Settings(BaseSettings):
         None, description=f"file holding the admin password (else the {PASSWORD_ENV} environment variable)"
     )
     mysql_connect_timeout: float = Field(5.0, gt=0, description="seconds to wait for a MySQL connection")
+    mysql_ssl_mode: SSLMode | None = Field(
+        None,
+        description="TLS to MySQL, as the mysql client's --ssl-mode: DISABLED, PREFERRED (TLS if offered, "
+        "unverified), REQUIRED (unverified), VERIFY_CA, VERIFY_IDENTITY (default: PREFERRED; "
+        "VERIFY_IDENTITY when a --mysql-tls-* file or --mysql-tls-required is given)",
+    )
     mysql_tls_ca: Path | None = Field(None, description="CA bundle to verify the MySQL server with")
-    mysql_tls_cert: Path | None = Field(None, description="client certificate for MySQL")
+    mysql_tls_cert: Path | None = Field(
+        None, description="client certificate for MySQL (with --mysql-tls-key)"
+    )
     mysql_tls_key: Path | None = Field(None, description="client key for MySQL")
-    mysql_tls_required: bool = Field(False, description="refuse a MySQL connection without TLS")
+    mysql_tls_server_name: str | None = Field(
+        None,
+        min_length=1,
+        description="name VERIFY_IDENTITY checks in the certificate (default: --mysql-host)",
+    )
+    mysql_tls_required: bool = Field(
+        False, description="deprecated: refuse a MySQL connection without TLS (use --mysql-ssl-mode)"
+    )
 
     ownership_schema: str = Field(
         "dbuser_operator",
@@ -113,6 +130,33 @@ class Settings(BaseSettings):
     log_format: Literal["json", "console"] = Field("json", description="json lines, or key-value for humans")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")
 
+    @field_validator("mysql_ssl_mode", mode="before")
+    @classmethod
+    def _mode_in_any_case(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _consistent_tls(self) -> Self:
+        problems = self.mysql_tls_options().problems(_TLS_FLAGS)
+        if problems:
+            raise PydanticCustomError("tls_settings", "; ".join(problems))
+        return self
+
+    def mysql_tls_options(self) -> TLSOptions:
+        """The TLS flags, for the MySQL layer."""
+        return TLSOptions(
+            self.mysql_ssl_mode,
+            self.mysql_tls_ca,
+            self.mysql_tls_cert,
+            self.mysql_tls_key,
+            self.mysql_tls_required,
+            self.mysql_tls_server_name,
+        )
+
+    def mysql_tls_hints(self) -> list[str]:
+        """TLS flags that work but deserve a change (logged at start)."""
+        return self.mysql_tls_options().hints(_TLS_FLAGS)
+
     @field_validator("namespaces", "reserved_users", "allowed_global_privileges", mode="before")
     @classmethod
     def _split_namespaces(cls, value: object) -> object:
@@ -126,5 +170,14 @@ class Settings(BaseSettings):
             return SecretStr(self.mysql_password_file.read_text().rstrip("\r\n"))
         return SecretStr(os.environ.get(PASSWORD_ENV, ""))
 
+
+_TLS_FLAGS = {
+    "mode": "--mysql-ssl-mode",
+    "ca": "--mysql-tls-ca",
+    "cert": "--mysql-tls-cert",
+    "key": "--mysql-tls-key",
+    "required": "--mysql-tls-required",
+    "server_name": "--mysql-tls-server-name",
+}
 
 Settings.__doc__ = inspect.cleandoc(Settings.__doc__ or "")  # the --help description, without indentation

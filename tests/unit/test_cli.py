@@ -38,12 +38,38 @@ def test_entry_points_print_help_and_version(command: list[str]) -> None:
         (f"--target={'t' * 56}", "--target: String should have at most 55 characters"),
         ("--target-label=not a label", "--target-label: String should match pattern"),
         ("--mysql-port=0", "--mysql-port: Input should be greater than or equal to 1"),
+        ("--mysql-ssl-mode=VERIFY", "--mysql-ssl-mode: Input should be 'DISABLED', 'PREFERRED', 'REQUIRED'"),
+        ("--mysql-ssl-mode=verify_ca", "--mysql-ssl-mode=VERIFY_CA needs --mysql-tls-ca"),
+        (
+            ("--mysql-ssl-mode=DISABLED", "--mysql-tls-ca=/"),
+            "--mysql-ssl-mode=DISABLED uses no TLS, but --mysql-tls-ca",
+        ),
+        ("--mysql-tls-cert=/", "--mysql-tls-cert and --mysql-tls-key go together"),
+        (
+            ("--mysql-ssl-mode=PREFERRED", "--mysql-tls-required"),
+            "--mysql-ssl-mode=PREFERRED accepts a server without",
+        ),
+        (
+            ("--mysql-ssl-mode=REQUIRED", "--mysql-tls-server-name=db"),
+            "--mysql-tls-server-name is checked only with",
+        ),
     ],
 )
 def test_invalid_settings_are_named_without_a_traceback(
-    flag: str, words: str, capsys: pytest.CaptureFixture[str]
+    flag: str | tuple[str, ...], words: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main([flag]) == 2
+    assert main([flag] if isinstance(flag, str) else list(flag)) == 2
     error = capsys.readouterr().err
     assert error.startswith(f"dbuser-operator: {words}")
+    assert error.count("\n") == 1  # one line
     assert "Traceback" not in error
+
+
+def test_the_ssl_mode_comes_from_the_environment_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DBUSER_OPERATOR_MYSQL_SSL_MODE", "VERIFY_CA")
+    assert main([]) == 2
+    assert capsys.readouterr().err.startswith(
+        "dbuser-operator: --mysql-ssl-mode=VERIFY_CA needs --mysql-tls-ca"
+    )

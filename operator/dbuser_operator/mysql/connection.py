@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, FilePath, SecretStr, model_va
 from dbuser_operator.mysql.errors import DatabaseUnavailableError, MySQLError, TLSError, classify
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.tls import SSLMode, TLSOptions, guard_plaintext_fallback
 
 _log = logging.getLogger(__name__)
 
@@ -33,9 +34,10 @@ Row = tuple[Any, ...]
 class ConnectionSettings(BaseModel):
     """How to reach the server as the operator's admin account. ``repr`` shows no password.
 
-    TLS is used when any of ``ca_file``, ``cert_file``, ``key_file`` or ``tls_required`` is set (server
-    certificate and host name verified, against ``ca_file`` or the system's CAs); a server without TLS is
-    then still accepted unless ``tls_required``.
+    TLS follows ``ssl_mode``, the MySQL client's ``--ssl-mode`` (see :mod:`.tls`). Unset, it is
+    VERIFY_IDENTITY when any of ``ca_file``, ``cert_file``, ``key_file`` or ``tls_required`` is set (what
+    those meant before modes existed), else PREFERRED. ``server_name`` is the name VERIFY_IDENTITY checks
+    instead of ``host`` (when connecting by address).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -46,31 +48,51 @@ class ConnectionSettings(BaseModel):
     password: SecretStr
     connect_timeout: float = Field(default=5.0, gt=0)
     statement_timeout: float = Field(default=30.0, gt=0, description="bound of one call, connecting included")
+    ssl_mode: SSLMode | None = None
     ca_file: FilePath | None = None
     cert_file: FilePath | None = None
     key_file: FilePath | None = None
-    tls_required: bool = False
+    tls_required: bool = Field(default=False, description="deprecated: an ssl_mode that requires TLS")
+    server_name: str | None = Field(default=None, min_length=1)
     pool_size: int = Field(default=4, ge=1)
 
     @model_validator(mode="after")
-    def _key_goes_with_certificate(self) -> Self:
-        if self.key_file is not None and self.cert_file is None:
-            raise ValueError("key_file needs cert_file")
+    def _consistent_tls(self) -> Self:
+        problems = self.tls_options.problems(_SETTING_NAMES)
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
+
+    @property
+    def tls_options(self) -> TLSOptions:
+        """The TLS settings, for :mod:`.tls`."""
+        return TLSOptions(
+            self.ssl_mode, self.ca_file, self.cert_file, self.key_file, self.tls_required, self.server_name
+        )
+
+    @property
+    def mode(self) -> SSLMode:
+        """The TLS mode in force."""
+        return self.tls_options.effective_mode
 
     @property
     def tls(self) -> bool:
         """Whether connections try TLS."""
-        return self.tls_required or any(f is not None for f in (self.ca_file, self.cert_file, self.key_file))
+        return self.mode is not SSLMode.DISABLED
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """The client TLS context, or None without TLS."""
-        if not self.tls:
-            return None
-        context = ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
-        if self.cert_file is not None:
-            context.load_cert_chain(str(self.cert_file), str(self.key_file) if self.key_file else None)
-        return context
+        return self.tls_options.client_context()
+
+
+_SETTING_NAMES = {
+    "mode": "ssl_mode",
+    "ca": "ca_file",
+    "cert": "cert_file",
+    "key": "key_file",
+    "required": "tls_required",
+    "server_name": "server_name",
+}
 
 
 class _QuietCursor(aiomysql.Cursor):  # type: ignore[misc]  # aiomysql is untyped
@@ -101,6 +123,7 @@ class Database:
     def __init__(self, settings: ConnectionSettings) -> None:
         self._settings = settings
         self._ssl = settings.ssl_context()
+        guard_plaintext_fallback()
         self._pool: Any = None
         self._pool_lock = asyncio.Lock()
         # Calls wait here for a connection, not inside aiomysql: its waiters are not woken when a broken
@@ -204,8 +227,9 @@ class Database:
         reused = connection in self._used
         self._used.add(connection)
         try:
-            # aiomysql falls back to plain text when the server offers no TLS: refuse that if required.
-            if self._settings.tls_required and not getattr(connection, "_secure", False):
+            # A connection that requires TLS refuses a server without it before authenticating (.tls); checked
+            # once more here, so that no statement ever goes out in plain text then.
+            if self._settings.mode.requires_tls and not getattr(connection, "_secure", False):
                 connection.close()
                 return _Failure(TLSError("TLS is required but the server does not offer it"), pool, reused)
             if read:

@@ -14,6 +14,7 @@ from dbuser_operator.mysql.accounts import validate_password
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.errors import InvalidPasswordError
 from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.tls import SSLMode
 
 PASSWORD = "Sup3r-s3cret-admin"
 
@@ -49,13 +50,20 @@ def test_defaults_and_frozen() -> None:
         settings(unknown=1)
 
 
-def test_without_tls_settings_there_is_no_context() -> None:
-    assert settings().ssl_context() is None
-    assert not settings().tls
+def test_without_tls_settings_tls_is_preferred_like_the_mysql_clients() -> None:
+    s = settings()
+    assert (s.ssl_mode, s.mode, s.tls) == (None, SSLMode.PREFERRED, True)
+    context = s.ssl_context()
+    assert context is not None
+    assert context.verify_mode == ssl.CERT_NONE
+    assert settings(ssl_mode="DISABLED").ssl_context() is None
+    assert not settings(ssl_mode="DISABLED").tls
 
 
-def test_tls_required_alone_verifies_against_the_system_cas() -> None:
-    context = settings(tls_required=True).ssl_context()
+def test_tls_required_alone_verifies_against_the_system_cas_as_before() -> None:
+    s = settings(tls_required=True)
+    assert s.mode is SSLMode.VERIFY_IDENTITY
+    context = s.ssl_context()
     assert context is not None
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert context.check_hostname
@@ -79,7 +87,7 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_ca_and_client_certificate(tls_files: dict[str, Path]) -> None:
     s = settings(**tls_files)
-    assert s.tls
+    assert s.mode is SSLMode.VERIFY_IDENTITY  # as before modes existed
     assert not s.tls_required
     context = s.ssl_context()
     assert context is not None
@@ -90,8 +98,9 @@ def test_ca_and_client_certificate(tls_files: dict[str, Path]) -> None:
 
 
 def test_tls_file_errors(tls_files: dict[str, Path], tmp_path: Path) -> None:
-    with pytest.raises(pydantic.ValidationError, match="key_file needs cert_file"):
-        settings(key_file=tls_files["key_file"])
+    for alone in ("key_file", "cert_file"):
+        with pytest.raises(pydantic.ValidationError, match="cert_file and key_file go together"):
+            settings(**{alone: tls_files[alone]})
     with pytest.raises(pydantic.ValidationError, match="ca_file"):
         settings(ca_file=tmp_path / "missing.crt")
     garbage = tmp_path / "garbage.crt"
