@@ -7,11 +7,15 @@ import contextlib
 
 
 class StallingProxy:
-    """Forwards 127.0.0.1:<port> to a target; ``stall()`` stops forwarding on the open connections."""
+    """Forwards 127.0.0.1:<port> to a target; ``stall()`` stops forwarding on the open connections.
+
+    ``client_bytes`` counts the bytes clients sent towards the target.
+    """
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
         self.port = 0
+        self.client_bytes = 0
         self._server: asyncio.Server | None = None
         self._stalled: list[asyncio.Event] = []  # one "may forward" event per open connection
         self._tasks: set[asyncio.Task[None]] = set()
@@ -43,16 +47,24 @@ class StallingProxy:
         except OSError:
             writer.close()
             return
-        for source, sink in ((reader, upstream_writer), (upstream_reader, writer)):
-            task = asyncio.create_task(self._pipe(source, sink, flowing))
+        for source, sink, from_client in ((reader, upstream_writer, True), (upstream_reader, writer, False)):
+            task = asyncio.create_task(self._pipe(source, sink, flowing, from_client=from_client))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    @staticmethod
-    async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, flowing: asyncio.Event) -> None:
+    async def _pipe(
+        self,
+        source: asyncio.StreamReader,
+        sink: asyncio.StreamWriter,
+        flowing: asyncio.Event,
+        *,
+        from_client: bool,
+    ) -> None:
         try:
             while data := await source.read(65536):
                 await flowing.wait()
+                if from_client:
+                    self.client_bytes += len(data)
                 sink.write(data)
                 await sink.drain()
         except (ConnectionError, asyncio.CancelledError):

@@ -1,4 +1,9 @@
-"""TLS against a second local server that has it: verification, no plaintext fallback, client certificates."""
+"""TLS modes against real servers, as the mysql client knows them: each connects or fails as it would.
+
+Two local servers of their own (the shared one stays as it is): one with a certificate of a test CA that
+names ``mysql.test`` only — not the 127.0.0.1 the tests connect to, like the certificates MySQL generates
+for itself, which name no host at all — and one without TLS.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +24,12 @@ from dbuser_operator.mysql import (
     accounts,
 )
 from dbuser_operator.mysql.identifiers import account
+from dbuser_operator.mysql.tls import SSLMode
+from tests.support.tcp_proxy import StallingProxy
 
 pytestmark = pytest.mark.integration
+
+SERVER_NAME = "mysql.test"  # the only name in the server certificate
 
 
 class TLSServer(LocalMySQLServer):
@@ -39,16 +48,27 @@ class TLSServer(LocalMySQLServer):
         ]
 
 
+class PlainServer(LocalMySQLServer):
+    """The machine's server with TLS switched off (MariaDB 11.4+ and MySQL would generate certificates)."""
+
+    def _argv(self) -> list[str]:
+        return [*super()._argv(), "--skip-ssl" if self.flavour == "mariadbd" else "--tls-version="]
+
+
+def _local_only(provider: MySQLServer | LocalMySQLServer) -> None:
+    if not isinstance(provider, LocalMySQLServer):
+        pytest.skip("needs the machine's mariadbd or mysqld")
+
+
 @pytest.fixture(scope="module")
 def tls_server(
     mysql_provider: MySQLServer | LocalMySQLServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TLSServer]:
     """A second local server with TLS (only where the machine has one: not with MYSQL_URL or containers)."""
-    if not isinstance(mysql_provider, LocalMySQLServer):
-        pytest.skip("needs the machine's mariadbd or mysqld")
+    _local_only(mysql_provider)
     tls = tmp_path_factory.mktemp("tls")
     ca, other_ca = CertificateAuthority(), CertificateAuthority("another-ca")
-    serving = ca.issue_server(["localhost"], ["127.0.0.1"])
+    serving = ca.issue_server([SERVER_NAME], [])
     client = ca.issue_client("operator")
     for name, data in {
         "ca.crt": ca.cert_pem,
@@ -65,7 +85,19 @@ def tls_server(
     server.stop()
 
 
-def settings(server: TLSServer, **overrides: object) -> ConnectionSettings:
+@pytest.fixture(scope="module")
+def plain_server(
+    mysql_provider: MySQLServer | LocalMySQLServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PlainServer]:
+    """A third local server, without TLS."""
+    _local_only(mysql_provider)
+    server = PlainServer(tmp_path_factory.mktemp("plain-server"))
+    server.start()
+    yield server
+    server.stop()
+
+
+def settings(server: LocalMySQLServer, **overrides: object) -> ConnectionSettings:
     admin = server.admin
     values: dict[str, object] = {
         "host": admin.host,
@@ -78,23 +110,92 @@ def settings(server: TLSServer, **overrides: object) -> ConnectionSettings:
     return ConnectionSettings.model_validate(values)
 
 
-async def test_verified_tls(tls_server: TLSServer) -> None:
-    async with Database(settings(tls_server, ca_file=tls_server.tls / "ca.crt", tls_required=True)) as db:
-        [(_, cipher)] = await db.fetch(Statement("SHOW SESSION STATUS LIKE 'Ssl_cipher'"))
-        assert cipher  # empty without TLS
-        assert (await db.server_info()).version > (0, 0, 0)
+async def cipher(settings: ConnectionSettings) -> str:
+    """The session's TLS cipher ('' in plain text), as the server sees it."""
+    async with Database(settings) as db:
+        [(_, value)] = await db.fetch(Statement("SHOW SESSION STATUS LIKE 'Ssl_cipher'"))
+    return str(value)
 
 
-async def test_a_server_certificate_from_another_ca_is_refused(tls_server: TLSServer) -> None:
-    async with Database(settings(tls_server, ca_file=tls_server.tls / "other-ca.crt")) as db:
-        with pytest.raises(TLSError, match="certificate verify failed") as raised:
+async def tls_failure(settings: ConnectionSettings) -> TLSError:
+    """The error a connection with ``settings`` fails with: a TLSError, without the password or a cause."""
+    async with Database(settings) as db:
+        with pytest.raises(TLSError) as raised:
             await db.fetch(Statement("SELECT 1"))
-    assert raised.value.reason == "TLSError"
+        assert db.statements_read == 0
+    error = raised.value
+    assert error.reason == "TLSError"
+    assert settings.password.get_secret_value() not in str(error)
+    assert error.__cause__ is None
+    assert error.__context__ is None  # no driver traceback chained to it
+    return error
 
 
-async def test_a_client_certificate(tls_server: TLSServer) -> None:
+async def test_required_encrypts_without_verifying(tls_server: TLSServer) -> None:
+    # No CA given: the server's certificate is from a CA nobody trusts here, and it names another host.
+    assert await cipher(settings(tls_server, ssl_mode="REQUIRED"))
+
+
+async def test_verify_ca_verifies_the_chain_but_not_the_name(tls_server: TLSServer) -> None:
+    ca, other_ca = tls_server.tls / "ca.crt", tls_server.tls / "other-ca.crt"
+    assert await cipher(settings(tls_server, ssl_mode="VERIFY_CA", ca_file=ca))
+    error = await tls_failure(settings(tls_server, ssl_mode="VERIFY_CA", ca_file=other_ca))
+    assert "certificate verify failed" in error.message
+
+
+async def test_verify_identity_checks_the_name_or_server_name(tls_server: TLSServer) -> None:
+    ca = tls_server.tls / "ca.crt"
+    error = await tls_failure(settings(tls_server, ssl_mode="VERIFY_IDENTITY", ca_file=ca))
+    assert "certificate verify failed" in error.message
+    assert "127.0.0.1" in error.message  # the address the certificate does not name
+    named = settings(tls_server, ssl_mode="VERIFY_IDENTITY", ca_file=ca, server_name=SERVER_NAME)
+    assert await cipher(named)
+    misnamed = named.model_copy(update={"server_name": "other.test"})
+    assert "other.test" in (await tls_failure(misnamed)).message
+    # Without a CA file, the system's CAs: they do not know the test CA.
+    unknown = settings(tls_server, ssl_mode="VERIFY_IDENTITY", server_name=SERVER_NAME)
+    assert "certificate verify failed" in (await tls_failure(unknown)).message
+
+
+async def test_the_older_settings_still_mean_verify_identity(tls_server: TLSServer) -> None:
+    ca = tls_server.tls / "ca.crt"
+    for legacy in ({"ca_file": ca}, {"ca_file": ca, "tls_required": True}):
+        assert "127.0.0.1" in (await tls_failure(settings(tls_server, **legacy))).message
+        assert await cipher(settings(tls_server, server_name=SERVER_NAME, **legacy))
+
+
+async def test_disabled_stays_in_plain_text_when_tls_is_offered(tls_server: TLSServer) -> None:
+    # On MySQL the admin's caching_sha2_password login then goes through RSA key exchange.
+    assert await cipher(settings(tls_server, ssl_mode="DISABLED")) == ""
+
+
+async def test_preferred_takes_tls_when_offered_and_plain_text_otherwise(
+    tls_server: TLSServer, plain_server: PlainServer
+) -> None:
+    assert await cipher(settings(tls_server)) != ""  # PREFERRED is the default
+    assert await cipher(settings(tls_server, ssl_mode="PREFERRED")) != ""
+    assert await cipher(settings(plain_server)) == ""
+    assert await cipher(settings(plain_server, ssl_mode="DISABLED")) == ""
+
+
+@pytest.mark.parametrize("mode", [SSLMode.REQUIRED, SSLMode.VERIFY_CA, SSLMode.VERIFY_IDENTITY])
+async def test_a_mode_that_requires_tls_sends_nothing_to_a_server_without_it(
+    plain_server: PlainServer, tls_server: TLSServer, mode: SSLMode
+) -> None:
+    async with StallingProxy(plain_server.admin.host, plain_server.port) as proxy:
+        ca = tls_server.tls / "ca.crt" if mode.verifies else None
+        server_name = SERVER_NAME if mode is SSLMode.VERIFY_IDENTITY else None
+        required = settings(plain_server, port=proxy.port, ssl_mode=mode, ca_file=ca, server_name=server_name)
+        error = await tls_failure(required)
+        assert error.message.startswith("TLS is required but the server does not offer it")
+        assert proxy.client_bytes == 0  # refused before the handshake response: no user name, no password
+        assert await cipher(settings(plain_server, port=proxy.port)) == ""
+        assert proxy.client_bytes > 0  # a PREFERRED login through the same proxy does send
+
+
+async def test_a_client_certificate_with_any_mode(tls_server: TLSServer) -> None:
     tls = tls_server.tls
-    async with Database(settings(tls_server, ca_file=tls / "ca.crt")) as admin:
+    async with Database(settings(tls_server, ssl_mode="VERIFY_CA", ca_file=tls / "ca.crt")) as admin:
         await admin.execute(
             Statement(
                 "CREATE USER {account} IDENTIFIED BY %s REQUIRE X509",
@@ -103,22 +204,27 @@ async def test_a_client_certificate(tls_server: TLSServer) -> None:
             )
         )
         try:
-            with_cert = settings(
-                tls_server,
-                user="x509_op",
-                password=SecretStr("cert-pw"),
-                ca_file=tls / "ca.crt",
-                cert_file=tls / "client.crt",
-                key_file=tls / "client.key",
-                tls_required=True,
-            )
-            async with Database(with_cert) as db:
-                assert await db.fetch(Statement("SELECT CURRENT_USER()")) == [("x509_op@%",)]
-            without_cert = with_cert.model_copy(update={"cert_file": None, "key_file": None})
-            async with Database(without_cert) as db:
-                with pytest.raises(AccessDeniedError) as raised:
-                    await db.fetch(Statement("SELECT 1"))
-            assert raised.value.code == 1045
+            for mode, ca in (
+                (SSLMode.REQUIRED, None),
+                (SSLMode.VERIFY_CA, tls / "ca.crt"),
+                (SSLMode.PREFERRED, None),
+            ):
+                with_cert = settings(
+                    tls_server,
+                    user="x509_op",
+                    password=SecretStr("cert-pw"),
+                    ssl_mode=mode,
+                    ca_file=ca,
+                    cert_file=tls / "client.crt",
+                    key_file=tls / "client.key",
+                )
+                async with Database(with_cert) as db:
+                    assert await db.fetch(Statement("SELECT CURRENT_USER()")) == [("x509_op@%",)]
+                without_cert = with_cert.model_copy(update={"cert_file": None, "key_file": None})
+                async with Database(without_cert) as db:
+                    with pytest.raises(AccessDeniedError) as raised:
+                        await db.fetch(Statement("SELECT 1"))
+                assert raised.value.code == 1045
         finally:
             await accounts.drop(admin, "x509_op", "%")
         assert not await accounts.exists(admin, "x509_op", "%")
