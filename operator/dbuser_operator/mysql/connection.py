@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, FilePath, SecretStr, model_va
 from dbuser_operator.mysql.errors import DatabaseUnavailableError, MySQLError, TLSError, classify
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement
-from dbuser_operator.mysql.tls import SSLMode, TLSOptions, guard_plaintext_fallback
+from dbuser_operator.mysql.tls import SSLMode, TLSOptions, negotiate_tls_like_mysql_clients
 
 _log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ class Database:
     def __init__(self, settings: ConnectionSettings) -> None:
         self._settings = settings
         self._ssl = settings.ssl_context()
-        guard_plaintext_fallback()
+        negotiate_tls_like_mysql_clients()
         self._pool: Any = None
         self._pool_lock = asyncio.Lock()
         # Calls wait here for a connection, not inside aiomysql: its waiters are not woken when a broken

@@ -12,7 +12,7 @@ mode                TLS                       certificate chain  host name
 
 aiomysql itself falls back to plain text when the server offers no TLS, and then sends whatever the
 server asks for, the password in clear text included (an auth switch to ``mysql_clear_password``): a
-connection that requires TLS is refused *before* it authenticates (:class:`_TLSGuardedConnection`).
+connection that requires TLS is refused *before* it authenticates (:class:`_TLSNegotiatingConnection`).
 """
 
 from __future__ import annotations
@@ -153,24 +153,29 @@ class _ClientContext(ssl.SSLContext):
         return super().wrap_bio(incoming, outgoing, server_side, name, session)
 
 
-class _TLSGuardedConnection(aiomysql.Connection):  # type: ignore[misc]  # aiomysql is untyped
-    """Refuses to authenticate in plain text when its context requires TLS."""
+class _TLSNegotiatingConnection(aiomysql.Connection):  # type: ignore[misc]  # aiomysql is untyped
+    """Negotiates TLS as the modes say when the server offers none, before authenticating.
+
+    A context that requires TLS: refused. Otherwise plain text, without the TLS capability aiomysql would
+    still claim in its handshake response (MariaDB ignores it; MySQL refuses the login: "Bad handshake").
+    """
 
     async def _request_authentication(self) -> None:
-        required = getattr(self._ssl_context, "required", False)
-        if required and not self.server_capabilities & CLIENT.SSL:
-            raise pymysql.err.OperationalError(
-                CR_SSL_CONNECTION_ERROR, "TLS is required but the server does not offer it"
-            )
+        if self._ssl_context is not None and not self.server_capabilities & CLIENT.SSL:
+            if getattr(self._ssl_context, "required", False):
+                raise pymysql.err.OperationalError(
+                    CR_SSL_CONNECTION_ERROR, "TLS is required but the server does not offer it"
+                )
+            self.client_flag &= ~CLIENT.SSL
         await super()._request_authentication()
 
 
-def guard_plaintext_fallback() -> None:
-    """Make aiomysql's connections refuse, before authenticating, a server without TLS when it is required.
+def negotiate_tls_like_mysql_clients() -> None:
+    """Make aiomysql's connections negotiate TLS like the mysql client (:class:`_TLSNegotiatingConnection`).
 
-    aiomysql's pool builds its connections through ``aiomysql.connection.Connection``; the subclass acts
-    only for a context of :meth:`TLSOptions.client_context` that requires TLS.
+    aiomysql's pool builds its connections through ``aiomysql.connection.Connection``: replaced by the
+    subclass, which changes nothing for a server that offers TLS or a connection without a context.
     """
     module: Any = aiomysql.connection
-    if module.Connection is not _TLSGuardedConnection:
-        module.Connection = _TLSGuardedConnection
+    if module.Connection is not _TLSNegotiatingConnection:
+        module.Connection = _TLSNegotiatingConnection
