@@ -92,6 +92,13 @@ passwords come from the cache), Events (record).
 {{- define "dbuser-operator.adminSecretDir" -}}/var/run/secrets/dbuser-operator/mysql{{- end }}
 {{- define "dbuser-operator.tlsSecretDir" -}}/var/run/secrets/dbuser-operator/mysql-tls{{- end }}
 
+{{/* The TLS mode in force: mysql.tls.mode, else what the other TLS values meant before modes existed. */}}
+{{- define "dbuser-operator.tlsMode" -}}
+{{- $tls := .Values.mysql.tls }}
+{{- $files := and $tls.secretName (or $tls.caKey $tls.certKey) }}
+{{- $tls.mode | default (ternary "VERIFY_IDENTITY" "PREFERRED" (or (not (empty $files)) $tls.required)) }}
+{{- end }}
+
 {{/* The operator's command line (`dbuser-operator --help`), as a YAML list: every setting explicit. */}}
 {{- define "dbuser-operator.args" -}}
 {{- $tls := .Values.mysql.tls }}
@@ -110,6 +117,12 @@ passwords come from the cache), Events (record).
 {{- if and $tls.secretName $tls.certKey }}
 {{- $args = append $args (printf "--mysql-tls-cert=%s/%s" (include "dbuser-operator.tlsSecretDir" .) $tls.certKey) }}
 {{- $args = append $args (printf "--mysql-tls-key=%s/%s" (include "dbuser-operator.tlsSecretDir" .) $tls.keyKey) }}
+{{- end }}
+{{- with $tls.mode }}
+{{- $args = append $args (printf "--mysql-ssl-mode=%s" .) }}
+{{- end }}
+{{- with $tls.serverName }}
+{{- $args = append $args (printf "--mysql-tls-server-name=%s" .) }}
 {{- end }}
 {{- $args = append $args (ternary "--mysql-tls-required" "--no-mysql-tls-required" $tls.required) }}
 {{- $args = append $args (printf "--ownership-schema=%s" .Values.ownershipSchema) }}

@@ -48,6 +48,18 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
             "tls": {"secretName": "mysql-tls", "certKey": "tls.crt", "keyKey": "tls.key", "required": True}
         }
     },
+    "tls-verify-ca": {"mysql": {"tls": {"mode": "VERIFY_CA", "secretName": "mysql-ca"}}},
+    "tls-verify-identity-by-address": {
+        "mysql": {
+            "host": "10.0.0.7",
+            "tls": {
+                "mode": "VERIFY_IDENTITY",
+                "secretName": "provider-ca",
+                "caKey": "bundle.pem",
+                "serverName": "db.example.com",
+            },
+        }
+    },
     "everything-else": {
         "image": {"repository": "registry.example.com/dbuser-operator", "digest": "sha256:" + "ab" * 32},
         "imagePullSecrets": [{"name": "regcred"}],

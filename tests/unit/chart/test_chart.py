@@ -191,6 +191,8 @@ BAD_VALUES: dict[str, dict[str, Any]] = {
     "extra args": {"extraArgs": ["verbose"]},
     "scrape interval": {"metrics": {"serviceMonitor": {"interval": "often"}}},
     "quantity": {"resources": {"limits": {"memory": "a lot"}}},
+    "TLS mode": {"mysql": {"tls": {"mode": "verify-ca"}}},
+    "TLS server name": {"mysql": {"tls": {"mode": "VERIFY_IDENTITY", "serverName": "a b"}}},
 }
 
 
@@ -209,6 +211,38 @@ INCONSISTENT: dict[str, tuple[dict[str, Any], str]] = {
     "TLS keys without Secret": (
         {"mysql": {"tls": {"certKey": "a", "keyKey": "b"}}},
         "need mysql.tls.secretName",
+    ),
+    "TLS files with mode DISABLED": (
+        {"mysql": {"tls": {"mode": "DISABLED", "secretName": "t"}}},
+        "mysql.tls.mode DISABLED uses no TLS",
+    ),
+    "TLS required with mode DISABLED": (
+        {"mysql": {"tls": {"mode": "DISABLED", "required": True}}},
+        "mysql.tls.mode DISABLED uses no TLS",
+    ),
+    "TLS required with mode PREFERRED": (
+        {"mysql": {"tls": {"mode": "PREFERRED", "required": True}}},
+        "PREFERRED accepts a server without TLS",
+    ),
+    "VERIFY_CA without a Secret": (
+        {"mysql": {"tls": {"mode": "VERIFY_CA"}}},
+        "VERIFY_CA needs the CA",
+    ),
+    "VERIFY_CA without a CA key": (
+        {
+            "mysql": {
+                "tls": {"mode": "VERIFY_CA", "secretName": "t", "caKey": "", "certKey": "c", "keyKey": "k"}
+            }
+        },
+        "VERIFY_CA needs the CA",
+    ),
+    "server name with VERIFY_CA": (
+        {"mysql": {"tls": {"mode": "VERIFY_CA", "secretName": "t", "serverName": "db"}}},
+        "checked only with mysql.tls.mode VERIFY_IDENTITY",
+    ),
+    "server name with the default PREFERRED": (
+        {"mysql": {"tls": {"serverName": "db"}}},
+        "checked only with mysql.tls.mode VERIFY_IDENTITY",
     ),
     "two replicas without leader election": (
         {"replicaCount": 2, "leaderElection": {"enabled": False}},
@@ -345,6 +379,10 @@ def test_args_are_the_operators_flags(
         else:
             assert setting is None
     assert settings.mysql_tls_required is tls["required"]
+    assert settings.mysql_ssl_mode == (tls["mode"] or None)
+    assert settings.mysql_tls_server_name == (tls["serverName"] or None)
+    legacy = "VERIFY_IDENTITY" if files.get("ca") or files.get("cert") or tls["required"] else "PREFERRED"
+    assert settings.mysql_tls_options().effective_mode == (tls["mode"] or legacy)
 
     assert settings.ownership_schema == values["ownershipSchema"]
     assert settings.reserved_users == values["reservedUsers"]
