@@ -9,13 +9,13 @@ import contextlib
 class StallingProxy:
     """Forwards 127.0.0.1:<port> to a target; ``stall()`` stops forwarding on the open connections.
 
-    ``client_bytes`` counts the bytes clients sent towards the target.
+    ``from_clients`` holds the bytes clients sent towards the target, all connections one after the other.
     """
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
         self.port = 0
-        self.client_bytes = 0
+        self.from_clients = bytearray()
         self._server: asyncio.Server | None = None
         self._stalled: list[asyncio.Event] = []  # one "may forward" event per open connection
         self._tasks: set[asyncio.Task[None]] = set()
@@ -64,7 +64,7 @@ class StallingProxy:
             while data := await source.read(65536):
                 await flowing.wait()
                 if from_client:
-                    self.client_bytes += len(data)
+                    self.from_clients += data
                 sink.write(data)
                 await sink.drain()
         except (ConnectionError, asyncio.CancelledError):

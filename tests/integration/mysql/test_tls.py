@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
+from pymysql.constants import CLIENT
 
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.envtest.pki import CertificateAuthority
@@ -188,9 +189,26 @@ async def test_a_mode_that_requires_tls_sends_nothing_to_a_server_without_it(
         required = settings(plain_server, port=proxy.port, ssl_mode=mode, ca_file=ca, server_name=server_name)
         error = await tls_failure(required)
         assert error.message.startswith("TLS is required but the server does not offer it")
-        assert proxy.client_bytes == 0  # refused before the handshake response: no user name, no password
+        assert proxy.from_clients == b""  # refused before the handshake response: no user name, no password
         assert await cipher(settings(plain_server, port=proxy.port)) == ""
-        assert proxy.client_bytes > 0  # a PREFERRED login through the same proxy does send
+        assert proxy.from_clients  # a PREFERRED login through the same proxy does send
+
+
+def _client_capabilities(first_packet: bytes | bytearray) -> int:
+    """The capability flags of a client's first packet (after the 4-byte packet header)."""
+    return int.from_bytes(first_packet[4:8], "little")
+
+
+async def test_preferred_does_not_claim_tls_to_a_server_without_it(
+    plain_server: PlainServer, tls_server: TLSServer
+) -> None:
+    # MySQL refuses a login whose handshake response claims TLS without doing it ("Bad handshake").
+    async with StallingProxy(plain_server.admin.host, plain_server.port) as proxy:
+        assert await cipher(settings(plain_server, port=proxy.port)) == ""
+        assert not _client_capabilities(proxy.from_clients) & CLIENT.SSL
+    async with StallingProxy(tls_server.admin.host, tls_server.port) as proxy:
+        assert await cipher(settings(tls_server, port=proxy.port)) != ""
+        assert _client_capabilities(proxy.from_clients) & CLIENT.SSL  # the TLS request
 
 
 async def test_a_client_certificate_with_any_mode(tls_server: TLSServer) -> None:
