@@ -75,8 +75,8 @@ class Settings(BaseSettings):
     mysql_ssl_mode: SSLMode | None = Field(
         None,
         description="TLS to MySQL, as the mysql client's --ssl-mode: DISABLED, PREFERRED (TLS if offered, "
-        "unverified), REQUIRED (unverified), VERIFY_CA, VERIFY_IDENTITY (default: PREFERRED; "
-        "VERIFY_IDENTITY when a --mysql-tls-* file or --mysql-tls-required is given)",
+        "unverified), REQUIRED (unverified), VERIFY_CA, VERIFY_IDENTITY; unset (null): VERIFY_IDENTITY when "
+        "a --mysql-tls-* file or --mysql-tls-required is given, else PREFERRED",
     )
     mysql_tls_ca: Path | None = Field(None, description="CA bundle to verify the MySQL server with")
     mysql_tls_cert: Path | None = Field(

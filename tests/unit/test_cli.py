@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic_settings import CliApp
 
 from dbuser_operator import __version__
 from dbuser_operator.cli import main
+from dbuser_operator.settings import Settings
 
 
 def test_help_describes_the_operator(capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,3 +75,12 @@ def test_the_ssl_mode_comes_from_the_environment_too(
     assert capsys.readouterr().err.startswith(
         "dbuser-operator: --mysql-ssl-mode=VERIFY_CA needs --mysql-tls-ca"
     )
+
+
+def test_the_older_tls_flags_still_work_and_say_what_to_use_instead() -> None:
+    settings = CliApp.run(Settings, cli_args=["--mysql-tls-required"])
+    assert settings.mysql_tls_options().effective_mode == "VERIFY_IDENTITY"
+    assert settings.mysql_tls_hints() == [
+        "--mysql-tls-required is deprecated: set --mysql-ssl-mode (REQUIRED, VERIFY_CA or VERIFY_IDENTITY)"
+    ]
+    assert CliApp.run(Settings, cli_args=["--mysql-ssl-mode=required"]).mysql_tls_hints() == []
