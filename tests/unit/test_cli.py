@@ -10,7 +10,9 @@ import pytest
 from pydantic_settings import CliApp
 
 from dbuser_operator import __version__
+from dbuser_operator.app import connection_settings
 from dbuser_operator.cli import main
+from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.settings import Settings
 
 
@@ -84,3 +86,18 @@ def test_the_older_tls_flags_still_work_and_say_what_to_use_instead() -> None:
         "--mysql-tls-required is deprecated: set --mysql-ssl-mode (REQUIRED, VERIFY_CA or VERIFY_IDENTITY)"
     ]
     assert CliApp.run(Settings, cli_args=["--mysql-ssl-mode=required"]).mysql_tls_hints() == []
+
+
+def test_the_tls_flags_reach_the_mysql_connection(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.crt"
+    ca.write_bytes(CertificateAuthority().cert_pem)
+    flags = ["--mysql-ssl-mode=verify_identity", f"--mysql-tls-ca={ca}", "--mysql-tls-server-name=db.example"]
+    connection = connection_settings(CliApp.run(Settings, cli_args=flags))
+    assert (connection.mode, connection.ca_file, connection.server_name) == (
+        "VERIFY_IDENTITY",
+        ca,
+        "db.example",
+    )
+    context = connection.ssl_context()
+    assert context is not None
+    assert context.check_hostname

@@ -10,9 +10,10 @@ mode                TLS                       certificate chain  host name
 ``VERIFY_IDENTITY`` or fail                   verified           checked
 =================== ========================= ================== ================
 
-aiomysql itself falls back to plain text when the server offers no TLS, and then sends whatever the
-server asks for, the password in clear text included (an auth switch to ``mysql_clear_password``): a
-connection that requires TLS is refused *before* it authenticates (:class:`_TLSNegotiatingConnection`).
+Left to itself, aiomysql falls back to plain text when the server offers no TLS and then sends whatever
+the server asks for, the password in clear text included (an auth switch to ``mysql_clear_password``),
+and it claims TLS in that plain-text handshake, which MySQL refuses. :class:`_TLSNegotiatingConnection`
+refuses a connection that requires TLS *before* it authenticates, and falls back cleanly otherwise.
 """
 
 from __future__ import annotations
