@@ -40,7 +40,7 @@ class ConnectionSettings(BaseModel):
     instead of ``host`` (when connecting by address).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)  # input: the password
 
     host: str = Field(min_length=1)
     port: int = Field(default=3306, ge=1, le=65535)

@@ -144,3 +144,11 @@ def test_hints_for_settings_that_work(files: dict[str, Path]) -> None:
     assert TLSOptions(SSLMode.REQUIRED, ca=files["ca"]).hints(NAMES) == [
         "CA is not used with MODE=REQUIRED: VERIFY_CA or VERIFY_IDENTITY verify the server with it"
     ]
+
+
+def test_a_refusal_shows_no_password() -> None:
+    with pytest.raises(pydantic.ValidationError) as raised:
+        settings(ssl_mode="VERIFY_CA", password="Sup3r-s3cret")
+    assert "ssl_mode=VERIFY_CA needs ca_file" in str(raised.value)
+    assert "Sup3r-s3cret" not in str(raised.value)
+    assert "Sup3r-s3cret" not in repr(raised.value)
