@@ -1,4 +1,11 @@
-"""The account step: the account exists with the Secret's password; dropped on deletion if we own it."""
+"""The account step: the account exists with the Secret's password; dropped on deletion if we own it.
+
+``CREATE USER`` is sent only when this pass saw no account. If the account turns up meanwhile, a row this
+pass wrote is withdrawn (somebody else made the account: not ours); a row that named this resource before
+the pass (an earlier pass, another replica) is kept, and the live account is looked at again instead.
+Deletion reads user and host from the spec and drops the account only if the bookkeeping row names this
+resource's UID.
+"""
 
 from __future__ import annotations
 
@@ -36,9 +43,8 @@ class AccountStep:
     ) -> bool:
         """Create the account, or set its password if the Secret changed or somebody changed it by hand;
         whether the password was set (its fingerprint is then to be recorded)."""
-        if not ctx.account_exists:
-            await self._create(ctx, user, host, password)
-            ctx.account_exists = ctx.created = True
+        if not ctx.account_exists and await self._create(ctx, user, host, password):
+            ctx.created = True
             reason = "AccountRecreated" if ctx.status.get("appliedSecret") is not None else "AccountCreated"
             ctx.event("Normal", reason, f"created account {ctx.account}")
         elif ctx.status.get("appliedSecret") != secret:
@@ -61,19 +67,29 @@ class AccountStep:
             return False
         return True
 
-    async def _create(self, ctx: Context, user: str, host: str, password: str) -> None:
-        """``CREATE USER``; if somebody made the account since the ownership step looked, let go of it."""
+    async def _create(self, ctx: Context, user: str, host: str, password: str) -> bool:
+        """``CREATE USER``; whether it created the account.
+
+        If somebody made the account since the ownership step looked: a claim of this pass is withdrawn
+        (not ours); under a row that was ours before this pass, the account is looked at again (False).
+        """
+        db, schema = self.target.db, self.target.schema
         try:
-            await accounts.create(self.target.db, user, host, password)
+            await accounts.create(db, user, host, password)
         except AccountExistsError:
             if ctx.claimed:  # claimed in this pass, for an account we did not create: not ours
-                await ownership.forget(self.target.db, self.target.schema, user, host, owner(ctx).uid)
-            raise not_ours(ctx, retry=True) from None  # the next pass looks again
+                await ownership.forget(db, schema, user, host, owner(ctx).uid)
+                raise not_ours(ctx, retry=True) from None  # the next pass looks again
+            found = await ownership.lookup(db, schema, user, host, await self.target.server())
+            if found.owner is None or found.owner.uid != owner(ctx).uid:
+                raise not_ours(ctx, retry=True) from None  # our row went meanwhile: look again
+            ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
+            return False
+        ctx.account_exists = True
+        return True
 
     async def delete(self, ctx: Context) -> None:
-        user, host = ctx.status.get("user"), ctx.status.get("host")
-        if not user or not host:
-            return  # this resource never claimed an account
+        user, host = ctx.user.effective_user(), ctx.user.spec.host
         db, schema = self.target.db, self.target.schema
         try:
             current = await ownership.owner_of(db, schema, user, host)

@@ -131,17 +131,23 @@ class DatabaseUserReconciler:
         self._record_events(ctx)
 
     async def _let_go(self, ctx: Context, released: bool) -> None:
-        """Remove the finalizer without touching the account; forget ownership if MySQL answers."""
-        user, host = ctx.status.get("user"), ctx.status.get("host")
-        account = _recorded_account(ctx.status) or "no account"
-        if user and host:
-            try:
-                async with asyncio.timeout(FORGET_TIMEOUT):
-                    await ownership.forget(self.target.db, self.target.schema, user, host, owner(ctx).uid)
-            except (MySQLError, TimeoutError) as error:
-                log.warning(
-                    "could not forget ownership; it stays recorded", account=account, error=str(error)
+        """Remove the finalizer without touching the account; forget ownership if MySQL answers.
+
+        The account is the spec's (immutable), not status's: status may never have been written.
+        """
+        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        forgotten: bool | None = None  # None: MySQL did not answer
+        try:
+            async with asyncio.timeout(FORGET_TIMEOUT):
+                forgotten = await ownership.forget(
+                    self.target.db, self.target.schema, user, host, owner(ctx).uid
                 )
+        except (MySQLError, TimeoutError) as error:
+            log.warning(
+                "could not forget ownership; it stays recorded", account=ctx.account, error=str(error)
+            )
+        owned = forgotten or (forgotten is None and _recorded_account(ctx.status) is not None)
+        account = ctx.account if owned else "no account"
         if released:
             ctx.event(
                 "Warning",

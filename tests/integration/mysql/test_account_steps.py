@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -13,8 +13,7 @@ from dbuser_operator.controllers.steps import ConditionError, Context
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database
-from dbuser_operator.mysql.ownership import owner_of
-from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.mysql.ownership import Owner, claim, owner_of
 from tests.integration.mysql.support import Accounts, admin, login, login_error
 
 pytestmark = pytest.mark.integration
@@ -22,11 +21,11 @@ pytestmark = pytest.mark.integration
 SECRET = {"name": "app-password", "uid": "s-1", "resourceVersion": "1"}
 
 
-class NoUsers:
-    """The steps' view of the DatabaseUser cache: empty (no other resource exists)."""
+class NoOwners:
+    """The steps' view of the API server: no other resource exists (a recorded owner is gone)."""
 
-    def get(self, key: object) -> None:
-        return None
+    async def exists(self, owner: Owner) -> bool:
+        return False
 
 
 def context(user: str, uid: str = "0b5c2a52-1d0e-4a53-9d7b-4b8a6f1f0c11") -> Context:
@@ -43,7 +42,7 @@ def context(user: str, uid: str = "0b5c2a52-1d0e-4a53-9d7b-4b8a6f1f0c11") -> Con
 
 def steps(db: Database, schema: str) -> tuple[OwnershipStep, AccountStep]:
     target = Target(db, schema)
-    return OwnershipStep(target, cast(Informer, NoUsers())), AccountStep(target)
+    return OwnershipStep(target, NoOwners()), AccountStep(target)
 
 
 async def test_a_new_account_costs_four_statements(
@@ -95,3 +94,57 @@ async def test_an_account_made_by_hand_after_the_look_is_not_taken_over(
         await ownership_step.ensure(context(user))
     assert next_pass.value.reason == "AccountExists"
     assert not next_pass.value.retry  # now it waits for the adopt annotation
+
+
+def me(ctx: Context) -> Owner:
+    metadata = ctx.user.metadata
+    return Owner(metadata.uid or "", metadata.namespace or "", metadata.name or "")
+
+
+async def test_a_row_of_an_earlier_pass_without_its_account_creates_the_account_once(
+    db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str
+) -> None:
+    """An earlier pass claimed, then crashed before CREATE USER: this pass did not claim, but creates."""
+    user = accounts_made.track(accounts_made.name(), "%")
+    ownership_step, account_step = steps(db, owned_schema)
+    ctx = context(user)
+    assert (await claim(db, owned_schema, user, "%", me(ctx))).inserted  # the crashed pass's row
+    await ownership_step.ensure(ctx)
+    assert not ctx.claimed  # the row was there: not this pass's claim
+    assert ctx.account_exists is False
+    await account_step.ensure(ctx)
+    assert ctx.created
+    assert [reason for _, reason, _ in ctx.events] == ["AccountCreated"]
+    assert login(mysql, user, "ours") == f"{user}@%"
+
+    again = context(user)  # the next pass sees the account: no second CREATE USER
+    again.status["appliedSecret"] = dict(SECRET)
+    written = db.statements_written
+    await ownership_step.ensure(again)
+    await account_step.ensure(again)
+    assert db.statements_written == written
+    assert not again.created
+    assert again.events == []
+
+
+async def test_an_account_appearing_under_a_row_already_ours_is_observed_not_forgotten(
+    db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str
+) -> None:
+    """Another replica (or a late earlier pass) creates the account between this pass's look and its
+    CREATE USER: the row was ours before this pass, so it is kept, and the live account gets the password."""
+    user = accounts_made.track(accounts_made.name(), "%")
+    ownership_step, account_step = steps(db, owned_schema)
+    ctx = context(user)
+    await claim(db, owned_schema, user, "%", me(ctx))  # the other writer's claim, before this pass
+    await ownership_step.ensure(ctx)
+    assert not ctx.claimed
+    assert ctx.account_exists is False
+
+    admin(mysql, f"CREATE USER '{user}'@'%' IDENTIFIED BY 'stale'")  # the other writer's CREATE lands
+
+    await account_step.ensure(ctx)
+    assert await owner_of(db, owned_schema, user, "%") == me(ctx)  # never forgotten
+    assert not ctx.created  # not made by this pass: its grants and limits are read, not assumed
+    assert [reason for _, reason, _ in ctx.events] == ["PasswordSet"]
+    assert login(mysql, user, "ours") == f"{user}@%"  # observed, then set from the Secret
+    assert login_error(mysql, user, "stale") == 1045
