@@ -296,6 +296,8 @@ def test_annotations() -> None:
         {"database": "app", "table": "t", "privileges": list(TABLE_PRIVILEGES[1:])},
         {"database": "d" * 64, "table": "t" * 64, "privileges": ["SELECT"]},
         {"database": "my-app_2$", "table": "T$_-", "privileges": ["SELECT"]},
+        {"database": "d" * 62 + "_", "privileges": ["SELECT"]},  # escaped: 64 characters
+        {"database": "d" * 63 + "_", "table": "t", "privileges": ["SELECT"]},  # a table grant escapes nothing
     ],
 )
 def test_valid_grants(grant: dict[str, Any]) -> None:
@@ -322,6 +324,8 @@ def test_valid_grants(grant: dict[str, Any]) -> None:
         ({"database": "app%", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
         ({"database": "d" * 65, "privileges": ["SELECT"]}, "string_too_long"),
         ({"database": "app\n", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
+        ({"database": "d" * 63 + "_", "privileges": ["SELECT"]}, "GRANT writes each '_' as '\\_'"),
+        ({"database": "_" * 33, "table": "*", "privileges": ["SELECT"]}, "database name too long"),
         ({"database": "**", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
         ({"database": "app", "table": "o'rders", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
         ({"database": "*", "table": "x", "privileges": ["SELECT"]}, "a table grant needs a database"),
