@@ -9,6 +9,7 @@ resource's UID.
 
 from __future__ import annotations
 
+from dbuser_operator.api.v1alpha1 import AppliedSecret
 from dbuser_operator.controllers.ownership import not_ours, owner
 from dbuser_operator.controllers.steps import Context
 from dbuser_operator.controllers.target import Target, mysql_condition
@@ -36,24 +37,24 @@ class AccountStep:
                 await ownership.record_fingerprint(self.target.db, self.target.schema, user, host, server)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
-        ctx.status["appliedSecret"] = ctx.secret
+        ctx.status.applied_secret = ctx.secret
 
     async def _set_password(
-        self, ctx: Context, user: str, host: str, password: str, secret: dict[str, str]
+        self, ctx: Context, user: str, host: str, password: str, secret: AppliedSecret
     ) -> bool:
         """Create the account, or set its password if the Secret changed or somebody changed it by hand;
         whether the password was set (its fingerprint is then to be recorded)."""
         if not ctx.account_exists and await self._create(ctx, user, host, password):
             ctx.created = True
-            reason = "AccountRecreated" if ctx.status.get("appliedSecret") is not None else "AccountCreated"
+            reason = "AccountRecreated" if ctx.status.applied_secret is not None else "AccountCreated"
             ctx.event("Normal", reason, f"created account {ctx.account}")
-        elif ctx.status.get("appliedSecret") != secret:
+        elif ctx.status.applied_secret != secret:
             await accounts.set_password(self.target.db, user, host, password)
             ctx.event(
                 "Normal",
                 "PasswordSet",
-                f"set the password of {ctx.account} from Secret {secret['name']} "
-                f"(resourceVersion {secret['resourceVersion']})",
+                f"set the password of {ctx.account} from Secret {secret.name} "
+                f"(resourceVersion {secret.resource_version})",
             )
         elif ctx.password_intact is False:
             await accounts.set_password(self.target.db, user, host, password)

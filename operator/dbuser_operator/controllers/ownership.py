@@ -119,7 +119,7 @@ class OwnershipStep:
                 else f" (deleted: annotate with {ADOPT_ANNOTATION}=true to take over)"
             )
             raise ConditionError("AccountClaimed", f"{ctx.account} is managed by {holder}{hint}", retry=False)
-        ctx.status.update({"user": user, "host": host})
+        ctx.status.user, ctx.status.host = user, host
 
     async def _claim(self, ctx: Context, user: str, host: str) -> ownership.Owner:
         """Claim the account; ``ctx.claimed`` only if this call wrote the row. Who owns it now."""

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dbuser_operator.api.v1alpha1 import API_VERSION, DatabaseUser
+from dbuser_operator.api.v1alpha1 import API_VERSION, AppliedSecret, DatabaseUser, DatabaseUserStatus
 from dbuser_operator.controllers.account import AccountStep
 from dbuser_operator.controllers.ownership import OwnershipStep
 from dbuser_operator.controllers.steps import ConditionError, Context
@@ -18,7 +18,7 @@ from tests.integration.mysql.support import Accounts, admin, login, login_error
 
 pytestmark = pytest.mark.integration
 
-SECRET = {"name": "app-password", "uid": "s-1", "resourceVersion": "1"}
+SECRET = AppliedSecret(name="app-password", uid="s-1", resource_version="1")
 
 
 class NoOwners:
@@ -33,10 +33,10 @@ def context(user: str, uid: str = "0b5c2a52-1d0e-4a53-9d7b-4b8a6f1f0c11") -> Con
         "apiVersion": API_VERSION,
         "kind": "DatabaseUser",
         "metadata": {"name": "app", "namespace": "team-a", "uid": uid, "generation": 1},
-        "spec": {"user": user, "password": {"name": SECRET["name"], "key": "password"}},
+        "spec": {"user": user, "password": {"name": SECRET.name, "key": "password"}},
     }
-    ctx = Context(obj=obj, user=DatabaseUser.model_validate(obj), status={})
-    ctx.password, ctx.secret = "ours", dict(SECRET)
+    ctx = Context(obj=obj, user=DatabaseUser.model_validate(obj), status=DatabaseUserStatus())
+    ctx.password, ctx.secret = "ours", SECRET
     return ctx
 
 
@@ -64,7 +64,7 @@ async def test_a_new_account_costs_four_statements(
     again = context(user)  # the next pass: one look, nothing written
     read, written = db.statements_read, db.statements_written
     await ownership_step.ensure(again)
-    again.status["appliedSecret"] = dict(SECRET)
+    again.status.applied_secret = SECRET
     await account_step.ensure(again)
     assert (db.statements_read - read, db.statements_written - written) == (1, 0)
     assert again.password_intact is True
@@ -118,7 +118,7 @@ async def test_a_row_of_an_earlier_pass_without_its_account_creates_the_account_
     assert login(mysql, user, "ours") == f"{user}@%"
 
     again = context(user)  # the next pass sees the account: no second CREATE USER
-    again.status["appliedSecret"] = dict(SECRET)
+    again.status.applied_secret = SECRET
     written = db.statements_written
     await ownership_step.ensure(again)
     await account_step.ensure(again)

@@ -121,6 +121,7 @@ def test_reasons_are_distinct_and_stable() -> None:
         "AdminPrivilegeMissing",
         "InvalidAccount",
         "InvalidGrant",
+        "InvalidName",
         "PasswordRejected",
         "TLSError",
         "ServerError",
