@@ -160,8 +160,8 @@ _INVALID_ACCOUNT = frozenset(
         1396,  # operation CREATE/ALTER/DROP USER failed for the account
     }
 )
-# MySQL 8.4 and 9.x and MariaDB 10.11 and 11.x alike; the GRANT of a database named with 64 characters,
-# some of them '_', sends the name escaped ('\_'): MySQL answers 1059, MariaDB 1102.
+# Names the server refuses. The GRANT of a database named with 64 characters, some of them '_', sends the
+# name escaped ('\_', 65 characters): MySQL 9.7 answers 1059, MariaDB 11.8 1102 (1103 for a table name).
 _INVALID_NAME = frozenset(
     {
         1059,  # identifier name too long (ER_TOO_LONG_IDENT)
