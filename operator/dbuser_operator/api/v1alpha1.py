@@ -6,8 +6,8 @@ controller-gen generates it from Go types: attribute docstrings become the field
 the ``x-kubernetes-*`` extensions (CEL rules, list types).
 
 Parsing an object from the API: ``DatabaseUser.model_validate(obj)``; unknown fields are ignored, so an older
-operator reads objects written for a newer schema. Writing status:
-``status.model_dump(by_alias=True, exclude_none=True, mode="json")``. Optional fields with a meaningful
+operator reads objects written for a newer schema. Writing status: ``status.to_api(stored_status)``, which
+keeps the stored fields the model does not know. Optional fields with a meaningful
 default (privileges, limits, TLS, deletion policy) carry that default in the schema too: the API server fills
 it in, so ``kubectl get -o yaml`` shows the effective value and the operator always reads one. The models
 check what the CRD checks (patterns, ranges, enums, and the CEL rules, with the same messages), nothing more:
@@ -450,6 +450,13 @@ class DatabaseUserStatus(_Model):
 
     applied_secret: AppliedSecret | None = None
     """The version of the password Secret last applied to the account."""
+
+    def to_api(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The status as the API stores it (camelCase, None left out), keeping the fields of ``previous``
+        (the stored status) that this model does not know: a newer operator's are not erased."""
+        known = {field.alias or name for name, field in type(self).model_fields.items()}
+        kept = {key: value for key, value in (previous or {}).items() if key not in known}
+        return {**kept, **self.model_dump(by_alias=True, exclude_none=True, mode="json")}
 
 
 class ObjectMeta(_Model):

@@ -163,7 +163,10 @@ class DatabaseUserReconciler:
 
     def _set_ready(self, ctx: Context, status: str, reason: str, message: str) -> None:
         generation = ctx.obj["metadata"].get("generation")
-        conditions = [_api_form(condition) for condition in ctx.status.conditions]
+        conditions = [
+            condition.model_dump(by_alias=True, exclude_none=True, mode="json")
+            for condition in ctx.status.conditions
+        ]
         was_ready = is_true(conditions, READY)
         set_condition(conditions, READY, status, reason, message, generation)
         ctx.status.conditions = [Condition.model_validate(condition) for condition in conditions]
@@ -180,7 +183,11 @@ class DatabaseUserReconciler:
 
     async def _write(self, ctx: Context) -> None:
         updated = await update_status(
-            self.kube, DATABASE_USERS, ctx.obj, _api_form(ctx.status), field_manager=FIELD_MANAGER
+            self.kube,
+            DATABASE_USERS,
+            ctx.obj,
+            ctx.status.to_api(ctx.obj.get("status")),
+            field_manager=FIELD_MANAGER,
         )
         if updated is not None:
             ctx.obj = updated
@@ -209,11 +216,6 @@ def _status_of(obj: dict[str, Any]) -> DatabaseUserStatus:
         return DatabaseUserStatus.model_validate(obj.get("status") or {})
     except pydantic.ValidationError:
         return DatabaseUserStatus()
-
-
-def _api_form(model: pydantic.BaseModel) -> dict[str, Any]:
-    """A status model as the API writes it: camelCase, unset (None) fields left out."""
-    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
 def _involved(obj: dict[str, Any]) -> dict[str, Any]:

@@ -186,6 +186,25 @@ def test_status_dumps_in_camel_case_without_none() -> None:
     }
 
 
+def test_status_to_api_keeps_fields_it_does_not_know() -> None:
+    stored = {
+        "user": "old",
+        "host": "%",
+        "rotation": {"phase": "Pending"},  # written by a newer operator
+        "observedGeneration": 1,
+    }
+    status = DatabaseUserStatus.model_validate(stored)
+    assert status.user == "old"  # unknown fields are tolerated when parsing
+    status.user, status.host, status.observed_generation = "app", None, 2
+    assert status.to_api(stored) == {
+        "rotation": {"phase": "Pending"},
+        "conditions": [],
+        "observedGeneration": 2,
+        "user": "app",
+    }
+    assert status.to_api() == {"conditions": [], "observedGeneration": 2, "user": "app"}
+
+
 def test_a_new_object_carries_api_version_and_kind() -> None:
     obj = DatabaseUser(
         metadata=ObjectMeta(name="a"), spec=DatabaseUserSpec(password=SecretKeySelector(name="s", key="k"))
