@@ -47,7 +47,9 @@ class AccountStep:
         if not ctx.account_exists and await self._create(ctx, user, host, password):
             ctx.created = True
             reason = "AccountRecreated" if ctx.status.applied_secret is not None else "AccountCreated"
-            ctx.event("Normal", reason, f"created account {ctx.account}")
+            # A first creation under a row of an earlier pass: that pass never got to write status.
+            earlier = "" if ctx.claimed or reason == "AccountRecreated" else ", claimed by an earlier pass"
+            ctx.event("Normal", reason, f"created account {ctx.account}{earlier}")
         elif ctx.status.applied_secret != secret:
             await accounts.set_password(self.target.db, user, host, password)
             ctx.event(

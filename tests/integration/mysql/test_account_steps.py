@@ -114,7 +114,9 @@ async def test_a_row_of_an_earlier_pass_without_its_account_creates_the_account_
     assert ctx.account_exists is False
     await account_step.ensure(ctx)
     assert ctx.created
-    assert [reason for _, reason, _ in ctx.events] == ["AccountCreated"]
+    assert [(reason, message) for _, reason, message in ctx.events] == [
+        ("AccountCreated", f"created account '{user}'@'%', claimed by an earlier pass")
+    ]
     assert login(mysql, user, "ours") == f"{user}@%"
 
     again = context(user)  # the next pass sees the account: no second CREATE USER

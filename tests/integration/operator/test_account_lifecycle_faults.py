@@ -315,3 +315,45 @@ async def test_a_database_name_too_long_once_escaped_is_refused_at_admission(
     table_grant = {"privileges": ["SELECT"], "database": long_name, "table": "t"}
     body = database_user("fits", "pw", target="nobody", privileges=[table_grant])
     await kube_client.create(DATABASE_USERS, body, namespace)
+
+
+async def test_a_claim_left_by_a_crashed_pass_creates_the_account_once(
+    operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer, secret: str
+) -> None:
+    """The row names the resource, the account is missing (the pass that claimed it died before CREATE
+    USER): the account is created once, and the Event says an earlier pass had claimed it."""
+    user = f"claimed{secrets.token_hex(3)}"
+    parked = await kube_client.create(
+        DATABASE_USERS, database_user("resumed", "pw", target="parked", user=user), namespace
+    )
+    uid = parked["metadata"]["uid"]
+    mysql_query(
+        mysql,
+        "INSERT INTO dbuser_operator.accounts (user, host, owner_uid, namespace, name)"
+        " VALUES (%s, '%%', %s, %s, %s)",
+        user,
+        uid,
+        namespace,
+        "resumed",
+    )
+    relabel = {"metadata": {"labels": {TARGET_LABEL: "e2e"}}}
+    await kube_client.patch(DATABASE_USERS, "resumed", relabel, PatchType.MERGE, namespace=namespace)
+    await wait_for_ready(kube_client, namespace, "resumed")
+    assert can_log_in(mysql, user, secret)
+    assert owned_rows(mysql, user) == [(user, uid)]
+
+    async def created_events() -> list[dict[str, Any]]:
+        events = await kube_client.request("GET", f"/api/v1/namespaces/{namespace}/events")
+        return [e for e in events["items"] if e["reason"] in {"AccountCreated", "AccountRecreated"}]
+
+    found: list[dict[str, Any]] = []
+    for _ in range(200):  # the recorder sends Events in the background
+        found = await created_events()
+        if found:
+            break
+        await asyncio.sleep(0.1)
+    assert [(e["reason"], e.get("count", 1)) for e in found] == [("AccountCreated", 1)]
+    assert "claimed by an earlier pass" in found[0]["message"]
+    await kube_client.delete(DATABASE_USERS, "resumed", namespace)
+    await wait_until_gone(kube_client, namespace, "resumed")
+    assert not account_exists(mysql, user)
