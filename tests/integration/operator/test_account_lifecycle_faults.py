@@ -22,11 +22,14 @@ from typing import Any
 
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
+from pydantic import SecretStr
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, ESCAPED_DATABASE_MESSAGE
 from dbuser_operator.controllers.resources import DATABASE_USERS
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.local import write_private
+from dbuser_operator.mysql import ConnectionSettings, Database, ownership
+from dbuser_operator.mysql.ownership import Owner
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import Resource
 from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
@@ -327,15 +330,12 @@ async def test_a_claim_left_by_a_crashed_pass_creates_the_account_once(
         DATABASE_USERS, database_user("resumed", "pw", target="parked", user=user), namespace
     )
     uid = parked["metadata"]["uid"]
-    mysql_query(
-        mysql,
-        "INSERT INTO dbuser_operator.accounts (user, host, owner_uid, namespace, name)"
-        " VALUES (%s, '%%', %s, %s, %s)",
-        user,
-        uid,
-        namespace,
-        "resumed",
+    settings = ConnectionSettings(
+        host=mysql.host, port=mysql.port, user=mysql.user, password=SecretStr(mysql.password)
     )
+    async with Database(settings) as db:  # the crashed pass: its claim landed, its CREATE USER did not
+        await ownership.ensure_schema(db)
+        await ownership.claim(db, ownership.DEFAULT_SCHEMA, user, "%", Owner(uid, namespace, "resumed"))
     relabel = {"metadata": {"labels": {TARGET_LABEL: "e2e"}}}
     await kube_client.patch(DATABASE_USERS, "resumed", relabel, PatchType.MERGE, namespace=namespace)
     await wait_for_ready(kube_client, namespace, "resumed")
