@@ -193,7 +193,7 @@ class OperatorProcess:
             "DBUSER_OPERATOR_RESYNC_PERIOD": "0",
             "DBUSER_OPERATOR_LOG_LEVEL": "info",
         }
-        self.log = workdir / f"operator-{target}.log"
+        self.log = workdir / f"{target}-operator.log"  # scanned for leaks like operator.log
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
