@@ -149,8 +149,12 @@ class DatabaseUserReconciler:
             log.warning(
                 "could not forget ownership; it stays recorded", account=ctx.account, error=str(error)
             )
-        owned = forgotten or (forgotten is None and _recorded_account(ctx.status) is not None)
-        account = ctx.account if owned else "no account"
+        if forgotten or (forgotten is None and _recorded_account(ctx.status) is not None):
+            account = ctx.account
+        elif forgotten is None:  # MySQL did not say, and status may never have been written
+            account = f"{ctx.account} (if this resource owned it)"
+        else:
+            account = "no account"
         if released:
             ctx.event(
                 "Warning",
