@@ -15,10 +15,16 @@ from dbuser_operator.controllers.finalizer import FinalizerStep
 from dbuser_operator.controllers.grants import GrantsStep
 from dbuser_operator.controllers.guard import GuardStep
 from dbuser_operator.controllers.options import OptionsStep
-from dbuser_operator.controllers.ownership import OwnershipStep
+from dbuser_operator.controllers.ownership import LiveOwners, OwnershipStep
 from dbuser_operator.controllers.password import PasswordStep
 from dbuser_operator.controllers.reconciler import DatabaseUserReconciler
-from dbuser_operator.controllers.resources import DATABASE_USERS, SECRET_INDEX, referenced_secret
+from dbuser_operator.controllers.resources import (
+    ACCOUNT_INDEX,
+    DATABASE_USERS,
+    SECRET_INDEX,
+    named_account,
+    referenced_secret,
+)
 from dbuser_operator.controllers.resync import DriftCheck
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.steps import Step
@@ -36,6 +42,7 @@ from dbuser_operator.runtime.predicates import (
     DELETION_STARTED,
     GENERATION_CHANGED,
     LABELS_CHANGED,
+    Predicate,
     any_of,
 )
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey
@@ -44,6 +51,8 @@ from dbuser_operator.settings import Settings
 log = structlog.get_logger(__name__)
 
 CONTROLLER_NAME = "databaseuser"
+
+DELETED = Predicate(create=lambda obj: False, update=lambda old, new: False)  # deletions only
 
 
 def connection_settings(settings: Settings) -> ConnectionSettings:
@@ -69,6 +78,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager
     scope = Scope(settings.target_label, settings.target)
     users = Informer(kube, DATABASE_USERS, namespaces=settings.namespaces, label_selector=scope.selector)
     users.add_index(SECRET_INDEX, referenced_secret)
+    users.add_index(ACCOUNT_INDEX, named_account)
     secrets = Informer(kube, SECRETS, namespaces=settings.namespaces)
 
     def users_of(secret: dict[str, Any]) -> list[ObjectKey]:
@@ -76,6 +86,17 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager
         return [
             ObjectKey.of(user) for user in users.store.by_index(SECRET_INDEX, f"{key.namespace}/{key.name}")
         ]
+
+    def claimants_of(gone: dict[str, Any]) -> list[ObjectKey]:
+        """The other resources naming the account of one that went away: refused while it owned the
+        account (AccountClaimed, AccountExists), they may have it now."""
+        key = ObjectKey.of(gone)
+        named = (
+            ObjectKey.of(user)
+            for value in named_account(gone)
+            for user in users.store.by_index(ACCOUNT_INDEX, value)
+        )
+        return [other for other in named if other != key]
 
     recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
     target = Target(db, settings.ownership_schema)
@@ -87,7 +108,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager
             settings.ownership_schema,
         ),
         PasswordStep(secrets),
-        OwnershipStep(target, users),
+        OwnershipStep(target, LiveOwners(kube)),
         AccountStep(target),
         OptionsStep(target),
         GrantsStep(target),
@@ -99,6 +120,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager
     # Our own status writes change neither generation, labels, annotations nor deletion: no echo reconcile.
     controller.watch(users, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED))
     controller.watch_mapped(secrets, users_of)
+    controller.watch_mapped(users, claimants_of, DELETED)
 
     election = None
     if settings.leader_elect:

@@ -46,13 +46,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def write_private(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path``, readable by the owner only from the first byte (mode 0600)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        os.fchmod(file.fileno(), 0o600)  # an existing file keeps its mode through O_CREAT: narrow it first
+        file.write(text)
+    return path
+
+
 def _write_mysql_options(path: Path, server: MySQLServer) -> Path:
     """A client option file, so that the admin password appears in no command line or output."""
-    path.write_text(
-        f"[client]\nhost={server.host}\nport={server.port}\nuser={server.user}\npassword={server.password}\n"
+    return write_private(
+        path,
+        f"[client]\nhost={server.host}\nport={server.port}\nuser={server.user}\npassword={server.password}\n",
     )
-    path.chmod(0o600)
-    return path
 
 
 class Local:
@@ -82,9 +90,7 @@ class Local:
         async with self.cluster.api_client() as api:
             await install_crds(api, self.arguments.crds)
         _write_mysql_options(self.workdir / "mysql-client.cnf", self.server)
-        password_file = self.workdir / "mysql-admin-password"
-        password_file.write_text(self.server.password)
-        password_file.chmod(0o600)
+        password_file = write_private(self.workdir / "mysql-admin-password", self.server.password)
         settings = Settings(
             kubeconfig=self.cluster.kubeconfig,
             mysql_host=self.server.host,

@@ -6,8 +6,8 @@ controller-gen generates it from Go types: attribute docstrings become the field
 the ``x-kubernetes-*`` extensions (CEL rules, list types).
 
 Parsing an object from the API: ``DatabaseUser.model_validate(obj)``; unknown fields are ignored, so an older
-operator reads objects written for a newer schema. Writing status:
-``status.model_dump(by_alias=True, exclude_none=True, mode="json")``. Optional fields with a meaningful
+operator reads objects written for a newer schema. Writing status: ``status.to_api(stored_status)``, which
+keeps the stored fields the model does not know. Optional fields with a meaningful
 default (privileges, limits, TLS, deletion policy) carry that default in the schema too: the API server fills
 it in, so ``kubectl get -o yaml`` shows the effective value and the operator always reads one. The models
 check what the CRD checks (patterns, ranges, enums, and the CEL rules, with the same messages), nothing more:
@@ -198,8 +198,19 @@ TABLE_ONLY_MESSAGE: Final = (
     + _english_list(TABLE_PRIVILEGES)
 )
 ONE_ENTRY_MESSAGE: Final = "one entry per database and table"
+ESCAPED_DATABASE_MESSAGE: Final = (
+    "database name too long for a database grant: GRANT writes each '_' as '\\_', and the name must stay "
+    f"within {OBJECT_NAME_MAX_LENGTH} characters that way"
+)
 
 _GRANT_RULES: Final[list[JsonValue]] = [
+    {
+        # A database grant names the database with its wildcards escaped ('_' as '\_', see
+        # mysql.identifiers.escape_wildcards; the pattern admits no '%'), which MySQL bounds to 64 too.
+        "rule": f"self.table != '*' || size(self.database.replace('_', '__')) <= {OBJECT_NAME_MAX_LENGTH}",
+        "message": ESCAPED_DATABASE_MESSAGE,
+        "fieldPath": ".database",
+    },
     {
         "rule": "self.database != '*' || self.table == '*'",
         "message": TABLE_NEEDS_DATABASE_MESSAGE,
@@ -256,7 +267,8 @@ class Grant(_Model):
 
     database: str = Field(max_length=OBJECT_NAME_MAX_LENGTH, pattern=OBJECT_NAME_PATTERN)
     """Database the privileges apply to: a name of 1 to 64 letters, digits, '_', '$' or '-', or "*" for
-    every database (global privileges, GRANT ... ON *.*). The database need not exist."""
+    every database (global privileges, GRANT ... ON *.*). The database need not exist. For a grant on the
+    whole database (table "*"), each '_' counts twice: GRANT writes it escaped ('\\_')."""
 
     table: str = Field(default="*", max_length=OBJECT_NAME_MAX_LENGTH, pattern=OBJECT_NAME_PATTERN)
     """Table of the database the privileges apply to (1 to 64 letters, digits, '_', '$' or '-'), or "*" for
@@ -279,6 +291,8 @@ class Grant(_Model):
     def _rules(self) -> Grant:
         """The CEL rules of the schema, with their messages."""
         where = {"database": self.database, "table": self.table}
+        if self.table == "*" and len(self.database) + self.database.count("_") > OBJECT_NAME_MAX_LENGTH:
+            raise ValueError(ESCAPED_DATABASE_MESSAGE)
         if self.database == "*" and self.table != "*":
             raise ValueError(TABLE_NEEDS_DATABASE_MESSAGE)
         if "ALL" in self.privileges and len(self.privileges) > 1:
@@ -436,6 +450,13 @@ class DatabaseUserStatus(_Model):
 
     applied_secret: AppliedSecret | None = None
     """The version of the password Secret last applied to the account."""
+
+    def to_api(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The status as the API stores it (camelCase, None left out), keeping the fields of ``previous``
+        (the stored status) that this model does not know: a newer operator's are not erased."""
+        known = {field.alias or name for name, field in type(self).model_fields.items()}
+        kept = {key: value for key, value in (previous or {}).items() if key not in known}
+        return {**kept, **self.model_dump(by_alias=True, exclude_none=True, mode="json")}
 
 
 class ObjectMeta(_Model):

@@ -1,7 +1,15 @@
-"""The account step: the account exists with the Secret's password; dropped on deletion if we own it."""
+"""The account step: the account exists with the Secret's password; dropped on deletion if we own it.
+
+``CREATE USER`` is sent only when this pass saw no account. If the account turns up meanwhile, a row this
+pass wrote is withdrawn (somebody else made the account: not ours); a row that named this resource before
+the pass (an earlier pass, another replica) is kept, and the live account is looked at again instead.
+Deletion reads user and host from the spec and drops the account only if the bookkeeping row names this
+resource's UID.
+"""
 
 from __future__ import annotations
 
+from dbuser_operator.api.v1alpha1 import AppliedSecret
 from dbuser_operator.controllers.ownership import not_ours, owner
 from dbuser_operator.controllers.steps import Context
 from dbuser_operator.controllers.target import Target, mysql_condition
@@ -29,25 +37,26 @@ class AccountStep:
                 await ownership.record_fingerprint(self.target.db, self.target.schema, user, host, server)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
-        ctx.status["appliedSecret"] = ctx.secret
+        ctx.status.applied_secret = ctx.secret
 
     async def _set_password(
-        self, ctx: Context, user: str, host: str, password: str, secret: dict[str, str]
+        self, ctx: Context, user: str, host: str, password: str, secret: AppliedSecret
     ) -> bool:
         """Create the account, or set its password if the Secret changed or somebody changed it by hand;
         whether the password was set (its fingerprint is then to be recorded)."""
-        if not ctx.account_exists:
-            await self._create(ctx, user, host, password)
-            ctx.account_exists = ctx.created = True
-            reason = "AccountRecreated" if ctx.status.get("appliedSecret") is not None else "AccountCreated"
-            ctx.event("Normal", reason, f"created account {ctx.account}")
-        elif ctx.status.get("appliedSecret") != secret:
+        if not ctx.account_exists and await self._create(ctx, user, host, password):
+            ctx.created = True
+            reason = "AccountRecreated" if ctx.status.applied_secret is not None else "AccountCreated"
+            # A first creation under a row of an earlier pass: that pass never got to write status.
+            earlier = "" if ctx.claimed or reason == "AccountRecreated" else ", claimed by an earlier pass"
+            ctx.event("Normal", reason, f"created account {ctx.account}{earlier}")
+        elif ctx.status.applied_secret != secret:
             await accounts.set_password(self.target.db, user, host, password)
             ctx.event(
                 "Normal",
                 "PasswordSet",
-                f"set the password of {ctx.account} from Secret {secret['name']} "
-                f"(resourceVersion {secret['resourceVersion']})",
+                f"set the password of {ctx.account} from Secret {secret.name} "
+                f"(resourceVersion {secret.resource_version})",
             )
         elif ctx.password_intact is False:
             await accounts.set_password(self.target.db, user, host, password)
@@ -61,19 +70,29 @@ class AccountStep:
             return False
         return True
 
-    async def _create(self, ctx: Context, user: str, host: str, password: str) -> None:
-        """``CREATE USER``; if somebody made the account since the ownership step looked, let go of it."""
+    async def _create(self, ctx: Context, user: str, host: str, password: str) -> bool:
+        """``CREATE USER``; whether it created the account.
+
+        If somebody made the account since the ownership step looked: a claim of this pass is withdrawn
+        (not ours); under a row that was ours before this pass, the account is looked at again (False).
+        """
+        db, schema = self.target.db, self.target.schema
         try:
-            await accounts.create(self.target.db, user, host, password)
+            await accounts.create(db, user, host, password)
         except AccountExistsError:
             if ctx.claimed:  # claimed in this pass, for an account we did not create: not ours
-                await ownership.forget(self.target.db, self.target.schema, user, host, owner(ctx).uid)
-            raise not_ours(ctx, retry=True) from None  # the next pass looks again
+                await ownership.forget(db, schema, user, host, owner(ctx).uid)
+                raise not_ours(ctx, retry=True) from None  # the next pass looks again
+            found = await ownership.lookup(db, schema, user, host, await self.target.server())
+            if found.owner is None or found.owner.uid != owner(ctx).uid:
+                raise not_ours(ctx, retry=True) from None  # our row went meanwhile: look again
+            ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
+            return False
+        ctx.account_exists = True
+        return True
 
     async def delete(self, ctx: Context) -> None:
-        user, host = ctx.status.get("user"), ctx.status.get("host")
-        if not user or not host:
-            return  # this resource never claimed an account
+        user, host = ctx.user.effective_user(), ctx.user.spec.host
         db, schema = self.target.db, self.target.schema
         try:
             current = await ownership.owner_of(db, schema, user, host)

@@ -2,18 +2,31 @@
 
 Ownership is a row in the operator's bookkeeping table (user, host → owner uid, namespace, name). An
 existing account without a row is not taken over unless the resource carries the adopt annotation; an
-account owned by another DatabaseUser is reported as claimed and left alone.
+account owned by another DatabaseUser is reported as claimed and left alone. Whether that owner still
+exists is asked of the API server, not of the cache: the cache holds only this instance's scope, and an
+owner under another target label or in an unwatched namespace is alive all the same.
+
+A claim is this pass's own only when this pass wrote the row (``ctx.claimed``); a row that already names
+this resource (an earlier pass that crashed, another replica) says the account is ours, not that this pass
+may assume anything about it: the account step looks at the live account instead.
+
+The delete half works from the spec (user and host are immutable), never from status: a resource deleted
+before its first status write has claimed, and maybe created, its account all the same.
 """
 
 from __future__ import annotations
 
+from typing import Protocol
+
+from kubernetes_asyncio.client.exceptions import ApiException
+
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
+from dbuser_operator.controllers.resources import DATABASE_USERS
 from dbuser_operator.controllers.steps import ConditionError, Context
 from dbuser_operator.controllers.target import Target, mysql_condition
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.runtime.informer import Informer
-from dbuser_operator.runtime.resources import ObjectKey
+from dbuser_operator.runtime.client import KubeClient
 
 
 def owner(ctx: Context) -> ownership.Owner:
@@ -39,14 +52,39 @@ def not_ours(ctx: Context, *, retry: bool = False) -> ConditionError:
     )
 
 
+class Owners(Protocol):
+    """Whether the resource recorded as an account's owner still exists."""
+
+    async def exists(self, owner: ownership.Owner) -> bool:
+        """False only when it is certainly gone."""
+
+
+class LiveOwners:
+    """Asks the API server: only a 404, or an object of that name with another UID, means gone."""
+
+    def __init__(self, kube: KubeClient) -> None:
+        self.kube = kube
+
+    async def exists(self, owner: ownership.Owner) -> bool:
+        try:
+            obj = await self.kube.get(DATABASE_USERS, owner.name, owner.namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            if error.status == 403:  # a namespace this instance may not read: it cannot tell
+                return True
+            raise
+        return bool(obj["metadata"].get("uid") == owner.uid)
+
+
 class OwnershipStep:
     """Claims the account for this resource, or explains why it cannot."""
 
     name = "ownership"
 
-    def __init__(self, target: Target, users: Informer) -> None:
+    def __init__(self, target: Target, owners: Owners) -> None:
         self.target = target
-        self.users = users
+        self.owners = owners
 
     async def ensure(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.user.spec.host
@@ -60,14 +98,12 @@ class OwnershipStep:
             if current is None:
                 if found.exists and not adopting(ctx):
                     raise not_ours(ctx)
-                current = await ownership.claim(db, schema, user, host, me)
-                ctx.claimed = current.uid == me.uid
+                current = await self._claim(ctx, user, host)
                 if found.exists and ctx.claimed:
                     ctx.event("Warning", "AccountAdopted", f"took over the existing account {ctx.account}")
-            elif current.uid != me.uid and adopting(ctx) and not self._exists(current):
+            elif current.uid != me.uid and adopting(ctx) and not await self.owners.exists(current):
                 await ownership.forget(db, schema, user, host, current.uid)
-                current = await ownership.claim(db, schema, user, host, me)
-                ctx.claimed = current.uid == me.uid
+                current = await self._claim(ctx, user, host)
                 ctx.password_intact = None  # the fingerprint was the previous owner's
                 if ctx.claimed:
                     ctx.event(
@@ -79,21 +115,21 @@ class OwnershipStep:
             holder = f"DatabaseUser {current.namespace}/{current.name}"
             hint = (
                 ""
-                if self._exists(current)
+                if await self.owners.exists(current)
                 else f" (deleted: annotate with {ADOPT_ANNOTATION}=true to take over)"
             )
             raise ConditionError("AccountClaimed", f"{ctx.account} is managed by {holder}{hint}", retry=False)
-        ctx.status.update({"user": user, "host": host})
+        ctx.status.user, ctx.status.host = user, host
+
+    async def _claim(self, ctx: Context, user: str, host: str) -> ownership.Owner:
+        """Claim the account; ``ctx.claimed`` only if this call wrote the row. Who owns it now."""
+        claim = await ownership.claim(self.target.db, self.target.schema, user, host, owner(ctx))
+        ctx.claimed = claim.inserted
+        return claim.owner
 
     async def delete(self, ctx: Context) -> None:
-        user, host = ctx.status.get("user"), ctx.status.get("host")
-        if not user or not host:
-            return
+        user, host = ctx.user.effective_user(), ctx.user.spec.host
         try:
             await ownership.forget(self.target.db, self.target.schema, user, host, owner(ctx).uid)
         except MySQLError as error:
-            raise mysql_condition(error, f"'{user}'@'{host}'") from None
-
-    def _exists(self, current: ownership.Owner) -> bool:
-        cached = self.users.get(ObjectKey(current.namespace, current.name))
-        return cached is not None and cached["metadata"].get("uid") == current.uid
+            raise mysql_condition(error, ctx.account) from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 
+from dbuser_operator.api.v1alpha1 import AppliedSecret
 from dbuser_operator.controllers.steps import ConditionError, Context
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
@@ -40,11 +41,9 @@ class PasswordStep:
             raise ConditionError("PasswordInvalid", f"key {ref.key!r} of {where} contains a NUL", retry=False)
         metadata = secret["metadata"]
         ctx.password = password
-        ctx.secret = {
-            "name": ref.name,
-            "uid": metadata["uid"],
-            "resourceVersion": metadata["resourceVersion"],
-        }
+        ctx.secret = AppliedSecret(
+            name=ref.name, uid=metadata["uid"], resource_version=metadata["resourceVersion"]
+        )
 
     async def delete(self, ctx: Context) -> None:
         """Nothing to undo."""

@@ -22,8 +22,10 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from dbuser_operator.api.v1alpha1 import (
     API_VERSION,
     RELEASE_ANNOTATION,
+    Condition,
     DatabaseUser,
     DatabaseUserSpec,
+    DatabaseUserStatus,
     SecretKeySelector,
 )
 from dbuser_operator.controllers.finalizer import FinalizerStep
@@ -35,7 +37,7 @@ from dbuser_operator.controllers.target import Target
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.client import KubeClient
-from dbuser_operator.runtime.conditions import find_condition, set_condition
+from dbuser_operator.runtime.conditions import is_true, set_condition
 from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
@@ -80,10 +82,11 @@ class DatabaseUserReconciler:
             user = DatabaseUser.model_validate(obj)
         except pydantic.ValidationError as error:
             # The CRD schema rejects what the models reject, so this is an old or foreign object.
-            ctx = Context(obj=obj, user=_unparsed(), status=copy.deepcopy(obj.get("status") or {}))
+            ctx = Context(obj=obj, user=_unparsed(), status=_status_of(obj))
             await self._report(ctx, ConditionError("InvalidSpec", _first_error(error), retry=False))
             return Result()
-        ctx = Context(obj=obj, user=user, status=copy.deepcopy(obj.get("status") or {}))
+        status = user.status.model_copy(deep=True) if user.status else DatabaseUserStatus()
+        ctx = Context(obj=obj, user=user, status=status)
         try:
             if obj["metadata"].get("deletionTimestamp"):
                 await self._finalize(ctx)
@@ -108,7 +111,7 @@ class DatabaseUserReconciler:
             raise
         if self.scope.serves(obj) or not self.scope.holds(obj):
             return  # back in scope (the cache will catch up), or never ours
-        account = _recorded_account(obj.get("status") or {}) or "no account"
+        account = _recorded_account(_status_of(obj)) or "no account"
         message = (
             f"no longer labelled {self.scope.selector}: this instance let go; {account} was left in MySQL, "
             "still recorded as owned (reported as an orphan), until it is dropped or the label is restored"
@@ -131,17 +134,27 @@ class DatabaseUserReconciler:
         self._record_events(ctx)
 
     async def _let_go(self, ctx: Context, released: bool) -> None:
-        """Remove the finalizer without touching the account; forget ownership if MySQL answers."""
-        user, host = ctx.status.get("user"), ctx.status.get("host")
-        account = _recorded_account(ctx.status) or "no account"
-        if user and host:
-            try:
-                async with asyncio.timeout(FORGET_TIMEOUT):
-                    await ownership.forget(self.target.db, self.target.schema, user, host, owner(ctx).uid)
-            except (MySQLError, TimeoutError) as error:
-                log.warning(
-                    "could not forget ownership; it stays recorded", account=account, error=str(error)
+        """Remove the finalizer without touching the account; forget ownership if MySQL answers.
+
+        The account is the spec's (immutable), not status's: status may never have been written.
+        """
+        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        forgotten: bool | None = None  # None: MySQL did not answer
+        try:
+            async with asyncio.timeout(FORGET_TIMEOUT):
+                forgotten = await ownership.forget(
+                    self.target.db, self.target.schema, user, host, owner(ctx).uid
                 )
+        except (MySQLError, TimeoutError) as error:
+            log.warning(
+                "could not forget ownership; it stays recorded", account=ctx.account, error=str(error)
+            )
+        if forgotten or (forgotten is None and _recorded_account(ctx.status) is not None):
+            account = ctx.account
+        elif forgotten is None:  # MySQL did not say, and status may never have been written
+            account = f"{ctx.account} (if this resource owned it)"
+        else:
+            account = "no account"
         if released:
             ctx.event(
                 "Warning",
@@ -153,11 +166,16 @@ class DatabaseUserReconciler:
         await self.finalizer.delete(ctx)
 
     def _set_ready(self, ctx: Context, status: str, reason: str, message: str) -> None:
-        previous = find_condition(ctx.status.get("conditions"), READY)
-        conditions: list[dict[str, Any]] = ctx.status.setdefault("conditions", [])
-        set_condition(conditions, READY, status, reason, message, ctx.obj["metadata"].get("generation"))
-        ctx.status["observedGeneration"] = ctx.obj["metadata"].get("generation")
-        became_ready = status == "True" and (previous is None or previous.get("status") != "True")
+        generation = ctx.obj["metadata"].get("generation")
+        conditions = [
+            condition.model_dump(by_alias=True, exclude_none=True, mode="json")
+            for condition in ctx.status.conditions
+        ]
+        was_ready = is_true(conditions, READY)
+        set_condition(conditions, READY, status, reason, message, generation)
+        ctx.status.conditions = [Condition.model_validate(condition) for condition in conditions]
+        ctx.status.observed_generation = generation
+        became_ready = status == "True" and not was_ready
         # One Event per pass is enough: "AccountCreated" already says the account is there.
         if became_ready and not ctx.events:
             ctx.event("Normal", "AccountReady", message)
@@ -169,7 +187,11 @@ class DatabaseUserReconciler:
 
     async def _write(self, ctx: Context) -> None:
         updated = await update_status(
-            self.kube, DATABASE_USERS, ctx.obj, ctx.status, field_manager=FIELD_MANAGER
+            self.kube,
+            DATABASE_USERS,
+            ctx.obj,
+            ctx.status.to_api(ctx.obj.get("status")),
+            field_manager=FIELD_MANAGER,
         )
         if updated is not None:
             ctx.obj = updated
@@ -187,10 +209,17 @@ class DatabaseUserReconciler:
         ctx.events.clear()
 
 
-def _recorded_account(status: dict[str, Any]) -> str | None:
+def _recorded_account(status: DatabaseUserStatus) -> str | None:
     """The account status says this resource manages, quoted as MySQL prints it; None before the first."""
-    user, host = status.get("user"), status.get("host")
-    return f"'{user}'@'{host}'" if user and host else None
+    return f"'{status.user}'@'{status.host}'" if status.user and status.host else None
+
+
+def _status_of(obj: dict[str, Any]) -> DatabaseUserStatus:
+    """``obj``'s status as the model; empty if there is none, or if it is not one the model reads."""
+    try:
+        return DatabaseUserStatus.model_validate(obj.get("status") or {})
+    except pydantic.ValidationError:
+        return DatabaseUserStatus()
 
 
 def _involved(obj: dict[str, Any]) -> dict[str, Any]:

@@ -10,9 +10,19 @@ from dbuser_operator.runtime.resources import Resource
 DATABASE_USERS = Resource(GROUP, VERSION, PLURAL, KIND)
 FIELD_MANAGER = "dbuser-operator"
 SECRET_INDEX = "secret"  # noqa: S105 - an index name, not a password
+ACCOUNT_INDEX = "account"
 
 
 def referenced_secret(obj: dict[str, Any]) -> list[str]:
     """Index value: ``namespace/name`` of the Secret a DatabaseUser takes its password from."""
     name = ((obj.get("spec") or {}).get("password") or {}).get("name")
     return [f"{obj['metadata'].get('namespace', '')}/{name}"] if name else []
+
+
+def named_account(obj: dict[str, Any]) -> list[str]:
+    """Index value: the MySQL account ``user@host`` a DatabaseUser names (host lower-cased, as MySQL
+    compares it); none for an object without a usable name."""
+    spec = obj.get("spec") or {}
+    user = spec.get("user") or obj["metadata"].get("name")
+    host = spec.get("host") or "%"
+    return [f"{user}@{str(host).lower()}"] if isinstance(user, str) and user else []

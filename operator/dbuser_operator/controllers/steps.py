@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.api.v1alpha1 import AppliedSecret, DatabaseUser, DatabaseUserStatus
 from dbuser_operator.runtime.controller import ReconcileError
 
 EventType = Literal["Normal", "Warning"]
@@ -32,9 +32,9 @@ class Context:
 
     obj: dict[str, Any]  # the live object as last returned by the API (steps replace it after writes)
     user: DatabaseUser
-    status: dict[str, Any]  # the status being built, in API form (a copy: the cache is never modified)
+    status: DatabaseUserStatus  # the status being built (a copy: the cache is never modified)
     password: str | None = field(default=None, repr=False)
-    secret: dict[str, str] | None = None  # the Secret version read: name, uid, resourceVersion
+    secret: AppliedSecret | None = None  # the Secret version read: name, uid, resourceVersion
     account_exists: bool | None = None  # as last checked in this pass (None: not checked)
     password_intact: bool | None = None  # the account's password is the one we set (None: unknown)
     claimed: bool = False  # this pass recorded the resource as the account's owner

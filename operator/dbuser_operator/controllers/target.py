@@ -7,7 +7,7 @@ import asyncio
 from dbuser_operator.controllers.steps import ConditionError
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.connection import Database
-from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.mysql.errors import InvalidNameError, MySQLError
 from dbuser_operator.mysql.server import ServerInfo
 
 
@@ -38,5 +38,8 @@ class Target:
 
 
 def mysql_condition(error: MySQLError, context: str) -> ConditionError:
-    """The Ready=False report for a MySQL failure: its reason, and the server's words (never a secret)."""
-    return ConditionError(error.reason, f"{context}: {error}")
+    """The Ready=False report for a MySQL failure: its reason, and the server's words (never a secret).
+
+    A name the server refuses stays refused: not retried until the spec changes.
+    """
+    return ConditionError(error.reason, f"{context}: {error}", retry=not isinstance(error, InvalidNameError))

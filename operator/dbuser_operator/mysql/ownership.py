@@ -132,11 +132,24 @@ async def owner_of(db: Database, schema: str, user: str, host: str) -> Owner | N
     return Owner(str(rows[0][0]), str(rows[0][1]), str(rows[0][2])) if rows else None
 
 
-async def claim(db: Database, schema: str, user: str, host: str, owner: Owner) -> Owner:
+@dataclass(frozen=True)
+class Claim:
+    """The outcome of :func:`claim`: who owns the account now, and whether this very call made it so.
+
+    ``inserted`` is False when a row was there already, even one naming the claimant (an earlier pass, or
+    another replica, claimed it): then nothing is known of the account but what the server shows.
+    """
+
+    owner: Owner
+    inserted: bool
+
+
+async def claim(db: Database, schema: str, user: str, host: str, owner: Owner) -> Claim:
     """Record ``owner`` as the account's owner unless somebody owns it already; who owns it now.
 
     The insert is atomic (the primary key decides), so of two claimants exactly one wins and both are
-    told which. The caller compares the result's ``uid`` with its own.
+    told which. The caller compares the result's ``owner.uid`` with its own, and ``inserted`` tells a row
+    it just wrote from one that was there already.
     """
     user, host = _key(user, host)
     insert = Statement(
@@ -151,10 +164,10 @@ async def claim(db: Database, schema: str, user: str, host: str, owner: Owner) -
     )
     for _ in range(3):  # the owner may forget the account between our insert and our read
         if await db.execute(insert) == 1:  # one row inserted: ours, no need to read it back
-            return owner
+            return Claim(owner, inserted=True)
         current = await owner_of(db, schema, user, host)
         if current is not None:
-            return current
+            return Claim(current, inserted=False)
     raise ServerError(f"the ownership of '{user}'@'{host}' keeps changing")
 
 

@@ -2,31 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from dbuser_operator.api.v1alpha1 import API_VERSION, DatabaseUser
+from dbuser_operator.api.v1alpha1 import API_VERSION, AppliedSecret, DatabaseUser, DatabaseUserStatus
 from dbuser_operator.controllers.account import AccountStep
 from dbuser_operator.controllers.ownership import OwnershipStep
 from dbuser_operator.controllers.steps import ConditionError, Context
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database
-from dbuser_operator.mysql.ownership import owner_of
-from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.mysql.ownership import Owner, claim, owner_of
 from tests.integration.mysql.support import Accounts, admin, login, login_error
 
 pytestmark = pytest.mark.integration
 
-SECRET = {"name": "app-password", "uid": "s-1", "resourceVersion": "1"}
+SECRET = AppliedSecret(name="app-password", uid="s-1", resource_version="1")
 
 
-class NoUsers:
-    """The steps' view of the DatabaseUser cache: empty (no other resource exists)."""
+class NoOwners:
+    """The steps' view of the API server: no other resource exists (a recorded owner is gone)."""
 
-    def get(self, key: object) -> None:
-        return None
+    async def exists(self, owner: Owner) -> bool:
+        return False
 
 
 def context(user: str, uid: str = "0b5c2a52-1d0e-4a53-9d7b-4b8a6f1f0c11") -> Context:
@@ -34,16 +33,16 @@ def context(user: str, uid: str = "0b5c2a52-1d0e-4a53-9d7b-4b8a6f1f0c11") -> Con
         "apiVersion": API_VERSION,
         "kind": "DatabaseUser",
         "metadata": {"name": "app", "namespace": "team-a", "uid": uid, "generation": 1},
-        "spec": {"user": user, "password": {"name": SECRET["name"], "key": "password"}},
+        "spec": {"user": user, "password": {"name": SECRET.name, "key": "password"}},
     }
-    ctx = Context(obj=obj, user=DatabaseUser.model_validate(obj), status={})
-    ctx.password, ctx.secret = "ours", dict(SECRET)
+    ctx = Context(obj=obj, user=DatabaseUser.model_validate(obj), status=DatabaseUserStatus())
+    ctx.password, ctx.secret = "ours", SECRET
     return ctx
 
 
 def steps(db: Database, schema: str) -> tuple[OwnershipStep, AccountStep]:
     target = Target(db, schema)
-    return OwnershipStep(target, cast(Informer, NoUsers())), AccountStep(target)
+    return OwnershipStep(target, NoOwners()), AccountStep(target)
 
 
 async def test_a_new_account_costs_four_statements(
@@ -65,7 +64,7 @@ async def test_a_new_account_costs_four_statements(
     again = context(user)  # the next pass: one look, nothing written
     read, written = db.statements_read, db.statements_written
     await ownership_step.ensure(again)
-    again.status["appliedSecret"] = dict(SECRET)
+    again.status.applied_secret = SECRET
     await account_step.ensure(again)
     assert (db.statements_read - read, db.statements_written - written) == (1, 0)
     assert again.password_intact is True
@@ -95,3 +94,59 @@ async def test_an_account_made_by_hand_after_the_look_is_not_taken_over(
         await ownership_step.ensure(context(user))
     assert next_pass.value.reason == "AccountExists"
     assert not next_pass.value.retry  # now it waits for the adopt annotation
+
+
+def me(ctx: Context) -> Owner:
+    metadata = ctx.user.metadata
+    return Owner(metadata.uid or "", metadata.namespace or "", metadata.name or "")
+
+
+async def test_a_row_of_an_earlier_pass_without_its_account_creates_the_account_once(
+    db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str
+) -> None:
+    """An earlier pass claimed, then crashed before CREATE USER: this pass did not claim, but creates."""
+    user = accounts_made.track(accounts_made.name(), "%")
+    ownership_step, account_step = steps(db, owned_schema)
+    ctx = context(user)
+    assert (await claim(db, owned_schema, user, "%", me(ctx))).inserted  # the crashed pass's row
+    await ownership_step.ensure(ctx)
+    assert not ctx.claimed  # the row was there: not this pass's claim
+    assert ctx.account_exists is False
+    await account_step.ensure(ctx)
+    assert ctx.created
+    assert [(reason, message) for _, reason, message in ctx.events] == [
+        ("AccountCreated", f"created account '{user}'@'%', claimed by an earlier pass")
+    ]
+    assert login(mysql, user, "ours") == f"{user}@%"
+
+    again = context(user)  # the next pass sees the account: no second CREATE USER
+    again.status.applied_secret = SECRET
+    written = db.statements_written
+    await ownership_step.ensure(again)
+    await account_step.ensure(again)
+    assert db.statements_written == written
+    assert not again.created
+    assert again.events == []
+
+
+async def test_an_account_appearing_under_a_row_already_ours_is_observed_not_forgotten(
+    db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str
+) -> None:
+    """Another replica (or a late earlier pass) creates the account between this pass's look and its
+    CREATE USER: the row was ours before this pass, so it is kept, and the live account gets the password."""
+    user = accounts_made.track(accounts_made.name(), "%")
+    ownership_step, account_step = steps(db, owned_schema)
+    ctx = context(user)
+    await claim(db, owned_schema, user, "%", me(ctx))  # the other writer's claim, before this pass
+    await ownership_step.ensure(ctx)
+    assert not ctx.claimed
+    assert ctx.account_exists is False
+
+    admin(mysql, f"CREATE USER '{user}'@'%' IDENTIFIED BY 'stale'")  # the other writer's CREATE lands
+
+    await account_step.ensure(ctx)
+    assert await owner_of(db, owned_schema, user, "%") == me(ctx)  # never forgotten
+    assert not ctx.created  # not made by this pass: its grants and limits are read, not assumed
+    assert [reason for _, reason, _ in ctx.events] == ["PasswordSet"]
+    assert login(mysql, user, "ours") == f"{user}@%"  # observed, then set from the Secret
+    assert login_error(mysql, user, "stale") == 1045

@@ -9,6 +9,7 @@ from dbuser_operator.mysql import (
     Database,
     InvalidAccountError,
     InvalidGrantError,
+    InvalidNameError,
     ServerInfo,
     TableNotFoundError,
     accounts,
@@ -342,3 +343,16 @@ async def test_grants_of_a_missing_account_are_refused_before_any_grant(
     assert db.statements_written == 0
     assert not await accounts.exists(db, user, "%")
     assert await apply(db, user, "%", set(), server) == []  # nothing to do is no error
+
+
+async def test_a_database_name_too_long_once_escaped_is_an_invalid_name(
+    db: Database, accounts_made: Accounts, server: ServerInfo
+) -> None:
+    """64 characters with a '_' become 65 in GRANT (escaped): the server refuses the name (MariaDB 1102,
+    MySQL 1059), a permanent refusal with its own reason, not a ServerError retried for ever."""
+    user = await new_account(db, accounts_made)
+    with pytest.raises(InvalidNameError) as refused:
+        await apply(db, user, "%", {g("SELECT", "d" * 63 + "_")}, server)
+    assert refused.value.reason == "InvalidName"
+    assert refused.value.code in {1059, 1102}
+    assert await read_grants(db, user, "%") == set()

@@ -10,6 +10,7 @@ import pytest
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import ConnectionSettings, Database, InvalidAccountError, ServerInfo, accounts
 from dbuser_operator.mysql.ownership import (
+    Claim,
     Lookup,
     OwnedAccount,
     Owner,
@@ -82,11 +83,12 @@ async def test_claim_owner_of_forget_and_list(db: Database, owned_schema: str) -
     assert await owner_of(db, owned_schema, "app", "%") is None
     assert await list_owned(db, owned_schema) == []
 
-    assert await claim(db, owned_schema, "app", "%", ALICE) == ALICE
-    assert await claim(db, owned_schema, "app", "%", ALICE) == ALICE  # again: still Alice's
-    assert await claim(db, owned_schema, "app", "%", BOB) == ALICE  # Bob is told who owns it
-    assert await claim(db, owned_schema, "app", "10.0.%", BOB) == BOB  # another account
-    assert await claim(db, owned_schema, "other", "%", BOB) == BOB
+    assert await claim(db, owned_schema, "app", "%", ALICE) == Claim(ALICE, inserted=True)
+    # Again: still Alice's, but not claimed by this call (an earlier pass or another replica did).
+    assert await claim(db, owned_schema, "app", "%", ALICE) == Claim(ALICE, inserted=False)
+    assert await claim(db, owned_schema, "app", "%", BOB) == Claim(ALICE, inserted=False)  # Bob is told who
+    assert await claim(db, owned_schema, "app", "10.0.%", BOB) == Claim(BOB, inserted=True)  # another account
+    assert (await claim(db, owned_schema, "other", "%", BOB)).owner == BOB
     assert await owner_of(db, owned_schema, "app", "%") == ALICE
 
     assert await list_owned(db, owned_schema) == [
@@ -100,13 +102,13 @@ async def test_claim_owner_of_forget_and_list(db: Database, owned_schema: str) -
     assert await forget(db, owned_schema, "app", "%", ALICE.uid) is True
     assert await forget(db, owned_schema, "app", "%", ALICE.uid) is False
     assert await owner_of(db, owned_schema, "app", "%") is None
-    assert await claim(db, owned_schema, "app", "%", BOB) == BOB  # free again
+    assert await claim(db, owned_schema, "app", "%", BOB) == Claim(BOB, inserted=True)  # free again
 
 
 async def test_user_names_are_case_sensitive_and_hosts_are_not(db: Database, owned_schema: str) -> None:
-    assert await claim(db, owned_schema, "app", "DB.example.com", ALICE) == ALICE
-    assert await claim(db, owned_schema, "APP", "db.example.com", BOB) == BOB  # another user
-    assert await claim(db, owned_schema, "app", "db.EXAMPLE.com", BOB) == ALICE  # the same account
+    assert (await claim(db, owned_schema, "app", "DB.example.com", ALICE)).owner == ALICE
+    assert (await claim(db, owned_schema, "APP", "db.example.com", BOB)).owner == BOB  # another user
+    assert (await claim(db, owned_schema, "app", "db.EXAMPLE.com", BOB)).owner == ALICE  # the same account
     assert await owner_of(db, owned_schema, "app", "db.example.com") == ALICE
     assert await forget(db, owned_schema, "app", "db.example.com", ALICE.uid) is True
     assert await list_owned(db, owned_schema) == [OwnedAccount("APP", "db.example.com", BOB)]
@@ -114,7 +116,7 @@ async def test_user_names_are_case_sensitive_and_hosts_are_not(db: Database, own
 
 async def test_hostile_owner_values_are_parameters(db: Database, owned_schema: str) -> None:
     owner = Owner("uid'); DROP TABLE accounts; --", "ns-%s-%%", "name \\ ' \" 日本")
-    assert await claim(db, owned_schema, "app", "%", owner) == owner
+    assert (await claim(db, owned_schema, "app", "%", owner)).owner == owner
     assert await list_owned(db, owned_schema) == [OwnedAccount("app", "%", owner)]
 
 
@@ -138,9 +140,10 @@ async def test_two_concurrent_claims_have_one_winner(
             one, two = await asyncio.gather(
                 claim(first, owned_schema, user, "%", ALICE), claim(second, owned_schema, user, "%", BOB)
             )
-            assert one == two
-            assert one in (ALICE, BOB)
-            assert await owner_of(first, owned_schema, user, "%") == one
+            assert one.owner == two.owner
+            assert one.owner in (ALICE, BOB)
+            assert [one.inserted, two.inserted].count(True) == 1  # exactly one call wrote the row
+            assert await owner_of(first, owned_schema, user, "%") == one.owner
 
 
 async def test_the_fingerprint_detects_a_password_set_by_hand(

@@ -16,6 +16,7 @@ from kubernetes_asyncio import client
 
 from dbuser_operator import app
 from dbuser_operator.envtest import KubeCluster, MySQLServer
+from dbuser_operator.local import write_private
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.logging import configure_logging
 from dbuser_operator.settings import Settings
@@ -51,9 +52,7 @@ def passwords() -> PasswordLedger:
 
 
 def operator_settings(kube: KubeCluster, mysql: MySQLServer, workdir: Path, **overrides: Any) -> Settings:
-    password_file = workdir / "mysql-admin-password"
-    password_file.write_text(mysql.password)
-    password_file.chmod(0o600)
+    password_file = write_private(workdir / "mysql-admin-password", mysql.password)
     values: dict[str, Any] = {
         "kubeconfig": kube.kubeconfig,
         "mysql_host": mysql.host,

@@ -299,6 +299,10 @@ def test_the_grant_rules_name_their_field_and_build_the_models_messages() -> Non
         == "self.database != '*' || self.table == '*'"
     )
     assert v1alpha1.ALL_ALONE_MESSAGE in by_message
+    assert (
+        by_message[v1alpha1.ESCAPED_DATABASE_MESSAGE]["rule"]
+        == "self.table != '*' || size(self.database.replace('_', '__')) <= 64"
+    )
     global_only, table_only = (rule for rule in rules if "messageExpression" in rule)
     for privilege in v1alpha1.GLOBAL_ONLY_PRIVILEGES:
         assert f"'{privilege}'" in global_only["rule"]

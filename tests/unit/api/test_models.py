@@ -186,6 +186,25 @@ def test_status_dumps_in_camel_case_without_none() -> None:
     }
 
 
+def test_status_to_api_keeps_fields_it_does_not_know() -> None:
+    stored = {
+        "user": "old",
+        "host": "%",
+        "rotation": {"phase": "Pending"},  # written by a newer operator
+        "observedGeneration": 1,
+    }
+    status = DatabaseUserStatus.model_validate(stored)
+    assert status.user == "old"  # unknown fields are tolerated when parsing
+    status.user, status.host, status.observed_generation = "app", None, 2
+    assert status.to_api(stored) == {
+        "rotation": {"phase": "Pending"},
+        "conditions": [],
+        "observedGeneration": 2,
+        "user": "app",
+    }
+    assert status.to_api() == {"conditions": [], "observedGeneration": 2, "user": "app"}
+
+
 def test_a_new_object_carries_api_version_and_kind() -> None:
     obj = DatabaseUser(
         metadata=ObjectMeta(name="a"), spec=DatabaseUserSpec(password=SecretKeySelector(name="s", key="k"))
@@ -296,6 +315,8 @@ def test_annotations() -> None:
         {"database": "app", "table": "t", "privileges": list(TABLE_PRIVILEGES[1:])},
         {"database": "d" * 64, "table": "t" * 64, "privileges": ["SELECT"]},
         {"database": "my-app_2$", "table": "T$_-", "privileges": ["SELECT"]},
+        {"database": "d" * 62 + "_", "privileges": ["SELECT"]},  # escaped: 64 characters
+        {"database": "d" * 63 + "_", "table": "t", "privileges": ["SELECT"]},  # a table grant escapes nothing
     ],
 )
 def test_valid_grants(grant: dict[str, Any]) -> None:
@@ -322,6 +343,8 @@ def test_valid_grants(grant: dict[str, Any]) -> None:
         ({"database": "app%", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
         ({"database": "d" * 65, "privileges": ["SELECT"]}, "string_too_long"),
         ({"database": "app\n", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
+        ({"database": "d" * 63 + "_", "privileges": ["SELECT"]}, "GRANT writes each '_' as '\\_'"),
+        ({"database": "_" * 33, "table": "*", "privileges": ["SELECT"]}, "database name too long"),
         ({"database": "**", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
         ({"database": "app", "table": "o'rders", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
         ({"database": "*", "table": "x", "privileges": ["SELECT"]}, "a table grant needs a database"),

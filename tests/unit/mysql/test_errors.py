@@ -14,6 +14,7 @@ from dbuser_operator.mysql.errors import (
     DatabaseUnavailableError,
     InvalidAccountError,
     InvalidGrantError,
+    InvalidNameError,
     InvalidPasswordError,
     MySQLError,
     PasswordRejectedError,
@@ -68,9 +69,12 @@ TABLE: list[tuple[BaseException, type[MySQLError], int | None]] = [
     (Op(1396, "Operation ALTER USER failed for 'app'@'%'"), InvalidAccountError, 1396),
     (
         Op(1470, "String 'x' is too long for user name (should be no longer than 32)"),
-        InvalidAccountError,
+        InvalidNameError,
         1470,
     ),
+    (Op(1102, "Incorrect database name 'a\\_b'"), InvalidNameError, 1102),  # MariaDB
+    (Op(1059, "Identifier name 'a\\_b' is too long"), InvalidNameError, 1059),  # MySQL
+    (Op(1103, "Incorrect table name 'x'"), InvalidNameError, 1103),
     (Op(1819, "Your password does not satisfy the current policy requirements"), PasswordRejectedError, 1819),
     (Op(2026, "SSL connection error"), TLSError, 2026),
     (ssl.SSLCertVerificationError(1, "certificate verify failed"), TLSError, None),
@@ -105,6 +109,7 @@ def test_reasons_are_distinct_and_stable() -> None:
             AdminPrivilegeMissingError,
             InvalidAccountError,
             InvalidGrantError,
+            InvalidNameError,
             PasswordRejectedError,
             TLSError,
             ServerError,
@@ -116,6 +121,7 @@ def test_reasons_are_distinct_and_stable() -> None:
         "AdminPrivilegeMissing",
         "InvalidAccount",
         "InvalidGrant",
+        "InvalidName",
         "PasswordRejected",
         "TLSError",
         "ServerError",
