@@ -17,7 +17,6 @@ from typing import Any
 
 import pydantic
 import structlog
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.api.v1alpha1 import (
     API_VERSION,
@@ -37,6 +36,7 @@ from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import find_condition, set_condition
 from dbuser_operator.runtime.controller import Result
+from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.objects import update_status
@@ -102,10 +102,8 @@ class DatabaseUserReconciler:
         """Release a resource the cache dropped because its target label changed, not because it is gone."""
         try:
             obj = await self.kube.get(DATABASE_USERS, key.name, key.namespace)
-        except ApiException as error:
-            if error.status == 404:
-                return  # deleted
-            raise
+        except NotFound:
+            return  # deleted
         if self.scope.serves(obj) or not self.scope.holds(obj):
             return  # back in scope (the cache will catch up), or never ours
         account = _recorded_account(obj.get("status") or {}) or "no account"
