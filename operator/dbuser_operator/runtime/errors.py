@@ -121,8 +121,11 @@ def describe(error: BaseException, *, detail: bool = True) -> str:
     """A short description for logs and probes: ``NotFound: 404 Not Found: secrets "x" not found``.
 
     API errors say their class, status, reason and the server's message; other exceptions their type and,
-    with ``detail``, their text (leave it out where the text is not known to be free of secrets).
+    with ``detail``, their text (leave it out where the text is not known to be free of secrets). A group
+    of one exception (a task group's) is described by that exception.
     """
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
     if isinstance(error, ApiError):
         return f"{type(error).__name__}: {error}"
     if isinstance(error, ApiException):

@@ -72,3 +72,9 @@ def test_describe() -> None:
     assert describe(KeyError("x")) == "KeyError: 'x'"
     assert describe(KeyError("x"), detail=False) == "KeyError"
     assert describe(RuntimeError()) == "RuntimeError"
+
+
+def test_describe_names_the_one_exception_of_a_group() -> None:
+    group = ExceptionGroup("unhandled errors in a TaskGroup", [KeyError("x")])
+    assert describe(group, detail=False) == "KeyError"
+    assert describe(ExceptionGroup("two", [KeyError(), ValueError()]), detail=False) == "ExceptionGroup"
