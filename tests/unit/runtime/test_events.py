@@ -10,10 +10,10 @@ from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import pytest
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime import events
 from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.events import DEFAULT_WRITERS, EventRecorder, ObjectReference
 from dbuser_operator.runtime.resources import Resource
 
@@ -62,7 +62,7 @@ class SlowEvents:
         namespace: str | None = None,
     ) -> dict[str, Any]:
         if name not in self.events:
-            raise ApiException(status=404)
+            raise NotFound(404, "Not Found")
         event = self.events[name]
         async with self._writing(event["involvedObject"]["name"]):
             event.update(body)
