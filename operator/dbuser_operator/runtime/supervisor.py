@@ -162,7 +162,7 @@ class Supervisor:
             for name, status in self._statuses.items()
             if self._recovering(name, status)
         ]
-        return f"failed: {'; '.join(down)}" if down else None
+        return "; ".join(down) if down else None
 
     def not_healthy(self) -> str | None:
         """The ``/healthz`` check: None, or the runnables that keep failing (``unhealthy_after`` in a row)."""

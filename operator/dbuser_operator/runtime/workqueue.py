@@ -273,9 +273,11 @@ class RateLimitingQueue(Generic[K]):
         # The loop runs a timer up to its clock resolution early; whatever it was armed for is due.
         now = max(asyncio.get_running_loop().time(), fired_for)
         heap = self._waiting_heap
-        while heap and heap[0][0] <= now:
-            ready_at, entry_number, item = heapq.heappop(heap)
-            if self._waiting.get(item) == (ready_at, entry_number):
-                del self._waiting[item]
-                self.add(item)
-        self._arm_timer()
+        try:
+            while heap and heap[0][0] <= now:
+                ready_at, entry_number, item = heapq.heappop(heap)
+                if self._waiting.get(item) == (ready_at, entry_number):
+                    del self._waiting[item]
+                    self.add(item)
+        finally:  # a callback's error is only logged by the loop: never leave later keys without a timer
+            self._arm_timer()
