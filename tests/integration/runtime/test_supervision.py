@@ -103,13 +103,20 @@ async def test_an_informer_that_fails_is_logged_named_by_readyz_and_recovers_wit
             await wait_for_probe(probes, "/readyz", 200)
 
             informer.armed = True
+            loop = asyncio.get_running_loop()
             await kube.create(CONFIG_MAPS, {"metadata": {"name": "trigger"}}, namespace)
+            created_at = loop.time()
             text = await wait_for_probe(probes, "/readyz", 503)
+            unready_at = loop.time()
             assert "informer configmaps (RuntimeError" in text
             await kube.create(CONFIG_MAPS, {"metadata": {"name": "while-down"}}, namespace)
             assert (await get(probes, "/healthz"))[0] == 200  # one failure is not a crash loop
 
             await wait_for_probe(probes, "/readyz", 200)  # restarted, listed again: ready
+            print(
+                f"informer failure: /readyz false {unready_at - created_at:.2f} s after the fault, "
+                f"true again {loop.time() - unready_at:.2f} s later (restart backoff 2 s, then a list)"
+            )
             assert informer.get(ObjectKey(namespace, "trigger")) is not None
             assert informer.get(ObjectKey(namespace, "while-down")) is not None
             await eventually(lambda: {"trigger", "while-down"} <= set(reconciled))
