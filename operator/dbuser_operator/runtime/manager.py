@@ -119,8 +119,8 @@ class Manager:
             server = self._spawn(Runnable("http server", self._serve, Policy.EXIT))
             await self._until(stop, [server], self._serving.wait())
             everywhere += [
-                self._spawn(Runnable(f"informer {i.name}", i.run, ready=_synced_check(i)))
-                for i in self.informers
+                self._spawn(Runnable(name, i.run, ready=_synced_check(i)))
+                for name, i in zip(_informer_names(self.informers), self.informers, strict=True)
             ]
             everywhere += [self._spawn(runnable) for runnable in self.runnables]
             if await self._until(stop, [server, *everywhere], _all_synced(self.informers)):
@@ -224,6 +224,16 @@ class Manager:
 
 async def _all_synced(informers: Sequence[Informer]) -> None:
     await asyncio.gather(*(i.wait_for_sync() for i in informers))
+
+
+def _informer_names(informers: Sequence[Informer]) -> list[str]:
+    """``informer <resource>``, numbered from the second one of a resource on (``informer secrets #2``)."""
+    names: list[str] = []
+    for informer in informers:
+        name = f"informer {informer.name}"
+        seen = sum(1 for other in names if other == name or other.startswith(f"{name} #"))
+        names.append(f"{name} #{seen + 1}" if seen else name)
+    return names
 
 
 def _synced_check(informer: Informer) -> Callable[[], bool]:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from structlog.testing import capture_logs
 
+from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import Forbidden
+from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.runtime.manager import _informer_names
+from dbuser_operator.runtime.resources import SECRETS, Resource
 from dbuser_operator.runtime.supervisor import Policy, Runnable, RunnableFailed, Supervisor
 from tests.support.kube import eventually
 
@@ -202,3 +206,18 @@ async def test_ends_while_stopping_are_expected() -> None:
     await asyncio.wait_for(task, 5)
     assert sup.failures("writer") == 0
     assert sup.not_ready() is None
+
+
+def test_informers_of_one_resource_get_distinct_runnable_names() -> None:
+    kube = cast("KubeClient", None)
+    widgets = Resource("example.dev", "v1", "widgets", "Widget")
+    informers = [
+        Informer(kube, SECRETS),
+        Informer(kube, widgets),
+        Informer(kube, SECRETS, label_selector="a"),
+    ]
+    assert _informer_names(informers) == [
+        "informer secrets",
+        "informer widgets.example.dev",
+        "informer secrets #2",
+    ]
