@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
-from structlog.testing import capture_logs
 
 from dbuser_operator.runtime.controller import Controller, Drain, ReconcileError, Reconciler, Result
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import ObjectKey
 from tests.support.kube import eventually
+from tests.support.logs import captured_logs
 
 
 @asynccontextmanager
@@ -187,16 +187,16 @@ async def test_a_drain_that_times_out_cancels_and_reports_the_in_flight_reconcil
     for n in range(3):
         controller.queue.add(key(n))
     await eventually(lambda: len(started) == 3)
-    with capture_logs() as logs:
+    with captured_logs() as logs:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     assert quick_done.is_set()  # the short one finished within the timeout
     assert cancelled == {key(1), key(2)}
     assert controller.last_drain == Drain(drained=False, cancelled=(key(1), key(2)))
-    (warning,) = [entry for entry in logs if entry["event"].endswith("in-flight reconciles cancelled")]
+    (warning,) = logs.entries("controller stopped; in-flight reconciles cancelled")
     assert warning["keys"] == ["ns/obj-1", "ns/obj-2"]
     assert warning["cancelled"] == 2
-    stopped = next(entry for entry in logs if entry["event"] == "controller stopped")
+    stopped = logs.entries("controller stopped")[-1]
     assert stopped["drained"] is False
     assert stopped["cancelled"] == 2
 
