@@ -41,6 +41,9 @@ RUNNABLE_FAILURES = Counter(
 )
 
 
+_REPORTED = "_supervisor_reported"  # set on an exception that stops the manager once it has been logged
+
+
 class Policy(enum.StrEnum):
     """What an unexpected end of a runnable leads to."""
 
@@ -126,6 +129,8 @@ class Supervisor:
             except asyncio.CancelledError:
                 raise
             except Exception as raised:
+                if getattr(raised, _REPORTED, None) is not None and runnable.policy is Policy.EXIT:
+                    raise  # a nested runnable's failure, already logged: stop without a second traceback
                 error = raised
             if self._stopping:
                 if error is not None:
@@ -146,9 +151,9 @@ class Supervisor:
                 logger.error("runnable failed", failures=status.failures, exc_info=error)
             if runnable.policy is Policy.EXIT:
                 logger.error("stopping the manager")
-                if error is not None:
-                    raise error
-                raise RunnableFailed(runnable.name, "returned unexpectedly")
+                stop = error if error is not None else RunnableFailed(runnable.name, "returned unexpectedly")
+                setattr(stop, _REPORTED, runnable.name)
+                raise stop
             delay = backoff.next()
             logger.warning("restarting runnable", retry_in=round(delay, 2))
             await asyncio.sleep(delay)

@@ -220,3 +220,19 @@ def test_informers_of_one_resource_get_distinct_runnable_names() -> None:
         "informer widgets.example.dev",
         "informer secrets #2",
     ]
+
+
+async def test_a_nested_runnable_that_stops_the_manager_is_logged_once_under_its_own_name() -> None:
+    sup = supervisor()
+
+    async def controller() -> None:
+        raise ZeroDivisionError("worker bug")
+
+    async def group() -> None:  # like the leader's group of controllers
+        await sup.supervise(Runnable("controller users", controller, Policy.EXIT))
+
+    with captured_logs() as logs, pytest.raises(ZeroDivisionError):
+        await asyncio.wait_for(sup.supervise(Runnable("leader election", group, Policy.EXIT)), 5)
+    assert [entry["runnable"] for entry in logs.entries("runnable failed")] == ["controller users"]
+    assert [entry["runnable"] for entry in logs.entries("stopping the manager")] == ["controller users"]
+    assert "controller users (ZeroDivisionError" in (sup.not_ready() or "")
