@@ -36,7 +36,7 @@ from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.leaderelection import LeaderElectionConfig, LeadershipLost
 from dbuser_operator.runtime.logging import configure_logging
-from dbuser_operator.runtime.manager import Manager
+from dbuser_operator.runtime.manager import Manager, Runnable
 from dbuser_operator.runtime.predicates import (
     ANNOTATIONS_CHANGED,
     DELETION_STARTED,
@@ -137,6 +137,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager
         shutdown_timeout=settings.shutdown_timeout,
     )
     manager.add_controller(controller)
+    manager.add_runnable(Runnable("event recorder", recorder.run))
     manager.on_shutdown(recorder.close)
     drift = DriftCheck(target, users, controller.queue, settings.resync_period)
     manager.add_leader_task("drift check", drift.run)
@@ -185,5 +186,8 @@ def main(settings: Settings) -> int:
         asyncio.run(run(settings))
     except LeadershipLost:
         log.error("lost the leader lease; exiting so that Kubernetes restarts this replica")
+        return 1
+    except Exception:  # e.g. a runnable whose rule is to stop the manager: exit non-zero, Kubernetes restarts
+        log.exception("stopped by a failure; exiting so that Kubernetes restarts this replica")
         return 1
     return 0

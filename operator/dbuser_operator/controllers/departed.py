@@ -10,14 +10,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-import aiohttp
 import structlog
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.controllers.resources import DATABASE_USERS
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.runtime.backoff import Backoff
 from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.errors import ApiError
 from dbuser_operator.runtime.resources import ObjectKey
 from dbuser_operator.runtime.workqueue import RateLimitingQueue
 
@@ -45,7 +44,7 @@ class DepartedSweep:
         while True:
             try:
                 departed = await self.sweep()
-            except (ApiException, aiohttp.ClientError, TimeoutError) as error:
+            except ApiError as error:  # Unavailable included: timeouts and connection errors
                 delay = backoff.next()
                 log.warning("could not list departed resources; retrying", error=str(error), retry_in=delay)
                 await asyncio.sleep(delay)

@@ -17,7 +17,6 @@ from typing import Any
 
 import pydantic
 import structlog
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.api.v1alpha1 import (
     API_VERSION,
@@ -39,6 +38,7 @@ from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import is_true, set_condition
 from dbuser_operator.runtime.controller import Result
+from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.objects import update_status
@@ -105,10 +105,8 @@ class DatabaseUserReconciler:
         """Release a resource the cache dropped because its target label changed, not because it is gone."""
         try:
             obj = await self.kube.get(DATABASE_USERS, key.name, key.namespace)
-        except ApiException as error:
-            if error.status == 404:
-                return  # deleted
-            raise
+        except NotFound:
+            return  # deleted
         if self.scope.serves(obj) or not self.scope.holds(obj):
             return  # back in scope (the cache will catch up), or never ours
         account = _recorded_account(_status_of(obj)) or "no account"

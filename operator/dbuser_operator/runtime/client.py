@@ -3,6 +3,8 @@
 kubernetes-asyncio's generated APIs are one class per group and default to JSON Patch for dict bodies;
 this client speaks plain JSON for every resource, always bounds a request by a timeout, names the patch
 type explicitly, and counts requests (``rest_client_requests_total``) so API economy can be measured.
+Failures are typed (``runtime.errors``): an error status raises ``NotFound``, ``Conflict``, ``Gone``, … and
+a timeout or a connection error ``Unavailable``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import aiohttp
 from kubernetes_asyncio import client
 from prometheus_client import Counter
 
+from dbuser_operator.runtime.errors import ApiError, Gone, Unavailable, api_error
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import Resource
 
@@ -120,11 +123,11 @@ class KubeClient:
                     limit=page_size,
                     continue_token=continue_token,
                 )
-            except client.ApiException as error:
-                if error.status == 410 and continue_token:
-                    items, continue_token = [], None
-                    continue
-                raise
+            except Gone:
+                if not continue_token:
+                    raise
+                items, continue_token = [], None
+                continue
             items += page.get("items") or []
             continue_token = page["metadata"].get("continue") or None
             if not continue_token:
@@ -151,18 +154,22 @@ class KubeClient:
             timeoutSeconds=timeout_seconds,
             labelSelector=label_selector,
         )
-        response: aiohttp.ClientResponse = await self.api.call_api(
-            resource.path(namespace),
-            "GET",
-            query_params=query,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=aiohttp.ClientTimeout(
-                total=None, connect=self.timeout, sock_connect=self.timeout
-            ),
-        )
+        try:
+            response: aiohttp.ClientResponse = await self.api.call_api(
+                resource.path(namespace),
+                "GET",
+                query_params=query,
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
+                _request_timeout=aiohttp.ClientTimeout(
+                    total=None, connect=self.timeout, sock_connect=self.timeout
+                ),
+            )
+        except (aiohttp.ClientError, TimeoutError) as error:
+            REQUESTS.labels("WATCH", "error").inc()
+            raise _unavailable(error) from error
         REQUESTS.labels("WATCH", str(response.status)).inc()
         if response.status != 200:
             async with response:
@@ -220,7 +227,7 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
     ) -> dict[str, Any]:
-        """One request; the response's JSON. Raises ``ApiException`` on an error status."""
+        """One request; the response's JSON. Raises an ``ApiError`` (``runtime.errors``) on any failure."""
         code = "error"
         try:
             response: aiohttp.ClientResponse = await self.api.call_api(
@@ -241,16 +248,20 @@ class KubeClient:
                     raise _api_exception(response, content)
             data: dict[str, Any] = json.loads(content)
             return data
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise _unavailable(error) from error
         finally:
             REQUESTS.labels(method, code).inc()
 
 
-def _api_exception(response: aiohttp.ClientResponse, content: bytes) -> client.ApiException:
-    """The exception kubernetes-asyncio raises for an error status, with the server's Status as body."""
-    error = client.ApiException(status=response.status, reason=response.reason)
-    error.body = content
-    error.headers = response.headers
-    return error
+def _api_exception(response: aiohttp.ClientResponse, content: bytes) -> ApiError:
+    """The typed error for an error status, with the server's Status as body."""
+    return api_error(response.status, response.reason, content, response.headers)
+
+
+def _unavailable(error: aiohttp.ClientError | TimeoutError) -> Unavailable:
+    """No answer: the request timed out or the connection failed."""
+    return Unavailable(None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
 
 
 def _query(**parameters: object) -> list[tuple[str, str]]:

@@ -19,6 +19,7 @@ import structlog
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime import metrics
+from dbuser_operator.runtime.errors import describe
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.predicates import Predicate
 from dbuser_operator.runtime.resources import ObjectKey
@@ -34,6 +35,15 @@ class Result:
     """What a reconcile asks for next: nothing, or another look after ``requeue_after`` seconds."""
 
     requeue_after: float = 0.0
+
+
+@dataclass(frozen=True)
+class Drain:
+    """How a controller's stop went: ``drained`` (nothing was cancelled), else which reconciles were."""
+
+    drained: bool
+    cancelled: tuple[ObjectKey, ...] = ()  # keys whose reconcile was in flight and was cancelled
+    not_started: int = 0  # keys still queued, never handed to a worker
 
 
 class ReconcileError(Exception):
@@ -110,6 +120,7 @@ class Controller:
         self.gate = gate
         self._started = asyncio.Event()
         self._aborted = False
+        self.last_drain: Drain | None = None  # set when run() stops
 
     @property
     def started(self) -> bool:
@@ -137,7 +148,9 @@ class Controller:
     async def run(self, drain_timeout: float = 30.0) -> None:
         """Run the workers until cancelled; then let in-flight reconciles finish (bounded) and stop.
 
-        After :meth:`abort`, cancellation stops everything at once instead (leadership was lost).
+        Reconciles still running after ``drain_timeout`` are cancelled: the log names their keys and
+        ``last_drain`` records them. After :meth:`abort`, cancellation stops everything at once instead
+        (leadership was lost). A worker that dies (never a failing reconcile) ends ``run`` with its error.
         """
         metrics.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.max_concurrent_reconciles)
         workers = [
@@ -148,16 +161,42 @@ class Controller:
         log.info("controller started", controller=self.name, workers=len(workers))
         try:
             # wait(), not gather(): cancelling gather() would cancel the workers mid-reconcile.
-            await asyncio.wait(workers)
+            done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+            for worker in done:
+                worker.result()  # a worker that died (not a reconcile: those are contained) ends run()
         except asyncio.CancelledError:
-            drained = await self.queue.shutdown_with_drain(0 if self._aborted else drain_timeout)
+            await self._drain(workers, 0 if self._aborted else drain_timeout)
+            raise
+        finally:
             for worker in workers:
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
-            log.info("controller stopped", controller=self.name, drained=drained)
-            raise
-        finally:
             self._started.clear()
+
+    async def _drain(self, workers: list[asyncio.Task[None]], timeout: float) -> None:  # noqa: ASYNC109
+        """Let in-flight reconciles finish within ``timeout``; cancel the rest, and record which."""
+        drained = await self.queue.shutdown_with_drain(timeout)
+        cancelled = self.queue.processing  # read and cancelled with no await between: exactly these
+        undelivered = len(self.queue)
+        for worker in workers:
+            worker.cancel()
+        self.last_drain = Drain(drained, tuple(sorted(cancelled, key=str)), undelivered)
+        if cancelled:
+            log.warning(
+                "controller stopped; in-flight reconciles cancelled",
+                controller=self.name,
+                cancelled=len(cancelled),
+                keys=[str(key) for key in self.last_drain.cancelled],
+                aborted=self._aborted,
+                drain_timeout=timeout,
+            )
+        log.info(
+            "controller stopped",
+            controller=self.name,
+            drained=drained,
+            cancelled=len(cancelled),
+            not_started=undelivered,
+        )
 
     async def _work(self) -> None:
         while True:
@@ -207,13 +246,7 @@ class Controller:
         self.queue.add_rate_limited(key)
         retries = self.queue.num_requeues(key)
         if isinstance(error, ReconcileError | ApiException):
-            log.warning("reconcile failed; retrying", error=_describe(error), retries=retries)
+            log.warning("reconcile failed; retrying", error=describe(error), retries=retries)
         else:
             metrics.RECONCILE_PANICS.labels(self.name).inc()
             log.error("reconcile raised an unexpected exception; retrying", retries=retries, exc_info=error)
-
-
-def _describe(error: Exception) -> str:
-    if isinstance(error, ApiException):
-        return f"API {error.status} {error.reason}"
-    return f"{type(error).__name__}: {error}"

@@ -8,6 +8,8 @@ Event has expired meanwhile, a new one is created.
 ``emit`` queues an event for a few background writers: each object's events go to one writer, in order, so
 they aggregate exactly as if written one by one, while different objects' events are written concurrently.
 A queued event holds an ``ObjectReference`` (a handful of strings), not the object, so the bound is large.
+Under a manager, ``run`` owns the writers (a supervised runnable: a writer that dies ends ``run`` with its
+error, and the manager restarts it); without one, ``emit`` starts them itself and logs a writer that dies.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.conditions import format_time
+from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.resources import EVENTS
 
 EventType = Literal["Normal", "Warning"]
@@ -130,6 +133,8 @@ class EventRecorder:
         # One queue per writer: an object's events all go to the same one, so they stay in order.
         self._queues: list[asyncio.Queue[_Pending]] = [asyncio.Queue() for _ in range(writers)]
         self._writers: list[asyncio.Task[None] | None] = [None] * writers
+        self._supervised = False  # run() owns the writers
+        self._closed = False
 
     @property
     def pending(self) -> int:
@@ -153,11 +158,34 @@ class EventRecorder:
         involved = ObjectReference.of(obj)
         shard = self._shard(involved)
         self._queues[shard].put_nowait(_Pending(involved, type_, reason, message[:MAX_MESSAGE_LENGTH]))
-        writer = self._writers[shard]
-        if writer is None or writer.done():
-            self._writers[shard] = asyncio.create_task(
-                self._write_pending(self._queues[shard]), name=f"event recorder {shard}"
-            )
+        if not self._supervised:
+            writer = self._writers[shard]
+            if writer is None or writer.done():
+                writer = self._writers[shard] = self._start_writer(shard)
+                writer.add_done_callback(_log_unexpected_end)
+
+    async def run(self) -> None:
+        """Run the writers until cancelled or closed; raise if one dies (a runnable for the manager)."""
+        self._supervised = True
+        for shard, writer in enumerate(self._writers):
+            if writer is None or writer.done():
+                self._writers[shard] = self._start_writer(shard)
+        writers = [writer for writer in self._writers if writer is not None]
+        try:
+            done, _ = await asyncio.wait(writers, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            for writer in writers:
+                writer.cancel()
+            await asyncio.gather(*writers, return_exceptions=True)
+            raise
+        if self._closed:
+            return
+        for writer in done:
+            writer.result()  # a writer's error ends run()
+        raise RuntimeError(f"event writer {next(iter(done)).get_name()} ended")
+
+    def _start_writer(self, shard: int) -> asyncio.Task[None]:
+        return asyncio.create_task(self._write_pending(self._queues[shard]), name=f"event recorder {shard}")
 
     async def flush(self) -> None:
         """Wait until every emitted event has been written (or given up on)."""
@@ -170,6 +198,7 @@ class EventRecorder:
                 await self.flush()
         except TimeoutError:
             _log.warning("events not recorded at shutdown", pending=self.pending)
+        self._closed = True
         writers = [writer for writer in self._writers if writer is not None]
         for writer in writers:
             writer.cancel()
@@ -233,9 +262,7 @@ class EventRecorder:
             patch = {"count": recorded.count + 1, "lastTimestamp": now}
             try:
                 await self.kube.patch(EVENTS, recorded.name, patch, PatchType.MERGE, namespace=namespace)
-            except ApiException as error:
-                if error.status != 404:
-                    raise
+            except NotFound:
                 self._forget(identity)  # expired (events live an hour by default): start a new one
             else:
                 recorded.count += 1
@@ -297,6 +324,12 @@ class EventRecorder:
                 del self._locks[identity]
             else:
                 self._locks[identity] = (lock, users - 1)
+
+
+def _log_unexpected_end(writer: asyncio.Task[None]) -> None:
+    """Done callback of a writer that ``emit`` started: a writer ends only by cancellation."""
+    if not writer.cancelled() and writer.exception() is not None:
+        _log.error("event writer failed", writer=writer.get_name(), exc_info=writer.exception())
 
 
 def _event_name(involved_name: str) -> str:

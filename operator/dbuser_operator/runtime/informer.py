@@ -2,10 +2,11 @@
 
 Semantics of client-go's reflector: list, then watch from the list's resourceVersion with bookmarks and a
 random server-side timeout; re-watch from the last seen resourceVersion when a watch ends; re-list when
-the server answers 410 Gone (resourceVersion too old), synthesising deletes for objects that vanished in
-between; back off 0.8 s → 30 s on errors, which are logged, never swallowed. A client-side inactivity
-timeout catches half-open connections: the server sends a bookmark about once a minute, so a watch that
-is silent for longer is dead and is reopened.
+the server answers 410 Gone (resourceVersion too old) — as an ERROR event in the watch stream, or as the
+status of the watch request itself —, synthesising deletes for objects that vanished in between; back off
+0.8 s → 30 s on errors, which are logged, never swallowed. A client-side inactivity timeout catches
+half-open connections: the server sends a bookmark about once a minute, so a watch that is silent for
+longer is dead and is reopened.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from dbuser_operator.runtime.backoff import Backoff
 from dbuser_operator.runtime.cache import IndexFunc, Store, strip_managed_fields
 from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.errors import Gone, api_error, describe
 from dbuser_operator.runtime.resources import ObjectKey, Resource
 
 log = structlog.get_logger(__name__)
@@ -113,7 +115,13 @@ class Informer:
         return self.store.get(key)
 
     async def run(self) -> None:
-        """Keep the cache current until cancelled: one reflector per namespace, or one cluster-wide."""
+        """Keep the cache current until cancelled: one reflector per namespace, or one cluster-wide.
+
+        An unexpected exception in a reflector ends ``run`` with it (the manager restarts the informer).
+        Each run lists again: until then ``has_synced`` is False, while the cache keeps what it holds.
+        """
+        self._synced_scopes.clear()
+        self._synced.clear()
         async with asyncio.TaskGroup() as group:
             for scope in self._scopes:
                 group.create_task(self._reflect(scope), name=f"informer {self.name} {scope or '*'}")
@@ -140,7 +148,7 @@ class Informer:
                 delay = backoff.next()
                 logger.warning(
                     "list/watch failed; retrying",
-                    error=_describe(error),
+                    error=describe(error),
                     retry_in=round(delay, 2),
                     listing=resource_version is None,
                 )
@@ -179,13 +187,16 @@ class Informer:
 
     async def _watch(self, namespace: str | None, resource_version: str) -> str:
         """Apply watch events until the server ends the watch; return the last resourceVersion seen."""
-        response = await self.kube.watch(
-            self.resource,
-            namespace,
-            resource_version=resource_version,
-            timeout_seconds=random.randint(*self.watch_timeout_range),  # noqa: S311 - spreading, not secrecy
-            label_selector=self.label_selector,
-        )
+        try:
+            response = await self.kube.watch(
+                self.resource,
+                namespace,
+                resource_version=resource_version,
+                timeout_seconds=random.randint(*self.watch_timeout_range),  # noqa: S311 - spreading
+                label_selector=self.label_selector,
+            )
+        except Gone as error:  # the request itself answered 410: the same resourceVersion would again
+            raise ResourceVersionExpiredError from error
         async with response:
             async for event in self._events(response):
                 resource_version = self._apply(event, resource_version)
@@ -213,7 +224,7 @@ class Informer:
         if kind == "ERROR":
             if obj.get("code") == 410:
                 raise ResourceVersionExpiredError
-            raise ApiException(status=obj.get("code"), reason=obj.get("message"))
+            raise api_error(obj.get("code"), obj.get("reason"), json.dumps(obj).encode())
         new_version = _resource_version(obj) or resource_version
         if kind == "BOOKMARK":
             return new_version
@@ -258,9 +269,3 @@ def _safely(callback: Callable[..., None], *objects: dict[str, Any]) -> None:
 
 def _resource_version(obj: dict[str, Any]) -> str:
     return str(obj.get("metadata", {}).get("resourceVersion") or "")
-
-
-def _describe(error: BaseException) -> str:
-    if isinstance(error, ApiException):
-        return f"{error.status} {error.reason}"
-    return f"{type(error).__name__}: {error}"

@@ -24,9 +24,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import structlog
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.errors import ApiError, Conflict, NotFound
 from dbuser_operator.runtime.metrics import LEADER_ELECTION_STATUS
 from dbuser_operator.runtime.resources import LEASES
 
@@ -239,9 +239,8 @@ class LeaderElector:
                 if self._lease is not None:
                     try:
                         await self._write(record, self._lease)
-                    except ApiException as error:
-                        if error.status != 409:
-                            raise
+                    except Conflict:
+                        pass
                     else:
                         self._log.info("released leader lease")
                         return
@@ -317,9 +316,7 @@ class LeaderElector:
 
         try:
             lease = await self.kube.get(LEASES, self.config.lease_name, self.config.lease_namespace)
-        except ApiException as error:
-            if error.status != 404:
-                raise
+        except NotFound:
             return not self._released(renewing) and await self._create(now)
 
         current = LeaderElectionRecord.from_lease(lease)
@@ -339,10 +336,8 @@ class LeaderElector:
         )
         try:
             await self._write(record, lease)
-        except ApiException as error:
-            if error.status == 409:
-                return False  # another candidate wrote first
-            raise
+        except Conflict:
+            return False  # another candidate wrote first
         return True
 
     async def _renew_optimistically(self, now: str) -> bool:
@@ -355,7 +350,7 @@ class LeaderElector:
         renewed = replace(record, lease_duration_seconds=self.config.lease_duration_seconds, renew_time=now)
         try:
             await self._write(renewed, cached)
-        except ApiException as error:
+        except ApiError as error:
             self._log.info("optimistic leader lease update failed, reading it", status=error.status)
             return False
         return True
@@ -378,10 +373,8 @@ class LeaderElector:
         }
         try:
             self._lease = await self.kube.create(LEASES, body, self.config.lease_namespace)
-        except ApiException as error:
-            if error.status == 409:
-                return False  # another candidate created it first
-            raise
+        except Conflict:
+            return False  # another candidate created it first
         self._observation.wrote(record, self._clock())
         return True
 

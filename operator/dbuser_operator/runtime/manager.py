@@ -5,14 +5,29 @@ controllers. ``/readyz`` passes once the caches are synced and, on the leader, t
 Losing the lease stops all reconciling at once and ``run`` raises :class:`LeadershipLost` (the process
 should exit and let Kubernetes restart it). SIGTERM (or ``stop``) shuts down gracefully: in-flight
 reconciles finish within ``shutdown_timeout``, the lease is released, the caches stop.
+
+Every long-running part is a supervised runnable (``runtime.supervisor``); an unexpected end is logged
+with its traceback and named by ``/readyz``, then handled by the part's rule:
+
+| runnable | runs on | when it ends unexpectedly |
+|---|---|---|
+| HTTP server (probes, metrics) | every replica | cannot bind, or fails: the manager stops |
+| informer (per watched resource) | every replica | restarted with backoff; it lists again meanwhile |
+| ``add_runnable`` parts | as added | their policy (the event recorder: restart) |
+| leader election | every replica | the manager stops; a lost lease raises ``LeadershipLost`` |
+| controller | the leader | the manager stops (a failing reconcile is retried, not an end) |
+| leader task (``add_leader_task``) | the leader | restarted with backoff; returning is a normal end |
+
+Without leader election, the controllers and leader tasks run as one group named "controllers", with the
+rule of leader election.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import signal
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 import structlog
@@ -22,10 +37,11 @@ from dbuser_operator.runtime.controller import Controller
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
 from dbuser_operator.runtime.server import Endpoints
+from dbuser_operator.runtime.supervisor import Policy, Runnable, RunnableFailed, Supervisor
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["LeadershipLost", "Manager"]
+__all__ = ["LeadershipLost", "Manager", "Policy", "Runnable", "RunnableFailed"]
 
 
 class Manager:
@@ -44,11 +60,16 @@ class Manager:
         self.shutdown_timeout = shutdown_timeout
         self.controllers: list[Controller] = []
         self.informers: list[Informer] = []
-        self.leader_tasks: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {}
+        self.runnables: list[Runnable] = []
+        self.leader_runnables: list[Runnable] = []
+        self.supervisor = Supervisor()
+        self._serving = asyncio.Event()
         self.shutdown_hooks: list[Callable[[], Coroutine[Any, Any, None]]] = []
         self.elector = LeaderElector(kube, leader_election) if leader_election else None
         self.endpoints = Endpoints(probe_address, metrics_address)
         self.endpoints.health_checks["ping"] = lambda: None
+        self.endpoints.health_checks["runnables"] = self.supervisor.not_healthy
+        self.endpoints.ready_checks["runnables"] = self.supervisor.not_ready
         self.endpoints.ready_checks["informers-synced"] = self._informers_synced
         self.endpoints.ready_checks["controllers-started"] = self._controllers_started
 
@@ -61,8 +82,15 @@ class Manager:
             self.add_informer(informer)
 
     def add_leader_task(self, name: str, run: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """Run ``run()`` on the leader alongside the controllers (e.g. a periodic resync), until stopped."""
-        self.leader_tasks[name] = run
+        """Run ``run()`` on the leader alongside the controllers (e.g. a periodic resync).
+
+        It may return when its work is done; if it raises, it is restarted with backoff.
+        """
+        self.add_runnable(Runnable(name, run, Policy.RESTART, finite=True), leader_only=True)
+
+    def add_runnable(self, runnable: Runnable, *, leader_only: bool = False) -> None:
+        """Supervise ``runnable`` on every replica (e.g. the event recorder), or only on the leader."""
+        (self.leader_runnables if leader_only else self.runnables).append(runnable)
 
     def on_shutdown(self, hook: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Await ``hook()`` once the controllers have stopped (e.g. to flush pending Events)."""
@@ -79,42 +107,76 @@ class Manager:
         return self.elector is None or self.elector.is_leader
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Run until ``stop`` is set (or SIGTERM/SIGINT when no event is given), then shut down."""
+        """Run until ``stop`` is set (or SIGTERM/SIGINT when no event is given), then shut down.
+
+        Raises what stopped the manager instead: ``LeadershipLost``, or the failure of an EXIT runnable.
+        """
         stop = stop or _signal_event()
-        await self.endpoints.start()
-        informers = [asyncio.create_task(i.run(), name=f"informer {i.name}") for i in self.informers]
+        everywhere: list[asyncio.Task[None]] = []
+        server: asyncio.Task[None] | None = None
         leading: asyncio.Task[None] | None = None
         try:
-            await self._wait_for_caches(stop)
+            server = self._spawn(Runnable("http server", self._serve, Policy.EXIT))
+            await self._until(stop, [server], self._serving.wait())
+            everywhere += [
+                self._spawn(Runnable(name, i.run, ready=_synced_check(i)))
+                for name, i in zip(_informer_names(self.informers), self.informers, strict=True)
+            ]
+            everywhere += [self._spawn(runnable) for runnable in self.runnables]
+            if await self._until(stop, [server, *everywhere], _all_synced(self.informers)):
+                log.info("caches synced", informers=len(self.informers))
             if not stop.is_set():
-                leading = asyncio.create_task(self._lead(), name="leading")
-                stopping = asyncio.create_task(stop.wait())
-                await asyncio.wait({leading, stopping}, return_when=asyncio.FIRST_COMPLETED)
-                stopping.cancel()
-                if leading.done():
-                    leading.result()  # LeadershipLost, or a controller's crash
+                name = "leader election" if self.elector is not None else "controllers"
+                leading = self._spawn(Runnable(name, self._lead, Policy.EXIT))
+                await self._until(stop, [server, *everywhere, leading], None)
         finally:
             log.info("shutting down")
-            if leading is not None and not leading.done():
-                leading.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await leading
+            self.supervisor.stopping()
+            await _cancel(leading)
             for hook in self.shutdown_hooks:
                 await hook()
-            for task in informers:
+            for task in everywhere:
                 task.cancel()
-            await asyncio.gather(*informers, return_exceptions=True)
-            await self.endpoints.stop()
+            await asyncio.gather(*everywhere, return_exceptions=True)
+            await _cancel(server)
             log.info("shut down")
 
-    async def _wait_for_caches(self, stop: asyncio.Event) -> None:
-        synced = asyncio.create_task(_all_synced(self.informers))
-        stopping = asyncio.create_task(stop.wait())
-        await asyncio.wait({synced, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        for task in (synced, stopping):
-            task.cancel()
-        if synced.done() and not synced.cancelled():
-            log.info("caches synced", informers=len(self.informers))
+    def _spawn(self, runnable: Runnable) -> asyncio.Task[None]:
+        """A task that runs ``runnable`` under the supervisor (whoever spawns it awaits it)."""
+        return asyncio.create_task(self.supervisor.supervise(runnable), name=runnable.name)
+
+    async def _until(
+        self, stop: asyncio.Event, watched: Sequence[asyncio.Task[None]], goal: Awaitable[Any] | None
+    ) -> bool:
+        """Wait for ``goal`` (True) or ``stop`` (False); raise as soon as a watched runnable's task fails."""
+        waiters: set[asyncio.Future[Any]] = {asyncio.ensure_future(stop.wait())}
+        reached = asyncio.ensure_future(goal) if goal is not None else None
+        if reached is not None:
+            waiters.add(reached)
+        try:
+            while True:
+                running = {task for task in watched if not task.done()}
+                await asyncio.wait(running | waiters, return_when=asyncio.FIRST_COMPLETED)
+                for task in watched:
+                    if task.done() and not task.cancelled() and task.exception() is not None:
+                        task.result()  # an EXIT runnable failed: stop the manager with its error
+                if reached is not None and reached.done():
+                    return True
+                if stop.is_set():
+                    return False
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+            await asyncio.gather(*waiters, return_exceptions=True)
+
+    async def _serve(self) -> None:
+        """The HTTP server as a runnable: bind (a failure stops the manager), serve until cancelled."""
+        try:
+            await self.endpoints.start()
+            self._serving.set()
+            await asyncio.Event().wait()
+        finally:
+            await self.endpoints.stop()
 
     async def _lead(self) -> None:
         if self.elector is None:
@@ -123,16 +185,19 @@ class Manager:
             await self.elector.run(self._run_controllers)
 
     async def _run_controllers(self) -> None:
-        tasks = [
-            asyncio.create_task(c.run(drain_timeout=self.shutdown_timeout), name=f"controller {c.name}")
+        runnables = [
+            Runnable(f"controller {c.name}", functools.partial(c.run, self.shutdown_timeout), Policy.EXIT)
             for c in self.controllers
         ]
-        tasks += [asyncio.create_task(run(), name=name) for name, run in self.leader_tasks.items()]
+        runnables += self.leader_runnables
+        tasks = [self._spawn(runnable) for runnable in runnables]
         try:
             # wait(), not gather(): cancellation must reach the controllers only after abort() was decided.
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-            for task in done:
-                task.result()  # a controller that crashed
+            if tasks:
+                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+                for task in done:
+                    task.result()  # an EXIT runnable (a controller) that failed
+            await asyncio.Event().wait()  # every runnable ended normally: lead on until stopped
         except asyncio.CancelledError:
             if not self.is_leader:  # the lease is lost: stop reconciling now, drain nothing
                 for controller in self.controllers:
@@ -159,6 +224,28 @@ class Manager:
 
 async def _all_synced(informers: Sequence[Informer]) -> None:
     await asyncio.gather(*(i.wait_for_sync() for i in informers))
+
+
+def _informer_names(informers: Sequence[Informer]) -> list[str]:
+    """``informer <resource>``, numbered from the second one of a resource on (``informer secrets #2``)."""
+    names: list[str] = []
+    for informer in informers:
+        name = f"informer {informer.name}"
+        seen = sum(1 for other in names if other == name or other.startswith(f"{name} #"))
+        names.append(f"{name} #{seen + 1}" if seen else name)
+    return names
+
+
+def _synced_check(informer: Informer) -> Callable[[], bool]:
+    return lambda: informer.has_synced
+
+
+async def _cancel(task: asyncio.Task[None] | None) -> None:
+    """Cancel ``task`` and wait for it; what it raised meanwhile was logged by the supervisor."""
+    if task is None:
+        return
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
 
 
 def _signal_event() -> asyncio.Event:

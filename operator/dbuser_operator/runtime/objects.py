@@ -14,6 +14,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.controller import ReconcileError
+from dbuser_operator.runtime.errors import Conflict, Invalid
 from dbuser_operator.runtime.resources import ObjectKey, Resource
 
 
@@ -118,19 +119,19 @@ async def _guarded_patch(
             namespace=key.namespace or None,
             field_manager=field_manager,
         )
-    except ApiException as error:
+    except (Conflict, Invalid) as error:
         if _is_conflict(error):
             raise ConflictError(resource, key, error) from error
         raise
 
 
-def _is_conflict(error: ApiException) -> bool:
+def _is_conflict(error: Conflict | Invalid) -> bool:
     """Whether the API refused the patch because the object changed.
 
     A JSON Patch that cannot be applied (a failed ``test``) answers 422 with a bare Status: reason Invalid,
     no causes; a validation failure of the patched object also answers 422, but lists its causes.
     """
-    if error.status == 409:
+    if isinstance(error, Conflict):
         return True
     if error.status != 422:
         return False

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from dbuser_operator.runtime.metrics import REGISTRY
+
+log = structlog.get_logger(__name__)
 
 Check = Callable[[], str | None]  # None when healthy, else the reason
 
 
 def _probe(checks: dict[str, Check]) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handle(request: web.Request) -> web.StreamResponse:
-        failures = {name: reason for name, check in checks.items() if (reason := check()) is not None}
+        failures = {name: reason for name, check in checks.items() if (reason := _run(check)) is not None}
         if failures:
             text = "".join(f"[-]{name} failed: {reason}\n" for name, reason in failures.items())
             return web.Response(status=503, text=text)
@@ -23,6 +26,15 @@ def _probe(checks: dict[str, Check]) -> Callable[[web.Request], Awaitable[web.St
         return web.Response(text=text)
 
     return handle
+
+
+def _run(check: Check) -> str | None:
+    """A check's verdict; one that raises fails, naming the exception (the probe still answers)."""
+    try:
+        return check()
+    except Exception as error:
+        log.exception("probe check raised", check=getattr(check, "__qualname__", repr(check)))
+        return f"the check raised {type(error).__name__}"
 
 
 async def _metrics(_: web.Request) -> web.Response:

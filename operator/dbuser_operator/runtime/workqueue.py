@@ -191,7 +191,7 @@ class RateLimitingQueue(Generic[K]):
         if item in self._dirty:
             self._queue.append(item)
             self._wake_one_getter()
-        if not self._processing:
+        if not self._processing and not (self._shutting_down and self._queue):
             self._idle.set()
 
     def __len__(self) -> int:
@@ -199,6 +199,11 @@ class RateLimitingQueue(Generic[K]):
         return len(self._queue)
 
     # --- shutting down ------------------------------------------------------------------------------------
+
+    @property
+    def processing(self) -> tuple[K, ...]:
+        """The keys handed out by ``get`` and not yet ``done``."""
+        return tuple(self._processing)
 
     @property
     def shutting_down(self) -> bool:
@@ -219,12 +224,16 @@ class RateLimitingQueue(Generic[K]):
                 getter.set_result(None)
 
     async def shutdown_with_drain(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
-        """shutdown(), then wait until every key handed out is done(); False if ``timeout`` expired first.
+        """shutdown(), then wait until every key is handed out and done(); False if ``timeout`` expired first.
 
-        The timeout is a parameter (not the caller's ``asyncio.timeout``) because expiry is a result, not an
-        error: the manager logs it and goes on stopping.
+        Keys queued before the shutdown are still handed out (``get``), so the drain waits for them too;
+        when it returns True, no key is processing and none can be handed out any more. After False,
+        ``processing`` names the keys still in flight. The timeout is a parameter (not the caller's
+        ``asyncio.timeout``) because expiry is a result, not an error: the caller reports it and goes on.
         """
         self.shutdown()
+        if self._queue:
+            self._idle.clear()  # set only once the queued keys were handed out and done too
         try:
             await asyncio.wait_for(self._idle.wait(), timeout)
         except TimeoutError:
@@ -264,9 +273,11 @@ class RateLimitingQueue(Generic[K]):
         # The loop runs a timer up to its clock resolution early; whatever it was armed for is due.
         now = max(asyncio.get_running_loop().time(), fired_for)
         heap = self._waiting_heap
-        while heap and heap[0][0] <= now:
-            ready_at, entry_number, item = heapq.heappop(heap)
-            if self._waiting.get(item) == (ready_at, entry_number):
-                del self._waiting[item]
-                self.add(item)
-        self._arm_timer()
+        try:
+            while heap and heap[0][0] <= now:
+                ready_at, entry_number, item = heapq.heappop(heap)
+                if self._waiting.get(item) == (ready_at, entry_number):
+                    del self._waiting[item]
+                    self.add(item)
+        finally:  # a callback's error is only logged by the loop: never leave later keys without a timer
+            self._arm_timer()

@@ -10,10 +10,13 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from dbuser_operator.runtime.controller import Controller, ReconcileError, Reconciler, Result
+import pytest
+
+from dbuser_operator.runtime.controller import Controller, Drain, ReconcileError, Reconciler, Result
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import ObjectKey
 from tests.support.kube import eventually
+from tests.support.logs import captured_logs
 
 
 @asynccontextmanager
@@ -160,3 +163,76 @@ async def test_cancellation_drains_in_flight_reconciles() -> None:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert finished.is_set()  # the in-flight reconcile was allowed to finish
+    assert controller.last_drain == Drain(drained=True)
+
+
+async def test_a_drain_that_times_out_cancels_and_reports_the_in_flight_reconciles() -> None:
+    started: set[ObjectKey] = set()
+    cancelled: set[ObjectKey] = set()
+    quick_done = asyncio.Event()
+
+    async def reconcile(k: ObjectKey) -> Result:
+        started.add(k)
+        try:
+            await asyncio.sleep(0.05 if k == key(0) else 60)
+        except asyncio.CancelledError:
+            cancelled.add(k)
+            raise
+        quick_done.set()
+        return Result()
+
+    controller = Controller("drain-timeout", reconcile, max_concurrent_reconciles=3)
+    task = asyncio.create_task(controller.run(drain_timeout=1.0))
+    await eventually(lambda: controller.started)
+    for n in range(3):
+        controller.queue.add(key(n))
+    await eventually(lambda: len(started) == 3)
+    with captured_logs() as logs:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert quick_done.is_set()  # the short one finished within the timeout
+    assert cancelled == {key(1), key(2)}
+    assert controller.last_drain == Drain(drained=False, cancelled=(key(1), key(2)))
+    (warning,) = logs.entries("controller stopped; in-flight reconciles cancelled")
+    assert warning["keys"] == ["ns/obj-1", "ns/obj-2"]
+    assert warning["cancelled"] == 2
+    stopped = logs.entries("controller stopped")[-1]
+    assert stopped["drained"] is False
+    assert stopped["cancelled"] == 2
+
+
+async def test_keys_queued_before_the_stop_are_drained_too_and_none_is_cancelled_after() -> None:
+    finished: list[ObjectKey] = []
+
+    async def reconcile(k: ObjectKey) -> Result:
+        await asyncio.sleep(0.01)
+        finished.append(k)
+        return Result()
+
+    controller = Controller("drain-queued", reconcile, max_concurrent_reconciles=2)
+    task = asyncio.create_task(controller.run(drain_timeout=10))
+    await eventually(lambda: controller.started)
+    for n in range(10):
+        controller.queue.add(key(n))
+    await eventually(lambda: sample("controller_runtime_active_workers", "drain-queued") == 2)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert sorted(finished) == sorted(key(n) for n in range(10))
+    assert controller.last_drain == Drain(drained=True)
+
+
+async def test_a_worker_that_dies_ends_run_with_its_error() -> None:
+    async def reconcile(k: ObjectKey) -> Result:
+        return Result()
+
+    def broken_gate() -> bool:
+        raise RuntimeError("gate broke")
+
+    controller = Controller("dying-worker", reconcile, gate=broken_gate)
+    task = asyncio.create_task(controller.run(drain_timeout=1))
+    await eventually(lambda: controller.started)
+    controller.queue.add(key(1))
+    async with asyncio.timeout(5):
+        with pytest.raises(RuntimeError, match="gate broke"):
+            await task
+    assert not controller.started

@@ -10,12 +10,13 @@ from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import pytest
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime import events
 from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.events import DEFAULT_WRITERS, EventRecorder, ObjectReference
 from dbuser_operator.runtime.resources import Resource
+from tests.support.kube import eventually
 
 
 class SlowEvents:
@@ -62,7 +63,7 @@ class SlowEvents:
         namespace: str | None = None,
     ) -> dict[str, Any]:
         if name not in self.events:
-            raise ApiException(status=404)
+            raise NotFound(404, "Not Found")
         event = self.events[name]
         async with self._writing(event["involvedObject"]["name"]):
             event.update(body)
@@ -77,6 +78,9 @@ class Log:
         self.lines: list[tuple[str, dict[str, Any]]] = []
 
     def warning(self, event: str, **fields: Any) -> None:
+        self.lines.append((event, fields))
+
+    def error(self, event: str, **fields: Any) -> None:
         self.lines.append((event, fields))
 
     def count(self, event: str) -> int:
@@ -210,3 +214,51 @@ async def test_close_gives_up_on_a_stuck_api_server_in_time(log: Log) -> None:
 def test_there_is_at_least_one_writer() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         recorder_for(SlowEvents(), writers=0)
+
+
+async def test_under_a_manager_run_owns_the_writers_and_ends_with_a_writers_error(log: Log) -> None:
+    sink = SlowEvents()
+    recorder = recorder_for(sink, writers=2)
+    running = asyncio.create_task(recorder.run())
+    await asyncio.sleep(0)
+    assert len(recorder_tasks()) == 2  # started by run(), not by emit()
+    recorder.emit(user(1), "Normal", "AccountReady", "ready")
+    await recorder.flush()
+    assert len(sink.events) == 1
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("writer bug")
+
+    for queue in recorder._queues:  # a bug in a writer's own loop, not in writing one event
+        queue.task_done = broken  # type: ignore[method-assign]
+    recorder.emit(user(2), "Normal", "AccountReady", "ready")
+    with pytest.raises(RuntimeError, match="writer bug"):
+        await asyncio.wait_for(running, 5)
+
+    for queue in recorder._queues:
+        del queue.task_done  # the instance attribute: back to the class's method
+    restarted = asyncio.create_task(recorder.run())  # what the supervisor does next
+    recorder.emit(user(3), "Normal", "AccountReady", "ready")
+    await eventually(lambda: "user-3" in {event["involvedObject"]["name"] for event in sink.events.values()})
+    await recorder.close(timeout=0.1)  # user-2's write was never marked done: the flush times out
+    await asyncio.wait_for(restarted, 5)  # closed: run() returns
+    assert not recorder_tasks()
+
+
+async def test_without_a_manager_a_writer_that_dies_is_logged_and_replaced(log: Log) -> None:
+    sink = SlowEvents()
+    recorder = recorder_for(sink, writers=1)
+    (queue,) = recorder._queues
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("writer bug")
+
+    queue.task_done = broken  # type: ignore[method-assign]
+    recorder.emit(user(1), "Normal", "AccountReady", "ready")
+    await eventually(lambda: log.count("event writer failed") == 1)
+    (_, fields), *_ = [line for line in log.lines if line[0] == "event writer failed"]
+    assert isinstance(fields["exc_info"], RuntimeError)
+    del queue.task_done
+    recorder.emit(user(2), "Normal", "AccountReady", "ready")  # a new writer is started
+    await eventually(lambda: "user-2" in {event["involvedObject"]["name"] for event in sink.events.values()})
+    await recorder.close(timeout=0.1)

@@ -8,9 +8,9 @@ from typing import Any, cast
 
 import pytest
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.leaderelection import (
     LeaderElectionConfig,
     LeaderElectionRecord,
@@ -112,7 +112,7 @@ class InMemoryLeases(KubeClient):
         if method == "POST":
             self.lease = {**body, "metadata": {**body["metadata"], "resourceVersion": "1"}}
         if self.lease is None:
-            raise ApiException(status=404)
+            raise NotFound(404, "Not Found")
         return self.lease
 
 

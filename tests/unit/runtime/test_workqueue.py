@@ -323,6 +323,24 @@ async def test_shutdown_with_drain_returns_false_when_the_timeout_expires() -> N
     assert await queue.shutdown_with_drain(timeout=0.005) is False
 
 
+async def test_shutdown_with_drain_waits_for_keys_still_queued_and_names_those_in_flight() -> None:
+    queue = new_queue()
+    queue.add("a")
+    queue.add("b")
+    first = await get_soon(queue)
+    queue.done(first)  # nothing is processing, but "b" is still queued: not drained yet
+    assert list(queue.processing) == []
+    assert await queue.shutdown_with_drain(timeout=0.01) is False
+    second = await get_soon(queue)
+    assert queue.processing == ("b",)
+    drain = asyncio.create_task(queue.shutdown_with_drain(timeout=SOON))
+    await asyncio.sleep(0.002)
+    assert not drain.done()
+    queue.done(second)
+    assert await asyncio.wait_for(drain, SOON) is True
+    assert not queue.processing
+
+
 async def test_shutdown_with_drain_of_an_idle_queue_returns_at_once() -> None:
     queue = new_queue()
     assert await asyncio.wait_for(queue.shutdown_with_drain(), SOON) is True
