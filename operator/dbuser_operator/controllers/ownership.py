@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from kubernetes_asyncio.client.exceptions import ApiException
-
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.controllers.resources import DATABASE_USERS
 from dbuser_operator.controllers.steps import ConditionError, Context
@@ -27,6 +25,7 @@ from dbuser_operator.controllers.target import Target, mysql_condition
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.errors import Forbidden, NotFound
 
 
 def owner(ctx: Context) -> ownership.Owner:
@@ -68,12 +67,10 @@ class LiveOwners:
     async def exists(self, owner: ownership.Owner) -> bool:
         try:
             obj = await self.kube.get(DATABASE_USERS, owner.name, owner.namespace)
-        except ApiException as error:
-            if error.status == 404:
-                return False
-            if error.status == 403:  # a namespace this instance may not read: it cannot tell
-                return True
-            raise
+        except NotFound:
+            return False
+        except Forbidden:  # a namespace this instance may not read: it cannot tell
+            return True
         return bool(obj["metadata"].get("uid") == owner.uid)
 
 
