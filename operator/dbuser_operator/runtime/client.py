@@ -3,6 +3,8 @@
 kubernetes-asyncio's generated APIs are one class per group and default to JSON Patch for dict bodies;
 this client speaks plain JSON for every resource, always bounds a request by a timeout, names the patch
 type explicitly, and counts requests (``rest_client_requests_total``) so API economy can be measured.
+A client made with ``before_write`` (a fence's ``check``) calls it before every request that is not a GET,
+so a replica that cannot prove its lease sends no write (see :mod:`.fence`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import enum
 import json
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -73,9 +75,20 @@ class PatchType(enum.StrEnum):
 class KubeClient:
     """JSON requests to the API server through a kubernetes-asyncio ``ApiClient``."""
 
-    def __init__(self, api: client.ApiClient, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        timeout: float = DEFAULT_TIMEOUT,
+        *,
+        before_write: Callable[[], None] | None = None,
+    ) -> None:
         self.api = api
         self.timeout = timeout
+        self.before_write = before_write
+
+    def fenced(self, before_write: Callable[[], None]) -> KubeClient:
+        """A client on the same connection that calls ``before_write`` before each write."""
+        return KubeClient(self.api, self.timeout, before_write=before_write)
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
         """One object."""
@@ -220,7 +233,12 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
     ) -> dict[str, Any]:
-        """One request; the response's JSON. Raises ``ApiException`` on an error status."""
+        """One request; the response's JSON. Raises ``ApiException`` on an error status.
+
+        Before a write, ``before_write`` (if set) may raise to refuse it: nothing is sent then.
+        """
+        if method != "GET" and self.before_write is not None:
+            self.before_write()
         code = "error"
         try:
             response: aiohttp.ClientResponse = await self.api.call_api(
