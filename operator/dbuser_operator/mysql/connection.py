@@ -6,10 +6,11 @@ connection breaks, the pool is replaced by a fresh one; a call that failed on a 
 pool is tried once more on a new connection (the server may have restarted since it was last used).
 
 Two hooks let the caller fence its writes without this layer knowing why (see :mod:`.fencing`):
-``before_write`` is called before every statement :meth:`Database.execute` sends, each attempt included,
-and may raise to refuse it (nothing is sent); ``on_connect`` runs on each new connection before its first
-statement (a :class:`Session` on that connection) and may raise a :class:`~.errors.MySQLError` to refuse
-the connection, which is then closed.
+``before_write`` is called before each attempt of every statement (a read may open, and so register, a
+connection) and again right before a write is sent, and may raise to refuse it (nothing is sent then, not
+even a connection attempt); ``on_connect`` runs on each new connection before its first statement (a
+:class:`Session` on that connection) and may raise a :class:`~.errors.MySQLError` to refuse the
+connection, which is then closed.
 """
 
 from __future__ import annotations
@@ -246,6 +247,8 @@ class Database:
     async def _attempt(self, statement: Statement, *, read: bool) -> tuple[int, list[Row]] | _Failure:
         """One try; a failure is returned (not raised) so that no driver exception is chained to it."""
         try:
+            if self._before_write is not None:
+                self._before_write()  # before a connection is even taken
             async with self._slots:
                 return await self._attempt_with_slot(statement, read=read)
         except _WriteRefused as refused:
