@@ -110,7 +110,7 @@ class Failover:
             )
             password = secrets.token_urlsafe(18)
             with self.mysql.connect() as connection, connection.cursor() as cursor:
-                cursor.execute(f"CREATE USER '{replica.mysql_user}'@'%' IDENTIFIED BY %s", (password,))
+                cursor.execute(f"CREATE USER '{replica.mysql_user}'@'%%' IDENTIFIED BY %s", (password,))
                 cursor.execute(f"GRANT ALL ON *.* TO '{replica.mysql_user}'@'%' WITH GRANT OPTION")
             self._passwords[name] = password
             await self.kube.mint_kubeconfig(replica.kube_user, [], self.workdir / f"{name}.kubeconfig")

@@ -112,9 +112,11 @@ async def failover(
     crds: list[str],
     namespace: str,
     kube_api: client.ApiClient,
-    tmp_path: Path,
+    envtest_workdir: Path,
 ) -> AsyncIterator[Failover]:
-    setup = Failover(kube, mysql, namespace, tmp_path)
+    workdir = envtest_workdir / "operator" / namespace  # the replicas' logs are checked for leaks too
+    workdir.mkdir(parents=True)
+    setup = Failover(kube, mysql, namespace, workdir)
     await setup.prepare(kube_api, "a", "b")
     with GeneralLog(mysql):
         try:
