@@ -85,6 +85,7 @@ class Failover:
     workdir: Path
     suffix: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     replicas: dict[str, Replica] = field(default_factory=dict)
+    lease_flags: tuple[str, ...] = LEASE_FLAGS  # () for the defaults (15 s lease, 10 s renew, 2 s retry)
     _passwords: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -173,7 +174,7 @@ class Failover:
             f"--leader-election-id={self.lease}",
             f"--leader-election-namespace={self.namespace}",
             f"--leader-election-identity={replica.identity}",
-            *LEASE_FLAGS,
+            *self.lease_flags,
             "--metrics-bind-address=127.0.0.1:0",
             "--health-probe-bind-address=127.0.0.1:0",
             "--shutdown-timeout=5",
