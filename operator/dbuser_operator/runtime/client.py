@@ -4,11 +4,14 @@ kubernetes-asyncio's generated APIs are one class per group and default to JSON 
 this client speaks plain JSON for every resource, always bounds a request by a timeout, names the patch
 type explicitly, and counts requests (``rest_client_requests_total``) so API economy can be measured.
 A client made with ``before_write`` (a fence's ``check``) calls it before every request that is not a GET,
-so a replica that cannot prove its lease sends no write (see :mod:`.fence`).
+and again once the request has its connection, right before its first byte is sent (an aiohttp trace
+hook: connecting may take a while, and the process may pause meanwhile), so a replica that cannot prove
+its lease sends no write (see :mod:`.fence`).
 """
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import json
 import urllib.parse
@@ -36,6 +39,25 @@ REQUESTS = Counter(
 
 Items = list[dict[str, Any]]  # a list's items (a name, as ``KubeClient.list`` shadows ``list``)
 
+# The check of the write under way in this task, for the trace hook that runs once it has a connection.
+_BEFORE_SEND: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "before_send", default=None
+)
+
+
+async def _check_before_send(*_: object) -> None:
+    check = _BEFORE_SEND.get()
+    if check is not None:
+        check()
+
+
+def _fence_trace() -> aiohttp.TraceConfig:
+    """Calls the current write's check once its connection is ready, before the request is sent."""
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_end.append(_check_before_send)
+    trace.on_connection_reuseconn.append(_check_before_send)
+    return trace
+
 
 def api_client(configuration: client.Configuration) -> client.ApiClient:
     """A kubernetes-asyncio ``ApiClient`` that reads the proxy environment once, not on every request.
@@ -51,7 +73,9 @@ def api_client(configuration: client.Configuration) -> client.ApiClient:
     rest = api.rest_client
     connector = rest.pool_manager.connector
     rest.pool_manager.detach()
-    rest.pool_manager = aiohttp.ClientSession(connector=connector, trust_env=False, read_bufsize=_READ_BUFFER)
+    rest.pool_manager = aiohttp.ClientSession(
+        connector=connector, trust_env=False, read_bufsize=_READ_BUFFER, trace_configs=[_fence_trace()]
+    )
     return api
 
 
@@ -237,8 +261,10 @@ class KubeClient:
 
         Before a write, ``before_write`` (if set) may raise to refuse it: nothing is sent then.
         """
-        if method != "GET" and self.before_write is not None:
-            self.before_write()
+        check = self.before_write if method != "GET" else None
+        if check is not None:
+            check()
+        before_send = _BEFORE_SEND.set(check)
         code = "error"
         try:
             response: aiohttp.ClientResponse = await self.api.call_api(
@@ -260,6 +286,7 @@ class KubeClient:
             data: dict[str, Any] = json.loads(content)
             return data
         finally:
+            _BEFORE_SEND.reset(before_send)
             REQUESTS.labels(method, code).inc()
 
 
