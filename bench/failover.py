@@ -7,9 +7,11 @@ user, so the MySQL general log and the API server's audit log attribute every st
 Ready DatabaseUsers; every Secret is rotated and the leader paused with SIGSTOP at once. Measured from the
 pause: the standby's Lease acquisition, its first MySQL statement (the epoch claim, which kills the old
 leader's sessions), its first API write other than the Lease, and the moment every rotated password logs
-in. Then the old leader is resumed: the statements and API writes of its accounts after the new leader's
-first ones are counted (must be 0), and its exit code noted (must be 1). Needs the local control plane
-(the audit log): run it through ``hack/bench.sh``'s environment, not against ``KUBECONFIG``.
+in. Then the old leader is resumed: the statements of its account after the new leader's first one, and
+its API writes that landed after the new leader took the Lease, are counted (must be 0); its API writes
+that left before the pause but arrived after the takeover are listed by response code (refused: a
+``resourceVersion`` precondition answers 409); its exit code is noted (must be 1). Needs the local
+control plane (the audit log): run it in ``hack/bench.sh``'s environment, not against ``KUBECONFIG``.
 """
 
 from __future__ import annotations
@@ -100,11 +102,8 @@ async def one_round(
             acquired = min(audit_time(e) for e in b_writes if lease_write(e) and succeeded(e))
             first_api = min(audit_time(e) for e in b_writes if not lease_write(e) and succeeded(e))
             stale_sql = [c for when, c, _ in failover.statements(a) if when >= b_first_sql and c != "Quit"]
-            stale_api = [
-                e
-                for e in failover.api_writes(a)
-                if audit_time(e) >= acquired and (succeeded(e) or not lease_write(e))
-            ]
+            late_api = [e for e in failover.api_writes(a) if audit_time(e) >= acquired]
+            stale_api = [e for e in late_api if succeeded(e)]  # landed
             return {
                 "n": n,
                 "lease_acquired_s": _seconds(acquired, paused_utc),
@@ -113,6 +112,10 @@ async def one_round(
                 "all_rotated_passwords_log_in_s": all_rotated,
                 "stale_mysql_statements": len(stale_sql),
                 "stale_api_writes": len(stale_api),
+                # sent before the pause, arrived after it, refused (a resourceVersion precondition: 409)
+                "late_refused_api_writes": sorted(
+                    str(e["responseStatus"]["code"]) for e in late_api if not succeeded(e)
+                ),
                 "old_leader_exit_code": exit_code,
             }
         finally:

@@ -248,9 +248,12 @@ class GeneralLog:
     """MySQL's general log into ``mysql.general_log`` while the test runs."""
 
     mysql: MySQLServer
+    _output: str = "FILE"
 
     def __enter__(self) -> GeneralLog:
         with self.mysql.connect() as connection, connection.cursor() as cursor:
+            cursor.execute("SELECT @@GLOBAL.log_output")
+            self._output = str(cursor.fetchone()[0])
             cursor.execute("SET GLOBAL log_output = 'TABLE'")
             cursor.execute("SET GLOBAL general_log = 'ON'")
         return self
@@ -258,7 +261,8 @@ class GeneralLog:
     def __exit__(self, *_: object) -> None:
         with self.mysql.connect() as connection, connection.cursor() as cursor:
             cursor.execute("SET GLOBAL general_log = 'OFF'")
-            cursor.execute("TRUNCATE TABLE mysql.general_log")
+            cursor.execute("TRUNCATE TABLE mysql.general_log")  # it holds statements' text
+            cursor.execute("SET GLOBAL log_output = %s", (self._output,))
 
 
 def first(items: Iterator[datetime] | list[datetime]) -> datetime:
