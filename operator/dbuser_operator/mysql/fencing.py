@@ -127,6 +127,16 @@ class SessionFence:
         )
         if registered != 1:
             self._superseded(f"leader epoch {epoch} is no longer the newest in MySQL")
+        # This epoch's sessions that have ended (recycled connections): forgotten, so rows do not pile up.
+        await session.execute(
+            Statement(
+                "DELETE FROM {sessions} WHERE election = %s AND epoch = %s"
+                " AND connection_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST)",
+                self.election,
+                epoch,
+                sessions=sessions,
+            )
+        )
 
     async def claim(self, session: Session, epoch: int) -> Sequence[int]:
         """Record ``epoch`` as the newest, then kill the sessions of older epochs; their ids."""

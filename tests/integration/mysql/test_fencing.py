@@ -9,6 +9,7 @@ from dbuser_operator.mysql import ConnectionSettings, Database, Statement
 from dbuser_operator.mysql.fencing import SessionFence, SupersededError, tables
 from dbuser_operator.mysql.identifiers import SQL, quote_identifier
 from tests.integration.mysql.support import Databases, admin_rows
+from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -42,6 +43,15 @@ async def test_a_newer_epoch_kills_the_older_sessions_and_refuses_their_new_ones
         await old.db.execute(Statement("INSERT INTO {t} VALUES (1)", t=_marker(schema)))
         epochs, sessions = tables(schema)
         assert admin_rows(mysql, f"SELECT epoch, holder FROM {epochs}") == [(4, "a")]
+        registered = admin_rows(mysql, f"SELECT connection_id FROM {sessions}")
+        assert len(registered) == 1
+
+        # A connection that ended is forgotten when the next one registers.
+        await old.db.close()
+        query = "SELECT ID FROM information_schema.PROCESSLIST WHERE ID = %s"
+        await eventually(lambda: not admin_rows(mysql, query, registered[0][0]), what="the session ended")
+        await old.db.fetch(Statement("SELECT 1"))
+        assert admin_rows(mysql, f"SELECT connection_id FROM {sessions}") != registered
         registered = admin_rows(mysql, f"SELECT connection_id FROM {sessions}")
         assert len(registered) == 1
 
