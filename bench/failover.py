@@ -103,7 +103,9 @@ async def one_round(
             first_api = min(audit_time(e) for e in b_writes if not lease_write(e) and succeeded(e))
             stale_sql = [c for when, c, _ in failover.statements(a) if when >= b_first_sql and c != "Quit"]
             late_api = [e for e in failover.api_writes(a) if audit_time(e) >= acquired]
-            stale_api = [e for e in late_api if succeeded(e)]  # landed
+            landed = [e for e in late_api if succeeded(e)]
+            late_events = [e for e in landed if e["objectRef"].get("resource") == "events"]
+            stale_api = [e for e in landed if e not in late_events]
             return {
                 "n": n,
                 "lease_acquired_s": _seconds(acquired, paused_utc),
@@ -112,6 +114,7 @@ async def one_round(
                 "all_rotated_passwords_log_in_s": all_rotated,
                 "stale_mysql_statements": len(stale_sql),
                 "stale_api_writes": len(stale_api),
+                "late_event_creates": len(late_events),  # no precondition: one already on its way lands
                 # sent before the pause, arrived after it, refused (a resourceVersion precondition: 409)
                 "late_refused_api_writes": sorted(
                     str(e["responseStatus"]["code"]) for e in late_api if not succeeded(e)

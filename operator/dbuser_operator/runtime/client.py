@@ -4,9 +4,11 @@ kubernetes-asyncio's generated APIs are one class per group and default to JSON 
 this client speaks plain JSON for every resource, always bounds a request by a timeout, names the patch
 type explicitly, and counts requests (``rest_client_requests_total``) so API economy can be measured.
 A client made with ``before_write`` (a fence's ``check``) calls it before every request that is not a GET,
-and again once the request has its connection, right before its first byte is sent (an aiohttp trace
-hook: connecting may take a while, and the process may pause meanwhile), so a replica that cannot prove
-its lease sends no write (see :mod:`.fence`).
+and again once the request has its connection and its headers are ready (aiohttp trace hooks: connecting
+may take a while, and the process may pause meanwhile), so a replica that cannot prove its lease sends no
+write (see :mod:`.fence`). On Python < 3.12 aiohttp sends the request from a task that runs one loop
+iteration after the last hook: a pause landing there sends the write on resume, where only a precondition
+(``resourceVersion``) refuses it.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def _fence_trace() -> aiohttp.TraceConfig:
     trace = aiohttp.TraceConfig()
     trace.on_connection_create_end.append(_check_before_send)
     trace.on_connection_reuseconn.append(_check_before_send)
+    trace.on_request_headers_sent.append(_check_before_send)  # headers serialised, nothing sent yet
     return trace
 
 

@@ -160,11 +160,12 @@ async def assert_nothing_after_takeover(
     )
     late_writes = [e for e in old_writes if audit_time(e) >= takeover]
     # A write whose bytes were leaving when the process paused can still arrive: the preconditions
-    # (resourceVersion of status and finalizer patches, of the Lease) must then refuse it.
+    # (resourceVersion of status and finalizer patches, of the Lease) must then refuse it. An Event create
+    # has none: one already on its way lands (README: High availability, limits).
     landed = [
         (e["verb"], e["objectRef"].get("resource"), e["responseStatus"]["code"])
         for e in late_writes
-        if succeeded(e)
+        if succeeded(e) and not (e["verb"] == "create" and e["objectRef"].get("resource") == "events")
     ]
     assert landed == [], f"the old leader's API writes that landed after the takeover: {landed}"
     # (a 504 is a request whose client went away, the old leader exiting: refused too, never applied late,
