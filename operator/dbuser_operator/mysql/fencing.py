@@ -17,8 +17,9 @@ every session that older epochs registered and that is still open under the same
 Every connection, before its first statement (:meth:`SessionFence.register`), registers its id under its
 epoch in *one statement* that locks the epoch row and inserts only if the stored epoch is still its own:
 ``INSERT … SELECT … FOR UPDATE``. One statement, not a client-side transaction, so that a client paused
-in the middle never holds the lock. So a stale leader's old connections are killed at the takeover, and
-its new ones fail to register: its statements fail instead of landing.
+in the middle never holds the lock; it then forgets its epoch's sessions that have ended (recycled pool
+connections). So a stale leader's old connections are killed at the takeover, and its new ones fail to
+register: its statements fail instead of landing.
 
 Limits: DDL (``CREATE/ALTER/DROP USER``, ``GRANT``) commits implicitly and cannot share a transaction
 with an epoch check: it is stopped by the session kill, which the new leader issues before its own first
