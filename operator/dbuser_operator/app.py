@@ -30,9 +30,11 @@ from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.steps import Step
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
+from dbuser_operator.mysql.fencing import SessionFence
 from dbuser_operator.runtime.client import KubeClient, api_client
 from dbuser_operator.runtime.controller import Controller
 from dbuser_operator.runtime.events import EventRecorder
+from dbuser_operator.runtime.fence import Fence, open_fence
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.leaderelection import LeaderElectionConfig, LeadershipLost
 from dbuser_operator.runtime.logging import configure_logging
@@ -73,13 +75,53 @@ def connection_settings(settings: Settings) -> ConnectionSettings:
     )
 
 
-def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager:
-    """A manager running the DatabaseUser controller as the settings say."""
+def leader_election(settings: Settings) -> LeaderElectionConfig | None:
+    """The Lease and timings the settings name; None without leader election."""
+    if not settings.leader_elect:
+        return None
+    return LeaderElectionConfig(
+        lease_name=settings.leader_election_id,
+        lease_namespace=settings.leader_election_namespace,
+        identity=settings.leader_election_identity,
+        lease_duration=settings.leader_election_lease_duration,
+        renew_deadline=settings.leader_election_renew_deadline,
+        retry_period=settings.leader_election_retry_period,
+    )
+
+
+def fence_for(election: LeaderElectionConfig | None) -> Fence:
+    """The proof-of-lease every side effect checks: always open without leader election."""
+    return election.fence() if election else open_fence()
+
+
+def fenced_database(settings: Settings, fence: Fence) -> Database:
+    """The MySQL connection, its writes behind ``fence``, its sessions under the leader epoch."""
+    if not fence.fenced:
+        return Database(connection_settings(settings))
+    sessions = SessionFence(
+        schema=settings.ownership_schema,
+        election=f"{settings.leader_election_namespace}/{settings.leader_election_id}",
+        holder=settings.leader_election_identity,
+        epoch=lambda: fence.epoch,
+        on_superseded=fence.revoke,
+    )
+    return Database(connection_settings(settings), before_write=fence.check, on_connect=sessions.register)
+
+
+def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fence | None = None) -> Manager:
+    """A manager running the DatabaseUser controller as the settings say.
+
+    ``kube`` is the unfenced client (reads, and the Lease itself); every write of the controllers, the
+    leader tasks and the Event recorder goes through a client that checks ``fence`` first.
+    """
+    election = leader_election(settings)
+    fence = fence or fence_for(election)
+    reader, kube = kube, kube.fenced(fence.check)
     scope = Scope(settings.target_label, settings.target)
-    users = Informer(kube, DATABASE_USERS, namespaces=settings.namespaces, label_selector=scope.selector)
+    users = Informer(reader, DATABASE_USERS, namespaces=settings.namespaces, label_selector=scope.selector)
     users.add_index(SECRET_INDEX, referenced_secret)
     users.add_index(ACCOUNT_INDEX, named_account)
-    secrets = Informer(kube, SECRETS, namespaces=settings.namespaces)
+    secrets = Informer(reader, SECRETS, namespaces=settings.namespaces)
 
     def users_of(secret: dict[str, Any]) -> list[ObjectKey]:
         key = ObjectKey.of(secret)
@@ -122,23 +164,21 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database) -> Manager
     controller.watch_mapped(secrets, users_of)
     controller.watch_mapped(users, claimants_of, DELETED)
 
-    election = None
-    if settings.leader_elect:
-        election = LeaderElectionConfig(
-            lease_name=settings.leader_election_id,
-            lease_namespace=settings.leader_election_namespace,
-            identity=settings.leader_election_identity,
-        )
     manager = Manager(
-        kube,
+        reader,
         leader_election=election,
+        fence=fence,
         probe_address=settings.health_probe_bind_address,
         metrics_address=settings.metrics_bind_address,
         shutdown_timeout=settings.shutdown_timeout,
     )
     manager.add_controller(controller)
     manager.add_runnable(Runnable("event recorder", recorder.run))
-    manager.on_shutdown(recorder.close)
+
+    async def close_recorder() -> None:  # write pending Events while the lease is held, else drop them
+        await recorder.close(flush=fence.is_open())
+
+    manager.on_shutdown(close_recorder)
     drift = DriftCheck(target, users, controller.queue, settings.resync_period)
     manager.add_leader_task("drift check", drift.run)
     departed = DepartedSweep(kube, scope, settings.namespaces, controller.queue)
@@ -160,11 +200,12 @@ async def api_configuration(settings: Settings) -> client.Configuration:
 async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
     """Run the operator until SIGTERM/SIGINT (or ``stop``)."""
     configuration = await api_configuration(settings)
-    db = Database(connection_settings(settings))
+    fence = fence_for(leader_election(settings))
+    db = fenced_database(settings, fence)
     for hint in settings.mysql_tls_hints():
         log.warning(hint)
     async with api_client(configuration) as api:
-        manager = build_manager(settings, KubeClient(api), db)
+        manager = build_manager(settings, KubeClient(api), db, fence)
         log.info(
             "starting",
             target=f"{settings.target_label}={settings.target}",

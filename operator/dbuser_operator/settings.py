@@ -126,6 +126,15 @@ class Settings(BaseSettings):
         default_factory=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
         description="this replica's identity (default: $POD_NAME, else the host name)",
     )
+    leader_election_lease_duration: float = Field(
+        15.0, gt=0, description="advanced: seconds a standby waits before taking over an unrenewed lease"
+    )
+    leader_election_renew_deadline: float = Field(
+        10.0, gt=0, description="advanced: seconds the leader keeps trying to renew before it gives up"
+    )
+    leader_election_retry_period: float = Field(
+        2.0, gt=0, description="advanced: seconds between attempts to acquire or renew the lease"
+    )
 
     log_format: Literal["json", "console"] = Field("json", description="json lines, or key-value for humans")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")

@@ -3,7 +3,8 @@
 A local control plane is set up the way controller-runtime's envtest does it: RBAC authorization,
 client-certificate authentication against a generated CA (the admin is in ``system:masters``), a
 service-account signing key, and the ServiceAccount admission plugin off. There is no controller-manager,
-so no garbage collection and no pods.
+so no garbage collection and no pods. Every write is recorded in an audit log (``audit_log``: JSON lines
+at Metadata level, with the user who wrote), so that tests can tell which client wrote what, and when.
 """
 
 from __future__ import annotations
@@ -44,6 +45,16 @@ from dbuser_operator.runtime.client import api_client
 
 ADMIN_USER = "envtest-admin"
 ADMIN_GROUPS = ("system:masters",)
+# Writes at Metadata level (who, what, when, the response code; no bodies, so no secrets); nothing else.
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+    verbs: ["create", "update", "patch", "delete", "deletecollection"]
+  - level: None
+"""
 _REQUEST_TIMEOUT = 30
 
 
@@ -62,6 +73,7 @@ class LocalControlPlane:
             "kube-apiserver", self._apiserver_argv(), workdir / "kube-apiserver.log"
         )
         self.admin_kubeconfig = workdir / "admin.kubeconfig"
+        self.audit_log = workdir / "audit.jsonl"
 
     @property
     def ca_pem(self) -> bytes:
@@ -71,6 +83,7 @@ class LocalControlPlane:
     def start(self) -> None:
         """Start etcd, then the API server; return once ``/readyz`` answers ok."""
         self._write_pki()
+        (self._pki / "audit-policy.yaml").write_text(AUDIT_POLICY)
         self.issue_kubeconfig(ADMIN_USER, ADMIN_GROUPS, self.admin_kubeconfig)
         self._etcd.start()
         self._etcd.wait_ready(lambda: _http_ok(f"{self.etcd_url}/health", None), timeout=30)
@@ -139,6 +152,9 @@ class LocalControlPlane:
             "--service-cluster-ip-range=10.0.0.0/24",
             "--disable-admission-plugins=ServiceAccount",
             "--allow-privileged=true",
+            f"--audit-policy-file={self._pki / 'audit-policy.yaml'}",
+            f"--audit-log-path={self.workdir / 'audit.jsonl'}",
+            "--audit-log-maxsize=0",
             "--v=1",
         ]
 

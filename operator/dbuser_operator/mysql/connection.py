@@ -4,6 +4,13 @@ Every call takes a connection from an aiomysql pool (created on first use, autoc
 ``statement_timeout`` (connecting included), and raises only :class:`~.errors.MySQLError`. When the
 connection breaks, the pool is replaced by a fresh one; a call that failed on a connection reused from the
 pool is tried once more on a new connection (the server may have restarted since it was last used).
+
+Two hooks let the caller fence its writes without this layer knowing why (see :mod:`.fencing`):
+``before_write`` is called before each attempt of every statement (a read may open, and so register, a
+connection) and again right before a write is sent, and may raise to refuse it (nothing is sent then, not
+even a connection attempt); ``on_connect`` runs on each new connection before its first statement (a
+:class:`Session` on that connection) and may raise a :class:`~.errors.MySQLError` to refuse the
+connection, which is then closed.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import contextlib
 import logging
 import ssl
 import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -106,6 +114,45 @@ class _QuietCursor(aiomysql.Cursor):  # type: ignore[misc]  # aiomysql is untype
         return None
 
 
+class Session:
+    """One connection of the pool, for ``on_connect``: statements on exactly that connection."""
+
+    def __init__(self, connection: Any) -> None:
+        self._connection = connection
+
+    async def execute(self, statement: Statement) -> int:
+        """Run a statement; the rows it affected. Raises :class:`~.errors.MySQLError`."""
+        affected, _ = await self._run(statement, read=False)
+        return affected
+
+    async def fetch(self, statement: Statement) -> list[Row]:
+        """Run a query; its rows. Raises :class:`~.errors.MySQLError`."""
+        _, rows = await self._run(statement, read=True)
+        return rows
+
+    async def _run(self, statement: Statement, *, read: bool) -> tuple[int, list[Row]]:
+        try:
+            async with self._connection.cursor(_QuietCursor) as cursor:
+                affected = await cursor.execute(statement.text, statement.params or None)
+                rows: list[Row] = list(await cursor.fetchall()) if read else []
+        except Exception as exc:
+            error = classify(exc, statement.secrets)
+        else:
+            return int(affected), rows
+        raise error
+
+
+OnConnect = Callable[[Session], Awaitable[None]]
+
+
+class _WriteRefused(BaseException):
+    """``before_write`` refused a statement: nothing was sent."""
+
+    def __init__(self, refusal: Exception) -> None:
+        super().__init__()
+        self.refusal = refusal
+
+
 @dataclass(frozen=True)
 class _Failure:
     error: MySQLError
@@ -120,8 +167,17 @@ class Database:
     sent, for the operator to export; ``pools_created`` counts pool (re)creations.
     """
 
-    def __init__(self, settings: ConnectionSettings) -> None:
+    def __init__(
+        self,
+        settings: ConnectionSettings,
+        *,
+        before_write: Callable[[], None] | None = None,
+        on_connect: OnConnect | None = None,
+    ) -> None:
         self._settings = settings
+        self._before_write = before_write
+        self._on_connect = on_connect
+        self._connected: weakref.WeakSet[Any] = weakref.WeakSet()  # connections on_connect accepted
         self._ssl = settings.ssl_context()
         negotiate_tls_like_mysql_clients()
         self._pool: Any = None
@@ -213,8 +269,14 @@ class Database:
 
     async def _attempt(self, statement: Statement, *, read: bool) -> tuple[int, list[Row]] | _Failure:
         """One try; a failure is returned (not raised) so that no driver exception is chained to it."""
-        async with self._slots:
-            return await self._attempt_with_slot(statement, read=read)
+        try:
+            if self._before_write is not None:
+                self._before_write()  # before a connection is even taken
+            async with self._slots:
+                return await self._attempt_with_slot(statement, read=read)
+        except _WriteRefused as refused:
+            refusal = refused.refusal
+        raise refusal  # outside the handler: the hook's own exception, as it raised it
 
     async def _attempt_with_slot(
         self, statement: Statement, *, read: bool
@@ -227,11 +289,9 @@ class Database:
         reused = connection in self._used
         self._used.add(connection)
         try:
-            # A connection that requires TLS refuses a server without it before authenticating (.tls); checked
-            # once more here, so that no statement ever goes out in plain text then.
-            if self._settings.mode.requires_tls and not getattr(connection, "_secure", False):
-                connection.close()
-                return _Failure(TLSError("TLS is required but the server does not offer it"), pool, reused)
+            refused = await self._prepare(connection, statement, pool, reused, read=read)
+            if refused is not None:
+                return refused
             if read:
                 self.statements_read += 1
             else:
@@ -245,11 +305,34 @@ class Database:
             if isinstance(error, DatabaseUnavailableError | TLSError) or not _is_server_error(exc):
                 connection.close()  # not returned to the pool
             return _Failure(error, pool, reused)
-        except BaseException:  # cancelled (timeout): the connection is in an unknown state
+        except BaseException:  # cancelled (timeout), or refused by before_write
             connection.close()
             raise
         finally:
             pool.release(connection)
+
+    async def _prepare(
+        self, connection: Any, statement: Statement, pool: Any, reused: bool, *, read: bool
+    ) -> _Failure | None:
+        """Checks before the statement: TLS, ``on_connect`` once per connection, ``before_write``.
+
+        A refusal of ``before_write`` is raised as :class:`_WriteRefused` (a BaseException, so that the
+        caller's classification does not catch it); :meth:`_attempt` unwraps it.
+        """
+        # A connection that requires TLS refuses a server without it before authenticating (.tls); checked
+        # once more here, so that no statement ever goes out in plain text then.
+        if self._settings.mode.requires_tls and not getattr(connection, "_secure", False):
+            connection.close()
+            return _Failure(TLSError("TLS is required but the server does not offer it"), pool, reused)
+        if self._on_connect is not None and connection not in self._connected:
+            await self._on_connect(Session(connection))  # a MySQLError refuses the connection
+            self._connected.add(connection)
+        if not read and self._before_write is not None:
+            try:
+                self._before_write()
+            except Exception as refusal:
+                raise _WriteRefused(refusal) from None
+        return None
 
     async def _get_pool(self) -> Any:
         async with self._pool_lock:

@@ -5,15 +5,22 @@ this client speaks plain JSON for every resource, always bounds a request by a t
 type explicitly, and counts requests (``rest_client_requests_total``) so API economy can be measured.
 Failures are typed (``runtime.errors``): an error status raises ``NotFound``, ``Conflict``, ``Gone``, … and
 a timeout or a connection error ``Unavailable``.
+A client made with ``before_write`` (a fence's ``check``) calls it before every request that is not a GET,
+and again once the request has its connection and its headers are ready (aiohttp trace hooks: connecting
+may take a while, and the process may pause meanwhile), so a replica that cannot prove its lease sends no
+write (see :mod:`.fence`). On Python < 3.12 aiohttp sends the request from a task that runs one loop
+iteration after the last hook: a pause landing there sends the write on resume, where only a precondition
+(``resourceVersion``) refuses it.
 """
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import json
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -37,6 +44,26 @@ REQUESTS = Counter(
 
 Items = list[dict[str, Any]]  # a list's items (a name, as ``KubeClient.list`` shadows ``list``)
 
+# The check of the write under way in this task, for the trace hook that runs once it has a connection.
+_BEFORE_SEND: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "before_send", default=None
+)
+
+
+async def _check_before_send(*_: object) -> None:
+    check = _BEFORE_SEND.get()
+    if check is not None:
+        check()
+
+
+def _fence_trace() -> aiohttp.TraceConfig:
+    """Calls the current write's check once its connection is ready, before the request is sent."""
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_end.append(_check_before_send)
+    trace.on_connection_reuseconn.append(_check_before_send)
+    trace.on_request_headers_sent.append(_check_before_send)  # headers serialised, nothing sent yet
+    return trace
+
 
 def api_client(configuration: client.Configuration) -> client.ApiClient:
     """A kubernetes-asyncio ``ApiClient`` that reads the proxy environment once, not on every request.
@@ -52,7 +79,9 @@ def api_client(configuration: client.Configuration) -> client.ApiClient:
     rest = api.rest_client
     connector = rest.pool_manager.connector
     rest.pool_manager.detach()
-    rest.pool_manager = aiohttp.ClientSession(connector=connector, trust_env=False, read_bufsize=_READ_BUFFER)
+    rest.pool_manager = aiohttp.ClientSession(
+        connector=connector, trust_env=False, read_bufsize=_READ_BUFFER, trace_configs=[_fence_trace()]
+    )
     return api
 
 
@@ -76,9 +105,20 @@ class PatchType(enum.StrEnum):
 class KubeClient:
     """JSON requests to the API server through a kubernetes-asyncio ``ApiClient``."""
 
-    def __init__(self, api: client.ApiClient, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        timeout: float = DEFAULT_TIMEOUT,
+        *,
+        before_write: Callable[[], None] | None = None,
+    ) -> None:
         self.api = api
         self.timeout = timeout
+        self.before_write = before_write
+
+    def fenced(self, before_write: Callable[[], None]) -> KubeClient:
+        """A client on the same connection that calls ``before_write`` before each write."""
+        return KubeClient(self.api, self.timeout, before_write=before_write)
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
         """One object."""
@@ -227,7 +267,14 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
     ) -> dict[str, Any]:
-        """One request; the response's JSON. Raises an ``ApiError`` (``runtime.errors``) on any failure."""
+        """One request; the response's JSON. Raises an ``ApiError`` (``runtime.errors``) on any failure.
+
+        Before a write, ``before_write`` (if set) may raise to refuse it: nothing is sent then.
+        """
+        check = self.before_write if method != "GET" else None
+        if check is not None:
+            check()
+        before_send = _BEFORE_SEND.set(check)
         code = "error"
         try:
             response: aiohttp.ClientResponse = await self.api.call_api(
@@ -251,6 +298,7 @@ class KubeClient:
         except (aiohttp.ClientError, TimeoutError) as error:
             raise _unavailable(error) from error
         finally:
+            _BEFORE_SEND.reset(before_send)
             REQUESTS.labels(method, code).inc()
 
 

@@ -3,7 +3,9 @@
 The contract of controller-runtime: ``reconcile(key) -> Result``. An exception means "try again later"
 with the key's exponential backoff; ``Result(requeue_after=s)`` means "look again in s seconds" (the
 backoff is forgotten); a plain ``Result()`` is done. An unexpected exception never kills a worker: it is
-logged with its traceback and counted as a panic, then retried like any error.
+logged with its traceback and counted as a panic, then retried like any error. :class:`~.fence.FenceLost`
+(a side effect refused because the lease is no longer proven) is neither: the key is left alone, since
+the fence has been revoked and the manager is stopping every reconcile at once.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime import metrics
 from dbuser_operator.runtime.errors import describe
+from dbuser_operator.runtime.fence import FenceLost
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.predicates import Predicate
 from dbuser_operator.runtime.resources import ObjectKey
@@ -223,6 +226,9 @@ class Controller:
             result = await self.reconciler(key)
         except asyncio.CancelledError:
             raise
+        except FenceLost as error:  # the manager is stopping everything: no retry, no panic
+            metrics.RECONCILE_TOTAL.labels(self.name, "error").inc()
+            log.warning("reconcile stopped: this replica no longer holds the lease", error=str(error))
         except Exception as error:  # no exception may kill a worker
             self._failed(key, error)
         else:

@@ -191,13 +191,26 @@ class EventRecorder:
         """Wait until every emitted event has been written (or given up on)."""
         await asyncio.gather(*(queue.join() for queue in self._queues))
 
-    async def close(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109 - a shutdown bound
-        """Write what is pending (within ``timeout`` seconds), then stop the background writers."""
-        try:
-            async with asyncio.timeout(timeout):
-                await self.flush()
-        except TimeoutError:
-            _log.warning("events not recorded at shutdown", pending=self.pending)
+    async def close(self, timeout: float = 5.0, *, flush: bool = True) -> None:  # noqa: ASYNC109 - a shutdown bound
+        """Write what is pending (within ``timeout`` seconds), then stop the background writers.
+
+        ``flush=False`` drops what is pending instead and cancels the writes under way (the leader lease
+        is lost: no more writes).
+        """
+        if not flush:
+            dropped = self.pending
+            for queue in self._queues:
+                while not queue.empty():
+                    queue.get_nowait()
+                    queue.task_done()
+            if dropped:
+                _log.warning("events dropped: the leader lease is lost", dropped=dropped)
+        else:
+            try:
+                async with asyncio.timeout(timeout):
+                    await self.flush()
+            except TimeoutError:
+                _log.warning("events not recorded at shutdown", pending=self.pending)
         self._closed = True
         writers = [writer for writer in self._writers if writer is not None]
         for writer in writers:

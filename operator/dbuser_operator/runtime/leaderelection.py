@@ -10,6 +10,11 @@
   than client-go's renew rounds) or it finds another holder, it has lost: the caller stops all work at once.
 - On graceful shutdown the leader releases the Lease (client-go ``ReleaseOnCancel``): no holder, a
   1-second duration, so a standby takes over within one retry period.
+- Fencing (:mod:`.fence`): each successful attempt refreshes the elector's :class:`~.fence.Fence` from the
+  attempt's start; a lost Lease revokes it. Every acquisition by a process that was not leading counts as
+  a transition (``leaseTransitions`` + 1, unlike client-go, which keeps the count when the Lease already
+  names the same identity): a process's ``leaseTransitions`` at acquisition is its fencing token, so
+  two terms never share one, and a later term always has a higher one.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import structlog
 
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import ApiError, Conflict, NotFound
+from dbuser_operator.runtime.fence import Fence
 from dbuser_operator.runtime.metrics import LEADER_ELECTION_STATUS
 from dbuser_operator.runtime.resources import LEASES
 
@@ -52,6 +58,7 @@ class LeaderElectionConfig:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    fence_margin: float | None = None  # seconds; None: a tenth of the lease duration
 
     def __post_init__(self) -> None:
         for field in ("lease_name", "lease_namespace", "identity"):
@@ -63,6 +70,17 @@ class LeaderElectionConfig:
             raise ValueError("lease_duration must be greater than renew_deadline")
         if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
             raise ValueError(f"renew_deadline must be greater than retry_period * {JITTER_FACTOR}")
+        if not 0 <= self.margin < self.lease_duration:
+            raise ValueError("fence_margin must be at least 0 and less than lease_duration")
+
+    @property
+    def margin(self) -> float:
+        """How much shorter than the lease this process trusts its own proof (clock-rate skew)."""
+        return self.lease_duration / 10 if self.fence_margin is None else self.fence_margin
+
+    def fence(self, clock: Clock = time.monotonic) -> Fence:
+        """A fence for this lease: open for ``lease_duration - margin`` after each renewal's start."""
+        return Fence(self.lease_duration, self.margin, clock=clock)
 
     @property
     def lease_duration_seconds(self) -> int:
@@ -153,10 +171,12 @@ class LeaderElector:
         config: LeaderElectionConfig,
         *,
         clock: Clock = time.monotonic,
+        fence: Fence | None = None,
     ) -> None:
         self.kube = kube
         self.config = config
         self._clock = clock
+        self.fence = fence or config.fence(clock)
         self._observation = LeaseObservation()
         self._lease: dict[str, Any] | None = None  # the last Lease object read or written
         self._is_leader = False
@@ -199,6 +219,7 @@ class LeaderElector:
                 acquired = False
             if acquired:
                 self._renewed_at = started
+                self.fence.acquired(started, self._transitions())
                 self._set_leader(True)
                 self._log.info("acquired leader lease", transitions=self._transitions())
                 return
@@ -216,6 +237,7 @@ class LeaderElector:
                 return  # never acquired, or released meanwhile
             if not await self._renew():
                 self._set_leader(False)
+                self.fence.revoke("the leader lease was not renewed in time, or another holder took it")
                 self._log.warning("lost leader lease", last_seen_holder=self._holder())
                 return
 
@@ -228,6 +250,7 @@ class LeaderElector:
         if not self._is_leader:
             return
         self._set_leader(False)
+        self.fence.revoke("released the leader lease")  # a standby may take over within a retry period
         record = LeaderElectionRecord(
             lease_duration_seconds=1,
             acquire_time=_now(),
@@ -256,7 +279,8 @@ class LeaderElector:
     async def run(self, on_started_leading: Callable[[], Awaitable[None]]) -> None:
         """Acquire, then run ``on_started_leading()`` while holding the Lease.
 
-        When the Lease is lost, the callback's task is cancelled at once and ``LeadershipLost`` is raised
+        When the Lease is lost or the fence is revoked (a side effect found the proof stale, or the data
+        layer saw a newer leader), the callback's task is cancelled at once and ``LeadershipLost`` is raised
         (the operator then exits and lets Kubernetes restart it). When the callback returns, ``run``
         returns; when it raises, its exception propagates. On every way out, cancellation included, the
         Lease is released if still held.
@@ -269,14 +293,20 @@ class LeaderElector:
             await self.acquire()
             leading = asyncio.create_task(lead(), name=f"leading:{self.config.lease_name}")
             holding = asyncio.create_task(self.hold(), name=f"holding:{self.config.lease_name}")
+            fenced = asyncio.create_task(self.fence.lost.wait(), name=f"fence:{self.config.lease_name}")
             try:
-                await asyncio.wait({leading, holding}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({leading, holding, fenced}, return_when=asyncio.FIRST_COMPLETED)
+                if fenced.done():
+                    self._set_leader(False)  # before the cancellation: the work is aborted, not drained
             finally:
-                leading.cancel()
-                holding.cancel()
-                await asyncio.gather(leading, holding, return_exceptions=True)
-            if holding.done() and not holding.cancelled() and not self._is_leader:
-                raise LeadershipLost(f"lost lease {self.config.lease_namespace}/{self.config.lease_name}")
+                for task in (leading, holding, fenced):
+                    task.cancel()
+                await asyncio.gather(leading, holding, fenced, return_exceptions=True)
+            lost = holding.done() and not holding.cancelled() and not self._is_leader
+            if lost or self.fence.lost.is_set():
+                raise LeadershipLost(
+                    f"lost lease {self.config.lease_namespace}/{self.config.lease_name}: {self.fence.reason}"
+                )
             leading.result()
         finally:
             await self.release()
@@ -297,6 +327,7 @@ class LeaderElector:
                 renewed = False
             if renewed:
                 self._renewed_at = started
+                self.fence.renewed(started)
                 self._log.debug("renewed leader lease")
                 return True
             if not self._observation.held_by(self.config.identity):
@@ -311,7 +342,7 @@ class LeaderElector:
         if self._released(renewing):
             return False
         now = _now()
-        if await self._renew_optimistically(now):
+        if renewing and await self._renew_optimistically(now):
             return True
 
         try:
@@ -327,12 +358,13 @@ class LeaderElector:
         if (held_by_other and self._observation.valid(self._clock())) or self._released(renewing):
             return False
 
+        same_term = held_by_me and renewing  # a new process under the same identity starts a new term
         record = LeaderElectionRecord(
             holder_identity=self.config.identity,
             lease_duration_seconds=self.config.lease_duration_seconds,
-            acquire_time=current.acquire_time if held_by_me else now,
+            acquire_time=current.acquire_time if same_term else now,
             renew_time=now,
-            lease_transitions=current.lease_transitions + (0 if held_by_me else 1),
+            lease_transitions=current.lease_transitions + (0 if same_term else 1),
         )
         try:
             await self._write(record, lease)

@@ -2,9 +2,13 @@
 
 Like controller-runtime's manager: every replica keeps its caches warm; only the leader runs the
 controllers. ``/readyz`` passes once the caches are synced and, on the leader, the controllers run.
-Losing the lease stops all reconciling at once and ``run`` raises :class:`LeadershipLost` (the process
-should exit and let Kubernetes restart it). SIGTERM (or ``stop``) shuts down gracefully: in-flight
-reconciles finish within ``shutdown_timeout``, the lease is released, the caches stop.
+Losing the lease — a failed renewal, or the :class:`~.fence.Fence` found stale by a side effect or
+revoked because the data layer saw a newer leader — stops all reconciling at once (in-flight reconciles
+are cancelled, not drained; the shutdown hooks are told the fence is closed, so unsent Events are dropped)
+and ``run`` raises :class:`LeadershipLost` (the process should exit and let Kubernetes restart it).
+SIGTERM (or ``stop``) shuts down gracefully: in-flight reconciles finish within ``shutdown_timeout``, the
+shutdown hooks run (pending Events are written) while the lease is still held, then the lease is
+released and the caches stop.
 
 Every long-running part is a supervised runnable (``runtime.supervisor``); an unexpected end is logged
 with its traceback and named by ``/readyz``, then handled by the part's rule:
@@ -34,6 +38,7 @@ import structlog
 
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Controller
+from dbuser_operator.runtime.fence import Fence, open_fence
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
 from dbuser_operator.runtime.server import Endpoints
@@ -55,7 +60,9 @@ class Manager:
         probe_address: str = "0.0.0.0:8081",
         metrics_address: str = "0.0.0.0:8080",
         shutdown_timeout: float = 30.0,
+        fence: Fence | None = None,
     ) -> None:
+        """``fence`` guards the side effects of the controllers (made from ``leader_election`` if None)."""
         self.kube = kube
         self.shutdown_timeout = shutdown_timeout
         self.controllers: list[Controller] = []
@@ -65,7 +72,11 @@ class Manager:
         self.supervisor = Supervisor()
         self._serving = asyncio.Event()
         self.shutdown_hooks: list[Callable[[], Coroutine[Any, Any, None]]] = []
-        self.elector = LeaderElector(kube, leader_election) if leader_election else None
+        if fence is None:
+            fence = leader_election.fence() if leader_election else open_fence()
+        self.fence = fence
+        self.elector = LeaderElector(kube, leader_election, fence=fence) if leader_election else None
+        self._hooks_ran = False
         self.endpoints = Endpoints(probe_address, metrics_address)
         self.endpoints.health_checks["ping"] = lambda: None
         self.endpoints.health_checks["runnables"] = self.supervisor.not_healthy
@@ -93,7 +104,8 @@ class Manager:
         (self.leader_runnables if leader_only else self.runnables).append(runnable)
 
     def on_shutdown(self, hook: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """Await ``hook()`` once the controllers have stopped (e.g. to flush pending Events)."""
+        """Await ``hook()`` once the controllers have stopped, before the lease is released (e.g. to flush
+        pending Events: ``manager.fence.is_open()`` tells whether it still may, or must drop them)."""
         self.shutdown_hooks.append(hook)
 
     def add_informer(self, informer: Informer) -> None:
@@ -133,8 +145,7 @@ class Manager:
             log.info("shutting down")
             self.supervisor.stopping()
             await _cancel(leading)
-            for hook in self.shutdown_hooks:
-                await hook()
+            await self._run_shutdown_hooks()
             for task in everywhere:
                 task.cancel()
             await asyncio.gather(*everywhere, return_exceptions=True)
@@ -198,18 +209,24 @@ class Manager:
                 for task in done:
                     task.result()  # an EXIT runnable (a controller) that failed
             await asyncio.Event().wait()  # every runnable ended normally: lead on until stopped
-        except asyncio.CancelledError:
-            if not self.is_leader:  # the lease is lost: stop reconciling now, drain nothing
+        finally:
+            if not self.is_leader or not self.fence.is_open():  # lost: stop now, drain nothing
                 for controller in self.controllers:
                     controller.abort()
-            raise
-        finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await self._run_shutdown_hooks()  # while the lease is still held, if it is
+
+    async def _run_shutdown_hooks(self) -> None:
+        if self._hooks_ran:
+            return
+        self._hooks_ran = True
+        for hook in self.shutdown_hooks:
+            await hook()
 
     def _still_leading(self) -> bool:
-        return self.elector is None or self.elector.holds_valid_lease()
+        return self.fence.is_open() and (self.elector is None or self.elector.holds_valid_lease())
 
     def _informers_synced(self) -> str | None:
         waiting = [i.name for i in self.informers if not i.has_synced]

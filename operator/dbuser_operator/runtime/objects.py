@@ -2,7 +2,10 @@
 
 A JSON merge patch replaces whole lists, so a finalizer is added or removed with a JSON Patch guarded by a
 ``test`` of ``metadata.resourceVersion``: another controller's finalizer is never dropped, and a stale object
-is refused (``ConflictError``) instead of overwriting newer state. Nothing is sent when nothing changes.
+is refused (``ConflictError``) instead of overwriting newer state. A status merge patch carries the
+``metadata.resourceVersion`` it was computed from, which the API server treats as a precondition: a
+status computed from a stale object (a paused former leader's, say) is refused the same way. Nothing is
+sent when nothing changes.
 """
 
 from __future__ import annotations
@@ -10,18 +13,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kubernetes_asyncio.client.exceptions import ApiException
-
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.controller import ReconcileError
-from dbuser_operator.runtime.errors import Conflict, Invalid
+from dbuser_operator.runtime.errors import ApiError, Conflict, Invalid
 from dbuser_operator.runtime.resources import ObjectKey, Resource
 
 
 class ConflictError(ReconcileError):
     """The object changed since it was read: read it again (a reconcile that raises it is retried)."""
 
-    def __init__(self, resource: Resource, key: ObjectKey, cause: ApiException) -> None:
+    def __init__(self, resource: Resource, key: ObjectKey, cause: ApiError) -> None:
         super().__init__(f"{resource.kind} {key} changed since it was read (HTTP {cause.status})")
         self.resource = resource
         self.key = key
@@ -81,20 +82,32 @@ async def update_status(
     Returns the object as the API returned it, or None when ``status`` equals the current one (then no
     request is made). The merge patch sets every field of ``status`` and removes the fields of the old
     status that ``status`` lacks. Do not mutate ``obj["status"]`` to build ``status``: copy it first.
+    It is conditional on ``obj``'s ``metadata.resourceVersion``: if the object changed since, nothing is
+    written and ``ConflictError`` is raised (look again).
     """
     current: dict[str, Any] = obj.get("status") or {}
     if status == current:
         return None
     key = ObjectKey.of(obj)
-    return await kube.patch(
-        resource,
-        key.name,
-        {"status": _replacing_merge_patch(current, status)},
-        PatchType.MERGE,
-        namespace=key.namespace or None,
-        subresource="status",
-        field_manager=field_manager,
-    )
+    resource_version = obj["metadata"].get("resourceVersion")
+    if not resource_version:
+        raise ValueError(f"{resource.kind} {key} has no metadata.resourceVersion to guard the status with")
+    patch = {
+        "metadata": {"resourceVersion": resource_version},
+        "status": _replacing_merge_patch(current, status),
+    }
+    try:
+        return await kube.patch(
+            resource,
+            key.name,
+            patch,
+            PatchType.MERGE,
+            namespace=key.namespace or None,
+            subresource="status",
+            field_manager=field_manager,
+        )
+    except Conflict as error:
+        raise ConflictError(resource, key, error) from error
 
 
 async def _guarded_patch(

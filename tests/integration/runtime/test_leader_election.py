@@ -228,6 +228,27 @@ async def test_released_lease_is_taken_over_within_a_retry_period(
     assert (await read_lease(kube, namespace, lease_name))["holderIdentity"] == "second"
 
 
+async def test_each_term_has_a_higher_epoch_and_its_fence_closes_on_release(
+    kube_api: client.ApiClient, namespace: str, lease_name: str
+) -> None:
+    kube = KubeClient(kube_api)
+    first = elector(kube, namespace, lease_name, "first")
+    await first.acquire()
+    assert first.fence.epoch == 0
+    assert first.fence.is_open()
+    await first.release()
+    assert not first.fence.is_open()  # a standby may take over within a retry period: no more writes
+
+    # A new process under the same identity (the Lease still names it) starts a new term all the same.
+    again = elector(kube, namespace, lease_name, "first")
+    await again.acquire()
+    restarted = elector(kube, namespace, lease_name, "first")
+    await restarted.acquire()
+    assert (again.fence.epoch, restarted.fence.epoch) == (1, 2)
+    assert (await read_lease(kube, namespace, lease_name))["leaseTransitions"] == 2
+    await restarted.release()
+
+
 def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -1,11 +1,14 @@
-"""The API client reads the proxy environment once: no per-request ``~/.netrc`` or proxy lookups."""
+"""The API client reads the proxy environment once (no per-request ``~/.netrc`` or proxy lookups), and a
+fenced one sends no write its fence refuses."""
 
 from __future__ import annotations
 
 import pytest
 from kubernetes_asyncio import client
 
-from dbuser_operator.runtime.client import api_client, environment_proxy
+from dbuser_operator.runtime.client import KubeClient, api_client, environment_proxy
+from dbuser_operator.runtime.fence import Fence, FenceLost
+from dbuser_operator.runtime.resources import SECRETS
 
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy")
 
@@ -56,3 +59,35 @@ def test_plain_http_uses_the_http_proxy(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
     assert environment_proxy("http://127.0.0.1:8080") == "http://proxy.example:3128"
     assert environment_proxy("https://127.0.0.1:6443") is None
+
+
+class Reached(Exception):
+    """The request got as far as the HTTP call."""
+
+
+class RecordingApi:
+    """Stands in for the ApiClient: records the methods of the requests that reach it."""
+
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+
+    async def call_api(self, path: str, method: str, **_: object) -> None:
+        self.methods.append(method)
+        raise Reached
+
+
+async def test_a_fenced_client_sends_no_write_the_fence_refuses() -> None:
+    api = RecordingApi()
+    fence = Fence(4.0, 0.4)  # never acquired: closed
+    kube = KubeClient(api, before_write=fence.check)  # type: ignore[arg-type]
+    for write in (
+        kube.create(SECRETS, {}, "ns"),
+        kube.delete(SECRETS, "s", "ns"),
+        kube.replace(SECRETS, "s", {}, "ns"),
+    ):
+        with pytest.raises(FenceLost):
+            await write
+    assert api.methods == []
+    with pytest.raises(Reached):  # reads are not fenced
+        await kube.get(SECRETS, "s", "ns")
+    assert api.methods == ["GET"]

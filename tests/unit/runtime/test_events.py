@@ -262,3 +262,19 @@ async def test_without_a_manager_a_writer_that_dies_is_logged_and_replaced(log: 
     recorder.emit(user(2), "Normal", "AccountReady", "ready")  # a new writer is started
     await eventually(lambda: "user-2" in {event["involvedObject"]["name"] for event in sink.events.values()})
     await recorder.close(timeout=0.1)
+
+
+async def test_closing_without_flush_drops_what_waits_and_writes_nothing_more(log: Log) -> None:
+    sink = SlowEvents(delay=0.05)
+    recorder = recorder_for(sink, writers=2)
+    for n in range(50):
+        recorder.emit(user(n), "Normal", "AccountReady", "ready")
+    await asyncio.sleep(0.01)  # the writers have each taken one and are writing it
+
+    await recorder.close(flush=False)  # the lease is lost: nothing more may be written
+
+    assert recorder.pending == 0
+    assert log.count("events dropped: the leader lease is lost") == 1
+    await asyncio.sleep(0.1)
+    assert len(sink.events) == 0  # the writes under way were cancelled, the waiting ones dropped
+    assert recorder_tasks() == set()

@@ -1,0 +1,158 @@
+"""A loopback TCP proxy for fault tests: hold a client's MySQL writes in flight, or cut the network.
+
+- ``hold_writes()``: on every connection, the first MySQL ``COM_QUERY`` that changes accounts or the
+  bookkeeping (``CREATE``/``ALTER``/``DROP``/``GRANT``/``REVOKE``/``INSERT``/``UPDATE``/``DELETE``, not the
+  fencing tables') is kept back, and everything the client sends after it on that connection; the client
+  has sent it and waits for the answer. ``release()`` forwards what was held, in order: the statement
+  arrives after whatever happened meanwhile (a pause that landed between a check and its write).
+- ``cut()``: a network partition: nothing is forwarded any more on open connections, new connections
+  are accepted and then ignored (the peer sees silence, not a refusal).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from dataclasses import dataclass, field
+
+_COM_QUERY = 0x03
+_WRITE = re.compile(rb"^\s*(CREATE|ALTER|DROP|GRANT|REVOKE|INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
+_FENCING_TABLES = (b"leader_sessions", b"leader_epoch")
+
+
+def is_write(packet: bytes) -> bool:
+    """Whether a client packet (4-byte header included) is a COM_QUERY that writes (not fencing's own)."""
+    payload = packet[4:]
+    if not payload or payload[0] != _COM_QUERY:
+        return False
+    text = payload[1:]
+    return bool(_WRITE.match(text)) and not any(name in text for name in _FENCING_TABLES)
+
+
+@dataclass
+class _Connection:
+    upstream: asyncio.StreamWriter
+    downstream: asyncio.StreamWriter
+    held: list[bytes] = field(default_factory=list)
+    holding: bool = False
+
+
+class FaultProxy:
+    """Forwards 127.0.0.1:<port> to a target; ``hold_writes``/``release`` and ``cut`` (see the module)."""
+
+    def __init__(self, target_host: str, target_port: int, *, mysql: bool = True) -> None:
+        """``mysql=False``: any protocol (TLS to the API server, say): ``cut`` only, no holding."""
+        self.target = (target_host, target_port)
+        self.mysql = mysql
+        self.port = 0
+        self.held_writes: list[bytes] = []  # every write statement held so far (COM_QUERY text)
+        self._server: asyncio.Server | None = None
+        self._connections: list[_Connection] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._hold = False
+        self._cut = False
+
+    async def __aenter__(self) -> FaultProxy:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for connection in self._connections:
+            for writer in (connection.upstream, connection.downstream):
+                with contextlib.suppress(Exception):
+                    writer.close()
+
+    def hold_writes(self) -> None:
+        """From now on, keep back each connection's next write statement and all it sends after."""
+        self._hold = True
+
+    async def release(self) -> None:
+        """Forward everything held, in order, and hold nothing more."""
+        self._hold = False
+        for connection in self._connections:
+            held, connection.held, connection.holding = connection.held, [], False
+            for packet in held:
+                with contextlib.suppress(ConnectionError, OSError):
+                    connection.upstream.write(packet)
+                    await connection.upstream.drain()
+
+    def cut(self) -> None:
+        """Forward nothing any more, on open connections or new ones, and close nothing."""
+        self._cut = True
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._cut:
+            self._spawn(_swallow(reader))  # accepted, then silence
+            return
+        try:
+            upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.close()
+            return
+        connection = _Connection(upstream_writer, writer)
+        self._connections.append(connection)
+        self._spawn(self._client_to_server(reader, connection))
+        self._spawn(self._server_to_client(upstream_reader, connection))
+
+    def _spawn(self, coroutine: object) -> None:
+        task = asyncio.ensure_future(coroutine)  # type: ignore[call-overload]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _client_to_server(self, reader: asyncio.StreamReader, connection: _Connection) -> None:
+        buffer = b""
+        try:
+            while data := await reader.read(65536):
+                if self._cut:
+                    continue
+                if not self.mysql:
+                    connection.upstream.write(data)
+                    await connection.upstream.drain()
+                    continue
+                buffer += data
+                while len(buffer) >= 4:
+                    length = int.from_bytes(buffer[:3], "little")
+                    if len(buffer) < 4 + length:
+                        break
+                    packet, buffer = buffer[: 4 + length], buffer[4 + length :]
+                    if not connection.holding and self._hold and is_write(packet):
+                        connection.holding = True
+                        self.held_writes.append(packet[5:])
+                    if connection.holding:
+                        connection.held.append(packet)
+                    else:
+                        connection.upstream.write(packet)
+                await connection.upstream.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            if not self._cut and not connection.holding:
+                with contextlib.suppress(Exception):
+                    connection.upstream.close()
+
+    async def _server_to_client(self, reader: asyncio.StreamReader, connection: _Connection) -> None:
+        try:
+            while data := await reader.read(65536):
+                if self._cut:
+                    continue
+                connection.downstream.write(data)
+                await connection.downstream.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            if not self._cut:
+                with contextlib.suppress(Exception):
+                    connection.downstream.close()
+
+
+async def _swallow(reader: asyncio.StreamReader) -> None:
+    with contextlib.suppress(ConnectionError, OSError):
+        while await reader.read(65536):
+            pass
