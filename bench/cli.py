@@ -87,6 +87,12 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_argument(
         "--resync-period", type=float, default=60.0, help="the operator's --resync-period (60; default 300)"
     )
+    arguments.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="run the operator with leader election, so every write is fenced (default: off, one replica)",
+    )
     arguments.add_argument("--smoke", action="store_true", help="tiny and quick: N=10, idle 10 s (for CI)")
     arguments.add_argument("--out", type=Path, default=REPO / "bench" / "results", help="where results go")
     arguments.add_argument(
@@ -128,6 +134,7 @@ def options_from(arguments: argparse.Namespace) -> Options:
         concurrency=arguments.concurrency,
         create_concurrency=arguments.create_concurrency,
         resync_period=arguments.resync_period,
+        leader_elect=arguments.leader_elect,
         time_limit=arguments.time_limit,
         profile_dir=arguments.out / "profiles" if arguments.profile else None,
     )

@@ -173,8 +173,12 @@ def operator(
     concurrency: int | None,
     resync_period: float,
     log_name: str,
+    leader_elect: bool = False,
 ) -> Implementation:
-    """``python -m dbuser_operator`` for the benchmark's target and namespace, logging warnings only."""
+    """``python -m dbuser_operator`` for the benchmark's target and namespace, logging warnings only.
+
+    ``leader_elect``: as a replica of an HA install (a Lease in ``namespace``), every write fenced.
+    """
     metrics_port, health_port = free_port(), free_port()
     argv = [
         sys.executable,
@@ -193,6 +197,12 @@ def operator(
     ]
     if concurrency is not None:
         argv.append(f"--max-concurrent-reconciles={concurrency}")
+    if leader_elect:
+        argv += [
+            "--leader-elect",
+            f"--leader-election-namespace={namespace}",
+            "--leader-election-identity=bench-operator",
+        ]
     return Implementation(
         "operator",
         argv,

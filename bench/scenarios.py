@@ -65,6 +65,7 @@ class Options:
     concurrency: int
     create_concurrency: int
     resync_period: float
+    leader_elect: bool = False
     time_limit: float = 600.0
     profile_dir: Path | None = None
     login_checks: int = 5
@@ -315,6 +316,7 @@ class Bench:
                 self.mysql,
                 namespace,
                 resync_period=self.options.resync_period,
+                leader_elect=self.options.leader_elect,
                 **common,  # type: ignore[arg-type]
             )
         else:
