@@ -2,8 +2,9 @@
 
 Every integration fixture uses a real component (DESIGN.md §7); which one depends on the environment:
 ``KUBECONFIG`` names an existing cluster (kind in the users' CI), ``MYSQL_URL`` an existing MySQL server.
-Otherwise the servers are started here from the test binaries (``hack/testbin.sh``) and the machine's
-MariaDB. Component logs are kept, and their last lines printed, when a test fails.
+Otherwise the servers are started here from the test binaries (``hack/testbin.sh``) and the MySQL flavour
+that ``DBUSER_OPERATOR_MYSQL_FLAVOUR`` names (MySQL 9.7 by default; see ``dbuser_operator.envtest.flavours``),
+named in the report's header. Component logs are kept, and their last lines printed, when a test fails.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dbuser_operator.envtest import (
     LocalMySQLServer,
     MySQLServer,
     connect_cluster,
+    describe_mysql,
     install_crds,
     provide_mysql,
 )
@@ -64,6 +66,11 @@ def envtest_workdir(request: pytest.FixtureRequest) -> Iterator[Path]:
         request.config.stash[_KEPT_LOGS] = path
     else:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The MySQL server the session runs against: flavour and version (or MYSQL_URL)."""
+    return [describe_mysql()]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:

@@ -22,13 +22,15 @@ def accounts_made(mysql: MySQLServer) -> Iterator[Accounts]:
 
 @pytest.fixture
 def admin_settings(mysql: MySQLServer) -> ConnectionSettings:
-    """The operator's settings for the test server's admin account."""
+    """The operator's settings for the test server's admin account (TLS verified, when the server's CA
+    is known: a local server)."""
     return ConnectionSettings(
         host=mysql.host,
         port=mysql.port,
         user=mysql.user,
         password=SecretStr(mysql.password),
         connect_timeout=3,
+        ca_file=mysql.ca_file,
     )
 
 

@@ -1,8 +1,9 @@
-"""TLS against a second local server that has it: verification, no plaintext fallback, client certificates."""
+"""TLS against a second local server: verification, no plaintext fallback, client certificates."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,50 +24,40 @@ from dbuser_operator.mysql.identifiers import account
 pytestmark = pytest.mark.integration
 
 
-class TLSServer(LocalMySQLServer):
-    """The machine's server, started with a certificate of the test CA."""
+@dataclass
+class TLSServer:
+    """A second local server of the session's flavour, its certificate from a CA of this module, and
+    ``tls``: that CA, another one and a client certificate of the first."""
 
-    def __init__(self, workdir: Path, tls: Path) -> None:
-        self.tls = tls
-        super().__init__(workdir)
-
-    def _argv(self) -> list[str]:
-        return [
-            *super()._argv(),
-            f"--ssl-ca={self.tls / 'ca.crt'}",
-            f"--ssl-cert={self.tls / 'server.crt'}",
-            f"--ssl-key={self.tls / 'server.key'}",
-        ]
+    server: LocalMySQLServer
+    tls: Path
 
 
 @pytest.fixture(scope="module")
 def tls_server(
     mysql_provider: MySQLServer | LocalMySQLServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TLSServer]:
-    """A second local server with TLS (only where the machine has one: not with MYSQL_URL or containers)."""
+    """A second local server (only where the session has one: not with MYSQL_URL or containers)."""
     if not isinstance(mysql_provider, LocalMySQLServer):
-        pytest.skip("needs the machine's mariadbd or mysqld")
+        pytest.skip("needs a local server of the session's flavour (MYSQL_URL or a container is in use)")
     tls = tmp_path_factory.mktemp("tls")
     ca, other_ca = CertificateAuthority(), CertificateAuthority("another-ca")
-    serving = ca.issue_server(["localhost"], ["127.0.0.1"])
     client = ca.issue_client("operator")
     for name, data in {
         "ca.crt": ca.cert_pem,
         "other-ca.crt": other_ca.cert_pem,
-        "server.crt": serving.cert_pem,
-        "server.key": serving.key_pem,
         "client.crt": client.cert_pem,
         "client.key": client.key_pem,
     }.items():
         (tls / name).write_bytes(data)
-    server = TLSServer(tmp_path_factory.mktemp("tls-server"), tls)
+    server = LocalMySQLServer(tmp_path_factory.mktemp("tls-server"), mysql_provider.flavour, ca=ca)
     server.start()
-    yield server
+    yield TLSServer(server, tls)
     server.stop()
 
 
 def settings(server: TLSServer, **overrides: object) -> ConnectionSettings:
-    admin = server.admin
+    admin = server.server.admin
     values: dict[str, object] = {
         "host": admin.host,
         "port": admin.port,

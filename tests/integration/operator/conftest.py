@@ -60,6 +60,7 @@ def operator_settings(kube: KubeCluster, mysql: MySQLServer, workdir: Path, **ov
         "mysql_port": mysql.port,
         "mysql_user": mysql.user,
         "mysql_password_file": password_file,
+        "mysql_tls_ca": mysql.ca_file,
         "mysql_connect_timeout": 2.0,
         "target": TARGET,
         "metrics_bind_address": "127.0.0.1:0",
