@@ -30,6 +30,7 @@ from dbuser_operator.envtest import (
     install_crds,
     provide_mysql,
 )
+from dbuser_operator.envtest.mysql import GENERAL_LOG
 
 REPO = Path(__file__).resolve().parent.parent
 _KEPT_LOGS = pytest.StashKey[Path]()
@@ -81,6 +82,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     terminalreporter.section("test environment logs")
     terminalreporter.write_line(f"kept in {kept}")
     for log in sorted(kept.rglob("*.log")):
+        if log.name == GENERAL_LOG:  # every statement the server received: read it whole, in the directory
+            continue
         lines = log.read_text(errors="replace").splitlines()[-30:]
         terminalreporter.write_line(f"--- {log.relative_to(kept)} (last {len(lines)} lines)")
         for line in lines:

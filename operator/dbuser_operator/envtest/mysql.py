@@ -28,6 +28,7 @@ from dbuser_operator.envtest.ports import LOOPBACK, free_port
 from dbuser_operator.envtest.process import ManagedProcess, ProcessFailedError
 
 ADMIN_USER = "envtest_admin"
+GENERAL_LOG = "general.log"  # the local server's log of every statement, in its working directory
 DEFAULT_IMAGE = "mysql:8.4"
 
 
@@ -98,7 +99,7 @@ class LocalMySQLServer:
         self.datadir = workdir / "data"
         self.socket = workdir / "mysqld.sock"
         self.tls_dir = workdir / "tls"
-        self.general_log = workdir / "general.log"
+        self.general_log = workdir / GENERAL_LOG
         self.port = free_port()
         self.version = ""  # SELECT VERSION(), once started
         self._ca = ca or CertificateAuthority("dbuser-operator-envtest-mysql-ca")
