@@ -76,7 +76,7 @@ build() { # flavour
   set +e
   PATH="$PATH:/usr/sbin:/sbin" debootstrap --variant=minbase --include="$packages" \
     "$suite" "$tmp" "$(mirror)" 2>&1 | tee "$ROOTS/.$flavour.log" | {
-    grep --line-buffered -E '^(I: (Retrieving Release|Resolving dep|Found packages|Extracting|Installing core|Unpacking the base|Configuring the base|Base system)|E:|W: Failure)' \
+    grep --line-buffered -E '^(I: (Retrieving Release |Resolving dependencies of base|Installing core|Unpacking the base|Configuring the base|Base system)|E:|W: Failure)' \
       | sed -u "s/^/[mysqlroots $flavour] /" >&2
     true
   }
@@ -104,4 +104,13 @@ fi
 
 flavours=("$@")
 ((${#flavours[@]})) || flavours=(mysql-9.7 mariadb-11.8)
-for flavour in "${flavours[@]}"; do build "$flavour"; done
+# The roots are built side by side (mostly downloads); the exit status is the first failure's.
+pids=()
+for flavour in "${flavours[@]}"; do
+  spec "$flavour" >/dev/null
+  build "$flavour" &
+  pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
+exit "$status"
