@@ -159,7 +159,7 @@ _MARIADB_SHOW_CREATE_ROUTINE: Final = (11, 3, 0)
 # MariaDB (10.5.2+) reads back the old name REPLICATION CLIENT as BINLOG MONITOR.
 _MARIADB_ALIASES: Final[Mapping[str, str]] = {"REPLICATION CLIENT": "BINLOG MONITOR"}
 
-# MySQL 8.0 / 8.4, from the reference manual (untested here): the database and table levels are the static
+# MySQL 8.0 - 9.7, from the reference manual, checked on 9.7.4: the database and table levels are the static
 # lists; the global level is every static privilege. The dynamic privileges (BACKUP_ADMIN, ...), which
 # MySQL's GRANT ALL ON *.* also gives, are left out: they differ by version and plugin.
 _MYSQL_TABLE_ALL: Final = _COMMON_TABLE
@@ -337,7 +337,7 @@ def expand_all(level: Level, server: ServerInfo) -> frozenset[str]:
     ``information_schema`` names the privileges.
 
     MariaDB: from experiment on 10.11 (valid for 10.6+; ``SHOW CREATE ROUTINE`` added for 11.3+ from the
-    documentation). MySQL 8.0/8.4: the static privileges of the level, from the manual (untested here);
+    documentation). MySQL 8.0 - 9.7: the static privileges of the level, from the manual (checked on 9.7.4);
     at the global level the dynamic privileges are not included.
     """
     database, table = level
