@@ -154,7 +154,8 @@ _MARIADB_GLOBAL_ALL: Final = (
         "SLAVE MONITOR",
     }
 )
-# MariaDB 11.3 added SHOW CREATE ROUTINE (global and database levels): from its documentation, untested.
+# MariaDB 11.3 added SHOW CREATE ROUTINE (global and database levels): from its documentation, checked
+# on 11.8.9.
 _MARIADB_SHOW_CREATE_ROUTINE: Final = (11, 3, 0)
 # MariaDB (10.5.2+) reads back the old name REPLICATION CLIENT as BINLOG MONITOR.
 _MARIADB_ALIASES: Final[Mapping[str, str]] = {"REPLICATION CLIENT": "BINLOG MONITOR"}
@@ -337,8 +338,8 @@ def expand_all(level: Level, server: ServerInfo) -> frozenset[str]:
     ``information_schema`` names the privileges.
 
     MariaDB: from experiment on 10.11 (valid for 10.6+; ``SHOW CREATE ROUTINE`` added for 11.3+ from the
-    documentation). MySQL 8.0 - 9.7: the static privileges of the level, from the manual (checked on 9.7.4);
-    at the global level the dynamic privileges are not included.
+    documentation, checked on 11.8.9). MySQL 8.0 - 9.7: the static privileges of the level, from the manual
+    (checked on 9.7.4); at the global level the dynamic privileges are not included.
     """
     database, table = level
     global_level = database == "*"
