@@ -48,8 +48,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _write_mysql_options(path: Path, server: MySQLServer) -> Path:
     """A client option file, so that the admin password appears in no command line or output."""
+    tls = f"ssl-ca={server.ca_file}\n" if server.ca_file is not None else ""  # the local server's CA
     path.write_text(
         f"[client]\nhost={server.host}\nport={server.port}\nuser={server.user}\npassword={server.password}\n"
+        + tls
     )
     path.chmod(0o600)
     return path
@@ -91,6 +93,7 @@ class Local:
             mysql_port=self.server.port,
             mysql_user=self.server.user,
             mysql_password_file=password_file,
+            mysql_tls_ca=self.server.ca_file,
             metrics_bind_address="127.0.0.1:0",
             health_probe_bind_address="127.0.0.1:0",
             log_format="console",
@@ -104,6 +107,7 @@ class Local:
             namespace = self.arguments.namespace
             print(self.kubectl("apply", "-n", namespace, "-k", str(self.arguments.samples)), flush=True)
             await self._wait_ready(namespace, operator)
+            await self._wait_for_events(namespace)
             print("$ kubectl get dbu", flush=True)
             print(self.kubectl("get", "dbu", "-n", namespace), flush=True)
             print(f"$ kubectl describe dbu {SAMPLE}", flush=True)
@@ -125,6 +129,14 @@ class Local:
                 return
             await asyncio.sleep(0.1)
         raise TimeoutError(f"the sample DatabaseUser {namespace}/{SAMPLE} did not become Ready within 60 s")
+
+    async def _wait_for_events(self, namespace: str) -> None:
+        """Events are written in the background: give them a moment to show in ``kubectl describe``."""
+        selector = f"involvedObject.name={SAMPLE}"
+        for _ in range(100):
+            if self.kubectl("get", "events", "-n", namespace, "--field-selector", selector, "-o", "name"):
+                return
+            await asyncio.sleep(0.1)
 
     def _say_how_to_reach(self) -> None:
         print(f"export KUBECONFIG={self.cluster.kubeconfig}")
