@@ -290,11 +290,12 @@ async def test_a_hundred_users_become_ready(
 ) -> None:
     """Prints the time for 100 DatabaseUsers (each with its Secret) to become Ready; asserts they all do."""
     count = 100
+    bulk = unique("bulk")
     writes_before = api_writes()
     started = time.monotonic()
     for n in range(count):
-        await create_secret(kube_client, namespace, f"bulk-{n}", {"password": passwords.new()})
-        await kube_client.create(DATABASE_USERS, database_user(f"bulk-{n}", f"bulk-{n}"), namespace)
+        await create_secret(kube_client, namespace, f"{bulk}-{n}", {"password": passwords.new()})
+        await kube_client.create(DATABASE_USERS, database_user(f"{bulk}-{n}", f"{bulk}-{n}"), namespace)
     created = time.monotonic()
     while True:
         listed = await kube_client.list(DATABASE_USERS, namespace)
@@ -308,8 +309,8 @@ async def test_a_hundred_users_become_ready(
         f"{count} DatabaseUsers Ready {finished - started:.2f} s after the first create "
         f"({finished - created:.2f} s after the last)"
     )
-    assert account_exists(mysql, "bulk-0")
-    assert account_exists(mysql, f"bulk-{count - 1}")
+    assert account_exists(mysql, f"{bulk}-0")
+    assert account_exists(mysql, f"{bulk}-{count - 1}")
     await asyncio.sleep(1)  # the last Events
     # The test itself made 2 writes per user (Secret, DatabaseUser) through the same counted client.
     operator_writes = api_writes() - writes_before - 2 * count
