@@ -35,7 +35,9 @@ run() {
   fi
   line=$(grep -E '^=+ .*(passed|failed|error|skipped|no tests ran).* =+$' "$output" | tail -n 1 || true)
   rm -f "$output"
-  summaries+=("${flavour:-${DBUSER_OPERATOR_MYSQL_FLAVOUR:-as configured}} ($((SECONDS - run_start)) s): ${line:-no summary (exit $code)}")
+  local server=${flavour:-${DBUSER_OPERATOR_MYSQL_FLAVOUR:-mysql-9.7}}
+  [[ -n "$flavour" || -z "${MYSQL_URL:-}" ]] || server=MYSQL_URL
+  summaries+=("$server ($((SECONDS - run_start)) s): ${line:-no summary (exit $code)}")
   ((code == 0)) || status=1
 }
 
