@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Set up (hack/setup.sh), lint, type-check and run the whole test suite against real servers.
-# Arguments go to pytest: hack/test.sh -k mysql -x
+# Set up (hack/setup.sh), lint, type-check and run the test suite against real servers.
+#
+#   hack/test.sh                 the full suite on MySQL 9.7, then the MySQL-layer, API and operator
+#                                integration suites on MariaDB 11.8 and on MariaDB 10.11
+#   hack/test.sh -k mysql -x     one run, arguments to pytest, on DBUSER_OPERATOR_MYSQL_FLAVOUR (default
+#                                mysql-9.7): also what runs when that variable or MYSQL_URL is set
+#
 # KUBECONFIG and MYSQL_URL, when set, point the suite at an existing cluster and MySQL server.
+# The exit status is non-zero when any run fails; each run's pytest summary line is repeated at the end.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -13,7 +19,38 @@ start=$SECONDS
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+
+# One pytest run: flavour (empty: as the environment says), then pytest's arguments.
 status=0
-.venv/bin/pytest "$@" || status=$?
+summaries=()
+run() {
+  local flavour=$1 output line run_start=$SECONDS code=0
+  shift
+  output=$(mktemp)
+  echo "=== pytest ${flavour:+on $flavour }$*" >&2
+  if [[ -n "$flavour" ]]; then
+    DBUSER_OPERATOR_MYSQL_FLAVOUR=$flavour .venv/bin/pytest "$@" 2>&1 | tee "$output" || code=$?
+  else
+    .venv/bin/pytest "$@" 2>&1 | tee "$output" || code=$?
+  fi
+  line=$(grep -E '^=+ .*(passed|failed|error|skipped|no tests ran).* =+$' "$output" | tail -n 1 || true)
+  rm -f "$output"
+  local server=${flavour:-${DBUSER_OPERATOR_MYSQL_FLAVOUR:-mysql-9.7}}
+  [[ -n "$flavour" || -z "${MYSQL_URL:-}" ]] || server=MYSQL_URL
+  summaries+=("$server ($((SECONDS - run_start)) s): ${line:-no summary (exit $code)}")
+  ((code == 0)) || status=1
+}
+
+if (($#)) || [[ -n "${DBUSER_OPERATOR_MYSQL_FLAVOUR:-}" || -n "${MYSQL_URL:-}" ]]; then
+  run "" "$@"
+else
+  run mysql-9.7
+  for flavour in mariadb-11.8 mariadb-10.11; do
+    run "$flavour" tests/integration/mysql tests/integration/api tests/integration/operator
+  done
+fi
+
+echo "--- test runs" >&2
+printf '%s\n' "${summaries[@]}" >&2
 echo "test suite wall time: $((SECONDS - start)) s" >&2
 exit "$status"

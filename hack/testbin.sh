@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Obtain the test binaries at the versions pinned in hack/versions.env:
-# etcd, kube-apiserver, kubectl, helm and actionlint.
+# etcd, kube-apiserver, kubectl, helm and actionlint; and the MySQL server roots (hack/mysqlroots.sh).
 #
 #   hack/testbin.sh          build what is missing; print the directory that holds the binaries
 #   hack/testbin.sh --dir    print that directory only (builds nothing)
+#
+# The server roots built are those the tests will run: none with MYSQL_URL, the one that
+# DBUSER_OPERATOR_MYSQL_FLAVOUR names (none for mariadb-10.11, the machine's package), else all of them.
 #
 # Binaries that KUBEBUILDER_ASSETS already holds (etcd, kube-apiserver, kubectl) are not built: the test
 # environment takes them from there first. Everything else is built from the Go module proxy into a cache
@@ -126,4 +129,12 @@ build_kube
 go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 go_install actionlint github.com/rhysd/actionlint/cmd/actionlint "$ACTIONLINT_VERSION"
 log "test binaries ready in $BIN ($((SECONDS - start)) s)"
+
+if [[ -z "${MYSQL_URL:-}" ]]; then
+  case "${DBUSER_OPERATOR_MYSQL_FLAVOUR:-}" in
+    mariadb-10.11) ;;
+    "") "$(dirname "${BASH_SOURCE[0]}")/mysqlroots.sh" >/dev/null ;;
+    *) "$(dirname "${BASH_SOURCE[0]}")/mysqlroots.sh" "$DBUSER_OPERATOR_MYSQL_FLAVOUR" >/dev/null ;;
+  esac
+fi
 echo "$BIN"

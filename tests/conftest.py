@@ -2,8 +2,9 @@
 
 Every integration fixture uses a real component (DESIGN.md §7); which one depends on the environment:
 ``KUBECONFIG`` names an existing cluster (kind in the users' CI), ``MYSQL_URL`` an existing MySQL server.
-Otherwise the servers are started here from the test binaries (``hack/testbin.sh``) and the machine's
-MariaDB. Component logs are kept, and their last lines printed, when a test fails.
+Otherwise the servers are started here from the test binaries (``hack/testbin.sh``) and the MySQL flavour
+that ``DBUSER_OPERATOR_MYSQL_FLAVOUR`` names (MySQL 9.7 by default; see ``dbuser_operator.envtest.flavours``),
+named in the report's header. Component logs are kept, and their last lines printed, when a test fails.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from dbuser_operator.envtest import (
     LocalMySQLServer,
     MySQLServer,
     connect_cluster,
+    describe_mysql,
     install_crds,
     provide_mysql,
 )
+from dbuser_operator.envtest.mysql import GENERAL_LOG
 
 REPO = Path(__file__).resolve().parent.parent
 _KEPT_LOGS = pytest.StashKey[Path]()
@@ -66,6 +69,11 @@ def envtest_workdir(request: pytest.FixtureRequest) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The MySQL server the session runs against: flavour and version (or MYSQL_URL)."""
+    return [describe_mysql()]
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     """After failures: where the component logs are, and their last lines."""
     kept = config.stash.get(_KEPT_LOGS, None)
@@ -74,6 +82,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     terminalreporter.section("test environment logs")
     terminalreporter.write_line(f"kept in {kept}")
     for log in sorted(kept.rglob("*.log")):
+        if log.name == GENERAL_LOG:  # every statement the server received: read it whole, in the directory
+            continue
         lines = log.read_text(errors="replace").splitlines()[-30:]
         terminalreporter.write_line(f"--- {log.relative_to(kept)} (last {len(lines)} lines)")
         for line in lines:

@@ -28,6 +28,7 @@ from dbuser_operator.envtest import (
     install_crds,
     provide_mysql,
 )
+from dbuser_operator.mysql.tls import SSLMode
 from dbuser_operator.runtime.logging import configure_logging
 from dbuser_operator.settings import Settings
 
@@ -57,9 +58,11 @@ def write_private(path: Path, text: str) -> Path:
 
 def _write_mysql_options(path: Path, server: MySQLServer) -> Path:
     """A client option file, so that the admin password appears in no command line or output."""
+    tls = f"ssl-ca={server.ca_file}\n" if server.ca_file is not None else ""  # the local server's CA
     return write_private(
         path,
-        f"[client]\nhost={server.host}\nport={server.port}\nuser={server.user}\npassword={server.password}\n",
+        f"[client]\nhost={server.host}\nport={server.port}\nuser={server.user}\npassword={server.password}\n"
+        + tls,
     )
 
 
@@ -97,6 +100,9 @@ class Local:
             mysql_port=self.server.port,
             mysql_user=self.server.user,
             mysql_password_file=password_file,
+            mysql_tls_ca=self.server.ca_file,
+            # The local server's certificate names 127.0.0.1; a server given by MYSQL_URL: PREFERRED.
+            mysql_ssl_mode=SSLMode.VERIFY_IDENTITY if self.server.ca_file is not None else None,
             metrics_bind_address="127.0.0.1:0",
             health_probe_bind_address="127.0.0.1:0",
             log_format="console",
@@ -110,6 +116,7 @@ class Local:
             namespace = self.arguments.namespace
             print(self.kubectl("apply", "-n", namespace, "-k", str(self.arguments.samples)), flush=True)
             await self._wait_ready(namespace, operator)
+            await self._wait_for_events(namespace)
             print("$ kubectl get dbu", flush=True)
             print(self.kubectl("get", "dbu", "-n", namespace), flush=True)
             print(f"$ kubectl describe dbu {SAMPLE}", flush=True)
@@ -131,6 +138,14 @@ class Local:
                 return
             await asyncio.sleep(0.1)
         raise TimeoutError(f"the sample DatabaseUser {namespace}/{SAMPLE} did not become Ready within 60 s")
+
+    async def _wait_for_events(self, namespace: str) -> None:
+        """Events are written in the background: give them a moment to show in ``kubectl describe``."""
+        selector = f"involvedObject.name={SAMPLE}"
+        for _ in range(100):
+            if self.kubectl("get", "events", "-n", namespace, "--field-selector", selector, "-o", "name"):
+                return
+            await asyncio.sleep(0.1)
 
     def _say_how_to_reach(self) -> None:
         print(f"export KUBECONFIG={self.cluster.kubeconfig}")

@@ -57,3 +57,20 @@ def test_local_server_survives_a_stop_and_start(mysql_provider: MySQLServer | Lo
     with mysql_provider.admin.connect() as connection, connection.cursor() as cursor:
         cursor.execute("SELECT 1")
         assert cursor.fetchone() == (1,)
+
+
+def test_a_local_server_speaks_verified_tls_and_logs_every_statement(
+    mysql_provider: MySQLServer | LocalMySQLServer,
+) -> None:
+    """Every flavour: a certificate of the envtest CA for 127.0.0.1, and the general log in the session's
+    directory (for a root flavour, written through the bind mount)."""
+    if not isinstance(mysql_provider, LocalMySQLServer):
+        pytest.skip("the server is not ours (MYSQL_URL or a container): its TLS and logs are its own")
+    marker = f"envtest-marker-{secrets.token_hex(4)}"
+    with mysql_provider.admin.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+        (_, cipher) = cursor.fetchone()
+        cursor.execute("SELECT %s", (marker,))
+    assert cipher  # verified against mysql_provider.ca_file: PyMySQL would refuse another certificate
+    assert marker in mysql_provider.general_log.read_text(errors="replace")
+    assert mysql_provider.general_log.parent == mysql_provider.workdir

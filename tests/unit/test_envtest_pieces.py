@@ -11,6 +11,14 @@ from cryptography.x509.oid import NameOID
 from dbuser_operator.envtest import Binaries, MySQLServer
 from dbuser_operator.envtest.binaries import BinaryNotFoundError
 from dbuser_operator.envtest.crds import read_crds
+from dbuser_operator.envtest.flavours import (
+    FLAVOUR_VARIABLE,
+    FLAVOURS,
+    Flavour,
+    FlavourUnavailableError,
+    locate,
+    selected_flavour,
+)
 from dbuser_operator.envtest.pki import CertificateAuthority
 from tests.conftest import REPO
 
@@ -67,3 +75,46 @@ def test_read_crds_takes_files_and_folders(tmp_path: Path) -> None:
     (tmp_path / "crd.yaml").write_text(crd.read_text())
     assert [c["metadata"]["name"] for c in read_crds([tmp_path])] == ["widgets.envtest.dbuser-operator.dev"]
     assert len(read_crds([crd])) == 1
+
+
+def test_the_flavour_comes_from_one_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(FLAVOUR_VARIABLE, raising=False)
+    assert selected_flavour() == "mysql-9.7"
+    for name in FLAVOURS:
+        monkeypatch.setenv(FLAVOUR_VARIABLE, name)
+        assert selected_flavour() == name
+    monkeypatch.setenv(FLAVOUR_VARIABLE, "mysql-5.7")
+    with pytest.raises(ValueError, match=r"mysql-9\.7, mariadb-11\.8, mariadb-10\.11"):
+        selected_flavour()
+
+
+def test_a_missing_root_names_the_step_that_builds_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("DBUSER_OPERATOR_CACHE", str(tmp_path))
+    with pytest.raises(FlavourUnavailableError, match=r"run `hack/mysqlroots\.sh mariadb-11\.8` as root"):
+        locate("mariadb-11.8")
+    half_built = tmp_path / "roots" / ".tmp-mysql-9.7-123"  # an interrupted build is never used
+    half_built.mkdir(parents=True)
+    with pytest.raises(FlavourUnavailableError, match=r"mysql-9\.7: its server root is not built"):
+        locate("mysql-9.7")
+
+
+def test_a_root_flavour_runs_chrooted_with_the_workdir_bind_mounted(tmp_path: Path) -> None:
+    root, workdir = tmp_path / "root", tmp_path / "session"
+    flavour = Flavour("mysql-9.7", "mysqld", root)
+    assert (flavour.product, flavour.version_line) == ("mysql", "9.7")
+    assert flavour.inner(workdir / "data", workdir) == Path("/srv/envtest/data")
+    command = flavour.command(["mysqld", "--datadir=/srv/envtest/data"], workdir)
+    assert command[:3] == ["unshare", "--mount", "--propagation=private"]
+    assert command[-5:] == [
+        str(workdir),
+        str(root / "srv/envtest"),
+        str(root),
+        "mysqld",
+        "--datadir=/srv/envtest/data",
+    ]
+    assert (root / "srv" / "envtest").is_dir()  # the mount point
+    on_the_machine = Flavour("mariadb-10.11", "/usr/sbin/mariadbd", None)
+    assert on_the_machine.command(["mariadbd"], workdir) == ["mariadbd"]
+    assert on_the_machine.inner(workdir / "data", workdir) == workdir / "data"

@@ -108,6 +108,7 @@ Privilege = Literal[
     "SHOW VIEW",
     "TRIGGER",
     "UPDATE",
+    "DELETE HISTORY",  # MariaDB only
     # Global only: granted on *.* alone.
     "CREATE USER",
     "FILE",
@@ -119,9 +120,15 @@ Privilege = Literal[
     "SHUTDOWN",
     "SUPER",
     "CREATE TABLESPACE",
+    "BINLOG MONITOR",  # MariaDB only
+    "SLAVE MONITOR",  # MariaDB only
+    "CREATE ROLE",  # MySQL only
+    "DROP ROLE",  # MySQL only
 ]
 """A static privilege as MySQL writes it in GRANT (upper case, words separated by one space). ALL means
-every privilege of the grant's level (ALL PRIVILEGES)."""
+every privilege of the grant's level (ALL PRIVILEGES). A few exist on one flavour only (MariaDB's DELETE
+HISTORY, BINLOG MONITOR and SLAVE MONITOR; MySQL's CREATE ROLE and DROP ROLE): on the other, the grant is
+refused with a Ready=False condition that names them."""
 
 PRIVILEGES: Final[tuple[Privilege, ...]] = get_args(Privilege)
 """Every privilege name the API accepts, in the order of the schema's enum."""

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
+import structlog
+
 from dbuser_operator.controllers.steps import ConditionError
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import InvalidNameError, MySQLError
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.server import ServerInfo, read_server
+
+log = structlog.get_logger(__name__)
 
 
 class Target:
@@ -22,9 +26,15 @@ class Target:
         self._lock = asyncio.Lock()
 
     async def server(self) -> ServerInfo:
-        """Flavour and version of the server."""
+        """Flavour, version and privilege names of the server, read (and logged) on first use."""
         if self._server is None:
-            self._server = await self.db.server_info()
+            self._server = await read_server(self.db)
+            log.info(
+                "managing MySQL server",
+                server=str(self._server),
+                flavour=self._server.flavour,
+                version=".".join(str(part) for part in self._server.version),
+            )
         return self._server
 
     async def ensure_schema(self) -> None:

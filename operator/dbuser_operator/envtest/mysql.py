@@ -1,9 +1,9 @@
 """The MySQL side of the test environment: ``MYSQL_URL``, a testcontainers MySQL, or a local server.
 
 Whichever it is, the caller gets the same thing: admin connection details for a real MySQL-compatible
-server. A local server is MariaDB's ``mariadbd`` (or Oracle's ``mysqld``) from the machine, initialised in
-a temporary data directory and started on a free loopback port; it can be stopped and started again on
-the same port and data, for tests of an unreachable database.
+server. A local server is the selected flavour (:mod:`.flavours`: MySQL 9.7, MariaDB 11.8 or 10.11),
+initialised in a temporary data directory and started on a free loopback port with TLS; it can be stopped
+and started again on the same port and data, for tests of an unreachable database.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 import secrets
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +22,14 @@ from urllib.parse import quote, unquote, urlsplit
 
 import pymysql
 
+from dbuser_operator.envtest.flavours import Flavour, locate, selected_flavour
+from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.envtest.ports import LOOPBACK, free_port
 from dbuser_operator.envtest.process import ManagedProcess, ProcessFailedError
 
 ADMIN_USER = "envtest_admin"
+GENERAL_LOG = "general.log"  # the local server's log of every statement, in its working directory
 DEFAULT_IMAGE = "mysql:8.4"
-_SBIN = ("/usr/sbin", "/usr/local/sbin", "/usr/local/mysql/bin")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class MySQLServer:
     user: str
     password: str
     origin: str  # "url", "container" or "local"
+    ca_file: Path | None = None  # with it, connections use TLS and verify the server's certificate
 
     @classmethod
     def from_url(cls, url: str) -> MySQLServer:
@@ -69,6 +72,8 @@ class MySQLServer:
             "connect_timeout": 5,
             "autocommit": True,
         }
+        if self.ca_file is not None:
+            arguments.update(ssl_ca=str(self.ca_file), ssl_verify_identity=True)
         arguments.update(overrides)
         return pymysql.connect(**arguments)
 
@@ -78,32 +83,41 @@ class MySQLServer:
         )
 
 
-def _find_server_binary() -> tuple[str, Path] | None:
-    search = os.pathsep.join([os.environ.get("PATH", ""), *_SBIN])
-    for flavour in ("mariadbd", "mysqld"):
-        found = shutil.which(flavour, path=search)
-        if found:
-            return flavour, Path(found)
-    return None
-
-
 class LocalMySQLServer:
-    """A MariaDB or MySQL server from the machine, in a temporary data directory on a free port."""
+    """A server of one flavour (:mod:`.flavours`) in its own working directory, on a free loopback port.
 
-    def __init__(self, workdir: Path) -> None:
-        found = _find_server_binary()
-        if found is None:
-            raise FileNotFoundError(
-                "no mariadbd or mysqld found: apt-get install mariadb-server (or set MYSQL_URL)"
-            )
-        self.flavour, self.binary = found
+    The working directory holds everything of this server: ``data/``, the socket, ``tls/`` (a serving
+    certificate of ``ca``, a fresh test CA by default, for 127.0.0.1 and localhost: every flavour speaks
+    TLS), ``general.log`` (every statement, to attribute them) and ``mysqld.log`` (the error log).
+    ``tls=False`` starts it without TLS; ``certificate_names`` (DNS names, IP addresses) are what the
+    serving certificate names.
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        flavour: Flavour | None = None,
+        ca: CertificateAuthority | None = None,
+        *,
+        tls: bool = True,
+        certificate_names: tuple[Sequence[str], Sequence[str]] = (("localhost",), (LOOPBACK,)),
+    ) -> None:
+        self.flavour = flavour or locate(selected_flavour())
+        self.tls = tls
+        self._certificate_names = certificate_names
         self.workdir = workdir
         self.datadir = workdir / "data"
         self.socket = workdir / "mysqld.sock"
+        self.tls_dir = workdir / "tls"
+        self.general_log = workdir / GENERAL_LOG
         self.port = free_port()
-        self._os_user = getpass.getuser()
+        self.version = ""  # SELECT VERSION(), once started
+        self._ca = ca or CertificateAuthority("dbuser-operator-envtest-mysql-ca")
+        self._os_user = "root" if self.flavour.root is not None else getpass.getuser()
         self._admin_password = secrets.token_urlsafe(18)
-        self._process = ManagedProcess("mysqld", self._argv(), workdir / "mysqld.log")
+        self._process = ManagedProcess(
+            self.flavour.server, self.flavour.command(self._argv(), workdir), workdir / "mysqld.log"
+        )
 
     @property
     def process(self) -> ManagedProcess:
@@ -111,17 +125,30 @@ class LocalMySQLServer:
         return self._process
 
     @property
+    def ca_file(self) -> Path:
+        """The CA certificate that signed the server's certificate."""
+        return self.tls_dir / "ca.crt"
+
+    @property
     def admin(self) -> MySQLServer:
-        """Admin connection details over TCP."""
-        return MySQLServer(LOOPBACK, self.port, ADMIN_USER, self._admin_password, origin="local")
+        """Admin connection details over TCP, verifying the server's certificate."""
+        return MySQLServer(
+            LOOPBACK,
+            self.port,
+            ADMIN_USER,
+            self._admin_password,
+            origin="local",
+            ca_file=self.ca_file if self.tls else None,
+        )
 
     def start(self) -> None:
         """Initialise the data directory on first use, start the server, create the admin account."""
         first_start = not self.datadir.exists()
         if first_start:
+            self._write_certificates()
             self._initialise()
         self._process.start()
-        self._process.wait_ready(self._socket_answers, timeout=60)
+        self._process.wait_ready(self._socket_answers, timeout=120)
         if first_start:
             self._create_admin()
 
@@ -129,45 +156,68 @@ class LocalMySQLServer:
         """Stop the server (the data directory stays, so :meth:`start` brings the same server back)."""
         self._process.stop(timeout=30)
 
+    def _inner(self, path: Path) -> str:
+        return str(self.flavour.inner(path, self.workdir))
+
     def _argv(self) -> list[str]:
+        mysql = self.flavour.product == "mysql"
         return [
-            str(self.binary),
+            self.flavour.server,
             "--no-defaults",
-            f"--datadir={self.datadir}",
+            f"--datadir={self._inner(self.datadir)}",
             f"--port={self.port}",
             f"--bind-address={LOOPBACK}",
-            f"--socket={self.socket}",
-            f"--pid-file={self.workdir / 'mysqld.pid'}",
+            f"--socket={self._inner(self.socket)}",
+            f"--pid-file={self._inner(self.workdir / 'mysqld.pid')}",
+            f"--secure-file-priv={self._inner(self.workdir / 'files')}",
             f"--user={self._os_user}",
             "--skip-name-resolve",
             "--innodb-buffer-pool-size=64M",
             "--max-connections=500",
-            "--log-error-verbosity=2" if self.flavour == "mysqld" else "--log-warnings=1",
+            *self._tls_argv(),
+            "--general-log=1",
+            f"--general-log-file={self._inner(self.general_log)}",
+            *(["--mysqlx=OFF", "--log-error-verbosity=2"] if mysql else ["--log-warnings=1"]),
         ]
+
+    def _tls_argv(self) -> list[str]:
+        if not self.tls:  # both would otherwise generate certificates of their own
+            return ["--skip-ssl" if self.flavour.product == "mariadb" else "--tls-version="]
+        return [
+            f"--ssl-ca={self._inner(self.ca_file)}",
+            f"--ssl-cert={self._inner(self.tls_dir / 'server.crt')}",
+            f"--ssl-key={self._inner(self.tls_dir / 'server.key')}",
+        ]
+
+    def _write_certificates(self) -> None:
+        self.tls_dir.mkdir(parents=True, exist_ok=True)
+        (self.workdir / "files").mkdir(exist_ok=True)
+        serving = self._ca.issue_server(*self._certificate_names)
+        for name, data in {
+            "ca.crt": self._ca.cert_pem,
+            "server.crt": serving.cert_pem,
+            "server.key": serving.key_pem,
+        }.items():
+            (self.tls_dir / name).write_bytes(data)
 
     def _initialise(self) -> None:
         self.datadir.mkdir(parents=True)
-        if self.flavour == "mariadbd":
-            install_db = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
-            if install_db is None:
-                raise FileNotFoundError("mariadb-install-db not found: apt-get install mariadb-server")
-            argv = [
-                install_db,
-                "--no-defaults",
-                f"--datadir={self.datadir}",
-                f"--user={self._os_user}",
-                "--auth-root-authentication-method=normal",
-                "--skip-test-db",
-            ]
+        datadir, user = f"--datadir={self._inner(self.datadir)}", f"--user={self._os_user}"
+        if self.flavour.product == "mariadb":
+            if self.flavour.root is None:
+                install_db = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
+                if install_db is None:
+                    raise FileNotFoundError("mariadb-install-db not found: apt-get install mariadb-server")
+            else:
+                install_db = "mariadb-install-db"
+            argv = [install_db, "--no-defaults", datadir, user]
+            argv += ["--auth-root-authentication-method=normal", "--skip-test-db"]
+            # In a root the host name cannot be resolved (and the root's mysql user may not exist).
+            argv += ["--force", "--skip-name-resolve"] if self.flavour.root is not None else []
         else:
-            argv = [
-                str(self.binary),
-                "--no-defaults",
-                "--initialize-insecure",
-                f"--datadir={self.datadir}",
-                f"--user={self._os_user}",
-            ]
-        result = subprocess.run(argv, capture_output=True, text=True, check=False)  # noqa: S603
+            argv = [self.flavour.server, "--no-defaults", "--initialize-insecure", datadir, user]
+        command = self.flavour.command(argv, self.workdir)
+        result = subprocess.run(command, capture_output=True, text=True, check=False)  # noqa: S603
         (self.workdir / "install-db.log").write_text(result.stdout + result.stderr)
         if result.returncode != 0:
             raise ProcessFailedError(f"{Path(argv[0]).name} failed:\n{result.stdout}{result.stderr}")
@@ -185,6 +235,12 @@ class LocalMySQLServer:
         connection = pymysql.connect(unix_socket=str(self.socket), user="root", autocommit=True)
         try:
             with connection.cursor() as cursor:
+                cursor.execute("SELECT VERSION()")
+                (self.version,) = cursor.fetchone()
+                if not self.version.startswith(f"{self.flavour.version_line}."):
+                    raise ProcessFailedError(
+                        f"{self.flavour.name}: {self.flavour.server} is version {self.version}"
+                    )
                 for host in (LOOPBACK, "localhost"):
                     cursor.execute(
                         f"CREATE USER '{ADMIN_USER}'@'{host}' IDENTIFIED BY %s",
@@ -204,6 +260,22 @@ def docker_available() -> bool:
     except Exception:
         return False
     return True
+
+
+def describe_mysql() -> str:
+    """Which server :func:`provide_mysql` will give, for the test report's header (starts nothing)."""
+    url = os.environ.get("MYSQL_URL")
+    if url:
+        server = MySQLServer.from_url(url)
+        return f"mysql: MYSQL_URL {server.host}:{server.port} (an external server)"
+    if docker_available():
+        return f"mysql: testcontainers {os.environ.get('MYSQL_IMAGE', DEFAULT_IMAGE)}"
+    try:
+        flavour = locate(selected_flavour())
+    except (FileNotFoundError, ValueError) as exc:
+        return f"mysql: UNAVAILABLE: {exc}"
+    where = f"root {flavour.root}" if flavour.root is not None else "this machine's package"
+    return f"mysql: {flavour.name} ({flavour.package_version()}, {where})"
 
 
 @contextmanager

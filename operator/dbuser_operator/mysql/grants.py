@@ -45,13 +45,13 @@ from dbuser_operator.mysql.identifiers import (
     validate_table,
     validate_user,
 )
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.server import Flavour, ServerInfo
 from dbuser_operator.mysql.statement import Statement
 
 ALL: Final = "ALL"
 """Every privilege of the grant's level (``ALL PRIVILEGES``), as :func:`expand_all` lists it."""
 
-DATABASE_PRIVILEGES: Final = frozenset(
+_COMMON_DATABASE: Final = frozenset(
     {
         "ALTER",
         "ALTER ROUTINE",
@@ -73,9 +73,7 @@ DATABASE_PRIVILEGES: Final = frozenset(
         "UPDATE",
     }
 )
-"""The static privileges that may be granted on a database (and globally)."""
-
-GLOBAL_ONLY_PRIVILEGES: Final = frozenset(
+_COMMON_GLOBAL_ONLY: Final = frozenset(
     {
         "CREATE TABLESPACE",
         "CREATE USER",
@@ -89,9 +87,7 @@ GLOBAL_ONLY_PRIVILEGES: Final = frozenset(
         "SUPER",
     }
 )
-"""The static privileges that exist only at the global level (``*.*``)."""
-
-TABLE_PRIVILEGES: Final = frozenset(
+_COMMON_TABLE: Final = frozenset(
     {
         "ALTER",
         "CREATE",
@@ -107,6 +103,29 @@ TABLE_PRIVILEGES: Final = frozenset(
         "UPDATE",
     }
 )
+
+FLAVOUR_ONLY_PRIVILEGES: Final[Mapping[str, Flavour]] = {
+    "DELETE HISTORY": "mariadb",  # system-versioned tables (MariaDB 10.3.4+): database, table and global
+    "BINLOG MONITOR": "mariadb",  # MariaDB 10.5.2+, global
+    "SLAVE MONITOR": "mariadb",  # MariaDB 10.5.9+, global
+    "CREATE ROLE": "mysql",  # MySQL 8.0+, global
+    "DROP ROLE": "mysql",  # MySQL 8.0+, global
+}
+"""The privileges that exist on one flavour only: wanted on the other, :func:`apply` refuses them with an
+:class:`~.errors.InvalidGrantError` that names them (the server would answer a syntax error)."""
+
+DATABASE_PRIVILEGES: Final = _COMMON_DATABASE | {"DELETE HISTORY"}
+"""The static privileges that may be granted on a database (and globally), on one flavour at least."""
+
+GLOBAL_ONLY_PRIVILEGES: Final = _COMMON_GLOBAL_ONLY | {
+    "BINLOG MONITOR",
+    "SLAVE MONITOR",
+    "CREATE ROLE",
+    "DROP ROLE",
+}
+"""The static privileges that exist only at the global level (``*.*``)."""
+
+TABLE_PRIVILEGES: Final = _COMMON_TABLE | {"DELETE HISTORY"}
 """The privileges that may be granted on one table (routines, events, temporary tables and locks may not)."""
 
 PRIVILEGES: Final = DATABASE_PRIVILEGES | GLOBAL_ONLY_PRIVILEGES
@@ -116,11 +135,11 @@ PRIVILEGES: Final = DATABASE_PRIVILEGES | GLOBAL_ONLY_PRIVILEGES
 # MariaDB 10.6 - 10.11, found by experiment on 10.11 (GRANT ALL, then information_schema): the database
 # level adds DELETE HISTORY (system-versioned tables) to the static list, the table level too; the global
 # level has the MariaDB 10.5+ administrative privileges, and REPLICATION CLIENT is named BINLOG MONITOR.
-_MARIADB_TABLE_ALL: Final = TABLE_PRIVILEGES | {"DELETE HISTORY"}
-_MARIADB_DATABASE_ALL: Final = DATABASE_PRIVILEGES | {"DELETE HISTORY"}
+_MARIADB_TABLE_ALL: Final = _COMMON_TABLE | {"DELETE HISTORY"}
+_MARIADB_DATABASE_ALL: Final = _COMMON_DATABASE | {"DELETE HISTORY"}
 _MARIADB_GLOBAL_ALL: Final = (
-    DATABASE_PRIVILEGES
-    | (GLOBAL_ONLY_PRIVILEGES - {"REPLICATION CLIENT"})
+    _COMMON_DATABASE
+    | (_COMMON_GLOBAL_ONLY - {"REPLICATION CLIENT"})
     | {
         "BINLOG ADMIN",
         "BINLOG MONITOR",
@@ -135,17 +154,18 @@ _MARIADB_GLOBAL_ALL: Final = (
         "SLAVE MONITOR",
     }
 )
-# MariaDB 11.3 added SHOW CREATE ROUTINE (global and database levels): from its documentation, untested.
+# MariaDB 11.3 added SHOW CREATE ROUTINE (global and database levels): from its documentation, checked
+# on 11.8.9.
 _MARIADB_SHOW_CREATE_ROUTINE: Final = (11, 3, 0)
 # MariaDB (10.5.2+) reads back the old name REPLICATION CLIENT as BINLOG MONITOR.
 _MARIADB_ALIASES: Final[Mapping[str, str]] = {"REPLICATION CLIENT": "BINLOG MONITOR"}
 
-# MySQL 8.0 / 8.4, from the reference manual (untested here): the database and table levels are the static
+# MySQL 8.0 - 9.7, from the reference manual, checked on 9.7.4: the database and table levels are the static
 # lists; the global level is every static privilege. The dynamic privileges (BACKUP_ADMIN, ...), which
 # MySQL's GRANT ALL ON *.* also gives, are left out: they differ by version and plugin.
-_MYSQL_TABLE_ALL: Final = TABLE_PRIVILEGES
-_MYSQL_DATABASE_ALL: Final = DATABASE_PRIVILEGES
-_MYSQL_GLOBAL_ALL: Final = DATABASE_PRIVILEGES | GLOBAL_ONLY_PRIVILEGES | {"CREATE ROLE", "DROP ROLE"}
+_MYSQL_TABLE_ALL: Final = _COMMON_TABLE
+_MYSQL_DATABASE_ALL: Final = _COMMON_DATABASE
+_MYSQL_GLOBAL_ALL: Final = _COMMON_DATABASE | _COMMON_GLOBAL_ONLY | {"CREATE ROLE", "DROP ROLE"}
 
 _USAGE: Final = (
     "USAGE"  # "no privilege": information_schema's row for an account without any (or only GRANT OPTION)
@@ -318,8 +338,8 @@ def expand_all(level: Level, server: ServerInfo) -> frozenset[str]:
     ``information_schema`` names the privileges.
 
     MariaDB: from experiment on 10.11 (valid for 10.6+; ``SHOW CREATE ROUTINE`` added for 11.3+ from the
-    documentation). MySQL 8.0/8.4: the static privileges of the level, from the manual (untested here);
-    at the global level the dynamic privileges are not included.
+    documentation, checked on 11.8.9). MySQL 8.0 - 9.7: the static privileges of the level, from the manual
+    (checked on 9.7.4); at the global level the dynamic privileges are not included.
     """
     database, table = level
     global_level = database == "*"
@@ -341,6 +361,29 @@ def server_privileges(grant: Grant, server: ServerInfo) -> frozenset[str]:
     if server.flavour == "mariadb":
         return frozenset(_MARIADB_ALIASES.get(name, name) for name in grant.privileges)
     return grant.privileges
+
+
+def unavailable(desired: Iterable[Grant], server: ServerInfo) -> list[str]:
+    """Why the wanted grants cannot be given on this server, one sentence per privilege it lacks: a
+    privilege of the other flavour (:data:`FLAVOUR_ONLY_PRIVILEGES`), or one that the server's
+    ``SHOW PRIVILEGES`` does not list (when :func:`~.server.read_server` read them). Empty when all exist."""
+    problems: dict[str, str] = {}
+    for grant in desired:
+        if ALL in grant.privileges:
+            continue
+        for name in sorted(grant.privileges):
+            only_on = FLAVOUR_ONLY_PRIVILEGES.get(name)
+            spelt = _MARIADB_ALIASES.get(name, name) if server.flavour == "mariadb" else name
+            if only_on is not None and only_on != server.flavour:
+                problems[name] = (
+                    f"{name} is a {_FLAVOUR_NAMES[only_on]} privilege: {server} has no such privilege"
+                )
+            elif server.privileges and spelt not in server.privileges:
+                problems[name] = f"{name} is not a privilege of {server} (not in its SHOW PRIVILEGES)"
+    return [problems[name] for name in sorted(problems)]
+
+
+_FLAVOUR_NAMES: Final[Mapping[Flavour, str]] = {"mysql": "MySQL-only", "mariadb": "MariaDB-only"}
 
 
 def _by_level(grants: Iterable[Grant], server: ServerInfo | None) -> dict[_Key, tuple[frozenset[str], bool]]:
@@ -570,7 +613,13 @@ async def apply(
     (the next pass starts from what the server then has): a table grant on a missing table raises
     :class:`~.errors.TableNotFoundError`, a level the server refuses :class:`~.errors.InvalidGrantError`.
     ``current``, when the caller knows it (an account it has just created has no grants), saves the read.
+    A privilege this server does not have (:func:`unavailable`) raises :class:`~.errors.InvalidGrantError`
+    naming it, before anything is read or sent.
     """
+    desired = list(desired)
+    problems = unavailable(desired, server)
+    if problems:
+        raise InvalidGrantError("; ".join(problems))
     if current is None:
         exists, held = await _read(db, user, host, server)
     else:

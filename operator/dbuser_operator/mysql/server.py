@@ -1,23 +1,32 @@
-"""What server we talk to: MySQL or MariaDB, and which version."""
+"""What server we talk to: MySQL or MariaDB, which version, and which privileges it knows."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from dbuser_operator.mysql.statement import Statement
+
+if TYPE_CHECKING:
+    from dbuser_operator.mysql.connection import Database
 
 Flavour = Literal["mysql", "mariadb"]
 
 # MariaDB before 11 may prefix its version with "5.5.5-" for old clients (in the handshake, not in VERSION()).
 _VERSION = re.compile(r"(?:5\.5\.5-)?(\d+)\.(\d+)\.(\d+)")
+_NAMES = {"mysql": "MySQL", "mariadb": "MariaDB"}
 
 
 @dataclass(frozen=True)
 class ServerInfo:
-    """The server's flavour and ``(major, minor, patch)`` version, parsed from ``SELECT VERSION()``."""
+    """The server's flavour and ``(major, minor, patch)`` version, parsed from ``SELECT VERSION()``; and,
+    when :func:`read_server` made it, the privilege names of ``SHOW PRIVILEGES`` (upper case; empty when
+    not read). Two ServerInfo are equal when flavour and version are."""
 
     flavour: Flavour
     version: tuple[int, int, int]
+    privileges: frozenset[str] = field(default=frozenset(), compare=False)
 
     @classmethod
     def parse(cls, version: str) -> ServerInfo:
@@ -28,3 +37,16 @@ class ServerInfo:
             raise ValueError(f"cannot parse the server version {version[:80]!r}")
         major, minor, patch = (int(part) for part in match.groups())
         return cls(flavour, (major, minor, patch))
+
+    def __str__(self) -> str:
+        """``MySQL 9.7.4``, ``MariaDB 11.8.9``."""
+        return f"{_NAMES[self.flavour]} {'.'.join(str(part) for part in self.version)}"
+
+
+async def read_server(db: Database) -> ServerInfo:
+    """The live server's flavour, version and privilege names (``VERSION()``, ``SHOW PRIVILEGES``)."""
+    [(version,)] = await db.fetch(Statement("SELECT VERSION()"))
+    rows = await db.fetch(Statement("SHOW PRIVILEGES"))
+    info = ServerInfo.parse(str(version))
+    names = frozenset(" ".join(str(row[0]).upper().split()) for row in rows)
+    return ServerInfo(info.flavour, info.version, names)

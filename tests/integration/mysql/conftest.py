@@ -22,13 +22,15 @@ def accounts_made(mysql: MySQLServer) -> Iterator[Accounts]:
 
 @pytest.fixture
 def admin_settings(mysql: MySQLServer) -> ConnectionSettings:
-    """The operator's settings for the test server's admin account."""
+    """The operator's settings for the test server's admin account (TLS verified, when the server's CA
+    is known: a local server)."""
     return ConnectionSettings(
         host=mysql.host,
         port=mysql.port,
         user=mysql.user,
         password=SecretStr(mysql.password),
         connect_timeout=3,
+        ca_file=mysql.ca_file,
     )
 
 
@@ -59,11 +61,14 @@ def databases_made(mysql: MySQLServer) -> Iterator[Databases]:
 
 @pytest.fixture(scope="session")
 def server(mysql: MySQLServer) -> ServerInfo:
-    """The test server's flavour and version."""
+    """The test server's flavour, version and privilege names, as :func:`~.server.read_server` reads them."""
     with mysql.connect() as connection, connection.cursor() as cursor:
         cursor.execute("SELECT VERSION()")
         (version,) = cursor.fetchone()
-    return ServerInfo.parse(str(version))
+        cursor.execute("SHOW PRIVILEGES")
+        names = frozenset(" ".join(str(row[0]).upper().split()) for row in cursor.fetchall())
+    info = ServerInfo.parse(str(version))
+    return ServerInfo(info.flavour, info.version, names)
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import ssl
 from typing import Any
 
 import pymysql
@@ -74,13 +75,33 @@ def admin_rows(mysql: MySQLServer, query: str, *params: object) -> list[tuple[An
         return list(cursor.fetchall())
 
 
-def login(mysql: MySQLServer, user: str, password: str, **options: Any) -> str:
-    """Log in as ``user`` with a separate plain PyMySQL connection; ``CURRENT_USER()``.
+def client_tls(mysql: MySQLServer, *, tls: bool) -> dict[str, Any]:
+    """PyMySQL's options for a login explicitly without TLS, or with it (the server's certificate verified
+    when its CA is known). PyMySQL would otherwise try TLS whenever the server offers it."""
+    if not tls:
+        return {"ssl_disabled": True}
+    if mysql.ca_file is not None:
+        return {"ssl_ca": str(mysql.ca_file), "ssl_verify_identity": True}
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # an external server's unknown CA
+    return {"ssl": context}
+
+
+def login(mysql: MySQLServer, user: str, password: str, *, tls: bool = False, **options: Any) -> str:
+    """Log in as ``user`` with a separate PyMySQL connection, without TLS unless ``tls``;
+    ``CURRENT_USER()``. Without TLS, a caching_sha2_password account (MySQL 8+) is logged in to with the
+    server's RSA key, as a real client does.
 
     The password goes as its UTF-8 bytes (PyMySQL would encode a str as Latin-1).
     """
     connection = pymysql.connect(
-        host=mysql.host, port=mysql.port, user=user, password=password.encode(), connect_timeout=5, **options
+        host=mysql.host,
+        port=mysql.port,
+        user=user,
+        password=password.encode(),
+        connect_timeout=5,
+        **client_tls(mysql, tls=tls),
+        **options,
     )
     try:
         with connection.cursor() as cursor:
@@ -106,8 +127,8 @@ def as_user(mysql: MySQLServer, user: str, password: str, query: str) -> list[tu
         connection.close()
 
 
-def login_error(mysql: MySQLServer, user: str, password: str) -> int:
+def login_error(mysql: MySQLServer, user: str, password: str, *, tls: bool = False) -> int:
     """The error code of a login that must fail (1045: access denied)."""
     with pytest.raises(pymysql.err.OperationalError) as refused:
-        login(mysql, user, password)
+        login(mysql, user, password, tls=tls)
     return int(refused.value.args[0])

@@ -8,6 +8,7 @@ for itself, which name no host at all — and one without TLS.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,72 +34,62 @@ pytestmark = pytest.mark.integration
 SERVER_NAME = "mysql.test"  # the only name in the server certificate
 
 
-class TLSServer(LocalMySQLServer):
-    """The machine's server, started with a certificate of the test CA."""
+@dataclass
+class TLSServer:
+    """A local server of the session's flavour whose certificate, from a CA of this module, names
+    ``mysql.test`` only; ``files``: that CA, another one and a client certificate of the first."""
 
-    def __init__(self, workdir: Path, tls: Path) -> None:
-        self.tls = tls
-        super().__init__(workdir)
+    server: LocalMySQLServer
+    files: Path
 
-    def _argv(self) -> list[str]:
-        return [
-            *super()._argv(),
-            f"--ssl-ca={self.tls / 'ca.crt'}",
-            f"--ssl-cert={self.tls / 'server.crt'}",
-            f"--ssl-key={self.tls / 'server.key'}",
-        ]
+    @property
+    def admin(self) -> MySQLServer:
+        return self.server.admin
 
 
-class PlainServer(LocalMySQLServer):
-    """The machine's server with TLS switched off (MariaDB 11.4+ and MySQL would generate certificates)."""
-
-    def _argv(self) -> list[str]:
-        return [*super()._argv(), "--skip-ssl" if self.flavour == "mariadbd" else "--tls-version="]
-
-
-def _local_only(provider: MySQLServer | LocalMySQLServer) -> None:
+def _local_only(provider: MySQLServer | LocalMySQLServer) -> LocalMySQLServer:
     if not isinstance(provider, LocalMySQLServer):
-        pytest.skip("needs the machine's mariadbd or mysqld")
+        pytest.skip("needs a local server of the session's flavour (MYSQL_URL or a container is in use)")
+    return provider
 
 
 @pytest.fixture(scope="module")
 def tls_server(
     mysql_provider: MySQLServer | LocalMySQLServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TLSServer]:
-    """A second local server with TLS (only where the machine has one: not with MYSQL_URL or containers)."""
-    _local_only(mysql_provider)
-    tls = tmp_path_factory.mktemp("tls")
+    """A second local server with TLS (only where the session has one: not with MYSQL_URL or containers)."""
+    flavour = _local_only(mysql_provider).flavour
+    files = tmp_path_factory.mktemp("tls")
     ca, other_ca = CertificateAuthority(), CertificateAuthority("another-ca")
-    serving = ca.issue_server([SERVER_NAME], [])
     client = ca.issue_client("operator")
     for name, data in {
         "ca.crt": ca.cert_pem,
         "other-ca.crt": other_ca.cert_pem,
-        "server.crt": serving.cert_pem,
-        "server.key": serving.key_pem,
         "client.crt": client.cert_pem,
         "client.key": client.key_pem,
     }.items():
-        (tls / name).write_bytes(data)
-    server = TLSServer(tmp_path_factory.mktemp("tls-server"), tls)
+        (files / name).write_bytes(data)
+    server = LocalMySQLServer(
+        tmp_path_factory.mktemp("tls-server"), flavour, ca=ca, certificate_names=([SERVER_NAME], [])
+    )
     server.start()
-    yield server
+    yield TLSServer(server, files)
     server.stop()
 
 
 @pytest.fixture(scope="module")
 def plain_server(
     mysql_provider: MySQLServer | LocalMySQLServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[PlainServer]:
+) -> Iterator[LocalMySQLServer]:
     """A third local server, without TLS."""
-    _local_only(mysql_provider)
-    server = PlainServer(tmp_path_factory.mktemp("plain-server"))
+    flavour = _local_only(mysql_provider).flavour
+    server = LocalMySQLServer(tmp_path_factory.mktemp("plain-server"), flavour, tls=False)
     server.start()
     yield server
     server.stop()
 
 
-def settings(server: LocalMySQLServer, **overrides: object) -> ConnectionSettings:
+def settings(server: LocalMySQLServer | TLSServer, **overrides: object) -> ConnectionSettings:
     admin = server.admin
     values: dict[str, object] = {
         "host": admin.host,
@@ -138,14 +129,14 @@ async def test_required_encrypts_without_verifying(tls_server: TLSServer) -> Non
 
 
 async def test_verify_ca_verifies_the_chain_but_not_the_name(tls_server: TLSServer) -> None:
-    ca, other_ca = tls_server.tls / "ca.crt", tls_server.tls / "other-ca.crt"
+    ca, other_ca = tls_server.files / "ca.crt", tls_server.files / "other-ca.crt"
     assert await cipher(settings(tls_server, ssl_mode="VERIFY_CA", ca_file=ca))
     error = await tls_failure(settings(tls_server, ssl_mode="VERIFY_CA", ca_file=other_ca))
     assert "certificate verify failed" in error.message
 
 
 async def test_verify_identity_checks_the_name_or_server_name(tls_server: TLSServer) -> None:
-    ca = tls_server.tls / "ca.crt"
+    ca = tls_server.files / "ca.crt"
     error = await tls_failure(settings(tls_server, ssl_mode="VERIFY_IDENTITY", ca_file=ca))
     assert "certificate verify failed" in error.message
     assert "127.0.0.1" in error.message  # the address the certificate does not name
@@ -159,7 +150,7 @@ async def test_verify_identity_checks_the_name_or_server_name(tls_server: TLSSer
 
 
 async def test_the_older_settings_still_mean_verify_identity(tls_server: TLSServer) -> None:
-    ca = tls_server.tls / "ca.crt"
+    ca = tls_server.files / "ca.crt"
     for legacy in ({"ca_file": ca}, {"ca_file": ca, "tls_required": True}):
         assert "127.0.0.1" in (await tls_failure(settings(tls_server, **legacy))).message
         assert await cipher(settings(tls_server, server_name=SERVER_NAME, **legacy))
@@ -171,7 +162,7 @@ async def test_disabled_stays_in_plain_text_when_tls_is_offered(tls_server: TLSS
 
 
 async def test_preferred_takes_tls_when_offered_and_plain_text_otherwise(
-    tls_server: TLSServer, plain_server: PlainServer
+    tls_server: TLSServer, plain_server: LocalMySQLServer
 ) -> None:
     assert await cipher(settings(tls_server)) != ""  # PREFERRED is the default
     assert await cipher(settings(tls_server, ssl_mode="PREFERRED")) != ""
@@ -181,10 +172,10 @@ async def test_preferred_takes_tls_when_offered_and_plain_text_otherwise(
 
 @pytest.mark.parametrize("mode", [SSLMode.REQUIRED, SSLMode.VERIFY_CA, SSLMode.VERIFY_IDENTITY])
 async def test_a_mode_that_requires_tls_sends_nothing_to_a_server_without_it(
-    plain_server: PlainServer, tls_server: TLSServer, mode: SSLMode
+    plain_server: LocalMySQLServer, tls_server: TLSServer, mode: SSLMode
 ) -> None:
     async with StallingProxy(plain_server.admin.host, plain_server.port) as proxy:
-        ca = tls_server.tls / "ca.crt" if mode.verifies else None
+        ca = tls_server.files / "ca.crt" if mode.verifies else None
         server_name = SERVER_NAME if mode is SSLMode.VERIFY_IDENTITY else None
         required = settings(plain_server, port=proxy.port, ssl_mode=mode, ca_file=ca, server_name=server_name)
         error = await tls_failure(required)
@@ -200,19 +191,19 @@ def _client_capabilities(first_packet: bytes | bytearray) -> int:
 
 
 async def test_preferred_does_not_claim_tls_to_a_server_without_it(
-    plain_server: PlainServer, tls_server: TLSServer
+    plain_server: LocalMySQLServer, tls_server: TLSServer
 ) -> None:
     # MySQL refuses a login whose handshake response claims TLS without doing it ("Bad handshake").
     async with StallingProxy(plain_server.admin.host, plain_server.port) as proxy:
         assert await cipher(settings(plain_server, port=proxy.port)) == ""
         assert not _client_capabilities(proxy.from_clients) & CLIENT.SSL
-    async with StallingProxy(tls_server.admin.host, tls_server.port) as proxy:
+    async with StallingProxy(tls_server.admin.host, tls_server.admin.port) as proxy:
         assert await cipher(settings(tls_server, port=proxy.port)) != ""
         assert _client_capabilities(proxy.from_clients) & CLIENT.SSL  # the TLS request
 
 
 async def test_a_client_certificate_with_any_mode(tls_server: TLSServer) -> None:
-    tls = tls_server.tls
+    tls = tls_server.files
     async with Database(settings(tls_server, ssl_mode="VERIFY_CA", ca_file=tls / "ca.crt")) as admin:
         await admin.execute(
             Statement(

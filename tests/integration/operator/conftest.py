@@ -16,6 +16,7 @@ from kubernetes_asyncio import client
 
 from dbuser_operator import app
 from dbuser_operator.envtest import KubeCluster, MySQLServer
+from dbuser_operator.envtest.mysql import GENERAL_LOG
 from dbuser_operator.local import write_private
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.logging import configure_logging
@@ -59,6 +60,7 @@ def operator_settings(kube: KubeCluster, mysql: MySQLServer, workdir: Path, **ov
         "mysql_port": mysql.port,
         "mysql_user": mysql.user,
         "mysql_password_file": password_file,
+        "mysql_tls_ca": mysql.ca_file,
         "mysql_connect_timeout": 2.0,
         "target": TARGET,
         "metrics_bind_address": "127.0.0.1:0",
@@ -117,6 +119,13 @@ async def operator(start_operator: StartOperator) -> RunningOperator:
     return await start_operator(resync_period=1.0)
 
 
+def component_logs(workdir: Path) -> list[Path]:
+    """The logs of the operator and the servers, but the MySQL server's general log: that is the server's
+    record of every statement as received, and MariaDB writes CREATE USER ... IDENTIFIED BY in it as sent
+    (MySQL rewrites the password); what reaches it is the database's business, not an operator leak."""
+    return [path for path in workdir.rglob("*.log") if path.name != GENERAL_LOG]
+
+
 @pytest.fixture(scope="session", autouse=True)
 async def no_password_leaks(
     request: pytest.FixtureRequest,
@@ -136,7 +145,7 @@ async def no_password_leaks(
     texts = {
         "events": json.dumps(events),
         "statuses": json.dumps(statuses),
-        **{str(path): path.read_text(errors="replace") for path in envtest_workdir.rglob("*.log")},  # noqa: ASYNC240
+        **{str(path): path.read_text(errors="replace") for path in component_logs(envtest_workdir)},
     }
     leaks = [(where, value) for where, text in texts.items() for value in passwords.values if value in text]
     assert leaks == [], f"passwords leaked into: {sorted({where for where, _ in leaks})}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from typing import Any
 
@@ -12,7 +13,14 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from dbuser_operator.controllers.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient
+from tests.integration.mysql.support import client_tls
 from tests.integration.operator.conftest import TARGET
+
+
+def unique(name: str) -> str:
+    """``name`` with a random suffix: a DatabaseUser and account name no other test (or earlier run against
+    the same server) uses."""
+    return f"{name}-{secrets.token_hex(3)}"
 
 
 def database_user(
@@ -80,13 +88,18 @@ async def wait_until_gone(kube: KubeClient, namespace: str, name: str, limit: fl
     raise AssertionError(f"{namespace}/{name} was not deleted")
 
 
-def can_log_in(mysql: MySQLServer, user: str, password: str) -> bool:
-    """Whether a real client connection logs in as ``user`` with ``password``."""
+def can_log_in(mysql: MySQLServer, user: str, password: str, *, tls: bool = False) -> bool:
+    """Whether a real client connection, without TLS unless ``tls``, logs in as ``user`` with ``password``."""
     # PyMySQL encodes passwords as Latin-1; the server hashed the UTF-8 bytes: send those.
     wire_password = password.encode("utf-8").decode("latin-1")
     try:
         pymysql.connect(
-            host=mysql.host, port=mysql.port, user=user, password=wire_password, connect_timeout=5
+            host=mysql.host,
+            port=mysql.port,
+            user=user,
+            password=wire_password,
+            connect_timeout=5,
+            **client_tls(mysql, tls=tls),
         ).close()
     except pymysql.err.OperationalError as error:
         if error.args[0] == 1045:  # access denied

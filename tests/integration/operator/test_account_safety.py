@@ -23,6 +23,7 @@ from tests.integration.operator.helpers import (
     mysql_query,
     privileges_of,
     ready,
+    unique,
     wait_for_ready,
     wait_until_gone,
     write_statements,
@@ -62,14 +63,15 @@ async def secret(kube_client: KubeClient, namespace: str, passwords: PasswordLed
 async def test_grants_converge_exactly_and_hand_grants_are_revoked(
     operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer, secret: str
 ) -> None:
+    granted = unique("granted")
     mysql_query(mysql, "CREATE DATABASE IF NOT EXISTS appdb")
     mysql_query(mysql, "CREATE TABLE IF NOT EXISTS appdb.orders (id INT)")
     body = database_user(
-        "granted", "pw", privileges=[{"privileges": ["SELECT", "INSERT"], "database": "appdb"}]
+        granted, "pw", privileges=[{"privileges": ["SELECT", "INSERT"], "database": "appdb"}]
     )
     await kube_client.create(DATABASE_USERS, body, namespace)
-    await wait_for_ready(kube_client, namespace, "granted")
-    assert privileges_of(mysql, "granted") == {
+    await wait_for_ready(kube_client, namespace, granted)
+    assert privileges_of(mysql, granted) == {
         ("appdb", "*", "SELECT", False),
         ("appdb", "*", "INSERT", False),
     }
@@ -85,23 +87,24 @@ async def test_grants_converge_exactly_and_hand_grants_are_revoked(
         ("appdb", "orders", "UPDATE", False),
         ("*", "*", "PROCESS", False),
     }
-    await patch_spec(kube_client, namespace, "granted", {"privileges": wanted})
-    await until(lambda: privileges_of(mysql, "granted") == expected, what="the new grants")
+    await patch_spec(kube_client, namespace, granted, {"privileges": wanted})
+    await until(lambda: privileges_of(mysql, granted) == expected, what="the new grants")
 
     # Grants added by hand, at a managed level and at a level of their own, are revoked by the drift check.
-    mysql_query(mysql, "GRANT DELETE ON appdb.* TO 'granted'@'%'")
-    mysql_query(mysql, "GRANT SELECT ON mysql.* TO 'granted'@'%'")
-    assert ("mysql", "*", "SELECT", False) in privileges_of(mysql, "granted")
-    await until(lambda: privileges_of(mysql, "granted") == expected, what="hand grants revoked")
+    mysql_query(mysql, f"GRANT DELETE ON appdb.* TO '{granted}'@'%'")
+    mysql_query(mysql, f"GRANT SELECT ON mysql.* TO '{granted}'@'%'")
+    assert ("mysql", "*", "SELECT", False) in privileges_of(mysql, granted)
+    await until(lambda: privileges_of(mysql, granted) == expected, what="hand grants revoked")
 
-    await patch_spec(kube_client, namespace, "granted", {"privileges": []})
-    await until(lambda: privileges_of(mysql, "granted") == set(), what="every grant revoked")
-    assert account_exists(mysql, "granted")
+    await patch_spec(kube_client, namespace, granted, {"privileges": []})
+    await until(lambda: privileges_of(mysql, granted) == set(), what="every grant revoked")
+    assert account_exists(mysql, granted)
 
 
 async def test_limits_and_tls_are_applied_and_read_back(
     operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer, secret: str
 ) -> None:
+    limited = unique("limited")
     limits: dict[str, Any] = {
         "maxUserConnections": 5,
         "maxQueriesPerHour": 100,
@@ -109,9 +112,9 @@ async def test_limits_and_tls_are_applied_and_read_back(
         "maxConnectionsPerHour": 20,
         "requireTLS": True,
     }
-    await kube_client.create(DATABASE_USERS, database_user("limited", "pw", **limits), namespace)
-    await wait_for_ready(kube_client, namespace, "limited")
-    row = account_row(mysql, "limited")
+    await kube_client.create(DATABASE_USERS, database_user(limited, "pw", **limits), namespace)
+    await wait_for_ready(kube_client, namespace, limited)
+    row = account_row(mysql, limited)
     assert row is not None
     assert (
         row["max_user_connections"],
@@ -125,12 +128,13 @@ async def test_limits_and_tls_are_applied_and_read_back(
         20,
     )
     assert row["ssl_type"] == "ANY"
-    assert not can_log_in(mysql, "limited", secret)  # this server speaks no TLS: refused
+    assert not can_log_in(mysql, limited, secret, tls=False)  # a client without TLS: refused
+    assert can_log_in(mysql, limited, secret, tls=True)
 
-    await patch_spec(kube_client, namespace, "limited", {"requireTLS": False, "maxUserConnections": 0})
-    await until(lambda: (account_row(mysql, "limited") or {}).get("ssl_type") == "", what="TLS not required")
-    assert (account_row(mysql, "limited") or {})["max_user_connections"] == 0
-    assert can_log_in(mysql, "limited", secret)
+    await patch_spec(kube_client, namespace, limited, {"requireTLS": False, "maxUserConnections": 0})
+    await until(lambda: (account_row(mysql, limited) or {}).get("ssl_type") == "", what="TLS not required")
+    assert (account_row(mysql, limited) or {})["max_user_connections"] == 0
+    assert can_log_in(mysql, limited, secret)
 
 
 async def test_an_existing_account_is_not_adopted_nor_dropped_unless_asked(
@@ -141,27 +145,29 @@ async def test_an_existing_account_is_not_adopted_nor_dropped_unless_asked(
     secret: str,
     passwords: PasswordLedger,
 ) -> None:
+    adopter = unique("adopter")
+    preexisting = unique("preexisting")
     handmade = passwords.new("handmade")
-    mysql_query(mysql, "CREATE USER 'preexisting'@'%%' IDENTIFIED BY %s", handmade)
+    mysql_query(mysql, f"CREATE USER '{preexisting}'@'%%' IDENTIFIED BY %s", handmade)
     try:
-        await kube_client.create(DATABASE_USERS, database_user("preexisting", "pw"), namespace)
-        obj = await wait_for_ready(kube_client, namespace, "preexisting", "False", "AccountExists")
+        await kube_client.create(DATABASE_USERS, database_user(preexisting, "pw"), namespace)
+        obj = await wait_for_ready(kube_client, namespace, preexisting, "False", "AccountExists")
         assert ADOPT_ANNOTATION in ready(obj)["message"]  # type: ignore[index]
-        assert can_log_in(mysql, "preexisting", handmade)  # untouched
+        assert can_log_in(mysql, preexisting, handmade)  # untouched
 
-        await kube_client.delete(DATABASE_USERS, "preexisting", namespace)
-        await wait_until_gone(kube_client, namespace, "preexisting")
-        assert can_log_in(mysql, "preexisting", handmade)  # not dropped: it was never ours
+        await kube_client.delete(DATABASE_USERS, preexisting, namespace)
+        await wait_until_gone(kube_client, namespace, preexisting)
+        assert can_log_in(mysql, preexisting, handmade)  # not dropped: it was never ours
 
         # Opting in adopts it: the Secret's password replaces the hand-made one.
-        body = database_user("adopter", "pw", user="preexisting")
+        body = database_user(adopter, "pw", user=preexisting)
         body["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
         await kube_client.create(DATABASE_USERS, body, namespace)
-        await wait_for_ready(kube_client, namespace, "adopter")
-        assert can_log_in(mysql, "preexisting", secret)
-        assert not can_log_in(mysql, "preexisting", handmade)
+        await wait_for_ready(kube_client, namespace, adopter)
+        assert can_log_in(mysql, preexisting, secret)
+        assert not can_log_in(mysql, preexisting, handmade)
     finally:
-        mysql_query(mysql, "DROP USER IF EXISTS 'preexisting'@'%'")
+        mysql_query(mysql, f"DROP USER IF EXISTS '{preexisting}'@'%'")
 
 
 async def test_reserved_accounts_are_refused(
@@ -182,21 +188,24 @@ async def test_reserved_accounts_are_refused(
 async def test_two_resources_for_one_account_one_wins_and_the_loser_drops_nothing(
     operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer, secret: str
 ) -> None:
-    await kube_client.create(DATABASE_USERS, database_user("first", "pw", user="shared"), namespace)
-    await wait_for_ready(kube_client, namespace, "first")
-    await kube_client.create(DATABASE_USERS, database_user("second", "pw", user="shared"), namespace)
-    obj = await wait_for_ready(kube_client, namespace, "second", "False", "AccountClaimed")
-    assert f"DatabaseUser {namespace}/first" in ready(obj)["message"]  # type: ignore[index]
+    first = unique("first")
+    shared = unique("shared")
+    second = unique("second")
+    await kube_client.create(DATABASE_USERS, database_user(first, "pw", user=shared), namespace)
+    await wait_for_ready(kube_client, namespace, first)
+    await kube_client.create(DATABASE_USERS, database_user(second, "pw", user=shared), namespace)
+    obj = await wait_for_ready(kube_client, namespace, second, "False", "AccountClaimed")
+    assert f"DatabaseUser {namespace}/{first}" in ready(obj)["message"]  # type: ignore[index]
 
-    await kube_client.delete(DATABASE_USERS, "second", namespace)
-    await wait_until_gone(kube_client, namespace, "second")
-    assert account_exists(mysql, "shared")
-    assert can_log_in(mysql, "shared", secret)
-    await wait_for_ready(kube_client, namespace, "first")
+    await kube_client.delete(DATABASE_USERS, second, namespace)
+    await wait_until_gone(kube_client, namespace, second)
+    assert account_exists(mysql, shared)
+    assert can_log_in(mysql, shared, secret)
+    await wait_for_ready(kube_client, namespace, first)
 
-    await kube_client.delete(DATABASE_USERS, "first", namespace)
-    await wait_until_gone(kube_client, namespace, "first")
-    assert not account_exists(mysql, "shared")
+    await kube_client.delete(DATABASE_USERS, first, namespace)
+    await wait_until_gone(kube_client, namespace, first)
+    assert not account_exists(mysql, shared)
 
 
 def owned(mysql: MySQLServer, user: str) -> bool:
@@ -211,27 +220,28 @@ async def test_retain_keeps_the_account_and_releases_even_while_mysql_is_down(
     mysql_provider: MySQLServer | LocalMySQLServer,
     secret: str,
 ) -> None:
-    for name in ("kept", "kept-offline"):
+    kept, kept_offline = unique("kept"), unique("kept-offline")
+    for name in (kept, kept_offline):
         await kube_client.create(
             DATABASE_USERS, database_user(name, "pw", deletionPolicy="Retain"), namespace
         )
         await wait_for_ready(kube_client, namespace, name)
-    await kube_client.delete(DATABASE_USERS, "kept", namespace)
-    await wait_until_gone(kube_client, namespace, "kept")
-    assert can_log_in(mysql, "kept", secret)
-    assert not owned(mysql, "kept")  # ownership forgotten
+    await kube_client.delete(DATABASE_USERS, kept, namespace)
+    await wait_until_gone(kube_client, namespace, kept)
+    assert can_log_in(mysql, kept, secret)
+    assert not owned(mysql, kept)  # ownership forgotten
 
     server = local_server(mysql_provider)
     server.stop()
     try:
         started = time.monotonic()
-        await kube_client.delete(DATABASE_USERS, "kept-offline", namespace)
-        await wait_until_gone(kube_client, namespace, "kept-offline", limit=15)
+        await kube_client.delete(DATABASE_USERS, kept_offline, namespace)
+        await wait_until_gone(kube_client, namespace, kept_offline, limit=15)
         print(f"Retain released with MySQL down in {time.monotonic() - started:.2f} s")
     finally:
         server.start()
-    assert can_log_in(mysql, "kept-offline", secret)
-    for user in ("kept", "kept-offline"):
+    assert can_log_in(mysql, kept_offline, secret)
+    for user in (kept, kept_offline):
         mysql_query(mysql, f"DROP USER IF EXISTS '{user}'@'%'")
 
 
@@ -244,27 +254,29 @@ async def test_delete_waits_for_mysql_and_the_release_annotation_lets_go(
     mysql_provider: MySQLServer | LocalMySQLServer,
     secret: str,
 ) -> None:
-    for name in ("waits", "released"):
+    waits, released = unique("waits"), unique("released")
+    for name in (waits, released):
         await kube_client.create(DATABASE_USERS, database_user(name, "pw"), namespace)
         await wait_for_ready(kube_client, namespace, name)
     server = local_server(mysql_provider)
     server.stop()
     try:
-        await kube_client.delete(DATABASE_USERS, "waits", namespace)
-        await kube_client.delete(DATABASE_USERS, "released", namespace)
-        obj = await wait_for_ready(kube_client, namespace, "waits", "False", "DatabaseUnavailable")
+        await kube_client.delete(DATABASE_USERS, waits, namespace)
+        await kube_client.delete(DATABASE_USERS, released, namespace)
+        obj = await wait_for_ready(kube_client, namespace, waits, "False", "DatabaseUnavailable")
         assert obj["metadata"].get("deletionTimestamp")
-        assert "cannot drop 'waits'@'%'" in ready(obj)["message"]  # type: ignore[index]
+        assert f"cannot drop '{waits}'@'%'" in ready(obj)["message"]  # type: ignore[index]
 
-        await annotate(kube_client, namespace, "released", RELEASE_ANNOTATION, "true")
-        await wait_until_gone(kube_client, namespace, "released", limit=15)
+        await annotate(kube_client, namespace, released, RELEASE_ANNOTATION, "true")
+        await wait_until_gone(kube_client, namespace, released, limit=15)
         await asyncio.sleep(1)
-        assert (await kube_client.get(DATABASE_USERS, "waits", namespace))["metadata"]["deletionTimestamp"]
+        assert (await kube_client.get(DATABASE_USERS, waits, namespace))["metadata"]["deletionTimestamp"]
     finally:
         server.start()
-    await wait_until_gone(kube_client, namespace, "waits", limit=60)
-    assert not account_exists(mysql, "waits")  # dropped once MySQL was back
-    assert can_log_in(mysql, "released", secret)  # released: left as it was
+    await wait_until_gone(kube_client, namespace, waits, limit=60)
+    assert not account_exists(mysql, waits)  # dropped once MySQL was back
+    assert can_log_in(mysql, released, secret)  # released: left as it was
+    mysql_query(mysql, f"DROP USER '{released}'@'%'")
 
     def reasons() -> list[str]:
         query = "jsonpath={.items[*].reason}"
@@ -277,16 +289,17 @@ async def test_delete_waits_for_mysql_and_the_release_annotation_lets_go(
 async def test_drift_is_repaired_and_a_quiet_check_writes_nothing(
     operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer, secret: str
 ) -> None:
-    await kube_client.create(DATABASE_USERS, database_user("drifty", "pw"), namespace)
-    await wait_for_ready(kube_client, namespace, "drifty")
+    drifty = unique("drifty")
+    await kube_client.create(DATABASE_USERS, database_user(drifty, "pw"), namespace)
+    await wait_for_ready(kube_client, namespace, drifty)
 
-    mysql_query(mysql, "DROP USER 'drifty'@'%'")
-    await until(lambda: account_exists(mysql, "drifty"), what="the dropped account recreated")
-    await until(lambda: can_log_in(mysql, "drifty", secret), what="login after recreation")
+    mysql_query(mysql, f"DROP USER '{drifty}'@'%'")
+    await until(lambda: account_exists(mysql, drifty), what="the dropped account recreated")
+    await until(lambda: can_log_in(mysql, drifty, secret), what="login after recreation")
 
-    mysql_query(mysql, "ALTER USER 'drifty'@'%' IDENTIFIED BY 'changed-by-hand'")
-    await until(lambda: can_log_in(mysql, "drifty", secret), what="the password restored")
-    assert not can_log_in(mysql, "drifty", "changed-by-hand")
+    mysql_query(mysql, f"ALTER USER '{drifty}'@'%' IDENTIFIED BY 'changed-by-hand'")
+    await until(lambda: can_log_in(mysql, drifty, secret), what="the password restored")
+    assert not can_log_in(mysql, drifty, "changed-by-hand")
 
     await asyncio.sleep(1.5)  # let the repairs settle
     before = write_statements(mysql)
@@ -297,26 +310,27 @@ async def test_drift_is_repaired_and_a_quiet_check_writes_nothing(
 async def test_orphans_are_reported_and_never_dropped(
     operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer, secret: str
 ) -> None:
-    await kube_client.create(DATABASE_USERS, database_user("orphan", "pw"), namespace)
-    await wait_for_ready(kube_client, namespace, "orphan")
+    orphan = unique("orphan")
+    await kube_client.create(DATABASE_USERS, database_user(orphan, "pw"), namespace)
+    await wait_for_ready(kube_client, namespace, orphan)
     # Someone removes the finalizer by hand and deletes the resource: the account is left behind.
     await kube_client.patch(
         DATABASE_USERS,
-        "orphan",
+        orphan,
         [{"op": "remove", "path": "/metadata/finalizers"}],
         PatchType.JSON,
         namespace=namespace,
     )
-    await kube_client.delete(DATABASE_USERS, "orphan", namespace)
-    await wait_until_gone(kube_client, namespace, "orphan")
+    await kube_client.delete(DATABASE_USERS, orphan, namespace)
+    await wait_until_gone(kube_client, namespace, orphan)
 
     def orphans() -> float:
         return REGISTRY.get_sample_value("dbuser_operator_orphaned_accounts") or 0
 
     await until(lambda: orphans() >= 1, what="the orphan reported")
-    assert account_exists(mysql, "orphan")
-    mysql_query(mysql, "DROP USER 'orphan'@'%'")
-    mysql_query(mysql, "DELETE FROM dbuser_operator.accounts WHERE user = 'orphan'")
+    assert account_exists(mysql, orphan)
+    mysql_query(mysql, f"DROP USER '{orphan}'@'%'")
+    mysql_query(mysql, "DELETE FROM dbuser_operator.accounts WHERE user = %s", orphan)
 
 
 @pytest.mark.parametrize(
@@ -338,7 +352,37 @@ async def test_grants_that_would_escalate_are_refused(
     grant: dict[str, Any],
     words: str,
 ) -> None:
-    await kube_client.create(DATABASE_USERS, database_user("greedy", "pw", privileges=[grant]), namespace)
-    obj = await wait_for_ready(kube_client, namespace, "greedy", "False", "PrivilegeNotAllowed")
+    greedy = unique("greedy")
+    await kube_client.create(DATABASE_USERS, database_user(greedy, "pw", privileges=[grant]), namespace)
+    obj = await wait_for_ready(kube_client, namespace, greedy, "False", "PrivilegeNotAllowed")
     assert words in ready(obj)["message"]  # type: ignore[index]
-    assert not account_exists(mysql, "greedy")  # refused before anything was created
+    assert not account_exists(mysql, greedy)  # refused before anything was created
+
+
+async def test_a_privilege_of_one_flavour_only(
+    operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer, secret: str
+) -> None:
+    """DELETE HISTORY (MariaDB only): granted exactly on MariaDB; on MySQL a Ready=False condition names it
+    and the server, and the account is left without grants (no syntax error retried, nothing sent)."""
+    flavour = "mariadb" if "mariadb" in str(mysql_query(mysql, "SELECT VERSION()")[0][0]).lower() else "mysql"
+    user = unique("history")
+    database = unique("hist")  # no "_": a wildcard in information_schema's escaped names
+    mysql_query(mysql, f"CREATE DATABASE `{database}`")
+    try:
+        grant = {"privileges": ["SELECT", "DELETE HISTORY"], "database": database}
+        await kube_client.create(DATABASE_USERS, database_user(user, "pw", privileges=[grant]), namespace)
+        if flavour == "mariadb":
+            await wait_for_ready(kube_client, namespace, user)
+            wanted = {(database, "*", "SELECT", False), (database, "*", "DELETE HISTORY", False)}
+            assert privileges_of(mysql, user) == wanted
+        else:
+            obj = await wait_for_ready(kube_client, namespace, user, "False", "InvalidGrant")
+            message = ready(obj)["message"]  # type: ignore[index]
+            assert "DELETE HISTORY is a MariaDB-only privilege: MySQL " in message, message
+            assert account_exists(mysql, user)  # created; its grants refused before any GRANT
+            assert privileges_of(mysql, user) == set()
+        await kube_client.delete(DATABASE_USERS, user, namespace)
+        await wait_until_gone(kube_client, namespace, user)
+        assert not account_exists(mysql, user)  # dropped on delete, on either flavour
+    finally:
+        mysql_query(mysql, f"DROP DATABASE IF EXISTS `{database}`")

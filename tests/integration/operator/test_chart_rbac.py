@@ -31,6 +31,7 @@ from tests.integration.operator.helpers import (
     can_log_in,
     database_user,
     finalizers_become,
+    unique,
     wait_for_ready,
     wait_until_gone,
 )
@@ -143,6 +144,7 @@ async def test_the_operator_runs_with_exactly_the_charts_permissions(
     passwords: PasswordLedger,
     tmp_path: Path,
 ) -> None:
+    intruder_name = unique("intruder")
     token = await service_account_token(kube_api, release.name, release.namespace)
     account = f"system:serviceaccount:{release.namespace}:{release.name}"
     cluster = current_cluster(kube.kubeconfig)  # the API server's address and CA, from the admin kubeconfig
@@ -228,7 +230,7 @@ async def test_the_operator_runs_with_exactly_the_charts_permissions(
         coordination = client.CoordinationV1Api(api)
         namespace_, other, ns = namespace, release.other_namespace, release.namespace
         group, version, plural = DATABASE_USERS.group, DATABASE_USERS.version, DATABASE_USERS.plural
-        intruder = database_user("intruder", "app-pw", target=release.target)
+        intruder = database_user(intruder_name, "app-pw", target=release.target)
         refused: dict[str, Callable[[], Awaitable[Any]]] = {
             "delete a Secret": lambda: core.delete_namespaced_secret(
                 "app-pw", namespace_, _request_timeout=30
@@ -245,7 +247,7 @@ async def test_the_operator_runs_with_exactly_the_charts_permissions(
                 "app-pw", namespace_, _request_timeout=30
             ),
             "replace a DatabaseUser (it patches)": lambda: custom.replace_namespaced_custom_object(
-                group, version, namespace_, plural, "intruder", intruder, _request_timeout=30
+                group, version, namespace_, plural, intruder_name, intruder, _request_timeout=30
             ),
             "list ConfigMaps": lambda: core.list_namespaced_config_map(namespace_, _request_timeout=30),
             "list Pods": lambda: core.list_namespaced_pod(ns, _request_timeout=30),

@@ -28,6 +28,7 @@ from tests.integration.operator.helpers import (
     can_log_in,
     database_user,
     ready,
+    unique,
     wait_for_ready,
     wait_until_gone,
     write_statements,
@@ -52,36 +53,37 @@ async def test_create_rotate_and_delete(
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
+    app_one = unique("app-one")
     first, second = passwords.new(), passwords.new()
     await create_secret(kube_client, namespace, "app-pw", {"password": first})
-    await kube_client.create(DATABASE_USERS, database_user("app-one", "app-pw"), namespace)
+    await kube_client.create(DATABASE_USERS, database_user(app_one, "app-pw"), namespace)
 
-    obj = await wait_for_ready(kube_client, namespace, "app-one")
+    obj = await wait_for_ready(kube_client, namespace, app_one)
     assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
     assert ready(obj)["observedGeneration"] == obj["metadata"]["generation"]  # type: ignore[index]
-    assert obj["status"]["user"] == "app-one"
+    assert obj["status"]["user"] == app_one
     assert obj["status"]["host"] == "%"
     assert obj["status"]["appliedSecret"]["name"] == "app-pw"
     assert obj["metadata"]["finalizers"] == [f"mysql.dbuser-operator.dev/account-{TARGET}"]
-    assert can_log_in(mysql, "app-one", first)
+    assert can_log_in(mysql, app_one, first)
 
     # Rotation: the Secret watch applies the new password within moments.
     await kube_client.patch(
         SECRETS, "app-pw", {"stringData": {"password": second}}, PatchType.MERGE, namespace=namespace
     )
     changed = time.monotonic()
-    while not can_log_in(mysql, "app-one", second):
+    while not can_log_in(mysql, app_one, second):
         assert time.monotonic() - changed < 10, "the new password never worked"
         await asyncio.sleep(0.01)
     latency = time.monotonic() - changed
     print(f"rotation latency (Secret patched -> new password logs in): {latency * 1000:.0f} ms")
-    assert not can_log_in(mysql, "app-one", first)
+    assert not can_log_in(mysql, app_one, first)
 
     # Deletion: the finalizer holds the resource until the account is dropped.
-    await kube_client.delete(DATABASE_USERS, "app-one", namespace)
-    await wait_until_gone(kube_client, namespace, "app-one")
-    assert not account_exists(mysql, "app-one")
-    assert not can_log_in(mysql, "app-one", second)
+    await kube_client.delete(DATABASE_USERS, app_one, namespace)
+    await wait_until_gone(kube_client, namespace, app_one)
+    assert not account_exists(mysql, app_one)
+    assert not can_log_in(mysql, app_one, second)
 
 
 async def test_missing_secret_key_and_empty_password_then_ready(
@@ -91,27 +93,28 @@ async def test_missing_secret_key_and_empty_password_then_ready(
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
-    await kube_client.create(DATABASE_USERS, database_user("late", "late-pw"), namespace)
-    obj = await wait_for_ready(kube_client, namespace, "late", "False", "SecretNotFound")
+    late = unique("late")
+    await kube_client.create(DATABASE_USERS, database_user(late, "late-pw"), namespace)
+    obj = await wait_for_ready(kube_client, namespace, late, "False", "SecretNotFound")
     assert f"Secret {namespace}/late-pw not found" in ready(obj)["message"]  # type: ignore[index]
 
     await create_secret(kube_client, namespace, "late-pw", {"other": "x"})
-    obj = await wait_for_ready(kube_client, namespace, "late", "False", "SecretKeyNotFound")
+    obj = await wait_for_ready(kube_client, namespace, late, "False", "SecretKeyNotFound")
     assert "'password'" in ready(obj)["message"]  # type: ignore[index]
 
     await kube_client.patch(
         SECRETS, "late-pw", {"stringData": {"password": ""}}, PatchType.MERGE, namespace=namespace
     )
-    await wait_for_ready(kube_client, namespace, "late", "False", "PasswordEmpty")
+    await wait_for_ready(kube_client, namespace, late, "False", "PasswordEmpty")
 
     password = passwords.new()
     await kube_client.patch(
         SECRETS, "late-pw", {"stringData": {"password": password}}, PatchType.MERGE, namespace=namespace
     )
-    await wait_for_ready(kube_client, namespace, "late", "True", "AccountReady")
-    assert can_log_in(mysql, "late", password)
-    await kube_client.delete(DATABASE_USERS, "late", namespace)
-    await wait_until_gone(kube_client, namespace, "late")
+    await wait_for_ready(kube_client, namespace, late, "True", "AccountReady")
+    assert can_log_in(mysql, late, password)
+    await kube_client.delete(DATABASE_USERS, late, namespace)
+    await wait_until_gone(kube_client, namespace, late)
 
 
 async def test_database_down_during_create_then_ready(
@@ -122,19 +125,20 @@ async def test_database_down_during_create_then_ready(
     mysql_provider: MySQLServer | LocalMySQLServer,
     passwords: PasswordLedger,
 ) -> None:
+    outage = unique("outage")
     if not isinstance(mysql_provider, LocalMySQLServer):
         pytest.skip("the MySQL server is not ours to stop (MYSQL_URL or a container)")
     password = passwords.new()
     await create_secret(kube_client, namespace, "outage-pw", {"password": password})
     mysql_provider.stop()
     try:
-        await kube_client.create(DATABASE_USERS, database_user("outage", "outage-pw"), namespace)
-        obj = await wait_for_ready(kube_client, namespace, "outage", "False", "DatabaseUnavailable")
-        assert "'outage'@'%'" in ready(obj)["message"]  # type: ignore[index]
+        await kube_client.create(DATABASE_USERS, database_user(outage, "outage-pw"), namespace)
+        obj = await wait_for_ready(kube_client, namespace, outage, "False", "DatabaseUnavailable")
+        assert f"'{outage}'@'%'" in ready(obj)["message"]  # type: ignore[index]
     finally:
         mysql_provider.start()
-    await wait_for_ready(kube_client, namespace, "outage", "True", limit=60)
-    assert can_log_in(mysql, "outage", password)
+    await wait_for_ready(kube_client, namespace, outage, "True", limit=60)
+    assert can_log_in(mysql, outage, password)
 
 
 async def test_no_op_pass_writes_nothing(
@@ -145,9 +149,10 @@ async def test_no_op_pass_writes_nothing(
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
+    quiet = unique("quiet")
     await create_secret(kube_client, namespace, "quiet-pw", {"password": passwords.new()})
-    await kube_client.create(DATABASE_USERS, database_user("quiet", "quiet-pw"), namespace)
-    await wait_for_ready(kube_client, namespace, "quiet")
+    await kube_client.create(DATABASE_USERS, database_user(quiet, "quiet-pw"), namespace)
+    await wait_for_ready(kube_client, namespace, quiet)
     await asyncio.sleep(0.5)  # let the event recorder and echoes settle
 
     def reconciles() -> float:
@@ -166,7 +171,7 @@ async def test_no_op_pass_writes_nothing(
         DATABASE_USERS.version,
         namespace,
         DATABASE_USERS.plural,
-        "quiet",
+        quiet,
         {"metadata": {"annotations": {"touched": "yes"}}},
         _content_type="application/merge-patch+json",  # type: ignore[call-arg]
     )
@@ -188,19 +193,22 @@ async def test_other_targets_and_unwatched_namespaces_are_untouched(
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
+    foreign = unique("foreign")
+    unwatched = unique("unwatched")
+    scoped_ok = unique("scoped-ok")
     core = client.CoreV1Api(kube_api)
     watched = f"{namespace}-w"
     await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=watched)))
     scoped = await start_operator(target="scoped", namespaces=[watched])
     for ns in (namespace, watched):
         await create_secret(kube_client, ns, "pw", {"password": passwords.new()})
-    await kube_client.create(DATABASE_USERS, database_user("foreign", "pw", target="someone-else"), namespace)
-    await kube_client.create(DATABASE_USERS, database_user("unwatched", "pw", target="scoped"), namespace)
-    await kube_client.create(DATABASE_USERS, database_user("scoped-ok", "pw", target="scoped"), watched)
+    await kube_client.create(DATABASE_USERS, database_user(foreign, "pw", target="someone-else"), namespace)
+    await kube_client.create(DATABASE_USERS, database_user(unwatched, "pw", target="scoped"), namespace)
+    await kube_client.create(DATABASE_USERS, database_user(scoped_ok, "pw", target="scoped"), watched)
 
-    await wait_for_ready(kube_client, watched, "scoped-ok")  # the scoped instance works...
+    await wait_for_ready(kube_client, watched, scoped_ok)  # the scoped instance works...
     await asyncio.sleep(1.0)  # ...and has had time to (wrongly) touch the others
-    for name in ("foreign", "unwatched"):
+    for name in (foreign, unwatched):
         obj = await kube_client.get(DATABASE_USERS, name, namespace)
         assert "status" not in obj
         assert not obj["metadata"].get("finalizers")
@@ -215,15 +223,17 @@ async def test_kubectl_get_and_describe(
     kubectl: Runner,
     passwords: PasswordLedger,
 ) -> None:
+    shown = unique("shown")
+    shown_user = unique("shown_user")
     await create_secret(kube_client, namespace, "shown-pw", {"password": passwords.new()})
-    await kube_client.create(DATABASE_USERS, database_user("shown", "shown-pw", user="shown_user"), namespace)
-    await wait_for_ready(kube_client, namespace, "shown")
+    await kube_client.create(DATABASE_USERS, database_user(shown, "shown-pw", user=shown_user), namespace)
+    await wait_for_ready(kube_client, namespace, shown)
     table = kubectl("get", "dbu", "-n", namespace).stdout.splitlines()
     assert table[0].split() == ["NAME", "USER", "HOST", "READY", "REASON", "AGE"]
-    assert table[1].split()[:5] == ["shown", "shown_user", "%", "True", "AccountReady"]
+    assert table[1].split()[:5] == [shown, shown_user, "%", "True", "AccountReady"]
 
     for _ in range(50):  # events are written just after the status
-        described = kubectl("describe", "dbu", "shown", "-n", namespace).stdout
+        described = kubectl("describe", "dbu", shown, "-n", namespace).stdout
         if "AccountCreated" in described:
             break
         await asyncio.sleep(0.1)
@@ -243,6 +253,7 @@ async def test_an_admin_without_privileges_is_reported(
     passwords: PasswordLedger,
     tmp_path: Path,
 ) -> None:
+    unprivileged = unique("unprivileged")
     weak_password = passwords.new("admin")
     with mysql.connect() as connection, connection.cursor() as cursor:
         cursor.execute("CREATE USER 'weak_admin'@'%%' IDENTIFIED BY %s", (weak_password,))
@@ -258,14 +269,12 @@ async def test_an_admin_without_privileges_is_reported(
             ownership_schema="dbuser_operator_weak",
         )
         await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
-        await kube_client.create(
-            DATABASE_USERS, database_user("unprivileged", "pw", target="weak"), namespace
-        )
-        obj = await wait_for_ready(kube_client, namespace, "unprivileged", "False", "AdminPrivilegeMissing")
+        await kube_client.create(DATABASE_USERS, database_user(unprivileged, "pw", target="weak"), namespace)
+        obj = await wait_for_ready(kube_client, namespace, unprivileged, "False", "AdminPrivilegeMissing")
         message = ready(obj)["message"]  # type: ignore[index]
-        assert "'unprivileged'@'%'" in message
+        assert f"'{unprivileged}'@'%'" in message
         assert "1227" in message or "CREATE USER" in message  # the server's error code or words
-        assert not account_exists(mysql, "unprivileged")
+        assert not account_exists(mysql, unprivileged)
     finally:
         with mysql.connect() as connection, connection.cursor() as cursor:
             cursor.execute("DROP USER IF EXISTS 'weak_admin'@'%'")
@@ -281,11 +290,12 @@ async def test_a_hundred_users_become_ready(
 ) -> None:
     """Prints the time for 100 DatabaseUsers (each with its Secret) to become Ready; asserts they all do."""
     count = 100
+    bulk = unique("bulk")
     writes_before = api_writes()
     started = time.monotonic()
     for n in range(count):
-        await create_secret(kube_client, namespace, f"bulk-{n}", {"password": passwords.new()})
-        await kube_client.create(DATABASE_USERS, database_user(f"bulk-{n}", f"bulk-{n}"), namespace)
+        await create_secret(kube_client, namespace, f"{bulk}-{n}", {"password": passwords.new()})
+        await kube_client.create(DATABASE_USERS, database_user(f"{bulk}-{n}", f"{bulk}-{n}"), namespace)
     created = time.monotonic()
     while True:
         listed = await kube_client.list(DATABASE_USERS, namespace)
@@ -299,8 +309,8 @@ async def test_a_hundred_users_become_ready(
         f"{count} DatabaseUsers Ready {finished - started:.2f} s after the first create "
         f"({finished - created:.2f} s after the last)"
     )
-    assert account_exists(mysql, "bulk-0")
-    assert account_exists(mysql, f"bulk-{count - 1}")
+    assert account_exists(mysql, f"{bulk}-0")
+    assert account_exists(mysql, f"{bulk}-{count - 1}")
     await asyncio.sleep(1)  # the last Events
     # The test itself made 2 writes per user (Secret, DatabaseUser) through the same counted client.
     operator_writes = api_writes() - writes_before - 2 * count

@@ -35,6 +35,7 @@ from tests.integration.operator.helpers import (
     database_user,
     mysql_accounts,
     ready,
+    unique,
     wait_until_gone,
 )
 
@@ -181,11 +182,12 @@ async def test_passwords_with_any_printable_character_log_in(
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
+    printable = unique("printable")
     first = passwords.new()
     await create_secret(kube_client, namespace, "pw", {"password": first})
-    await kube_client.create(DATABASE_USERS, database_user("printable", "pw"), namespace)
+    await kube_client.create(DATABASE_USERS, database_user(printable, "pw"), namespace)
     deadline = time.monotonic() + 20
-    while not can_log_in(mysql, "printable", first):
+    while not can_log_in(mysql, printable, first):
         assert time.monotonic() < deadline
         await asyncio.sleep(0.05)
     for password in PASSWORDS:
@@ -194,6 +196,6 @@ async def test_passwords_with_any_printable_character_log_in(
         patch = {"stringData": {"password": password}}
         await kube_client.patch(SECRETS, "pw", patch, PatchType.MERGE, namespace=namespace)
         deadline = time.monotonic() + 10
-        while not can_log_in(mysql, "printable", password):
+        while not can_log_in(mysql, printable, password):
             assert time.monotonic() < deadline, f"password {password!r} never logged in"
             await asyncio.sleep(0.02)

@@ -29,6 +29,7 @@ from tests.integration.operator.helpers import (
     database_user,
     finalizers_become,
     mysql_query,
+    unique,
     wait_for_ready,
     wait_until_gone,
 )
@@ -73,22 +74,23 @@ async def test_removing_the_target_label_lets_go_and_restoring_it_resumes(
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
+    wanderer = unique("wanderer")
     password = passwords.new()
     await create_secret(kube_client, namespace, "pw", {"password": password})
-    await kube_client.create(DATABASE_USERS, database_user("wanderer", "pw"), namespace)
-    await wait_for_ready(kube_client, namespace, "wanderer")
+    await kube_client.create(DATABASE_USERS, database_user(wanderer, "pw"), namespace)
+    await wait_for_ready(kube_client, namespace, wanderer)
 
-    await set_target(kube_client, namespace, "wanderer", None)
-    await finalizers_become(kube_client, namespace, "wanderer", [])
-    assert can_log_in(mysql, "wanderer", password)  # left as it was
-    owned = mysql_query(mysql, "SELECT user FROM dbuser_operator.accounts WHERE user = 'wanderer'")
-    assert owned == [("wanderer",)]  # still recorded: reported as an orphan, resumed if the label returns
+    await set_target(kube_client, namespace, wanderer, None)
+    await finalizers_become(kube_client, namespace, wanderer, [])
+    assert can_log_in(mysql, wanderer, password)  # left as it was
+    owned = mysql_query(mysql, "SELECT user FROM dbuser_operator.accounts WHERE user = %s", wanderer)
+    assert owned == [(wanderer,)]  # still recorded: reported as an orphan, resumed if the label returns
     await eventually(
         lambda: bool(event_messages(kubectl, namespace, "LeftTarget")), timeout=10, what="LeftTarget"
     )
     (message,) = event_messages(kubectl, namespace, "LeftTarget")
     assert f"no longer labelled {TARGET_LABEL}={TARGET}" in message
-    assert "'wanderer'@'%' was left in MySQL" in message
+    assert f"'{wanderer}'@'%' was left in MySQL" in message
     await eventually(
         lambda: (REGISTRY.get_sample_value("dbuser_operator_orphaned_accounts") or 0) >= 1,
         timeout=10,
@@ -96,14 +98,14 @@ async def test_removing_the_target_label_lets_go_and_restoring_it_resumes(
     )
 
     # Back in scope: the same instance takes it up again, as its owner.
-    await set_target(kube_client, namespace, "wanderer", TARGET)
-    await finalizers_become(kube_client, namespace, "wanderer", [OURS])
-    await wait_for_ready(kube_client, namespace, "wanderer")
+    await set_target(kube_client, namespace, wanderer, TARGET)
+    await finalizers_become(kube_client, namespace, wanderer, [OURS])
+    await wait_for_ready(kube_client, namespace, wanderer)
 
     # Out of scope once more, then deleted: nothing holds the deletion, and the account is not dropped.
-    await set_target(kube_client, namespace, "wanderer", None)
-    await finalizers_become(kube_client, namespace, "wanderer", [])
-    await delete_and_find_the_account_left(kube_client, mysql, namespace, "wanderer")
+    await set_target(kube_client, namespace, wanderer, None)
+    await finalizers_become(kube_client, namespace, wanderer, [])
+    await delete_and_find_the_account_left(kube_client, mysql, namespace, wanderer)
 
 
 async def test_a_resource_relabelled_while_no_instance_watched_is_let_go_at_start(
@@ -114,24 +116,25 @@ async def test_a_resource_relabelled_while_no_instance_watched_is_let_go_at_star
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
+    asleep = unique("asleep")
     first = await start_operator(target="sweep")
     await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
-    await kube_client.create(DATABASE_USERS, database_user("asleep", "pw", target="sweep"), namespace)
-    await wait_for_ready(kube_client, namespace, "asleep")
+    await kube_client.create(DATABASE_USERS, database_user(asleep, "pw", target="sweep"), namespace)
+    await wait_for_ready(kube_client, namespace, asleep)
     first.stop.set()
     await first.task
 
-    await set_target(kube_client, namespace, "asleep", "nobody")
+    await set_target(kube_client, namespace, asleep, "nobody")
     await asyncio.sleep(0.5)
-    finalizers = (await kube_client.get(DATABASE_USERS, "asleep", namespace))["metadata"]["finalizers"]
+    finalizers = (await kube_client.get(DATABASE_USERS, asleep, namespace))["metadata"]["finalizers"]
     assert finalizers == [Scope(TARGET_LABEL, "sweep").finalizer]  # no instance of "sweep" runs
 
     await start_operator(target="sweep")
-    await finalizers_become(kube_client, namespace, "asleep", [])
+    await finalizers_become(kube_client, namespace, asleep, [])
     await eventually(
         lambda: bool(event_messages(kubectl, namespace, "LeftTarget")), timeout=10, what="LeftTarget"
     )
-    await delete_and_find_the_account_left(kube_client, mysql, namespace, "asleep")
+    await delete_and_find_the_account_left(kube_client, mysql, namespace, asleep)
 
 
 async def test_a_resource_moved_to_another_target_is_handed_over(
@@ -144,26 +147,27 @@ async def test_a_resource_moved_to_another_target_is_handed_over(
 ) -> None:
     # The other instance shares the MySQL server here, so it needs its own ownership schema and the adopt
     # annotation; on a platform, the other target is another server and the account is simply created there.
+    name = unique("mover")
     await start_operator(target="moved-to", ownership_schema="dbuser_operator_moved")
     theirs = Scope(TARGET_LABEL, "moved-to").finalizer
     password = passwords.new()
     await create_secret(kube_client, namespace, "pw", {"password": password})
-    mover = database_user("mover", "pw")
-    mover["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
-    await kube_client.create(DATABASE_USERS, mover, namespace)
-    await wait_for_ready(kube_client, namespace, "mover")
+    body = database_user(name, "pw")
+    body["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, name)
 
-    await set_target(kube_client, namespace, "mover", "moved-to")
-    await finalizers_become(kube_client, namespace, "mover", [theirs])  # ours off, theirs on
-    obj = await wait_for_ready(kube_client, namespace, "mover")
+    await set_target(kube_client, namespace, name, "moved-to")
+    await finalizers_become(kube_client, namespace, name, [theirs])  # ours off, theirs on
+    obj = await wait_for_ready(kube_client, namespace, name)
     assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
-    assert can_log_in(mysql, "mover", password)
+    assert can_log_in(mysql, name, password)
 
     # The new instance's finalizer holds the deletion until it has dropped the account.
-    await kube_client.delete(DATABASE_USERS, "mover", namespace)
-    await wait_until_gone(kube_client, namespace, "mover")
-    assert not account_exists(mysql, "mover")
-    forget_account(mysql, "mover")  # the first instance's ownership row
+    await kube_client.delete(DATABASE_USERS, name, namespace)
+    await wait_until_gone(kube_client, namespace, name)
+    assert not account_exists(mysql, name)
+    forget_account(mysql, name)  # the first instance's ownership row
     mysql_query(mysql, "DROP DATABASE dbuser_operator_moved")
 
 
@@ -174,16 +178,17 @@ async def test_the_legacy_shared_finalizer_comes_off_at_deletion(
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
+    old_timer = unique("old-timer")
     await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
-    old = database_user("old-timer", "pw")
+    old = database_user(old_timer, "pw")
     old["metadata"]["finalizers"] = [LEGACY_FINALIZER]  # as versions before per-target finalizers left it
     await kube_client.create(DATABASE_USERS, old, namespace)
-    await wait_for_ready(kube_client, namespace, "old-timer")
-    await finalizers_become(kube_client, namespace, "old-timer", [LEGACY_FINALIZER, OURS])
+    await wait_for_ready(kube_client, namespace, old_timer)
+    await finalizers_become(kube_client, namespace, old_timer, [LEGACY_FINALIZER, OURS])
 
-    await kube_client.delete(DATABASE_USERS, "old-timer", namespace)
-    await wait_until_gone(kube_client, namespace, "old-timer")
-    assert not account_exists(mysql, "old-timer")
+    await kube_client.delete(DATABASE_USERS, old_timer, namespace)
+    await wait_until_gone(kube_client, namespace, old_timer)
+    assert not account_exists(mysql, old_timer)
 
 
 @pytest.mark.parametrize(("length", "accepted"), [(MAX_TARGET_LENGTH, True), (MAX_TARGET_LENGTH + 1, False)])
