@@ -165,6 +165,8 @@ class Failover:
             f"--mysql-port={mysql_port or self.mysql.port}",
             f"--mysql-user={replica.mysql_user}",
             "--mysql-connect-timeout=2",
+            # Plain text: the fault proxy reads the statements off the wire (TLS would hide them from it).
+            "--mysql-ssl-mode=DISABLED",
             f"--target={self.target}",
             f"--namespaces={self.namespace}",
             f"--ownership-schema={self.schema}",
