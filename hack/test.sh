@@ -53,4 +53,7 @@ fi
 echo "--- test runs" >&2
 printf '%s\n' "${summaries[@]}" >&2
 echo "test suite wall time: $((SECONDS - start)) s" >&2
+# All runs together, as one closing line: "total: N passed, N failed, N skipped".
+count() { printf '%s\n' "${summaries[@]}" | grep -oE "[0-9]+ $1" | awk '{n += $1} END {print n + 0}'; }
+echo "total: $(count passed) passed, $(($(count failed) + $(count error))) failed, $(count skipped) skipped"
 exit "$status"
