@@ -315,10 +315,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     testbin = os.environ.get("DBUSER_OPERATOR_TESTBIN")
     binaries = Binaries.from_environment(*([Path(testbin)] if testbin else []))
     started = time.monotonic()
-    cluster = connect_cluster(binaries, workdir / "kube")
+    # No audit log, no general log: test instrumentation that would tax every write measured.
+    cluster = connect_cluster(binaries, workdir / "kube", audit=False)
     failed = True
     try:
-        with provide_mysql(workdir / "mysql") as provided:
+        with provide_mysql(workdir / "mysql", general_log=False) as provided:
             server = provided.admin if isinstance(provided, LocalMySQLServer) else provided
             mysql = MySQLAddress(server.host, server.port, server.user, server.password)
             asyncio.run(

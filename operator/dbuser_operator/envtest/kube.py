@@ -61,8 +61,9 @@ _REQUEST_TIMEOUT = 30
 class LocalControlPlane:
     """etcd and kube-apiserver on free loopback ports, with all state under ``workdir``."""
 
-    def __init__(self, binaries: Binaries, workdir: Path) -> None:
+    def __init__(self, binaries: Binaries, workdir: Path, *, audit: bool = True) -> None:
         self.workdir = workdir
+        self.audit = audit  # False: no audit log (benchmarks: it costs every write some time)
         self._pki = workdir / "pki"
         self._ca = CertificateAuthority()
         self.etcd_url = f"http://{LOOPBACK}:{free_port()}"
@@ -132,6 +133,15 @@ class LocalControlPlane:
             "--log-level=warn",
         ]
 
+    def _audit_argv(self) -> list[str]:
+        if not self.audit:
+            return []
+        return [
+            f"--audit-policy-file={self._pki / 'audit-policy.yaml'}",
+            f"--audit-log-path={self.workdir / 'audit.jsonl'}",
+            "--audit-log-maxsize=0",
+        ]
+
     def _apiserver_argv(self) -> list[str]:
         port = self.server_url.rsplit(":", 1)[1]
         return [
@@ -152,9 +162,7 @@ class LocalControlPlane:
             "--service-cluster-ip-range=10.0.0.0/24",
             "--disable-admission-plugins=ServiceAccount",
             "--allow-privileged=true",
-            f"--audit-policy-file={self._pki / 'audit-policy.yaml'}",
-            f"--audit-log-path={self.workdir / 'audit.jsonl'}",
-            "--audit-log-maxsize=0",
+            *self._audit_argv(),
             "--v=1",
         ]
 
@@ -289,12 +297,13 @@ def apiserver_binary_version(binary: Path) -> str:
     return output.split()[-1]
 
 
-def connect_cluster(binaries: Binaries, workdir: Path) -> KubeCluster:
-    """The cluster that ``KUBECONFIG`` names, or else a local control plane started under ``workdir``."""
+def connect_cluster(binaries: Binaries, workdir: Path, *, audit: bool = True) -> KubeCluster:
+    """The cluster that ``KUBECONFIG`` names, or else a local control plane started under ``workdir``
+    (``audit``: with its audit log)."""
     external = os.environ.get("KUBECONFIG")
     if external:
         return KubeCluster(kubeconfig=Path(external.split(os.pathsep)[0]))
-    control_plane = LocalControlPlane(binaries, workdir)
+    control_plane = LocalControlPlane(binaries, workdir, audit=audit)
     try:
         control_plane.start()
     except BaseException:

@@ -89,8 +89,8 @@ class LocalMySQLServer:
     The working directory holds everything of this server: ``data/``, the socket, ``tls/`` (a serving
     certificate of ``ca``, a fresh test CA by default, for 127.0.0.1 and localhost: every flavour speaks
     TLS), ``general.log`` (every statement, to attribute them) and ``mysqld.log`` (the error log).
-    ``tls=False`` starts it without TLS; ``certificate_names`` (DNS names, IP addresses) are what the
-    serving certificate names.
+    ``tls=False`` starts it without TLS, ``general_log=False`` without the general log;
+    ``certificate_names`` (DNS names, IP addresses) are what the serving certificate names.
     """
 
     def __init__(
@@ -100,10 +100,12 @@ class LocalMySQLServer:
         ca: CertificateAuthority | None = None,
         *,
         tls: bool = True,
+        general_log: bool = True,
         certificate_names: tuple[Sequence[str], Sequence[str]] = (("localhost",), (LOOPBACK,)),
     ) -> None:
         self.flavour = flavour or locate(selected_flavour())
         self.tls = tls
+        self.general_log_on = general_log  # False: no general log (benchmarks: it costs every statement)
         self._certificate_names = certificate_names
         self.workdir = workdir
         self.datadir = workdir / "data"
@@ -175,7 +177,7 @@ class LocalMySQLServer:
             "--innodb-buffer-pool-size=64M",
             "--max-connections=500",
             *self._tls_argv(),
-            "--general-log=1",
+            f"--general-log={int(self.general_log_on)}",
             f"--general-log-file={self._inner(self.general_log)}",
             *(["--mysqlx=OFF", "--log-error-verbosity=2"] if mysql else ["--log-warnings=1"]),
         ]
@@ -279,8 +281,11 @@ def describe_mysql() -> str:
 
 
 @contextmanager
-def provide_mysql(workdir: Path, image: str | None = None) -> Iterator[MySQLServer | LocalMySQLServer]:
-    """``MYSQL_URL`` if set; else a testcontainers MySQL if Docker answers; else a local server.
+def provide_mysql(
+    workdir: Path, image: str | None = None, *, general_log: bool = True
+) -> Iterator[MySQLServer | LocalMySQLServer]:
+    """``MYSQL_URL`` if set; else a testcontainers MySQL if Docker answers; else a local server
+    (``general_log``: with its general log).
 
     Yields a :class:`MySQLServer` (URL or container) or a running :class:`LocalMySQLServer`, stopped on exit.
     """
@@ -298,7 +303,7 @@ def provide_mysql(workdir: Path, image: str | None = None) -> Iterator[MySQLServ
             port = int(container.get_exposed_port(3306))
             yield MySQLServer(host, port, "root", password, origin="container")
         return
-    server = LocalMySQLServer(workdir)
+    server = LocalMySQLServer(workdir, general_log=general_log)
     try:
         server.start()
         yield server
