@@ -16,6 +16,8 @@ import contextlib
 import re
 from dataclasses import dataclass, field
 
+from tests.support.tcp_proxy import LoopbackProxy
+
 _COM_QUERY = 0x03
 _WRITE = re.compile(rb"^\s*(CREATE|ALTER|DROP|GRANT|REVOKE|INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
 _FENCING_TABLES = (b"leader_sessions", b"leader_epoch")
@@ -38,32 +40,20 @@ class _Connection:
     holding: bool = False
 
 
-class FaultProxy:
+class FaultProxy(LoopbackProxy):
     """Forwards 127.0.0.1:<port> to a target; ``hold_writes``/``release`` and ``cut`` (see the module)."""
 
     def __init__(self, target_host: str, target_port: int, *, mysql: bool = True) -> None:
         """``mysql=False``: any protocol (TLS to the API server, say): ``cut`` only, no holding."""
-        self.target = (target_host, target_port)
+        super().__init__(target_host, target_port)
         self.mysql = mysql
-        self.port = 0
         self.held_writes: list[bytes] = []  # every write statement held so far (COM_QUERY text)
-        self._server: asyncio.Server | None = None
         self._connections: list[_Connection] = []
-        self._tasks: set[asyncio.Task[None]] = set()
         self._hold = False
         self._cut = False
 
-    async def __aenter__(self) -> FaultProxy:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+    async def __aexit__(self, *exc_info: object) -> None:
+        await super().__aexit__(*exc_info)
         for connection in self._connections:
             for writer in (connection.upstream, connection.downstream):
                 with contextlib.suppress(Exception):
@@ -91,20 +81,14 @@ class FaultProxy:
         if self._cut:
             self._spawn(_swallow(reader))  # accepted, then silence
             return
-        try:
-            upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
-        except OSError:
-            writer.close()
+        upstream = await self._connect(writer)
+        if upstream is None:
             return
+        upstream_reader, upstream_writer = upstream
         connection = _Connection(upstream_writer, writer)
         self._connections.append(connection)
         self._spawn(self._client_to_server(reader, connection))
         self._spawn(self._server_to_client(upstream_reader, connection))
-
-    def _spawn(self, coroutine: object) -> None:
-        task = asyncio.ensure_future(coroutine)  # type: ignore[call-overload]
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def _client_to_server(self, reader: asyncio.StreamReader, connection: _Connection) -> None:
         buffer = b""

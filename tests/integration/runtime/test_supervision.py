@@ -279,28 +279,14 @@ class GoneOnce(KubeClient):
         self.calls.append(("list", page["metadata"]["resourceVersion"]))
         return page
 
-    async def watch(
-        self,
-        resource: Resource,
-        namespace: str | None,
-        *,
-        resource_version: str,
-        timeout_seconds: int,
-        label_selector: str | None = None,
-    ) -> aiohttp.ClientResponse:
+    async def watch(self, *args: Any, resource_version: str, **kwargs: Any) -> aiohttp.ClientResponse:
         if self.gone_next:
             self.gone_next = False
             self.calls.append(("gone", resource_version))
             status = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
             raise api_error(410, "Gone", json.dumps(status).encode())
         self.calls.append(("watch", resource_version))
-        return await super().watch(
-            resource,
-            namespace,
-            resource_version=resource_version,
-            timeout_seconds=timeout_seconds,
-            label_selector=label_selector,
-        )
+        return await super().watch(*args, resource_version=resource_version, **kwargs)
 
 
 async def test_a_410_from_the_watch_request_itself_relists(
