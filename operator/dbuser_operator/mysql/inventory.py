@@ -1,10 +1,10 @@
 """The state of every owned account at once, with a fixed number of queries however many there are.
 
 :func:`inventory` sends :data:`QUERIES` (two) queries: the bookkeeping table ``LEFT JOIN mysql.user``
-(presence, limits, TLS, the authentication string's fingerprint), and the three ``information_schema``
-privilege tables, joined to the bookkeeping table on the GRANTEE string and united (``UNION ALL``). The
-rest is done here: the operator compares each account's state with its resource's spec without another
-round trip.
+(presence, limits, TLS requirement and identity, the authentication string's fingerprint), and the three
+``information_schema`` privilege tables, joined to the bookkeeping table on the GRANTEE string and united
+(``UNION ALL``). The rest is done here: the operator compares each account's state with its resource's
+spec without another round trip.
 
 Collations: ``mysql.user.User`` is binary on both servers (``utf8mb3_bin``) and ``Host`` is binary on
 MariaDB, case-insensitive ASCII on MySQL; the bookkeeping table's ASCII columns are converted to the
@@ -49,7 +49,7 @@ class AccountState:
 _ACCOUNTS: Final = (
     "SELECT o.user, o.host, o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User,"
     " u.max_user_connections, u.max_questions, u.max_updates, u.max_connections, u.ssl_type,"
-    " SHA2(u.authentication_string, 256)"
+    " u.x509_issuer, u.x509_subject, u.ssl_cipher, SHA2(u.authentication_string, 256)"
     " FROM {table} o LEFT JOIN mysql.user u ON u.User = o.user AND u.Host = LOWER(o.host)"
 )
 
@@ -91,8 +91,8 @@ async def inventory(db: Database, schema: str) -> dict[tuple[str, str], AccountS
         result[(user, host)] = AccountState(
             owner=owner,
             present=present,
-            options=AccountOptions.from_row(*row[7:12]) if present else None,
-            password_intact=compare_fingerprints(row[5], row[12]) if present else None,
+            options=AccountOptions.from_columns(row[7:15]) if present else None,
+            password_intact=compare_fingerprints(row[5], row[15]) if present else None,
             grants=grants_from_rows(rows_by_account.get((user, host), [])) if present else frozenset(),
         )
     return result

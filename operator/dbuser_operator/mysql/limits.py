@@ -1,20 +1,23 @@
-"""Account options: connection and query limits, and whether the account must use TLS.
+"""Account options: connection and query limits, and what the account must show over TLS.
 
 Read from ``mysql.user`` (a table on MySQL, a view on MariaDB; the same columns) and written with one
-``ALTER USER ... REQUIRE SSL|NONE WITH MAX_QUERIES_PER_HOUR n MAX_UPDATES_PER_HOUR n
-MAX_CONNECTIONS_PER_HOUR n MAX_USER_CONNECTIONS n`` (MySQL 8.0/8.4 and MariaDB 10.6+), only when something
-differs. The numbers are checked ints rendered by :mod:`.identifiers`, never text from outside.
+``ALTER USER ... REQUIRE NONE|SSL|X509|<issuer, subject, cipher> WITH MAX_QUERIES_PER_HOUR n
+MAX_UPDATES_PER_HOUR n MAX_CONNECTIONS_PER_HOUR n MAX_USER_CONNECTIONS n`` (MySQL 8.0/8.4 and MariaDB
+10.6+), only when something differs. The numbers are checked ints rendered by :mod:`.identifiers`, never text
+from outside; issuer, subject and cipher are checked (:mod:`.tls_identity`) and travel as query parameters.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Final
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Final, LiteralString
 
 from dbuser_operator.mysql.connection import Database, Row
 from dbuser_operator.mysql.errors import InvalidOptionsError, checked_input
 from dbuser_operator.mysql.identifiers import account, unsigned_literal, validate_host, validate_user
 from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.tls_identity import SSL_NONE, TLSIdentity
 
 LIMIT_MAX: Final = 4294967295
 """The largest hourly limit: MySQL and MariaDB store them as unsigned 32-bit integers (MariaDB silently
@@ -24,19 +27,15 @@ USER_CONNECTIONS_MAX: Final = 2147483647
 """The largest MAX_USER_CONNECTIONS both servers accept: MariaDB's grammar takes a signed 32-bit integer
 (a larger value is a syntax error there); MySQL would take up to 4294967295."""
 
-# mysql.user.ssl_type: '' (REQUIRE NONE), ANY (REQUIRE SSL), X509, SPECIFIED (issuer, subject or cipher).
-_SSL_NONE, _SSL_ANY = "", "ANY"
-_STRICTER_TLS: Final = frozenset({"X509", "SPECIFIED"})
-
 
 @dataclass(frozen=True)
 class AccountOptions:
     """The account's limits (0: none of its own) and TLS requirement.
 
-    ``other_tls_requirement`` is what the operator never asks for: ``X509`` or ``SPECIFIED`` (a certificate,
-    issuer, subject or cipher required, by hand); :func:`read_options` reports it (with ``require_tls``
-    true), so that it differs from any wanted options and :func:`apply_options` puts back ``REQUIRE SSL``
-    or ``NONE``. The constructor checks ranges and types (:class:`~.errors.InvalidOptionsError`).
+    ``require_tls``: TLS at all (REQUIRE SSL); ``tls_identity``: what the connection must show on top
+    (a client certificate, an issuer, subject or cipher), which implies ``require_tls``. The constructor
+    checks ranges and types (:class:`~.errors.InvalidOptionsError`); an identity read from the server is
+    taken as it is, one to write is checked by :func:`alter_statement`.
     """
 
     max_user_connections: int = 0
@@ -44,23 +43,22 @@ class AccountOptions:
     max_updates_per_hour: int = 0
     max_connections_per_hour: int = 0
     require_tls: bool = False
-    other_tls_requirement: str = ""
+    tls_identity: TLSIdentity = field(default_factory=TLSIdentity)
 
     def __post_init__(self) -> None:
-        for field in fields(self)[:4]:
-            value = getattr(self, field.name)
-            limit = USER_CONNECTIONS_MAX if field.name == "max_user_connections" else LIMIT_MAX
+        for limit_field in fields(self)[:4]:
+            value = getattr(self, limit_field.name)
+            limit = USER_CONNECTIONS_MAX if limit_field.name == "max_user_connections" else LIMIT_MAX
             if type(value) is not int or not 0 <= value <= limit:
                 raise InvalidOptionsError(
-                    f"{field.name} must be an integer from 0 to {limit}, not {value!r}"[:200]
+                    f"{limit_field.name} must be an integer from 0 to {limit}, not {value!r}"[:200]
                 )
         if type(self.require_tls) is not bool:
             raise InvalidOptionsError(f"require_tls must be a boolean, not {self.require_tls!r}"[:200])
-        if self.other_tls_requirement not in _STRICTER_TLS | {""}:
-            shown = repr(self.other_tls_requirement)[:80]
-            raise InvalidOptionsError(f"other_tls_requirement must be '', 'X509' or 'SPECIFIED', not {shown}")
-        if self.other_tls_requirement and not self.require_tls:
-            raise InvalidOptionsError(f"REQUIRE {self.other_tls_requirement} implies require_tls")
+        if not isinstance(self.tls_identity, TLSIdentity):
+            raise InvalidOptionsError(f"tls_identity must be a TLSIdentity, not {self.tls_identity!r}"[:200])
+        if self.tls_identity and not self.require_tls:
+            raise InvalidOptionsError("a TLS identity (X509, issuer, subject, cipher) implies require_tls")
 
     @classmethod
     def from_row(
@@ -71,16 +69,36 @@ class AccountOptions:
         max_connections: object,
         ssl_type: object,
     ) -> AccountOptions:
-        """From the ``mysql.user`` columns (in this order)."""
+        """From the ``mysql.user`` columns (in this order); the TLS identity from ``ssl_type`` alone (a
+        certificate, or nothing: :meth:`from_columns` reads issuer, subject and cipher too)."""
         tls = "" if ssl_type is None else str(ssl_type)
         return cls(
             max_user_connections=_number(max_user_connections),
             max_queries_per_hour=_number(max_questions),
             max_updates_per_hour=_number(max_updates),
             max_connections_per_hour=_number(max_connections),
-            require_tls=tls != _SSL_NONE,
-            other_tls_requirement=tls if tls in _STRICTER_TLS else "",
+            require_tls=tls != SSL_NONE,
+            tls_identity=TLSIdentity.from_row(tls, None, None, None),
         )
+
+    @classmethod
+    def from_columns(cls, values: Sequence[object]) -> AccountOptions:
+        """From the values of :data:`COLUMNS`, in that order."""
+        identity = TLSIdentity.from_row(values[4], *values[5:8])
+        return replace(cls.from_row(*values[:5]), tls_identity=identity)
+
+
+COLUMNS: Final = (
+    "max_user_connections",
+    "max_questions",
+    "max_updates",
+    "max_connections",
+    "ssl_type",
+    "x509_issuer",
+    "x509_subject",
+    "ssl_cipher",
+)
+"""The ``mysql.user`` columns :meth:`AccountOptions.from_columns` reads, in its order."""
 
 
 def _number(value: object) -> int:
@@ -92,19 +110,17 @@ async def read_options(db: Database, user: str, host: str) -> AccountOptions | N
     as both servers store them."""
     with checked_input():
         statement = Statement(
-            "SELECT max_user_connections, max_questions, max_updates, max_connections, ssl_type"
-            " FROM mysql.user WHERE User = %s AND Host = %s",
+            "SELECT max_user_connections, max_questions, max_updates, max_connections, ssl_type,"
+            " x509_issuer, x509_subject, ssl_cipher FROM mysql.user WHERE User = %s AND Host = %s",
             validate_user(user),
             validate_host(host).lower(),
         )
     rows: list[Row] = await db.fetch(statement)
-    return AccountOptions.from_row(*rows[0]) if rows else None
+    return AccountOptions.from_columns(rows[0]) if rows else None
 
 
 def alter_statement(user: str, host: str, options: AccountOptions) -> Statement:
-    """``ALTER USER 'user'@'host' REQUIRE SSL|NONE WITH MAX_QUERIES_PER_HOUR n ...``."""
-    if options.other_tls_requirement:
-        raise InvalidOptionsError(f"REQUIRE {options.other_tls_requirement} is not an option to set")
+    """``ALTER USER 'user'@'host' REQUIRE NONE|SSL|X509|ISSUER %s AND ... WITH MAX_QUERIES_PER_HOUR n``."""
     with checked_input():
         who = account(user, host)
     fragments = {
@@ -113,18 +129,17 @@ def alter_statement(user: str, host: str, options: AccountOptions) -> Statement:
         "connections": unsigned_literal(options.max_connections_per_hour),
         "user_connections": unsigned_literal(options.max_user_connections),
     }
-    if options.require_tls:
-        return Statement(
-            "ALTER USER {account} REQUIRE SSL WITH MAX_QUERIES_PER_HOUR {queries}"
-            " MAX_UPDATES_PER_HOUR {updates} MAX_CONNECTIONS_PER_HOUR {connections}"
-            " MAX_USER_CONNECTIONS {user_connections}",
-            account=who,
-            **fragments,
-        )
+    require: LiteralString
+    params: tuple[str, ...] = ()
+    if options.tls_identity.checked():
+        require, params = options.tls_identity.require_clause()
+    else:
+        require = "SSL" if options.require_tls else "NONE"
     return Statement(
-        "ALTER USER {account} REQUIRE NONE WITH MAX_QUERIES_PER_HOUR {queries}"
+        "ALTER USER {account} REQUIRE " + require + " WITH MAX_QUERIES_PER_HOUR {queries}"
         " MAX_UPDATES_PER_HOUR {updates} MAX_CONNECTIONS_PER_HOUR {connections}"
         " MAX_USER_CONNECTIONS {user_connections}",
+        *params,
         account=who,
         **fragments,
     )

@@ -13,6 +13,7 @@ from dbuser_operator.mysql.limits import (
     apply_options,
     read_options,
 )
+from dbuser_operator.mysql.tls_identity import TLSIdentity
 from tests.integration.mysql.support import Accounts, admin, admin_rows, login, login_error
 
 pytestmark = pytest.mark.integration
@@ -86,15 +87,18 @@ async def test_require_tls_on_and_off(db: Database, mysql: MySQLServer, accounts
     assert login(mysql, user, "pw", tls=False) == f"{user}@%"
 
 
-@pytest.mark.parametrize(("requirement", "ssl_type"), [("X509", "X509"), ("SUBJECT '/CN=app'", "SPECIFIED")])
+@pytest.mark.parametrize(
+    ("requirement", "identity"),
+    [("X509", TLSIdentity(x509=True)), ("SUBJECT '/CN=app'", TLSIdentity(subject="/CN=app"))],
+)
 async def test_a_stricter_tls_requirement_by_hand_is_put_back(
-    db: Database, mysql: MySQLServer, accounts_made: Accounts, requirement: str, ssl_type: str
+    db: Database, mysql: MySQLServer, accounts_made: Accounts, requirement: str, identity: TLSIdentity
 ) -> None:
     user = await new_account(db, accounts_made)
     admin(mysql, f"ALTER USER '{user}'@'%' REQUIRE {requirement}")
 
     found = await read_options(db, user, "%")
-    assert found == AccountOptions(require_tls=True, other_tls_requirement=ssl_type)
+    assert found == AccountOptions(require_tls=True, tls_identity=identity)
     assert found != AccountOptions(require_tls=True)
 
     assert await apply_options(db, user, "%", AccountOptions(require_tls=True)) is True

@@ -6,6 +6,7 @@ import pytest
 
 from dbuser_operator.mysql import InvalidAccountError, InvalidOptionsError
 from dbuser_operator.mysql.limits import LIMIT_MAX, USER_CONNECTIONS_MAX, AccountOptions, alter_statement
+from dbuser_operator.mysql.tls_identity import TLSIdentity
 
 
 def test_defaults_mean_no_limits_and_no_tls() -> None:
@@ -13,7 +14,8 @@ def test_defaults_mean_no_limits_and_no_tls() -> None:
     assert (options.max_user_connections, options.max_queries_per_hour) == (0, 0)
     assert (options.max_updates_per_hour, options.max_connections_per_hour) == (0, 0)
     assert options.require_tls is False
-    assert options.other_tls_requirement == ""
+    assert options.tls_identity == TLSIdentity()
+    assert not options.tls_identity
 
 
 def test_largest_values() -> None:
@@ -35,7 +37,7 @@ def test_largest_values() -> None:
         ("max_queries_per_hour", "1 MAX_USER_CONNECTIONS 5"),
         ("require_tls", 1),
         ("require_tls", "false"),
-        ("other_tls_requirement", "CIPHER 'x'"),
+        ("tls_identity", "CIPHER 'x'"),
     ],
 )
 def test_out_of_range_or_of_the_wrong_type(field: str, value: object) -> None:
@@ -44,25 +46,29 @@ def test_out_of_range_or_of_the_wrong_type(field: str, value: object) -> None:
     assert refused.value.reason == "InvalidOptions"
 
 
-def test_a_stricter_requirement_implies_tls() -> None:
+def test_a_tls_identity_implies_tls() -> None:
     with pytest.raises(InvalidOptionsError, match="implies require_tls"):
-        AccountOptions(other_tls_requirement="X509")
+        AccountOptions(tls_identity=TLSIdentity(x509=True))
 
 
 @pytest.mark.parametrize(
-    ("ssl_type", "require_tls", "other"),
+    ("columns", "require_tls", "identity"),
     [
-        ("", False, ""),
-        (None, False, ""),
-        ("ANY", True, ""),
-        ("X509", True, "X509"),
-        ("SPECIFIED", True, "SPECIFIED"),
+        (("", b"", b"", b""), False, TLSIdentity()),
+        ((None, None, None, None), False, TLSIdentity()),
+        (("ANY", b"", b"", b""), True, TLSIdentity()),
+        (("X509", "", "", ""), True, TLSIdentity(x509=True)),
+        (("SPECIFIED", b"/CN=ca", b"/CN=app", b""), True, TLSIdentity(issuer="/CN=ca", subject="/CN=app")),
+        (("SPECIFIED", "", "", "TLS_AES_256_GCM_SHA384"), True, TLSIdentity(cipher="TLS_AES_256_GCM_SHA384")),
     ],
 )
-def test_from_a_mysql_user_row(ssl_type: str | None, require_tls: bool, other: str) -> None:
-    options = AccountOptions.from_row(1, "2", 3, 4, ssl_type)
-    assert options == AccountOptions(1, 2, 3, 4, require_tls, other)
-    if other:
+def test_from_mysql_user_columns(
+    columns: tuple[object, ...], require_tls: bool, identity: TLSIdentity
+) -> None:
+    """Blobs on MySQL (bytes), text on MariaDB (a view over JSON): the same options."""
+    options = AccountOptions.from_columns((1, "2", 3, 4, *columns))
+    assert options == AccountOptions(1, 2, 3, 4, require_tls, identity)
+    if identity:
         assert options != AccountOptions(1, 2, 3, 4, True)  # a requirement set by hand is drift
 
 
@@ -79,8 +85,52 @@ def test_the_alter_user_statement() -> None:
     )
 
 
-def test_the_statement_refuses_bad_accounts_and_unsettable_requirements() -> None:
+def test_the_statement_refuses_bad_accounts() -> None:
     with pytest.raises(InvalidAccountError):
         alter_statement("a b", "%", AccountOptions())
-    with pytest.raises(InvalidOptionsError, match="not an option to set"):
-        alter_statement("app", "%", AccountOptions(require_tls=True, other_tls_requirement="X509"))
+
+
+def tls(**identity: object) -> AccountOptions:
+    return AccountOptions(require_tls=True, tls_identity=TLSIdentity(**identity))  # type: ignore[arg-type]
+
+
+def test_the_statement_with_a_client_certificate() -> None:
+    statement = alter_statement("app", "%", tls(x509=True))
+    assert statement.params == ()
+    assert statement.text.startswith("ALTER USER 'app'@'%' REQUIRE X509 WITH MAX_QUERIES_PER_HOUR 0")
+
+
+def test_issuer_subject_and_cipher_are_parameters() -> None:
+    statement = alter_statement(
+        "app", "10.0.%", tls(issuer="/CN=ca", subject="/O=it's/CN=a\\b", cipher="TLS_AES_256_GCM_SHA384")
+    )
+    assert statement.text == (
+        "ALTER USER 'app'@'10.0.%%' REQUIRE ISSUER %s AND SUBJECT %s AND CIPHER %s WITH"
+        " MAX_QUERIES_PER_HOUR 0 MAX_UPDATES_PER_HOUR 0 MAX_CONNECTIONS_PER_HOUR 0 MAX_USER_CONNECTIONS 0"
+    )
+    assert statement.params == ("/CN=ca", "/O=it's/CN=a\\b", "TLS_AES_256_GCM_SHA384")
+    assert alter_statement("app", "%", tls(subject="/CN=app")).params == ("/CN=app",)
+
+
+@pytest.mark.parametrize(
+    ("identity", "message"),
+    [
+        ({"x509": True, "subject": "/CN=a"}, "cannot be combined"),
+        ({"subject": "CN=app"}, "invalid subject"),  # not OpenSSL's one-line form
+        ({"subject": "/CN=a\x00b"}, "invalid subject"),
+        ({"issuer": "/CN=caf\u00e9"}, "invalid issuer"),  # non-ASCII: the server compares \\xHH
+        ({"issuer": "/CN=a\nb"}, "invalid issuer"),
+        ({"subject": "/" + "a" * 1024}, "at most 1024"),
+        ({"cipher": "AES' OR '1"}, "invalid cipher"),
+        ({"cipher": "A:B"}, "invalid cipher"),
+        ({"subject": 5}, "must be a string"),
+        ({"x509": "yes"}, "must be a boolean"),
+    ],
+)
+def test_hostile_or_unusable_identities_are_refused_before_sending(
+    identity: dict[str, object], message: str
+) -> None:
+    with pytest.raises(InvalidOptionsError, match=message) as refused:
+        alter_statement("app", "%", tls(**identity))
+    assert "\x00" not in str(refused.value)
+    assert "\n" not in str(refused.value)
