@@ -7,6 +7,8 @@ both before any statement is sent. The statements work on MySQL 8.0/8.4 and Mari
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import SecretStr
 
 from dbuser_operator.mysql.connection import Database
@@ -18,6 +20,9 @@ from dbuser_operator.mysql.errors import (
 )
 from dbuser_operator.mysql.identifiers import account, validate_host, validate_user
 from dbuser_operator.mysql.statement import Statement
+
+if TYPE_CHECKING:
+    from dbuser_operator.mysql.authentication import Method
 
 _OPERATION_FAILED = 1396  # CREATE/ALTER/DROP USER failed for the account
 
@@ -48,15 +53,21 @@ async def exists(db: Database, user: str, host: str) -> bool:
     return bool(await db.fetch(statement))
 
 
-async def create(db: Database, user: str, host: str, password: str | SecretStr) -> None:
-    """Create the account. One that exists already is left as it is, password included, and the server's
+async def create(
+    db: Database, user: str, host: str, password: str | SecretStr | None, method: Method | None = None
+) -> None:
+    """Create the account, with the server's default plugin or ``method``'s (``password`` None for a
+    plugin that takes none). One that exists already is left as it is, password included, and the server's
     refusal raised (:class:`~.errors.AccountExistsError`): the caller did not create it."""
     with checked_input():
-        statement = Statement(
-            "CREATE USER {account} IDENTIFIED BY %s",
-            validate_password(password),
-            account=account(user, host),
-        )
+        if method is not None:
+            statement = method.identified("CREATE USER", account(user, host), password)
+        else:
+            statement = Statement(
+                "CREATE USER {account} IDENTIFIED BY %s",
+                validate_password("" if password is None else password),
+                account=account(user, host),
+            )
     try:
         await db.execute(statement, idempotent=False)  # sent again, it would find its own account
     except InvalidAccountError as error:
@@ -65,12 +76,20 @@ async def create(db: Database, user: str, host: str, password: str | SecretStr) 
         raise
 
 
-async def set_password(db: Database, user: str, host: str, password: str | SecretStr) -> None:
-    """Set the account's password (InvalidAccountError, code 1396, when the account does not exist)."""
+async def set_password(
+    db: Database, user: str, host: str, password: str | SecretStr | None, method: Method | None = None
+) -> None:
+    """Set the account's password (InvalidAccountError, code 1396, when the account does not exist);
+    with ``method``, its plugin too (the password None for a plugin that takes none)."""
     with checked_input():
-        statement = Statement(
-            "ALTER USER {account} IDENTIFIED BY %s", validate_password(password), account=account(user, host)
-        )
+        if method is not None:
+            statement = method.identified("ALTER USER", account(user, host), password)
+        else:
+            statement = Statement(
+                "ALTER USER {account} IDENTIFIED BY %s",
+                validate_password("" if password is None else password),
+                account=account(user, host),
+            )
     await db.execute(statement)
 
 

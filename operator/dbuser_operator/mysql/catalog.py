@@ -28,3 +28,12 @@ def authentication_string(server: ServerInfo, alias: str) -> SQL:
     if server.flavour == "mariadb":
         return SQL(f"IFNULL(JSON_VALUE({alias}.Priv, '$.authentication_string'), '')")
     return SQL(f"{alias}.authentication_string")
+
+
+def plugin(server: ServerInfo, alias: str) -> SQL:
+    """The account's authentication plugin, from :func:`accounts_table` aliased ``alias`` (a constant)."""
+    if not alias.isidentifier():
+        raise ValueError(f"not an alias: {alias!r}")
+    if server.flavour == "mariadb":
+        return SQL(f"IFNULL(JSON_VALUE({alias}.Priv, '$.plugin'), '')")
+    return SQL(f"{alias}.plugin")

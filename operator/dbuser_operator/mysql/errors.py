@@ -98,6 +98,12 @@ class TLSError(MySQLError):
     reason = "TLSError"
 
 
+class PluginUnavailableError(MySQLError):
+    """The authentication plugin is not loaded in the server."""
+
+    reason = "PluginUnavailable"
+
+
 class ServerError(MySQLError):
     """Any other error; ``code`` says which."""
 
@@ -182,6 +188,7 @@ _INVALID_GRANT = frozenset(
         1221,  # incorrect usage of DB GRANT and GLOBAL PRIVILEGES
     }
 )
+_PLUGIN_UNAVAILABLE = frozenset({1524})  # plugin is not loaded
 _STATEMENT_ECHO = frozenset({1064, 1149})  # syntax errors quote the statement text near the error
 _TLS = frozenset({2026})  # SSL connection error
 
@@ -194,6 +201,7 @@ _CLASSES: tuple[tuple[frozenset[int], type[MySQLError]], ...] = (
     (_PASSWORD_REJECTED, PasswordRejectedError),
     (_INVALID_GRANT, InvalidGrantError),
     (_TLS, TLSError),
+    (_PLUGIN_UNAVAILABLE, PluginUnavailableError),
 )
 
 

@@ -21,6 +21,7 @@ same password: record the fingerprint again after every password change of the o
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Final
 
@@ -220,12 +221,14 @@ class Lookup:
 
     ``owner``: who owns it (None: nobody). ``exists``: the account exists. ``password_intact``: its
     authentication string still has the recorded fingerprint (None when nothing can be compared: not
-    owned, no fingerprint recorded, or no account).
+    owned, no fingerprint recorded, or no account). ``plugin``: its authentication plugin (None: no account;
+    not compared: two lookups are equal when owner, existence and fingerprint are).
     """
 
     owner: Owner | None
     exists: bool
     password_intact: bool | None
+    plugin: str | None = dataclasses.field(default=None, compare=False)
 
 
 async def lookup(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> Lookup:
@@ -233,7 +236,7 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
     user, host = _key(user, host)
     rows = await db.fetch(
         Statement(
-            "SELECT o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User, SHA2({auth}, 256)"
+            "SELECT o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User, SHA2({auth}, 256), {plugin}"
             " FROM (SELECT 1) AS one"
             " LEFT JOIN {table} o ON o.user = %s AND o.host = %s"
             " LEFT JOIN {accounts} u ON u.User = %s AND u.Host = %s",
@@ -244,13 +247,14 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
             table=table(schema),
             accounts=catalog.accounts_table(server),
             auth=catalog.authentication_string(server, "u"),
+            plugin=catalog.plugin(server, "u"),
         )
     )
-    uid, namespace, name, recorded, account, current = rows[0]
+    uid, namespace, name, recorded, account, current, plugin = rows[0]
     owner = Owner(str(uid), str(namespace), str(name)) if uid is not None else None
     exists = account is not None
     intact = compare_fingerprints(recorded, current) if owner is not None and exists else None
-    return Lookup(owner, exists, intact)
+    return Lookup(owner, exists, intact, str(plugin) if exists and plugin is not None else None)
 
 
 def compare_fingerprints(recorded: object, current: object) -> bool | None:

@@ -217,6 +217,8 @@ async def test_lookup_tells_owner_existence_and_fingerprint_in_one_query(
 
     await record_fingerprint(db, owned_schema, user, "App.Example.com", server)
     assert await lookup(db, owned_schema, user, "App.Example.com", server) == Lookup(ALICE, True, True)
+    default = "mysql_native_password" if server.flavour == "mariadb" else "caching_sha2_password"
+    assert (await lookup(db, owned_schema, user, "App.Example.com", server)).plugin == default
 
     await forget(db, owned_schema, user, "App.Example.com", ALICE.uid)
     assert await lookup(db, owned_schema, user, "App.Example.com", server) == Lookup(None, True, None)
