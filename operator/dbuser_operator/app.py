@@ -10,6 +10,7 @@ import structlog
 from kubernetes_asyncio import client, config
 
 from dbuser_operator.controllers.account import AccountStep
+from dbuser_operator.controllers.authentication import AuthenticationStep
 from dbuser_operator.controllers.departed import DepartedSweep
 from dbuser_operator.controllers.finalizer import FinalizerStep
 from dbuser_operator.controllers.grants import GrantsStep
@@ -151,6 +152,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         ),
         PasswordStep(secrets),
         OwnershipStep(target, LiveOwners(kube)),
+        AuthenticationStep(target),
         AccountStep(target),
         OptionsStep(target),
         GrantsStep(target),

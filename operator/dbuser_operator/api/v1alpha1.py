@@ -22,7 +22,7 @@ from typing import Annotated, Any, Final, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from dbuser_operator.mysql import grants
+from dbuser_operator.mysql import authentication, grants, tls_identity
 
 GROUP: Final = "mysql.dbuser-operator.dev"
 VERSION: Final = "v1alpha1"
@@ -142,6 +142,30 @@ TABLE_PRIVILEGES: Final[tuple[Privilege, ...]] = tuple(
     name for name in PRIVILEGES if name == grants.ALL or name in grants.TABLE_PRIVILEGES
 )
 """The privileges that MySQL grants on a single table (ALL meaning all of them)."""
+
+AuthenticationPlugin = Literal[
+    "caching_sha2_password",
+    "sha256_password",
+    "mysql_native_password",
+    "ed25519",
+    "auth_socket",
+    "unix_socket",
+    "AWSAuthenticationPlugin",
+]
+"""An authentication plugin, by the server's name for it."""
+
+AUTHENTICATION_PLUGINS: Final[tuple[AuthenticationPlugin, ...]] = get_args(AuthenticationPlugin)
+PASSWORDLESS_PLUGINS: Final[tuple[AuthenticationPlugin, ...]] = tuple(
+    name for name in AUTHENTICATION_PLUGINS if name in authentication.PASSWORDLESS
+)
+"""The plugins that authenticate without a password (the operating system user, an AWS IAM token)."""
+
+# TLS identities: issuer and subject in OpenSSL's one-line form ("/C=SE/O=Example/CN=app", printable ASCII),
+# a cipher by its name.
+TLS_NAME_PATTERN: Final = r"^/[ -~]*$"
+TLS_NAME_MAX_LENGTH: Final = tls_identity.NAME_MAX_LENGTH
+TLS_CIPHER_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
+TLS_CIPHER_MAX_LENGTH: Final = tls_identity.CIPHER_MAX_LENGTH
 
 DeletionPolicy = Literal["Delete", "Retain"]
 """What happens to the MySQL account when its DatabaseUser is deleted."""
@@ -315,6 +339,73 @@ class Grant(_Model):
         return self
 
 
+X509_ALONE_MESSAGE: Final = (
+    "x509 stands alone (MySQL's REQUIRE X509): issuer and subject require a client certificate by themselves"
+)
+
+
+class TLSIdentity(_Model):
+    """What the account must show over TLS besides TLS itself: any client certificate that the server's CA
+    trusts (x509), or a certificate of this issuer and/or subject, and/or this cipher. Any of them implies
+    requireTLS."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!self.x509 || (!has(self.issuer) && !has(self.subject) && !has(self.cipher))",
+                    "message": X509_ALONE_MESSAGE,
+                    "fieldPath": ".x509",
+                }
+            ]
+        }
+    )
+
+    x509: bool = Field(default=False, strict=True)
+    """REQUIRE X509: the client must present a certificate signed by a CA the server trusts. Stands alone
+    (issuer and subject imply it). Defaults to false."""
+
+    issuer: str | None = Field(default=None, max_length=TLS_NAME_MAX_LENGTH, pattern=TLS_NAME_PATTERN)
+    """REQUIRE ISSUER: the client certificate's issuer, in OpenSSL's one-line form as the server compares
+    it: "/C=SE/O=Example/CN=Example CA" (printable ASCII; other bytes of a name are written \\xHH)."""
+
+    subject: str | None = Field(default=None, max_length=TLS_NAME_MAX_LENGTH, pattern=TLS_NAME_PATTERN)
+    """REQUIRE SUBJECT: the client certificate's subject, in OpenSSL's one-line form:
+    "/O=Example/CN=app" (printable ASCII; other bytes of a name are written \\xHH)."""
+
+    cipher: str | None = Field(default=None, max_length=TLS_CIPHER_MAX_LENGTH, pattern=TLS_CIPHER_PATTERN)
+    """REQUIRE CIPHER: the TLS cipher the connection must use, by its OpenSSL name (e.g.
+    TLS_AES_256_GCM_SHA384). On MySQL, a cipher requirement needs a client certificate too."""
+
+    @model_validator(mode="after")
+    def _x509_alone(self) -> TLSIdentity:
+        if self.x509 and (self.issuer is not None or self.subject is not None or self.cipher is not None):
+            raise ValueError(X509_ALONE_MESSAGE)
+        return self
+
+
+class Authentication(_Model):
+    """How the account authenticates."""
+
+    plugin: AuthenticationPlugin
+    """The authentication plugin: caching_sha2_password (MySQL's default), sha256_password (MySQL,
+    deprecated), mysql_native_password (MariaDB's default; removed in MySQL 9), ed25519 (MariaDB, after
+    INSTALL SONAME 'auth_ed25519'), auth_socket (MySQL) or unix_socket (MariaDB): the operating system user
+    of a local socket connection, AWSAuthenticationPlugin: an AWS IAM token (Amazon RDS). The plugin must be
+    active in the server (else Ready=False, reason PluginUnavailable). auth_socket, unix_socket and
+    AWSAuthenticationPlugin take no password: spec.password must then be left out. Changing the plugin keeps
+    the password."""
+
+
+_PASSWORDLESS_CEL: Final = _cel_list(PASSWORDLESS_PLUGINS)
+PASSWORD_REQUIRED_MESSAGE: Final = (
+    "spec.password is required unless spec.authentication.plugin takes no password ("
+    + ", ".join(PASSWORDLESS_PLUGINS)
+    + ")"
+)
+NO_PASSWORD_MESSAGE: Final = "the plugin {plugin} takes no password: leave spec.password out"  # noqa: S105
+
+
 class DatabaseUserSpec(_Model):
     """The MySQL account wanted: its name and host, where its password comes from, its privileges and
     limits, whether it must use TLS, and what becomes of it when the resource is deleted."""
@@ -333,6 +424,22 @@ class DatabaseUserSpec(_Model):
                     "message": "spec.host is immutable",
                     "fieldPath": ".host",
                 },
+                {
+                    "rule": "has(self.password) || (has(self.authentication)"
+                    f" && self.authentication.plugin in {_PASSWORDLESS_CEL})",
+                    "message": PASSWORD_REQUIRED_MESSAGE,
+                    "fieldPath": ".password",
+                    "reason": "FieldValueRequired",
+                },
+                {
+                    "rule": "!has(self.password) || !has(self.authentication)"
+                    f" || !(self.authentication.plugin in {_PASSWORDLESS_CEL})",
+                    "message": "a plugin that takes no password: leave spec.password out",
+                    "messageExpression": _cel_format(
+                        NO_PASSWORD_MESSAGE, plugin="self.authentication.plugin"
+                    ),
+                    "fieldPath": ".password",
+                },
             ]
         }
     )
@@ -345,9 +452,10 @@ class DatabaseUserSpec(_Model):
     """MySQL host part of the account: the client hosts it may connect from, as MySQL matches them ('%' for
     any host, '10.0.%', an IP address, '10.0.0.0/255.0.0.0', or a host name). Defaults to '%'. Immutable."""
 
-    password: SecretKeySelector
+    password: SecretKeySelector | None = None
     """The Secret key that holds the account's password, in the namespace of the DatabaseUser. The operator
-    sets the account's password to this value, and applies every change of the Secret."""
+    sets the account's password to this value, and applies every change of the Secret. Required, unless
+    authentication.plugin takes no password (auth_socket, unix_socket, AWSAuthenticationPlugin)."""
 
     privileges: list[Grant] = Field(
         default=[],  # pydantic copies it for every instance; unlike a factory, it shows in the schema
@@ -384,13 +492,32 @@ class DatabaseUserSpec(_Model):
 
     require_tls: bool = Field(default=False, alias="requireTLS", strict=True)
     """Whether the account may only connect over TLS: true is REQUIRE SSL, false (the default) REQUIRE
-    NONE."""
+    NONE (unless tls asks for more)."""
+
+    tls: TLSIdentity | None = None
+    """What the account must show over TLS besides TLS itself: a client certificate (x509), its issuer
+    and/or subject, a cipher (REQUIRE X509, ISSUER, SUBJECT, CIPHER). Implies requireTLS. Defaults to
+    nothing more than requireTLS says."""
+
+    authentication: Authentication | None = None
+    """How the account authenticates: its plugin. Unset (the default), an account is created with the
+    server's default plugin and any plugin it has is kept."""
 
     deletion_policy: DeletionPolicy = "Delete"
     """What becomes of the MySQL account when this resource is deleted. Delete (the default) drops the
     account, if this resource owns it (the operator created it, or adopted it with the annotation
     mysql.dbuser-operator.dev/adopt: "true"), then releases the resource. Retain leaves the account in MySQL
     and releases the resource at once, even while MySQL is unreachable."""
+
+    @model_validator(mode="after")
+    def _password_unless_passwordless(self) -> DatabaseUserSpec:
+        """The CEL rules on password and authentication.plugin, with their messages."""
+        plugin = self.authentication.plugin if self.authentication is not None else None
+        if self.password is None and plugin not in PASSWORDLESS_PLUGINS:
+            raise ValueError(PASSWORD_REQUIRED_MESSAGE)
+        if self.password is not None and plugin in PASSWORDLESS_PLUGINS:
+            raise ValueError(NO_PASSWORD_MESSAGE.format(plugin=plugin))
+        return self
 
     @field_validator("privileges")
     @classmethod
@@ -457,6 +584,9 @@ class DatabaseUserStatus(_Model):
 
     applied_secret: AppliedSecret | None = None
     """The version of the password Secret last applied to the account."""
+
+    authentication_plugin: str | None = None
+    """The authentication plugin in force on the account, as the operator last set or read it."""
 
     def to_api(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The status as the API stores it (camelCase, None left out), keeping the fields of ``previous``

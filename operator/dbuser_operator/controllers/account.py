@@ -27,7 +27,8 @@ class AccountStep:
 
     async def ensure(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.user.spec.host
-        if ctx.password is None or ctx.secret is None:
+        passwordless = ctx.authentication is not None and not ctx.authentication.takes_password
+        if (ctx.password is None or ctx.secret is None) and not passwordless:
             raise RuntimeError("the password step must run before the account step")
         if ctx.account_exists is None:
             raise RuntimeError("the ownership step must run before the account step")
@@ -38,20 +39,35 @@ class AccountStep:
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.applied_secret = ctx.secret
+        # The plugin in force: the spec's once set, else as the pass's look found it (a new account's
+        # default plugin is seen by the next pass: no statement more per new account).
+        if ctx.authentication is not None:
+            ctx.status.authentication_plugin = ctx.authentication.plugin
+        elif not ctx.created and ctx.plugin is not None:
+            ctx.status.authentication_plugin = ctx.plugin
 
     async def _set_password(
-        self, ctx: Context, user: str, host: str, password: str, secret: AppliedSecret
+        self, ctx: Context, user: str, host: str, password: str | None, secret: AppliedSecret | None
     ) -> bool:
-        """Create the account, or set its password if the Secret changed or somebody changed it by hand;
-        whether the password was set (its fingerprint is then to be recorded)."""
+        """Create the account, or set its password if the Secret changed, somebody changed it by hand or
+        the plugin is to change; whether the password was set (its fingerprint is then to be recorded)."""
+        method = ctx.authentication
         if not ctx.account_exists and await self._create(ctx, user, host, password):
             ctx.created = True
             reason = "AccountRecreated" if ctx.status.applied_secret is not None else "AccountCreated"
             # A first creation under a row of an earlier pass: that pass never got to write status.
             earlier = "" if ctx.claimed or reason == "AccountRecreated" else ", claimed by an earlier pass"
             ctx.event("Normal", reason, f"created account {ctx.account}{earlier}")
-        elif ctx.status.applied_secret != secret:
-            await accounts.set_password(self.target.db, user, host, password)
+        elif method is not None and ctx.plugin != method.plugin:
+            await accounts.set_password(self.target.db, user, host, password, method)
+            kept = ", same password" if method.takes_password else ""
+            ctx.event(
+                "Normal",
+                "PluginChanged",
+                f"{ctx.account} authenticates with {method.plugin} now (was {ctx.plugin}{kept})",
+            )
+        elif secret is not None and ctx.status.applied_secret != secret:
+            await accounts.set_password(self.target.db, user, host, password, method)
             ctx.event(
                 "Normal",
                 "PasswordSet",
@@ -59,7 +75,7 @@ class AccountStep:
                 f"(resourceVersion {secret.resource_version})",
             )
         elif ctx.password_intact is False:
-            await accounts.set_password(self.target.db, user, host, password)
+            await accounts.set_password(self.target.db, user, host, password, method)
             ctx.event(
                 "Warning",
                 "PasswordRestored",
@@ -70,7 +86,7 @@ class AccountStep:
             return False
         return True
 
-    async def _create(self, ctx: Context, user: str, host: str, password: str) -> bool:
+    async def _create(self, ctx: Context, user: str, host: str, password: str | None) -> bool:
         """``CREATE USER``; whether it created the account.
 
         If somebody made the account since the ownership step looked: a claim of this pass is withdrawn
@@ -78,7 +94,7 @@ class AccountStep:
         """
         db, schema = self.target.db, self.target.schema
         try:
-            await accounts.create(db, user, host, password)
+            await accounts.create(db, user, host, password, ctx.authentication)
         except AccountExistsError:
             if ctx.claimed:  # claimed in this pass, for an account we did not create: not ours
                 await ownership.forget(db, schema, user, host, owner(ctx).uid)
@@ -87,6 +103,7 @@ class AccountStep:
             if found.owner is None or found.owner.uid != owner(ctx).uid:
                 raise not_ours(ctx, retry=True) from None  # our row went meanwhile: look again
             ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
+            ctx.plugin = found.plugin
             return False
         ctx.account_exists = True
         return True

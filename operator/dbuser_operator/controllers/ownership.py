@@ -91,6 +91,7 @@ class OwnershipStep:
             await self.target.ensure_schema()
             found = await ownership.lookup(db, schema, user, host, await self.target.server())
             ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
+            ctx.plugin = found.plugin
             current = found.owner
             if current is None:
                 if found.exists and not adopting(ctx):

@@ -22,6 +22,8 @@ class PasswordStep:
     async def ensure(self, ctx: Context) -> None:
         namespace = ctx.user.metadata.namespace or ""
         ref = ctx.user.spec.password
+        if ref is None:
+            return  # the plugin takes no password (the schema admits no other case)
         where = f"Secret {namespace}/{ref.name}"
         secret = self.secrets.get(ObjectKey(namespace, ref.name))
         if secret is None:

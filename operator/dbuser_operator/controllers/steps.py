@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from dbuser_operator.api.v1alpha1 import AppliedSecret, DatabaseUser, DatabaseUserStatus
+from dbuser_operator.mysql.authentication import Method
 from dbuser_operator.runtime.controller import ReconcileError
 
 EventType = Literal["Normal", "Warning"]
@@ -39,6 +40,8 @@ class Context:
     password_intact: bool | None = None  # the account's password is the one we set (None: unknown)
     claimed: bool = False  # this pass recorded the resource as the account's owner
     created: bool = False  # the account was created in this pass: it has default options and no grants
+    plugin: str | None = None  # the account's authentication plugin as read in this pass (None: no account)
+    authentication: Method | None = None  # the plugin the spec asks for, found active in the server
     events: list[tuple[EventType, str, str]] = field(default_factory=list)
 
     @property
