@@ -132,6 +132,11 @@ class LocalMySQLServer:
         return self.tls_dir / "ca.crt"
 
     @property
+    def ca(self) -> CertificateAuthority:
+        """The CA the server trusts for client certificates (and that signed its own)."""
+        return self._ca
+
+    @property
     def admin(self) -> MySQLServer:
         """Admin connection details over TCP, verifying the server's certificate."""
         return MySQLServer(

@@ -80,11 +80,27 @@ class CertificateAuthority:
         """The CA certificate, to trust."""
         return self._cert.public_bytes(serialization.Encoding.PEM)
 
+    @property
+    def subject_oneline(self) -> str:
+        """The CA's name in OpenSSL's one-line form (``/CN=...``), as MySQL compares an ISSUER with it."""
+        return oneline(self._cert.subject)
+
     def issue_client(self, user: str, groups: Sequence[str] = ()) -> KeyPair:
         """A client certificate: Kubernetes reads the user from CN and the groups from O."""
         attributes = [x509.NameAttribute(NameOID.COMMON_NAME, user)]
         attributes += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, group) for group in groups]
         return self._issue(x509.Name(attributes), ExtendedKeyUsageOID.CLIENT_AUTH, sans=[])
+
+    def issue_client_named(self, organization: str, common_name: str) -> KeyPair:
+        """A client certificate of subject ``/O=organization/CN=common_name`` (for MySQL's REQUIRE
+        SUBJECT; see :func:`oneline`)."""
+        name = x509.Name(
+            [
+                x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization),
+                x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+            ]
+        )
+        return self._issue(name, ExtendedKeyUsageOID.CLIENT_AUTH, sans=[])
 
     def issue_server(self, dns_names: Sequence[str], ip_addresses: Sequence[str]) -> KeyPair:
         """A serving certificate for the given names and addresses."""
@@ -113,3 +129,20 @@ class CertificateAuthority:
             builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
         cert = builder.sign(self._key, hashes.SHA256())
         return KeyPair(cert.public_bytes(serialization.Encoding.PEM), private_key_pem(key))
+
+
+_ONELINE_KEYS = {NameOID.COUNTRY_NAME: "C", NameOID.ORGANIZATION_NAME: "O", NameOID.COMMON_NAME: "CN"}
+
+
+def oneline(name: x509.Name) -> str:
+    """``name`` as OpenSSL's ``X509_NAME_oneline`` writes it (``/O=Example/CN=app``), which MySQL and MariaDB
+    compare REQUIRE ISSUER and SUBJECT with: each byte of a value outside printable ASCII as ``\\xHH``.
+    Only C, O and CN, the attributes this module issues."""
+    parts = []
+    for attribute in name:
+        value = "".join(
+            chr(byte) if 0x20 <= byte <= 0x7E else f"\\x{byte:02X}"
+            for byte in str(attribute.value).encode("utf-8")
+        )
+        parts.append(f"/{_ONELINE_KEYS[attribute.oid]}={value}")
+    return "".join(parts)
