@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import ssl
+from collections.abc import Iterator
 from typing import Any
 
 import pymysql
@@ -132,3 +134,51 @@ def login_error(mysql: MySQLServer, user: str, password: str, *, tls: bool = Fal
     with pytest.raises(pymysql.err.OperationalError) as refused:
         login(mysql, user, password, tls=tls)
     return int(refused.value.args[0])
+
+
+# The plugins a test loads, by flavour: how to load and unload each (the servers of the test environment
+# have the libraries, not loaded by default).
+_LOADABLE = {
+    ("mysql", "auth_socket"): (
+        "INSTALL PLUGIN auth_socket SONAME 'auth_socket.so'",
+        "UNINSTALL PLUGIN auth_socket",
+    ),
+    ("mariadb", "ed25519"): ("INSTALL SONAME 'auth_ed25519'", "UNINSTALL SONAME 'auth_ed25519'"),
+}
+
+
+def active_plugins(mysql: MySQLServer) -> set[str]:
+    rows = admin_rows(
+        mysql,
+        "SELECT PLUGIN_NAME FROM information_schema.PLUGINS"
+        " WHERE PLUGIN_TYPE = 'AUTHENTICATION' AND PLUGIN_STATUS = 'ACTIVE'",
+    )
+    return {str(name) for (name,) in rows}
+
+
+@contextlib.contextmanager
+def loaded_plugin(mysql: MySQLServer, flavour: str, name: str) -> Iterator[None]:
+    """The authentication plugin ``name`` loaded while inside (unloaded after, if it was not before)."""
+    install, uninstall = _LOADABLE[(flavour, name)]
+    loaded_here = name not in active_plugins(mysql)
+    if loaded_here:
+        admin(mysql, install)
+    try:
+        yield
+    finally:
+        if loaded_here:
+            admin(mysql, uninstall)
+
+
+@contextlib.contextmanager
+def unloaded_plugin(mysql: MySQLServer, flavour: str, name: str) -> Iterator[None]:
+    """The authentication plugin ``name`` not loaded while inside (loaded again after, if it was)."""
+    install, uninstall = _LOADABLE[(flavour, name)]
+    was_loaded = name in active_plugins(mysql)
+    if was_loaded:
+        admin(mysql, uninstall)
+    try:
+        yield
+    finally:
+        if was_loaded and name not in active_plugins(mysql):
+            admin(mysql, install)
