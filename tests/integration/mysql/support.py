@@ -6,12 +6,14 @@ import contextlib
 import secrets
 import ssl
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pymysql
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.envtest.pki import CertificateAuthority
 
 
 class Accounts:
@@ -182,3 +184,69 @@ def unloaded_plugin(mysql: MySQLServer, flavour: str, name: str) -> Iterator[Non
     finally:
         if was_loaded and name not in active_plugins(mysql):
             admin(mysql, install)
+
+
+ORGANIZATION = "dbuser-operator-tests"
+
+
+class Certificates:
+    """Client certificates of the session server's CA, written to files for the client."""
+
+    def __init__(self, ca: CertificateAuthority, directory: Path) -> None:
+        self.ca = ca
+        self.directory = directory
+
+    def issue(self, common_name: str) -> dict[str, str]:
+        """PyMySQL's options to present a certificate of subject ``/O=dbuser-operator-tests/CN=<name>``."""
+        pair = self.ca.issue_client_named(ORGANIZATION, common_name)
+        stem = self.directory / secrets.token_hex(4)
+        cert, key = stem.with_suffix(".crt"), stem.with_suffix(".key")
+        cert.write_bytes(pair.cert_pem)
+        key.write_bytes(pair.key_pem)
+        return {"ssl_cert": str(cert), "ssl_key": str(key)}
+
+
+def certificate_subject(common_name: str) -> str:
+    """The subject of :meth:`Certificates.issue`'s certificate, as MySQL compares it."""
+    return f"/O={ORGANIZATION}/CN={common_name}"
+
+
+def tls_login(mysql: MySQLServer, user: str, password: str = "pw", **options: Any) -> str | int:
+    """Log in over verified TLS with ``options`` (a certificate, or none): CURRENT_USER(), or the refusal's
+    error code."""
+    try:
+        connection = pymysql.connect(
+            host=mysql.host,
+            port=mysql.port,
+            user=user,
+            password=password.encode(),
+            connect_timeout=5,
+            **client_tls(mysql, tls=True),
+            **options,
+        )
+    except pymysql.err.OperationalError as error:
+        return int(error.args[0])
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT CURRENT_USER()")
+            (current,) = cursor.fetchone()
+        return str(current)
+    finally:
+        connection.close()
+
+
+def plain_login(mysql: MySQLServer, user: str, password: str = "pw") -> str | int:
+    """Log in without TLS: "logged in", or the refusal's error code."""
+    try:
+        connection = pymysql.connect(
+            host=mysql.host,
+            port=mysql.port,
+            user=user,
+            password=password.encode(),
+            connect_timeout=5,
+            ssl_disabled=True,
+        )
+        connection.close()
+    except pymysql.err.OperationalError as error:
+        return int(error.args[0])
+    return "logged in"

@@ -4,40 +4,23 @@ logs in, one of another subject, or none, is refused)."""
 
 from __future__ import annotations
 
-import secrets
-from pathlib import Path
-from typing import Any
-
-import pymysql
 import pytest
 
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
-from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.mysql import Database, InvalidOptionsError, ServerInfo, accounts
 from dbuser_operator.mysql.limits import AccountOptions, apply_options, read_options
 from dbuser_operator.mysql.tls_identity import TLSIdentity
-from tests.integration.mysql.support import Accounts, admin, admin_rows, client_tls
+from tests.integration.mysql.support import (
+    Accounts,
+    Certificates,
+    admin,
+    admin_rows,
+    certificate_subject,
+    plain_login,
+    tls_login,
+)
 
 pytestmark = pytest.mark.integration
-
-ORGANIZATION = "dbuser-operator-tests"
-
-
-class Certificates:
-    """Client certificates of the session server's CA, written to files for the client."""
-
-    def __init__(self, ca: CertificateAuthority, directory: Path) -> None:
-        self.ca = ca
-        self.directory = directory
-
-    def issue(self, common_name: str) -> dict[str, str]:
-        """PyMySQL's options to present a certificate of subject ``/O=dbuser-operator-tests/CN=<name>``."""
-        pair = self.ca.issue_client_named(ORGANIZATION, common_name)
-        stem = self.directory / secrets.token_hex(4)
-        cert, key = stem.with_suffix(".crt"), stem.with_suffix(".key")
-        cert.write_bytes(pair.cert_pem)
-        key.write_bytes(pair.key_pem)
-        return {"ssl_cert": str(cert), "ssl_key": str(key)}
 
 
 @pytest.fixture(scope="module")
@@ -48,44 +31,6 @@ def certificates(
     if not isinstance(mysql_provider, LocalMySQLServer):
         pytest.skip("needs a local server of the session's flavour (MYSQL_URL or a container is in use)")
     return Certificates(mysql_provider.ca, tmp_path_factory.mktemp("client-certificates"))
-
-
-def subject(common_name: str) -> str:
-    return f"/O={ORGANIZATION}/CN={common_name}"
-
-
-def tls_login(mysql: MySQLServer, user: str, **options: Any) -> str | int:
-    """Log in over verified TLS with ``options`` (a certificate, or none): CURRENT_USER(), or the refusal's
-    error code."""
-    try:
-        connection = pymysql.connect(
-            host=mysql.host,
-            port=mysql.port,
-            user=user,
-            password=b"pw",
-            connect_timeout=5,
-            **client_tls(mysql, tls=True),
-            **options,
-        )
-    except pymysql.err.OperationalError as error:
-        return int(error.args[0])
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT CURRENT_USER()")
-            (current,) = cursor.fetchone()
-        return str(current)
-    finally:
-        connection.close()
-
-
-def plain_login(mysql: MySQLServer, user: str) -> str | int:
-    try:
-        pymysql.connect(
-            host=mysql.host, port=mysql.port, user=user, password=b"pw", connect_timeout=5, ssl_disabled=True
-        ).close()
-    except pymysql.err.OperationalError as error:
-        return int(error.args[0])
-    return "logged in"
 
 
 async def new_account(db: Database, accounts_made: Accounts) -> str:
@@ -117,7 +62,7 @@ async def test_subject_lets_in_that_certificate_only(
     db: Database, mysql: MySQLServer, accounts_made: Accounts, certificates: Certificates
 ) -> None:
     user = await new_account(db, accounts_made)
-    wanted = required(TLSIdentity(subject=subject(user)))
+    wanted = required(TLSIdentity(subject=certificate_subject(user)))
     assert await apply_options(db, user, "%", wanted) is True
     assert await read_options(db, user, "%") == wanted
     assert await apply_options(db, user, "%", wanted) is False
@@ -132,11 +77,11 @@ async def test_issuer_is_compared_with_the_certificates_issuer(
     db: Database, mysql: MySQLServer, accounts_made: Accounts, certificates: Certificates
 ) -> None:
     user = await new_account(db, accounts_made)
-    right = required(TLSIdentity(issuer=certificates.ca.subject_oneline, subject=subject(user)))
+    right = required(TLSIdentity(issuer=certificates.ca.subject_oneline, subject=certificate_subject(user)))
     assert await apply_options(db, user, "%", right) is True
     assert tls_login(mysql, user, **certificates.issue(user)) == f"{user}@%"
 
-    wrong = required(TLSIdentity(issuer="/CN=another-ca", subject=subject(user)))
+    wrong = required(TLSIdentity(issuer="/CN=another-ca", subject=certificate_subject(user)))
     assert await apply_options(db, user, "%", wrong) is True
     assert await read_options(db, user, "%") == wrong
     assert tls_login(mysql, user, **certificates.issue(user)) == 1045
@@ -172,7 +117,7 @@ async def test_a_name_outside_ascii_is_written_as_openssl_escapes_it(
     """A subject with 'é' is compared as /CN=caf\\xC3\\xA9: the backslashes are part of the value, and
     arrive intact (a parameter, not text spliced into the statement)."""
     user = await new_account(db, accounts_made)
-    escaped = subject("caf\\xC3\\xA9")
+    escaped = certificate_subject("caf\\xC3\\xA9")
     assert await apply_options(db, user, "%", required(TLSIdentity(subject=escaped))) is True
     [(stored,)] = admin_rows(mysql, "SELECT x509_subject FROM mysql.user WHERE User = %s", user)
     assert (stored.decode() if isinstance(stored, bytes) else stored) == escaped
@@ -233,7 +178,7 @@ async def test_an_identity_changed_by_hand_is_drift_and_put_back(
     db: Database, mysql: MySQLServer, accounts_made: Accounts, certificates: Certificates
 ) -> None:
     user = await new_account(db, accounts_made)
-    wanted = required(TLSIdentity(subject=subject(user)))
+    wanted = required(TLSIdentity(subject=certificate_subject(user)))
     await apply_options(db, user, "%", wanted)
     admin(mysql, f"ALTER USER '{user}'@'%' REQUIRE SUBJECT '/CN=intruder'")
     assert await read_options(db, user, "%") == required(TLSIdentity(subject="/CN=intruder"))
