@@ -23,6 +23,10 @@ from dbuser_operator.api.v1alpha1 import (
     OBJECT_NAME_PATTERN,
     PRIVILEGES,
     SECRET_KEY_PATTERN,
+    TLS_CIPHER_MAX_LENGTH,
+    TLS_CIPHER_PATTERN,
+    TLS_NAME_MAX_LENGTH,
+    TLS_NAME_PATTERN,
     USER_PATTERN,
 )
 from dbuser_operator.controllers.resources import DATABASE_USERS
@@ -86,6 +90,10 @@ def place(field: str, value: str) -> dict[str, Any]:
         spec["password"]["name"] = value
     elif field == "secret key":
         spec["password"]["key"] = value
+    elif field in {"tls subject", "tls issuer"}:  # after "/CN=": the values admitted reach ALTER USER
+        spec["tls"] = {field.split()[1]: f"/CN={value}"}
+    elif field == "tls cipher":
+        spec["tls"] = {"cipher": value}
     return body
 
 
@@ -103,6 +111,11 @@ DOCUMENTED = {
 def legitimate(field: str, value: str) -> bool:
     if field == "privilege":
         return value in PRIVILEGES
+    if field in {"tls subject", "tls issuer"}:
+        name = f"/CN={value}"
+        return re.fullmatch(TLS_NAME_PATTERN, name) is not None and len(name) <= TLS_NAME_MAX_LENGTH
+    if field == "tls cipher":
+        return re.fullmatch(TLS_CIPHER_PATTERN, value) is not None and len(value) <= TLS_CIPHER_MAX_LENGTH
     return re.fullmatch(DOCUMENTED[field], value) is not None and len(value) <= 255
 
 
@@ -128,7 +141,19 @@ async def outcome(kube: KubeClient, namespace: str, body: dict[str, Any]) -> str
 
 
 @pytest.mark.parametrize(
-    "field", ["user", "host", "database", "table", "privilege", "secret name", "secret key"]
+    "field",
+    [
+        "user",
+        "host",
+        "database",
+        "table",
+        "privilege",
+        "secret name",
+        "secret key",
+        "tls subject",
+        "tls issuer",
+        "tls cipher",
+    ],
 )
 async def test_hostile_values_are_rejected_or_reported_and_touch_no_other_account(
     operator: RunningOperator,
