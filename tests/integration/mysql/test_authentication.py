@@ -11,14 +11,12 @@ import pytest
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database, InvalidOptionsError, ServerInfo, accounts
 from dbuser_operator.mysql.authentication import (
-    PLUGINS,
     Method,
     active_plugins,
     read_plugin,
     unavailable,
 )
 from dbuser_operator.mysql.errors import PluginUnavailableError
-from dbuser_operator.mysql.identifiers import SQL, account
 from tests.integration.mysql.support import Accounts, admin, admin_rows, loaded_plugin, login, login_error
 
 pytestmark = pytest.mark.integration
@@ -141,23 +139,3 @@ async def test_a_plugin_the_server_lacks_is_refused_by_it_and_creates_nothing(
         assert refused.value.reason == "PluginUnavailable"
         assert refused.value.code == 1524
         assert await read_plugin(db, server, user, "%") is None
-
-
-def test_statements_name_only_known_plugins_and_keep_passwords_parameters() -> None:
-    with pytest.raises(InvalidOptionsError, match="unknown authentication plugin"):
-        Method("x' IDENTIFIED BY 'y", "mysql")
-    with pytest.raises(InvalidOptionsError, match="needs a password"):
-        Method("ed25519", "mariadb").identified("ALTER USER", accounts_sql(), None)
-    mysql_text = Method("caching_sha2_password", "mysql").identified("CREATE USER", accounts_sql(), "p'w")
-    assert mysql_text.text == "CREATE USER 'app'@'%%' IDENTIFIED WITH caching_sha2_password BY %s"
-    assert mysql_text.params == ("p'w",)
-    maria = Method("ed25519", "mariadb").identified("ALTER USER", accounts_sql(), "p'w")
-    assert maria.text == "ALTER USER 'app'@'%%' IDENTIFIED VIA ed25519 USING PASSWORD(%s)"
-    aws = Method("AWSAuthenticationPlugin", "mysql").identified("CREATE USER", accounts_sql(), None)
-    assert aws.text == "CREATE USER 'app'@'%' IDENTIFIED WITH AWSAuthenticationPlugin AS 'RDS'"
-    assert aws.params == ()
-    assert set(PLUGINS) >= {"caching_sha2_password", "ed25519", "unix_socket", "auth_socket"}
-
-
-def accounts_sql() -> SQL:
-    return account("app", "%")

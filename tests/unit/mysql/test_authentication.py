@@ -1,0 +1,69 @@
+"""Authentication plugins without a server: the IDENTIFIED clauses per flavour, and what is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from dbuser_operator.mysql import InvalidOptionsError, ServerInfo
+from dbuser_operator.mysql.authentication import PASSWORDLESS, PLUGINS, Method, known, unavailable
+from dbuser_operator.mysql.identifiers import SQL, account
+
+
+def accounts_sql() -> SQL:
+    return account("app", "%")
+
+
+def test_statements_name_only_known_plugins_and_keep_passwords_parameters() -> None:
+    with pytest.raises(InvalidOptionsError, match="unknown authentication plugin"):
+        Method("x' IDENTIFIED BY 'y", "mysql")
+    with pytest.raises(InvalidOptionsError, match="needs a password"):
+        Method("ed25519", "mariadb").identified("ALTER USER", accounts_sql(), None)
+    mysql_text = Method("caching_sha2_password", "mysql").identified("CREATE USER", accounts_sql(), "p'w")
+    assert mysql_text.text == "CREATE USER 'app'@'%%' IDENTIFIED WITH caching_sha2_password BY %s"
+    assert mysql_text.params == ("p'w",)
+    maria = Method("ed25519", "mariadb").identified("ALTER USER", accounts_sql(), "p'w")
+    assert maria.text == "ALTER USER 'app'@'%%' IDENTIFIED VIA ed25519 USING PASSWORD(%s)"
+    aws = Method("AWSAuthenticationPlugin", "mysql").identified("CREATE USER", accounts_sql(), None)
+    assert aws.text == "CREATE USER 'app'@'%' IDENTIFIED WITH AWSAuthenticationPlugin AS 'RDS'"
+    assert aws.params == ()
+    assert set(PLUGINS) >= {"caching_sha2_password", "ed25519", "unix_socket", "auth_socket"}
+    assert set(PASSWORDLESS) == {"auth_socket", "unix_socket", "AWSAuthenticationPlugin"}
+
+
+@pytest.mark.parametrize("password", ["", "a\x00b"])
+def test_unusable_passwords_are_refused_before_sending(password: str) -> None:
+    with pytest.raises(ValueError, match="password"):
+        Method("caching_sha2_password", "mysql").identified("ALTER USER", accounts_sql(), password)
+
+
+def test_a_passwordless_plugin_takes_no_password() -> None:
+    for plugin in PASSWORDLESS:
+        with pytest.raises(InvalidOptionsError, match="takes no password"):
+            Method(plugin, "mariadb").identified("CREATE USER", accounts_sql(), "pw")
+    socket = Method("unix_socket", "mariadb").identified("CREATE USER", accounts_sql(), None)
+    assert socket.text == "CREATE USER 'app'@'%' IDENTIFIED WITH unix_socket"
+
+
+@pytest.mark.parametrize(
+    ("plugin", "server", "reason"),
+    [
+        ("mysql_native_password", "9.7.4", "removed in MySQL 9.0"),
+        ("ed25519", "9.7.4", "a MariaDB plugin"),
+        ("caching_sha2_password", "11.8.9-MariaDB", "a MySQL plugin"),
+        ("ed25519", "11.8.9-MariaDB", "INSTALL SONAME 'auth_ed25519'"),
+        ("AWSAuthenticationPlugin", "11.8.9-MariaDB", "Amazon RDS and Aurora only"),
+    ],
+)
+def test_why_a_plugin_is_unavailable(plugin: str, server: str, reason: str) -> None:
+    info = ServerInfo.parse(server)
+    why = unavailable(plugin, info, frozenset({"a_plugin", "b_plugin"}))
+    assert why is not None
+    assert f"{info} has no active authentication plugin {plugin} (" in why
+    assert reason in why
+    assert why.endswith("its active ones: a_plugin, b_plugin")
+    assert unavailable(plugin, info, frozenset({plugin})) is None
+
+
+def test_unknown_plugins() -> None:
+    with pytest.raises(InvalidOptionsError, match="unknown authentication plugin"):
+        known("pam")
