@@ -586,7 +586,7 @@ class DatabaseUserStatus(_Model):
     """The version of the password Secret last applied to the account."""
 
     authentication_plugin: str | None = None
-    """The authentication plugin in force on the account, as the operator last set or read it."""
+    """The authentication plugin in force on the account, when spec.authentication names one."""
 
     def to_api(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The status as the API stores it (camelCase, None left out), keeping the fields of ``previous``

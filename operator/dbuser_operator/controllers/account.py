@@ -39,12 +39,11 @@ class AccountStep:
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.applied_secret = ctx.secret
-        # The plugin in force: the spec's once set, else as the pass's look found it (a new account's
-        # default plugin is seen by the next pass: no statement more per new account).
-        if ctx.authentication is not None:
-            ctx.status.authentication_plugin = ctx.authentication.plugin
-        elif not ctx.created and ctx.plugin is not None:
-            ctx.status.authentication_plugin = ctx.plugin
+        # The plugin in force when the spec names one (set, or found in place by this pass's look). Without
+        # spec.authentication status does not say: a new account's plugin would cost a statement more.
+        ctx.status.authentication_plugin = (
+            ctx.authentication.plugin if ctx.authentication is not None else None
+        )
 
     async def _set_password(
         self, ctx: Context, user: str, host: str, password: str | None, secret: AppliedSecret | None
