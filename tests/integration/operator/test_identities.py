@@ -264,6 +264,7 @@ async def test_a_plugin_migration_keeps_the_password_and_every_login_works(
             seen = loop.logins
             await until(lambda: loop.logins >= seen + 3, "logins after")
         assert loop.refused == 0, f"{loop.refused} of {loop.logins} logins refused"
+        print(f"{before} -> {after}: {loop.logins} logins during the migration, {loop.refused} refused")
         obj = await wait_for_ready(kube_client, namespace, name)
         assert obj["status"]["authenticationPlugin"] == after
 
