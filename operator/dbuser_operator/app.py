@@ -27,6 +27,7 @@ from dbuser_operator.controllers.resources import (
     referenced_secret,
 )
 from dbuser_operator.controllers.resync import DriftCheck
+from dbuser_operator.controllers.role_drift import RoleDriftCheck
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.steps import Step
 from dbuser_operator.controllers.target import Target
@@ -190,6 +191,8 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
     manager.on_shutdown(close_recorder)
     drift = DriftCheck(target, users, controller.queue, settings.resync_period)
     manager.add_leader_task("drift check", drift.run)
+    role_drift = RoleDriftCheck(target, users, roles, controller.queue, settings.resync_period)
+    manager.add_leader_task("role drift check", role_drift.run)
     departed = DepartedSweep(kube, scope, settings.namespaces, controller.queue)
     manager.add_leader_task("departed sweep", departed.run)
     return manager

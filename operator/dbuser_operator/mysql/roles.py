@@ -115,6 +115,31 @@ async def defaults(db: Database, user: str, host: str, server: ServerInfo) -> fr
     return frozenset((str(name), str(role_host)) for name, role_host in await db.fetch(query) if name)
 
 
+Account = tuple[str, str]
+"""``(user, host)`` of an account, the host lower-cased as the servers store it."""
+
+
+async def every_grant(db: Database, server: ServerInfo) -> dict[Account, tuple[set[Role], set[Role]]]:
+    """For every account holding a role or having a default one: ``(roles held, default roles)``, in two
+    queries whatever the number of accounts (the drift check)."""
+    if server.flavour == "mariadb":
+        held_query = Statement("SELECT User, Host, Role, '' FROM mysql.roles_mapping")
+        default_query = Statement(
+            "SELECT User, Host, default_role, '' FROM mysql.user WHERE default_role <> ''"
+        )
+    else:
+        held_query = Statement("SELECT TO_USER, TO_HOST, FROM_USER, FROM_HOST FROM mysql.role_edges")
+        default_query = Statement(
+            "SELECT USER, HOST, DEFAULT_ROLE_USER, DEFAULT_ROLE_HOST FROM mysql.default_roles"
+        )
+    result: dict[Account, tuple[set[Role], set[Role]]] = {}
+    for index, query in enumerate((held_query, default_query)):
+        for user, host, name, role_host in await db.fetch(query):
+            entry = result.setdefault((str(user), str(host).lower()), (set(), set()))
+            entry[index].add((str(name), str(role_host)))
+    return result
+
+
 async def grant(db: Database, role: Role, user: str, host: str) -> None:
     """``GRANT role TO 'user'@'host'``."""
     statement = Statement("GRANT {role} TO {account}", role=_literal(role), account=_account(user, host))
@@ -164,7 +189,7 @@ async def converge(
     for role in sorted(wanted - held):
         await grant(db, role, user, host)
         summary.append(f"granted role {_literal(role)}")
-    if wanted_defaults is not None:
+    if wanted_defaults is not None and (held or wanted):  # without any role, there is no default one
         chosen = frozenset(wanted_defaults)
         if chosen != await defaults(db, user, host, server):
             await set_defaults(db, chosen, user, host, server)

@@ -158,14 +158,16 @@ async def test_role_lifecycle_and_user_roles(
     assert select_as(mysql, user, password, "SELECT CURRENT_ROLE()") != [(None,)]
     assert select_as(mysql, user, password, f"INSERT INTO `{database}`.t VALUES (1)") in {1142, 1044}
 
-    # A role granted by hand is revoked (exact convergence), the spec's one stays.
+    # A role granted by hand is revoked (exact convergence, periodic drift check), the spec's one stays.
     extra = unique("extra")
     mysql_query(mysql, f"CREATE ROLE '{extra}'")
     mysql_query(mysql, f"GRANT '{extra}' TO '{user}'@'%'")
     assert roles_of(mysql, user) == {role_name, extra}
-    touch = {"metadata": {"annotations": {"test/touch": "1"}}}
-    await kube_client.patch(DATABASE_USERS, user, touch, PatchType.MERGE, namespace=namespace)
     await eventually(lambda: roles_of(mysql, user) == {role_name}, "the hand-granted role was never revoked")
+    # ... and so is one revoked by hand restored, with its default (the periodic role drift check).
+    mysql_query(mysql, f"REVOKE {grantee} FROM '{user}'@'%'")
+    await eventually(lambda: roles_of(mysql, user) == {role_name}, "the revoked role was never restored")
+    await eventually(lambda: default_roles_of(mysql, user) == {role_name}, "the default role never came back")
     mysql_query(mysql, f"DROP ROLE '{extra}'")
 
     # The role deleted while granted: the user says which role is missing.
