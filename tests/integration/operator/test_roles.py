@@ -229,7 +229,16 @@ async def test_existing_role_not_taken_over(
     await kube_client.delete(DATABASE_ROLES, name, namespace)
     await role_gone(kube_client, namespace, name)
     assert role_exists(mysql, name)  # never dropped: not ours
-    mysql_query(mysql, f"DROP ROLE '{name}'")
+
+    # Adopted: the role is this resource's from then on, brought in line, and dropped with it.
+    body = database_role(name, privileges=[{"privileges": ["SELECT"], "database": "adopted"}])
+    body["metadata"]["annotations"] = {"mysql.dbuser-operator.dev/adopt": "true"}
+    await kube_client.create(DATABASE_ROLES, body, namespace)
+    await wait_role_ready(kube_client, namespace, name)
+    assert privileges_of(mysql, name, role_host(mysql)) == {("adopted", "*", "SELECT", False)}
+    await kube_client.delete(DATABASE_ROLES, name, namespace)
+    await role_gone(kube_client, namespace, name)
+    assert not role_exists(mysql, name)
 
 
 async def role_gone(kube: KubeClient, namespace: str, name: str) -> None:
