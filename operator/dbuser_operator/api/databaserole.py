@@ -30,7 +30,7 @@ KIND: Final = "DatabaseRole"
 PLURAL: Final = "databaseroles"
 SINGULAR: Final = "databaserole"
 SHORT_NAMES: Final = ("dbrole",)
-CATEGORIES: Final = ("dbuser",)
+CATEGORIES: Final[tuple[str, ...]] = ()  # not "dbuser": `kubectl get dbuser` lists DatabaseUsers as before
 CRD_NAME: Final = f"{PLURAL}.{GROUP}"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
 

@@ -29,7 +29,6 @@ def test_the_role_crd_names_columns_and_rules() -> None:
         "plural": "databaseroles",
         "singular": "databaserole",
         "shortNames": ["dbrole"],
-        "categories": ["dbuser"],
     }
     [version] = document["spec"]["versions"]
     assert version["subresources"] == {"status": {}}
