@@ -14,6 +14,7 @@ from dbuser_operator.controllers.databaserole import DATABASE_ROLES
 from dbuser_operator.controllers.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
+from tests.conftest import Runner
 from tests.integration.mysql.support import client_tls
 from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator, create_secret
 from tests.integration.operator.helpers import (
@@ -171,15 +172,19 @@ async def test_role_lifecycle_and_user_roles(
     mysql_query(mysql, f"DROP ROLE '{extra}'")
 
     # The role deleted while granted: the user says which role is missing.
+    started = time.monotonic()
     await kube_client.delete(DATABASE_ROLES, role_name, namespace)
     obj = await wait_for_ready(kube_client, namespace, user, status="False", reason="RoleNotFound", limit=60)
+    print(f"role deleted -> user reports RoleNotFound: {(time.monotonic() - started) * 1000:.0f} ms")
     assert role_name in ready(obj)["message"]  # type: ignore[index]
     await eventually(lambda: not role_exists(mysql, role_name), "the role was never dropped")
     assert select_as(mysql, user, password, f"SELECT a FROM `{database}`.t") in {1142, 1044}
 
     # The role comes back: the user is re-queued by the role's events and gets it again.
+    started = time.monotonic()
     await kube_client.create(DATABASE_ROLES, database_role(role_name, privileges=[grant]), namespace)
     await wait_for_ready(kube_client, namespace, user, limit=60)
+    print(f"role recreated -> user Ready with it again: {(time.monotonic() - started) * 1000:.0f} ms")
     assert roles_of(mysql, user) == {role_name}
     assert default_roles_of(mysql, user) == {role_name}
     assert select_as(mysql, user, password, f"SELECT a FROM `{database}`.t") == [(42,)]
@@ -191,12 +196,19 @@ async def test_several_default_roles(
     namespace: str,
     mysql: MySQLServer,
     passwords: PasswordLedger,
+    kubectl: Runner,
 ) -> None:
     """MySQL activates several default roles; MariaDB refuses more than one with the reason."""
     first, second = unique("one"), unique("two")
     for name in (first, second):
         await kube_client.create(DATABASE_ROLES, database_role(name), namespace)
         await wait_role_ready(kube_client, namespace, name)
+    table = kubectl("get", "dbrole", "-n", namespace).stdout.splitlines()
+    assert table[0].split() == ["NAME", "ROLE", "READY", "REASON", "AGE"]
+    assert sorted(line.split()[:4] for line in table[1:]) == [
+        [first, first, "True", "RoleReady"],
+        [second, second, "True", "RoleReady"],
+    ]
     user = unique("twodefaults")
     await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
     body = database_user(user, "pw", roles=[first, second], defaultRoles=[first, second])
@@ -275,4 +287,9 @@ async def test_hostile_role_names_refused_at_admission(
     assert "every default role must be listed in roles" in str(refused.value.body)
     with pytest.raises(ApiException):  # a metadata.name longer than a role name, without spec.role
         await kube_client.create(DATABASE_ROLES, database_role("r" * 33), namespace)
+    for privilege in ("SELECT; DROP USER root", "SELECT`", "ALL PRIVILEGES ON *.* TO x"):  # the Grant rules
+        grant = {"privileges": [privilege], "database": "app"}
+        with pytest.raises(ApiException) as refused:
+            await kube_client.create(DATABASE_ROLES, database_role("hostile", privileges=[grant]), namespace)
+        assert refused.value.status == 422, privilege
     assert mysql_accounts(mysql) == before
