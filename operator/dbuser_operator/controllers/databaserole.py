@@ -172,8 +172,10 @@ class DatabaseRoleReconciler:
         adopting = (role.metadata.annotations or {}).get(ADOPT_ANNOTATION) == "true"
         inserted = False
         if current is None:
-            if await roles.exists(db, name, await self.target.server()) and not adopting:
-                raise _not_ours(name)
+            if await roles.exists(db, name, await self.target.server()):
+                if not adopting:
+                    raise _not_ours(name)
+                await self._refuse_an_account(name)
             claim = await ownership.claim(db, schema, name, ROLE_HOST, me, table_name=table)
             current, inserted = claim.owner, claim.inserted
         elif current.uid != me.uid and adopting and not await self._owner_exists(current):
@@ -187,6 +189,19 @@ class DatabaseRoleReconciler:
                 retry=False,
             )
         return inserted
+
+    async def _refuse_an_account(self, name: str) -> None:
+        """Adoption takes over roles only: never an account a DatabaseUser owns, nor (MySQL) an account that
+        logs in, which a role's grants and deletion would change for whoever uses it."""
+        db, schema = self.target.db, self.target.schema
+        account = await ownership.owner_of(db, schema, name, ROLE_HOST)
+        if account is not None:
+            holder = f"DatabaseUser {account.namespace}/{account.name}"
+            message = f"'{name}'@'%' is the account of {holder}, not a role: it cannot be adopted as one"
+            raise ConditionError("RoleClaimed", message, retry=False)
+        if await roles.can_log_in(db, name, await self.target.server()):
+            message = f"'{name}'@'%' is an account that can log in, not a role: it cannot be adopted as one"
+            raise ConditionError("RoleExists", message, retry=False)
 
     async def _owner_exists(self, owner: ownership.Owner) -> bool:
         try:

@@ -65,6 +65,24 @@ async def exists(db: Database, name: str, server: ServerInfo) -> bool:
     return bool(await db.fetch(query))
 
 
+async def can_log_in(db: Database, name: str, server: ServerInfo) -> bool:
+    """Whether ``'name'@'%'`` is an account made for logging in (unlocked, or with a password) rather than
+    a role: on MySQL roles and accounts share ``mysql.user``. Always False on MariaDB, whose roles are
+    marked as such."""
+    if server.flavour == "mariadb":
+        return False
+    role, host = role_of(name, server)
+    rows = await db.fetch(
+        Statement(
+            "SELECT 1 FROM mysql.user WHERE User = %s AND Host = %s"
+            " AND (account_locked <> 'Y' OR authentication_string <> '')",
+            role,
+            host,
+        )
+    )
+    return bool(rows)
+
+
 async def create(db: Database, name: str, server: ServerInfo) -> None:
     """``CREATE ROLE``; :class:`~.errors.AccountExistsError` when the role (or, on MySQL, an account of that
     name and host ``%``) exists already: the caller did not create it."""

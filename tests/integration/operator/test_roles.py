@@ -293,3 +293,46 @@ async def test_hostile_role_names_refused_at_admission(
             await kube_client.create(DATABASE_ROLES, database_role("hostile", privileges=[grant]), namespace)
         assert refused.value.status == 422, privilege
     assert mysql_accounts(mysql) == before
+
+
+async def test_a_role_never_takes_over_an_account(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """On MySQL roles and accounts share mysql.user: adopting a DatabaseUser's account (or any account that
+    logs in) as a role is refused. On MariaDB a role of that name is a separate thing, and the account too
+    stays as it was."""
+    name, password = unique("victim"), passwords.new()
+    await create_secret(kube_client, namespace, "pw", {"password": password})
+    await kube_client.create(DATABASE_USERS, database_user(name, "pw"), namespace)
+    await wait_for_ready(kube_client, namespace, name, limit=60)
+    body = database_role(name, privileges=[{"privileges": ["SELECT"], "database": "stolen"}])
+    body["metadata"]["annotations"] = {"mysql.dbuser-operator.dev/adopt": "true"}
+    await kube_client.create(DATABASE_ROLES, body, namespace)
+    if is_mariadb(mysql):
+        await wait_role_ready(kube_client, namespace, name)
+    else:
+        obj = await wait_role_ready(kube_client, namespace, name, "False")
+        assert ready(obj)["reason"] == "RoleClaimed", ready(obj)  # type: ignore[index]
+        assert f"DatabaseUser {namespace}/{name}" in ready(obj)["message"]  # type: ignore[index]
+    assert privileges_of(mysql, name) == set()
+    await kube_client.delete(DATABASE_ROLES, name, namespace)
+    await role_gone(kube_client, namespace, name)
+    assert select_as(mysql, name, password, "SELECT 1") == [(1,)]
+
+    # An account made by hand that logs in is not adopted as a role either (MySQL).
+    other = unique("login")
+    mysql_query(mysql, f"CREATE USER '{other}'@'%' IDENTIFIED BY 'x-{other}'")
+    body = database_role(other)
+    body["metadata"]["annotations"] = {"mysql.dbuser-operator.dev/adopt": "true"}
+    await kube_client.create(DATABASE_ROLES, body, namespace)
+    if not is_mariadb(mysql):
+        obj = await wait_role_ready(kube_client, namespace, other, "False")
+        assert "can log in, not a role" in ready(obj)["message"]  # type: ignore[index]
+    await kube_client.delete(DATABASE_ROLES, other, namespace)
+    await role_gone(kube_client, namespace, other)
+    assert select_as(mysql, other, f"x-{other}", "SELECT 1") == [(1,)]
+    mysql_query(mysql, f"DROP USER '{other}'@'%'")
