@@ -31,7 +31,13 @@ from dbuser_operator.controllers.role_drift import RoleDriftCheck
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.steps import Step
 from dbuser_operator.controllers.target import Target
-from dbuser_operator.controllers.user_roles import ROLE_INDEX, RolesStep, referenced_roles, users_of_role
+from dbuser_operator.controllers.user_roles import (
+    ROLE_INDEX,
+    RoleAccountGuardStep,
+    RolesStep,
+    referenced_roles,
+    users_of_role,
+)
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.fencing import SessionFence
 from dbuser_operator.runtime.client import KubeClient, api_client
@@ -157,6 +163,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         FinalizerStep(kube, scope),
         guard,
         PasswordStep(secrets),
+        RoleAccountGuardStep(target),
         OwnershipStep(target, LiveOwners(kube)),
         AccountStep(target),
         OptionsStep(target),

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from dbuser_operator.api.databaserole import DatabaseRole
+from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.controllers.databaserole import ROLE_HOST
 from dbuser_operator.controllers.steps import ConditionError, Context
 from dbuser_operator.controllers.target import Target, mysql_condition
@@ -121,3 +122,40 @@ class RolesStep:
 
     async def delete(self, ctx: Context) -> None:
         """Dropping the account takes its roles with it."""
+
+
+class RoleAccountGuardStep:
+    """Before the ownership step: the adopt annotation never takes over a role a DatabaseRole owns (on MySQL
+    the role ``'name'@'%'`` is an account too, that a password would turn into a login)."""
+
+    name = "role-account-guard"
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self._table_ready = False
+
+    async def ensure(self, ctx: Context) -> None:
+        adopting = (ctx.user.metadata.annotations or {}).get(ADOPT_ANNOTATION) == "true"
+        if not adopting or ctx.user.spec.host != ROLE_HOST:
+            return
+        db, schema = self.target.db, self.target.schema
+        try:
+            if not self._table_ready:
+                await self.target.ensure_schema()
+                await ownership.ensure_roles_table(db, schema)
+                self._table_ready = True
+            owner = await ownership.owner_of(
+                db, schema, ctx.user.effective_user(), ROLE_HOST, table_name=ownership.ROLES_TABLE
+            )
+        except MySQLError as error:
+            raise mysql_condition(error, ctx.account) from None
+        if owner is not None and (await self.target.server()).flavour == "mysql":
+            raise ConditionError(
+                "AccountClaimed",
+                f"{ctx.account} is the role of DatabaseRole {owner.namespace}/{owner.name}: never adopted as "
+                "an account",
+                retry=False,
+            )
+
+    async def delete(self, ctx: Context) -> None:
+        """Nothing was done."""

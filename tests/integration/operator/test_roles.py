@@ -336,3 +336,21 @@ async def test_a_role_never_takes_over_an_account(
     await role_gone(kube_client, namespace, other)
     assert select_as(mysql, other, f"x-{other}", "SELECT 1") == [(1,)]
     mysql_query(mysql, f"DROP USER '{other}'@'%'")
+
+    # ... nor the other way round: a DatabaseUser's adopt annotation never takes over a managed role.
+    shared = unique("shared")
+    await kube_client.create(DATABASE_ROLES, database_role(shared), namespace)
+    await wait_role_ready(kube_client, namespace, shared)
+    body = database_user(shared, "pw")
+    body["metadata"]["annotations"] = {"mysql.dbuser-operator.dev/adopt": "true"}
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    if is_mariadb(mysql):  # an account 'shared'@'%' of its own, beside the role 'shared'
+        await wait_for_ready(kube_client, namespace, shared, limit=60)
+        assert role_exists(mysql, shared)
+    else:
+        obj = await wait_for_ready(kube_client, namespace, shared, "False", "AccountClaimed", limit=60)
+        assert f"DatabaseRole {namespace}/{shared}" in ready(obj)["message"]  # type: ignore[index]
+        row = mysql_query(
+            mysql, "SELECT account_locked, authentication_string FROM mysql.user WHERE User = %s", shared
+        )
+        assert row == [("Y", "")]  # still a role: no password, locked
