@@ -11,6 +11,7 @@ from kubernetes_asyncio import client, config
 
 from dbuser_operator.controllers.account import AccountStep
 from dbuser_operator.controllers.authentication import AuthenticationStep
+from dbuser_operator.controllers.databaserole import DATABASE_ROLES, DatabaseRoleReconciler
 from dbuser_operator.controllers.departed import DepartedSweep
 from dbuser_operator.controllers.finalizer import FinalizerStep
 from dbuser_operator.controllers.grants import GrantsStep
@@ -27,9 +28,17 @@ from dbuser_operator.controllers.resources import (
     referenced_secret,
 )
 from dbuser_operator.controllers.resync import DriftCheck
+from dbuser_operator.controllers.role_drift import RoleDriftCheck
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.steps import Step
 from dbuser_operator.controllers.target import Target
+from dbuser_operator.controllers.user_roles import (
+    ROLE_INDEX,
+    RoleAccountGuardStep,
+    RolesStep,
+    referenced_roles,
+    users_of_role,
+)
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.fencing import SessionFence
 from dbuser_operator.runtime.client import KubeClient, api_client
@@ -54,6 +63,7 @@ from dbuser_operator.settings import Settings
 log = structlog.get_logger(__name__)
 
 CONTROLLER_NAME = "databaseuser"
+ROLE_CONTROLLER_NAME = "databaserole"
 
 DELETED = Predicate(create=lambda obj: False, update=lambda old, new: False)  # deletions only
 
@@ -122,6 +132,8 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
     users = Informer(reader, DATABASE_USERS, namespaces=settings.namespaces, label_selector=scope.selector)
     users.add_index(SECRET_INDEX, referenced_secret)
     users.add_index(ACCOUNT_INDEX, named_account)
+    users.add_index(ROLE_INDEX, referenced_roles)
+    roles = Informer(reader, DATABASE_ROLES, namespaces=settings.namespaces, label_selector=scope.selector)
     secrets = Informer(reader, SECRETS, namespaces=settings.namespaces)
 
     def users_of(secret: dict[str, Any]) -> list[ObjectKey]:
@@ -143,19 +155,22 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
 
     recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
     target = Target(db, settings.ownership_schema)
+    guard = GuardStep(
+        [*settings.reserved_users, settings.mysql_user],
+        settings.allowed_global_privileges,
+        settings.ownership_schema,
+    )
     steps: list[Step] = [
         FinalizerStep(kube, scope),
-        GuardStep(
-            [*settings.reserved_users, settings.mysql_user],
-            settings.allowed_global_privileges,
-            settings.ownership_schema,
-        ),
+        guard,
         PasswordStep(secrets),
+        RoleAccountGuardStep(target),
         OwnershipStep(target, LiveOwners(kube)),
         AuthenticationStep(target),
         AccountStep(target),
         OptionsStep(target),
         GrantsStep(target),
+        RolesStep(target, roles),
     ]
     reconciler = DatabaseUserReconciler(kube, users, steps, recorder, target=target, scope=scope)
     controller = Controller(
@@ -165,6 +180,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
     controller.watch(users, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED))
     controller.watch_mapped(secrets, users_of)
     controller.watch_mapped(users, claimants_of, DELETED)
+    controller.watch_mapped(roles, users_of_role(users))  # every change, status included: Ready or gone
 
     manager = Manager(
         reader,
@@ -175,6 +191,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         shutdown_timeout=settings.shutdown_timeout,
     )
     manager.add_controller(controller)
+    manager.add_controller(role_controller(settings, kube, roles, recorder, target, scope, guard))
     manager.add_runnable(Runnable("event recorder", recorder.run))
 
     async def close_recorder() -> None:  # write pending Events while the lease is held, else drop them
@@ -183,9 +200,31 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
     manager.on_shutdown(close_recorder)
     drift = DriftCheck(target, users, controller.queue, settings.resync_period)
     manager.add_leader_task("drift check", drift.run)
+    role_drift = RoleDriftCheck(target, users, roles, controller.queue, settings.resync_period)
+    manager.add_leader_task("role drift check", role_drift.run)
     departed = DepartedSweep(kube, scope, settings.namespaces, controller.queue)
     manager.add_leader_task("departed sweep", departed.run)
     return manager
+
+
+def role_controller(  # noqa: PLR0917 - what the role controller shares with the user controller
+    settings: Settings,
+    kube: KubeClient,
+    roles: Informer,
+    recorder: EventRecorder,
+    target: Target,
+    scope: Scope,
+    guard: GuardStep,
+) -> Controller:
+    """The DatabaseRole controller: the same target, scope, guard and fenced clients as the user one."""
+    reconciler = DatabaseRoleReconciler(
+        kube, roles, recorder, target=target, scope=scope, guard=guard, resync_period=settings.resync_period
+    )
+    controller = Controller(
+        ROLE_CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
+    )
+    controller.watch(roles, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED))
+    return controller
 
 
 async def api_configuration(settings: Settings) -> client.Configuration:

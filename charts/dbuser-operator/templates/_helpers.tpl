@@ -70,7 +70,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/*
 What the operator does with the Kubernetes API, and nothing more (a test runs the operator with exactly
-these rules): DatabaseUsers (read; finalizers and status by patch), Secrets (list and watch: the
+these rules): DatabaseUsers and DatabaseRoles (read; finalizers and status by patch), Secrets (list and watch: the
 passwords come from the cache), Events (record).
 */}}
 {{- define "dbuser-operator.rules" -}}
@@ -79,6 +79,12 @@ passwords come from the cache), Events (record).
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["mysql.dbuser-operator.dev"]
   resources: ["databaseusers/status"]
+  verbs: ["patch"]
+- apiGroups: ["mysql.dbuser-operator.dev"]
+  resources: ["databaseroles"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["mysql.dbuser-operator.dev"]
+  resources: ["databaseroles/status"]
   verbs: ["patch"]
 - apiGroups: [""]
   resources: ["secrets"]

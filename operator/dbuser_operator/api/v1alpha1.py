@@ -404,6 +404,10 @@ PASSWORD_REQUIRED_MESSAGE: Final = (
     + ")"
 )
 NO_PASSWORD_MESSAGE: Final = "the plugin {plugin} takes no password: leave spec.password out"  # noqa: S105
+# Roles of a DatabaseUser: names of DatabaseRoles (Kubernetes object names) in its namespace.
+MAX_ROLES: Final = 32
+DEFAULT_ROLES_MESSAGE: Final = "every default role must be listed in roles"
+_RoleName = Annotated[str, Field(max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN)]
 
 
 class DatabaseUserSpec(_Model):
@@ -413,6 +417,12 @@ class DatabaseUserSpec(_Model):
     model_config = ConfigDict(
         json_schema_extra={
             "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.defaultRoles)"
+                    " || self.defaultRoles.all(r, has(self.roles) && r in self.roles)",
+                    "message": DEFAULT_ROLES_MESSAGE,
+                    "fieldPath": ".defaultRoles",
+                },
                 {
                     "rule": "has(self.user) == has(oldSelf.user)"
                     " && (!has(self.user) || self.user == oldSelf.user)",
@@ -509,6 +519,20 @@ class DatabaseUserSpec(_Model):
     mysql.dbuser-operator.dev/adopt: "true"), then releases the resource. Retain leaves the account in MySQL
     and releases the resource at once, even while MySQL is unreachable."""
 
+    roles: list[_RoleName] = Field(
+        default=[], max_length=MAX_ROLES, json_schema_extra={"x-kubernetes-list-type": "set"}
+    )
+    """Roles granted to the account: names of DatabaseRoles in the namespace of this DatabaseUser (served by
+    the same operator). The operator grants exactly these roles and revokes any other role the account
+    holds. Defaults to none."""
+
+    default_roles: list[_RoleName] = Field(
+        default=[], max_length=MAX_ROLES, json_schema_extra={"x-kubernetes-list-type": "set"}
+    )
+    """Roles active by default when the account logs in (SET DEFAULT ROLE), each also listed in roles.
+    MySQL allows several; MariaDB one (more is refused with Ready=False, reason TooManyDefaultRoles).
+    Defaults to none: the account activates roles itself with SET ROLE."""
+
     @model_validator(mode="after")
     def _password_unless_passwordless(self) -> DatabaseUserSpec:
         """The CEL rules on password and authentication.plugin, with their messages."""
@@ -526,6 +550,20 @@ class DatabaseUserSpec(_Model):
         if len(set(levels)) != len(levels):
             raise ValueError(ONE_ENTRY_MESSAGE)
         return grants
+
+    @field_validator("roles", "default_roles")
+    @classmethod
+    def _role_set(cls, names: list[str]) -> list[str]:
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate roles: {', '.join(duplicates)}")
+        return names
+
+    @model_validator(mode="after")
+    def _default_roles_granted(self) -> DatabaseUserSpec:
+        if not set(self.default_roles) <= set(self.roles):
+            raise ValueError(DEFAULT_ROLES_MESSAGE)
+        return self
 
 
 class AppliedSecret(_Model):

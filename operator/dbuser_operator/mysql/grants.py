@@ -36,11 +36,11 @@ from dbuser_operator.mysql.errors import (
 from dbuser_operator.mysql.identifiers import (
     OBJECT_MAX_LENGTH,
     InvalidIdentifierError,
-    account,
     grant_level,
+    grantee_account,
     privilege_list,
     validate_database,
-    validate_host,
+    validate_grantee_host,
     validate_privilege_name,
     validate_table,
     validate_user,
@@ -417,7 +417,7 @@ class Change:
     def statement(self, user: str, host: str) -> Statement:
         """The statement for the account ``'user'@'host'``."""
         level = grant_level(self.key.database, self.key.table, pattern=self.key.pattern)
-        who = account(user, host)
+        who = grantee_account(user, host)
         if self.action == "revoke grant option":
             return Statement("REVOKE GRANT OPTION ON {level} FROM {account}", level=level, account=who)
         privileges = privilege_list(self.privileges or (_USAGE,))
@@ -483,7 +483,7 @@ def plan(
     :func:`changes`); none when they are equal already."""
     with checked_input():
         validate_user(user)
-        validate_host(host)
+        validate_grantee_host(host)
     return [change.statement(user, host) for change in changes(current, desired, server)]
 
 
@@ -576,7 +576,7 @@ async def _read(
     """Whether the account exists, and its grants (one query; two when the privilege tables of ``server``
     are read first and the account turns out to hold global privileges)."""
     with checked_input():
-        who = grantee(validate_user(user), validate_host(host))
+        who = grantee(validate_user(user), validate_grantee_host(host))
     if server is not None and grant_tables.supported(server):
         read = await grant_tables.read_rows(db, user, host, server)
         if read is not None:

@@ -165,3 +165,14 @@ def grant_level(database: str, table: str = "*", *, pattern: bool = False) -> SQ
 def account(user: str, host: str) -> SQL:
     """The account literal ``'user'@'host'``, validated first and escaped anyway."""
     return SQL(quote_string(validate_user(user)) + "@" + quote_string(validate_host(host)))
+
+
+def validate_grantee_host(host: str) -> str:
+    """The host of a grantee: a host (:func:`validate_host`), or ``''`` for a MariaDB role."""
+    return host if host == "" else validate_host(host)
+
+
+def grantee_account(user: str, host: str) -> SQL:
+    """The grantee of a GRANT or REVOKE: :func:`account`, or ``'role'`` alone for a MariaDB role (host
+    ``''``: MariaDB names roles without a host)."""
+    return quote_string(validate_user(user)) if host == "" else account(user, host)

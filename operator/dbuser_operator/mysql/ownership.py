@@ -41,6 +41,8 @@ from dbuser_operator.mysql.statement import Statement
 
 DEFAULT_SCHEMA: Final = "dbuser_operator"
 TABLE: Final = "accounts"
+ROLES_TABLE: Final = "roles"
+"""The table of the roles the operator owns: the same shape, the host ``%`` whatever the flavour."""
 SYSTEM_SCHEMAS: Final = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 
 _UID_MAX, _NAME_MAX = 128, 253
@@ -59,9 +61,9 @@ def validate_schema(schema: str) -> str:
     return schema
 
 
-def table(schema: str) -> SQL:
-    """```schema`.`accounts```, the schema validated."""
-    return SQL(quote_identifier(validate_schema(schema)) + "." + quote_identifier(TABLE))
+def table(schema: str, name: str = TABLE) -> SQL:
+    """```schema`.`accounts``` (or another bookkeeping table), the schema validated."""
+    return SQL(quote_identifier(validate_schema(schema)) + "." + quote_identifier(name))
 
 
 @dataclass(frozen=True)
@@ -116,18 +118,25 @@ async def ensure_schema(db: Database, schema: str = DEFAULT_SCHEMA) -> None:
     await db.execute(Statement(_CREATE_TABLE, table=table(schema)))
 
 
+async def ensure_roles_table(db: Database, schema: str = DEFAULT_SCHEMA) -> None:
+    """Create :data:`ROLES_TABLE` if missing (after :func:`ensure_schema`)."""
+    await db.execute(Statement(_CREATE_TABLE, table=table(schema, ROLES_TABLE)))
+
+
 def _key(user: str, host: str) -> tuple[str, str]:
     with checked_input():
         return validate_user(user), validate_host(host)
 
 
-async def owner_of(db: Database, schema: str, user: str, host: str) -> Owner | None:
-    """Who owns ``'user'@'host'``; None if nobody does."""
+async def owner_of(
+    db: Database, schema: str, user: str, host: str, *, table_name: str = TABLE
+) -> Owner | None:
+    """Who owns ``'user'@'host'`` (in ``table_name``); None if nobody does."""
     rows = await db.fetch(
         Statement(
             "SELECT owner_uid, namespace, name FROM {table} WHERE user = %s AND host = %s",
             *_key(user, host),
-            table=table(schema),
+            table=table(schema, table_name),
         )
     )
     return Owner(str(rows[0][0]), str(rows[0][1]), str(rows[0][2])) if rows else None
@@ -145,7 +154,9 @@ class Claim:
     inserted: bool
 
 
-async def claim(db: Database, schema: str, user: str, host: str, owner: Owner) -> Claim:
+async def claim(
+    db: Database, schema: str, user: str, host: str, owner: Owner, *, table_name: str = TABLE
+) -> Claim:
     """Record ``owner`` as the account's owner unless somebody owns it already; who owns it now.
 
     The insert is atomic (the primary key decides), so of two claimants exactly one wins and both are
@@ -161,25 +172,27 @@ async def claim(db: Database, schema: str, user: str, host: str, owner: Owner) -
         owner.uid,
         owner.namespace,
         owner.name,
-        table=table(schema),
+        table=table(schema, table_name),
     )
     for _ in range(3):  # the owner may forget the account between our insert and our read
         if await db.execute(insert) == 1:  # one row inserted: ours, no need to read it back
             return Claim(owner, inserted=True)
-        current = await owner_of(db, schema, user, host)
+        current = await owner_of(db, schema, user, host, table_name=table_name)
         if current is not None:
             return Claim(current, inserted=False)
     raise ServerError(f"the ownership of '{user}'@'{host}' keeps changing")
 
 
-async def forget(db: Database, schema: str, user: str, host: str, owner_uid: str) -> bool:
+async def forget(
+    db: Database, schema: str, user: str, host: str, owner_uid: str, *, table_name: str = TABLE
+) -> bool:
     """Delete the account's row if ``owner_uid`` owns it; whether it did."""
     affected = await db.execute(
         Statement(
             "DELETE FROM {table} WHERE user = %s AND host = %s AND owner_uid = %s",
             *_key(user, host),
             owner_uid,
-            table=table(schema),
+            table=table(schema, table_name),
         )
     )
     return affected > 0

@@ -27,6 +27,8 @@ SPEC_DEFAULTS: dict[str, Any] = {
     "maxConnectionsPerHour": 0,
     "requireTLS": False,
     "deletionPolicy": "Delete",
+    "roles": [],
+    "defaultRoles": [],
 }
 
 
@@ -77,6 +79,7 @@ async def test_the_sample_is_accepted_and_host_defaults_to_any(
     applied = kubectl("apply", "-k", str(REPO / "config" / "samples"), "-n", namespace)
     assert "databaseuser.mysql.dbuser-operator.dev/app created" in applied.stdout
     assert "secret/app-db-password created" in applied.stdout
+    assert "databaserole.mysql.dbuser-operator.dev/app-reader created" in applied.stdout
 
     obj = await client.CustomObjectsApi(kube_api).get_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, "app", _request_timeout=TIMEOUT

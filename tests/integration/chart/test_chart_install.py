@@ -250,7 +250,7 @@ def test_a_fresh_install_creates_the_crd_and_uninstall_keeps_it(
     renamed_chart: tuple[Path, str],
 ) -> None:
     chart, group = renamed_chart
-    crd_name = f"databaseusers.{group}"
+    crd_name, role_crd = f"databaseusers.{group}", f"databaseroles.{group}"
     release = f"crd-{uuid.uuid4().hex[:6]}"
     try:
         helm("install", release, str(chart), "--namespace", namespace)
@@ -274,6 +274,26 @@ def test_a_fresh_install_creates_the_crd_and_uninstall_keeps_it(
         manifest.write_text(yaml.safe_dump({**bad, "metadata": {"name": "bad", "namespace": namespace}}))
         assert kubectl("apply", "-f", str(manifest), check=False).returncode != 0  # the schema refuses it
 
+        # The chart's DatabaseRole CRD too: a role with the sample's shape, printer columns, a refusal.
+        kubectl("wait", "--for=condition=Established", f"crd/{role_crd}", "--timeout=60s")
+        role = {
+            "apiVersion": f"{group}/v1alpha1",
+            "kind": "DatabaseRole",
+            "metadata": {"name": "app-reader", "namespace": namespace},
+            "spec": {"privileges": [{"database": "app", "privileges": ["SELECT"]}]},
+        }
+        manifest.write_text(yaml.safe_dump(role))
+        kubectl("apply", "-f", str(manifest))
+        table = kubectl("get", f"dbrole.{group}", "-n", namespace).stdout
+        assert table.split()[:5] == ["NAME", "ROLE", "READY", "REASON", "AGE"]
+        stored = yaml.safe_load(
+            kubectl("get", f"databaseroles.{group}", "app-reader", "-n", namespace, "-o", "yaml").stdout
+        )
+        assert stored["spec"]["deletionPolicy"] == "Delete"  # the schema's default
+        bad_role = {**role, "metadata": {"name": "bad", "namespace": namespace}, "spec": {"role": "a'b"}}
+        manifest.write_text(yaml.safe_dump(bad_role))
+        assert kubectl("apply", "-f", str(manifest), check=False).returncode != 0
+
         # A second release with the CRD present: Helm skips it and installs the rest.
         second = helm(
             "install", f"{release}-2", str(chart), "--namespace", namespace, "--set", "target=second"
@@ -285,8 +305,10 @@ def test_a_fresh_install_creates_the_crd_and_uninstall_keeps_it(
         assert kept.stdout.strip() == f"customresourcedefinition.apiextensions.k8s.io/{crd_name}", (
             "helm uninstall must keep the CRD (and the users' resources)"
         )
+        assert kubectl("get", "crd", role_crd, "-o", "name", check=False).returncode == 0
     finally:
-        kubectl("delete", "crd", crd_name, "--ignore-not-found", "--wait=false", check=False)
+        for name in (crd_name, role_crd):
+            kubectl("delete", "crd", name, "--ignore-not-found", "--wait=false", check=False)
 
 
 def test_the_api_server_keeps_every_field_the_chart_sets(

@@ -65,6 +65,8 @@ FULL: dict[str, Any] = {
         "maxConnectionsPerHour": 3600,
         "requireTLS": True,
         "deletionPolicy": "Retain",
+        "roles": ["app-reader", "app-writer"],
+        "defaultRoles": ["app-reader"],
     },
     "status": {
         "conditions": [
@@ -98,6 +100,8 @@ SPEC_DEFAULTS: dict[str, Any] = {
     "maxConnectionsPerHour": 0,
     "requireTLS": False,
     "deletionPolicy": "Delete",
+    "roles": [],
+    "defaultRoles": [],
 }
 
 

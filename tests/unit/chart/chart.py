@@ -23,6 +23,8 @@ Rule = tuple[str, str, str]  # (API group, resource, verb)
 OPERATOR_RULES: frozenset[Rule] = frozenset(
     {(API_GROUP, "databaseusers", verb) for verb in ("get", "list", "watch", "patch")}
     | {(API_GROUP, "databaseusers/status", "patch")}
+    | {(API_GROUP, "databaseroles", verb) for verb in ("get", "list", "watch", "patch")}
+    | {(API_GROUP, "databaseroles/status", "patch")}
     | {("", "secrets", verb) for verb in ("list", "watch")}
     | {("", "events", verb) for verb in ("create", "patch")}
 )

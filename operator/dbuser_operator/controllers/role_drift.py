@@ -1,0 +1,103 @@
+"""Periodic role drift check: the roles every DatabaseUser's account holds, in two queries.
+
+A role granted or revoked by hand, or a default role changed by hand, is found here and the user is queued
+for repair (the roles step then converges exactly). Only what the cache can tell is compared: a role whose
+DatabaseRole is Ready counts as wanted; one whose DatabaseRole exists but is not Ready may be held or not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pydantic
+import structlog
+
+from dbuser_operator.api.databaserole import DatabaseRole
+from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.controllers.target import Target
+from dbuser_operator.mysql import roles
+from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.runtime.conditions import is_true
+from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.runtime.resources import ObjectKey
+from dbuser_operator.runtime.workqueue import RateLimitingQueue
+
+log = structlog.get_logger(__name__)
+
+
+class RoleDriftCheck:
+    """Compares every user's roles with its spec and queues the ones that drifted."""
+
+    def __init__(
+        self,
+        target: Target,
+        users: Informer,
+        roles_informer: Informer,
+        queue: RateLimitingQueue[ObjectKey],
+        period: float,
+    ) -> None:
+        self.target = target
+        self.users = users
+        self.roles = roles_informer
+        self.queue = queue
+        self.period = period
+
+    async def run(self) -> None:
+        """Check every ``period`` seconds until cancelled (never when the period is 0)."""
+        if self.period <= 0:
+            return
+        while True:
+            await asyncio.sleep(self.period)
+            try:
+                await self.check()
+            except MySQLError as error:
+                log.warning("role drift check failed; trying again next period", error=str(error))
+
+    async def check(self) -> list[ObjectKey]:
+        """One pass: queue and return the users whose roles drifted."""
+        server = await self.target.server()
+        live = await roles.every_grant(self.target.db, server)
+        drifted = []
+        for obj in self.users.store:
+            if obj["metadata"].get("deletionTimestamp"):
+                continue
+            try:
+                user = DatabaseUser.model_validate(obj)
+                account = (user.effective_user(), user.spec.host.lower())
+            except (pydantic.ValidationError, ValueError):
+                continue
+            held, defaults = live.get(account, (set(), set()))
+            if self._drifted(user, held, defaults, server):
+                drifted.append(ObjectKey.of(obj))
+        for key in drifted:
+            log.info("roles drifted; repairing", namespace=key.namespace, name=key.name)
+            self.queue.add(key)
+        return drifted
+
+    def _drifted(
+        self, user: DatabaseUser, held: set[roles.Role], defaults: set[roles.Role], server: ServerInfo
+    ) -> bool:
+        namespace = user.metadata.namespace or ""
+        wanted: dict[str, roles.Role] = {}
+        unsure: set[roles.Role] = set()
+        for name in user.spec.roles:
+            obj = self.roles.get(ObjectKey(namespace, name))
+            if obj is None:
+                continue
+            try:
+                role = roles.role_of(DatabaseRole.model_validate(obj).effective_role(), server)
+            except (pydantic.ValidationError, ValueError, MySQLError):
+                continue
+            ready = is_true((obj.get("status") or {}).get("conditions"), "Ready")
+            if ready and not obj["metadata"].get("deletionTimestamp"):
+                wanted[name] = role
+            else:
+                unsure.add(role)
+        if held - set(wanted.values()) - unsure or set(wanted.values()) - held:
+            return True
+        if server.flavour == "mariadb" and len(user.spec.default_roles) > 1:
+            return False  # refused: nothing to repair
+        if not all(name in wanted for name in user.spec.default_roles) or not (held or wanted):
+            return False
+        return {wanted[name] for name in user.spec.default_roles} != defaults

@@ -1,0 +1,356 @@
+"""DatabaseRole and a DatabaseUser's roles end to end: real API server, real MySQL/MariaDB, real logins."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pymysql
+import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from dbuser_operator.controllers.databaserole import DATABASE_ROLES
+from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from tests.conftest import Runner
+from tests.integration.mysql.support import client_tls
+from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator, create_secret
+from tests.integration.operator.helpers import (
+    database_user,
+    mysql_accounts,
+    mysql_query,
+    privileges_of,
+    ready,
+    unique,
+    wait_for_ready,
+)
+
+pytestmark = pytest.mark.integration
+
+# Refused as a role name (spec.role) and as a reference to a DatabaseRole (spec.roles, spec.defaultRoles).
+TRICKS = ["a'b", "a`b", "a\\b", "a b", "a%b", "ｒｏｏｔ", "x" * 33, "", "-x", "' OR '1'='1"]  # noqa: RUF001
+
+
+def database_role(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": DATABASE_ROLES.api_version,
+        "kind": "DatabaseRole",
+        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": TARGET}},
+        "spec": spec,
+    }
+
+
+def is_mariadb(mysql: MySQLServer) -> bool:
+    return "mariadb" in str(mysql_query(mysql, "SELECT VERSION()")[0][0]).lower()
+
+
+def role_host(mysql: MySQLServer) -> str:
+    return "" if is_mariadb(mysql) else "%"
+
+
+def role_exists(mysql: MySQLServer, role: str) -> bool:
+    return bool(
+        mysql_query(mysql, "SELECT 1 FROM mysql.user WHERE User = %s AND Host = %s", role, role_host(mysql))
+    )
+
+
+def roles_of(mysql: MySQLServer, user: str) -> set[str]:
+    if is_mariadb(mysql):
+        rows = mysql_query(
+            mysql, "SELECT Role FROM mysql.roles_mapping WHERE User = %s AND Host = '%%'", user
+        )
+    else:
+        rows = mysql_query(
+            mysql, "SELECT FROM_USER FROM mysql.role_edges WHERE TO_USER = %s AND TO_HOST = '%%'", user
+        )
+    return {str(row[0]) for row in rows}
+
+
+def default_roles_of(mysql: MySQLServer, user: str) -> set[str]:
+    if is_mariadb(mysql):
+        rows = mysql_query(mysql, "SELECT default_role FROM mysql.user WHERE User = %s AND Host = '%%'", user)
+    else:
+        rows = mysql_query(mysql, "SELECT DEFAULT_ROLE_USER FROM mysql.default_roles WHERE USER = %s", user)
+    return {str(row[0]) for row in rows if row[0]}
+
+
+async def wait_role_ready(
+    kube: KubeClient, namespace: str, name: str, status: str = "True"
+) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    obj: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        obj = await kube.get(DATABASE_ROLES, name, namespace)
+        condition = ready(obj)
+        if condition and condition["status"] == status:
+            return obj
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"DatabaseRole {namespace}/{name} never got Ready={status}: {ready(obj)}")
+
+
+async def eventually(check: Any, what: str, limit: float = 60) -> None:
+    deadline = time.monotonic() + limit
+    while not check():
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.1)
+
+
+def select_as(mysql: MySQLServer, user: str, password: str, query: str) -> list[tuple[Any, ...]] | int:
+    """Rows of ``query`` run by ``user`` after a real login, or the server's error code."""
+    connection = pymysql.connect(
+        host=mysql.host,
+        port=mysql.port,
+        user=user,
+        password=password,
+        connect_timeout=5,
+        **client_tls(mysql, tls=False),
+    )
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(query)
+            return list(cursor.fetchall())
+    except pymysql.err.MySQLError as error:
+        return int(error.args[0])
+    finally:
+        connection.close()
+
+
+async def test_role_lifecycle_and_user_roles(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    role_name, database = unique("reader"), unique("rolesdb").replace("-", "")
+    host = role_host(mysql)
+    mysql_query(mysql, f"CREATE DATABASE `{database}`")
+    mysql_query(mysql, f"CREATE TABLE `{database}`.t (a INT)")
+    mysql_query(mysql, f"INSERT INTO `{database}`.t VALUES (42)")
+    grant = {"privileges": ["SELECT"], "database": database}
+    await kube_client.create(DATABASE_ROLES, database_role(role_name, privileges=[grant]), namespace)
+
+    # From empty: the role exists with exactly its privileges.
+    obj = await wait_role_ready(kube_client, namespace, role_name)
+    assert obj["status"]["role"] == role_name
+    assert obj["metadata"]["finalizers"] == [f"mysql.dbuser-operator.dev/account-{TARGET}"]
+    assert role_exists(mysql, role_name)
+    expected = {(database, "*", "SELECT", False)}
+    assert privileges_of(mysql, role_name, host) == expected
+
+    # From drift: a privilege added by hand is revoked, one removed by hand restored (periodic resync).
+    grantee = f"'{role_name}'" + (f"@'{host}'" if host else "")
+    mysql_query(mysql, f"GRANT INSERT ON `{database}`.* TO {grantee}")
+    mysql_query(mysql, f"REVOKE SELECT ON `{database}`.* FROM {grantee}")
+    await eventually(lambda: privileges_of(mysql, role_name, host) == expected, "role drift never repaired")
+
+    # A user with the role as default role: a real login can read through it, and only through it.
+    user, password = unique("roleuser"), passwords.new()
+    await create_secret(kube_client, namespace, "pw", {"password": password})
+    body = database_user(user, "pw", roles=[role_name], defaultRoles=[role_name])
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, user, limit=60)
+    assert roles_of(mysql, user) == {role_name}
+    assert default_roles_of(mysql, user) == {role_name}
+    assert privileges_of(mysql, user) == set()  # nothing of its own
+    assert select_as(mysql, user, password, f"SELECT a FROM `{database}`.t") == [(42,)]
+    assert select_as(mysql, user, password, "SELECT CURRENT_ROLE()") != [(None,)]
+    assert select_as(mysql, user, password, f"INSERT INTO `{database}`.t VALUES (1)") in {1142, 1044}
+
+    # A role granted by hand is revoked (exact convergence, periodic drift check), the spec's one stays.
+    extra = unique("extra")
+    mysql_query(mysql, f"CREATE ROLE '{extra}'")
+    mysql_query(mysql, f"GRANT '{extra}' TO '{user}'@'%'")
+    assert roles_of(mysql, user) == {role_name, extra}
+    await eventually(lambda: roles_of(mysql, user) == {role_name}, "the hand-granted role was never revoked")
+    # ... and so is one revoked by hand restored, with its default (the periodic role drift check).
+    mysql_query(mysql, f"REVOKE {grantee} FROM '{user}'@'%'")
+    await eventually(lambda: roles_of(mysql, user) == {role_name}, "the revoked role was never restored")
+    await eventually(lambda: default_roles_of(mysql, user) == {role_name}, "the default role never came back")
+    mysql_query(mysql, f"DROP ROLE '{extra}'")
+
+    # The role deleted while granted: the user says which role is missing.
+    started = time.monotonic()
+    await kube_client.delete(DATABASE_ROLES, role_name, namespace)
+    obj = await wait_for_ready(kube_client, namespace, user, status="False", reason="RoleNotFound", limit=60)
+    print(f"role deleted -> user reports RoleNotFound: {(time.monotonic() - started) * 1000:.0f} ms")
+    assert role_name in ready(obj)["message"]  # type: ignore[index]
+    await eventually(lambda: not role_exists(mysql, role_name), "the role was never dropped")
+    assert select_as(mysql, user, password, f"SELECT a FROM `{database}`.t") in {1142, 1044}
+
+    # The role comes back: the user is re-queued by the role's events and gets it again.
+    started = time.monotonic()
+    await kube_client.create(DATABASE_ROLES, database_role(role_name, privileges=[grant]), namespace)
+    await wait_for_ready(kube_client, namespace, user, limit=60)
+    print(f"role recreated -> user Ready with it again: {(time.monotonic() - started) * 1000:.0f} ms")
+    assert roles_of(mysql, user) == {role_name}
+    assert default_roles_of(mysql, user) == {role_name}
+    assert select_as(mysql, user, password, f"SELECT a FROM `{database}`.t") == [(42,)]
+
+
+async def test_several_default_roles(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+    kubectl: Runner,
+) -> None:
+    """MySQL activates several default roles; MariaDB refuses more than one with the reason."""
+    first, second = unique("one"), unique("two")
+    for name in (first, second):
+        await kube_client.create(DATABASE_ROLES, database_role(name), namespace)
+        await wait_role_ready(kube_client, namespace, name)
+    table = kubectl("get", "dbrole", "-n", namespace).stdout.splitlines()
+    assert table[0].split() == ["NAME", "ROLE", "READY", "REASON", "AGE"]
+    assert sorted(line.split()[:4] for line in table[1:]) == [
+        [first, first, "True", "RoleReady"],
+        [second, second, "True", "RoleReady"],
+    ]
+    user = unique("twodefaults")
+    await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
+    body = database_user(user, "pw", roles=[first, second], defaultRoles=[first, second])
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    if is_mariadb(mysql):
+        obj = await wait_for_ready(kube_client, namespace, user, "False", "TooManyDefaultRoles", limit=60)
+        assert "one default role" in ready(obj)["message"]  # type: ignore[index]
+        assert roles_of(mysql, user) == set()
+    else:
+        await wait_for_ready(kube_client, namespace, user, limit=60)
+        assert default_roles_of(mysql, user) == {first, second}
+    # One default role is fine on both.
+    patch = {"spec": {"defaultRoles": [second]}}
+    await kube_client.patch(DATABASE_USERS, user, patch, PatchType.MERGE, namespace=namespace)
+    await eventually(lambda: default_roles_of(mysql, user) == {second}, "the default role was never set")
+    await wait_for_ready(kube_client, namespace, user, limit=60)
+    assert roles_of(mysql, user) == {first, second}
+
+
+async def test_existing_role_not_taken_over(
+    operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer
+) -> None:
+    """A role that exists but that the operator did not create is not ours: refused, left alone, dropped
+    never; the adopt annotation takes it over."""
+    name = unique("byhand")
+    mysql_query(mysql, f"CREATE ROLE '{name}'")
+    await kube_client.create(DATABASE_ROLES, database_role(name), namespace)
+    obj = await wait_role_ready(kube_client, namespace, name, "False")
+    assert ready(obj)["reason"] == "RoleExists"  # type: ignore[index]
+    await kube_client.delete(DATABASE_ROLES, name, namespace)
+    await role_gone(kube_client, namespace, name)
+    assert role_exists(mysql, name)  # never dropped: not ours
+
+    # Adopted: the role is this resource's from then on, brought in line, and dropped with it.
+    body = database_role(name, privileges=[{"privileges": ["SELECT"], "database": "adopted"}])
+    body["metadata"]["annotations"] = {"mysql.dbuser-operator.dev/adopt": "true"}
+    await kube_client.create(DATABASE_ROLES, body, namespace)
+    await wait_role_ready(kube_client, namespace, name)
+    assert privileges_of(mysql, name, role_host(mysql)) == {("adopted", "*", "SELECT", False)}
+    await kube_client.delete(DATABASE_ROLES, name, namespace)
+    await role_gone(kube_client, namespace, name)
+    assert not role_exists(mysql, name)
+
+
+async def role_gone(kube: KubeClient, namespace: str, name: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            await kube.get(DATABASE_ROLES, name, namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return
+            raise
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"DatabaseRole {namespace}/{name} was never released")
+
+
+async def test_hostile_role_names_refused_at_admission(
+    operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer
+) -> None:
+    before = mysql_accounts(mysql)
+    for value in TRICKS:
+        with pytest.raises(ApiException) as refused:
+            await kube_client.create(DATABASE_ROLES, database_role("hostile", role=value), namespace)
+        assert refused.value.status == 422, value
+        reference = "x" * 254 if value == "x" * 33 else value  # DatabaseRole names: up to 253
+        for field in ("roles", "defaultRoles"):
+            body = database_user("hostile-user", "pw", roles=["fine"], defaultRoles=[])
+            body["spec"][field] = [*body["spec"][field], reference]
+            with pytest.raises(ApiException) as refused:
+                await kube_client.create(DATABASE_USERS, body, namespace)
+            assert refused.value.status == 422, (field, value)
+    body = database_user("hostile-user", "pw", roles=["a"], defaultRoles=["b"])
+    with pytest.raises(ApiException) as refused:
+        await kube_client.create(DATABASE_USERS, body, namespace)
+    assert "every default role must be listed in roles" in str(refused.value.body)
+    with pytest.raises(ApiException):  # a metadata.name longer than a role name, without spec.role
+        await kube_client.create(DATABASE_ROLES, database_role("r" * 33), namespace)
+    for privilege in ("SELECT; DROP USER root", "SELECT`", "ALL PRIVILEGES ON *.* TO x"):  # the Grant rules
+        grant = {"privileges": [privilege], "database": "app"}
+        with pytest.raises(ApiException) as refused:
+            await kube_client.create(DATABASE_ROLES, database_role("hostile", privileges=[grant]), namespace)
+        assert refused.value.status == 422, privilege
+    assert mysql_accounts(mysql) == before
+
+
+async def test_a_role_never_takes_over_an_account(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """On MySQL roles and accounts share mysql.user: adopting a DatabaseUser's account (or any account that
+    logs in) as a role is refused. On MariaDB a role of that name is a separate thing, and the account too
+    stays as it was."""
+    name, password = unique("victim"), passwords.new()
+    await create_secret(kube_client, namespace, "pw", {"password": password})
+    await kube_client.create(DATABASE_USERS, database_user(name, "pw"), namespace)
+    await wait_for_ready(kube_client, namespace, name, limit=60)
+    body = database_role(name, privileges=[{"privileges": ["SELECT"], "database": "stolen"}])
+    body["metadata"]["annotations"] = {"mysql.dbuser-operator.dev/adopt": "true"}
+    await kube_client.create(DATABASE_ROLES, body, namespace)
+    if is_mariadb(mysql):
+        await wait_role_ready(kube_client, namespace, name)
+    else:
+        obj = await wait_role_ready(kube_client, namespace, name, "False")
+        assert ready(obj)["reason"] == "RoleClaimed", ready(obj)  # type: ignore[index]
+        assert f"DatabaseUser {namespace}/{name}" in ready(obj)["message"]  # type: ignore[index]
+    assert privileges_of(mysql, name) == set()
+    await kube_client.delete(DATABASE_ROLES, name, namespace)
+    await role_gone(kube_client, namespace, name)
+    assert select_as(mysql, name, password, "SELECT 1") == [(1,)]
+
+    # An account made by hand that logs in is not adopted as a role either (MySQL).
+    other = unique("login")
+    mysql_query(mysql, f"CREATE USER '{other}'@'%' IDENTIFIED BY 'x-{other}'")
+    body = database_role(other)
+    body["metadata"]["annotations"] = {"mysql.dbuser-operator.dev/adopt": "true"}
+    await kube_client.create(DATABASE_ROLES, body, namespace)
+    if not is_mariadb(mysql):
+        obj = await wait_role_ready(kube_client, namespace, other, "False")
+        assert "can log in, not a role" in ready(obj)["message"]  # type: ignore[index]
+    await kube_client.delete(DATABASE_ROLES, other, namespace)
+    await role_gone(kube_client, namespace, other)
+    assert select_as(mysql, other, f"x-{other}", "SELECT 1") == [(1,)]
+    mysql_query(mysql, f"DROP USER '{other}'@'%'")
+
+    # ... nor the other way round: a DatabaseUser's adopt annotation never takes over a managed role.
+    shared = unique("shared")
+    await kube_client.create(DATABASE_ROLES, database_role(shared), namespace)
+    await wait_role_ready(kube_client, namespace, shared)
+    body = database_user(shared, "pw")
+    body["metadata"]["annotations"] = {"mysql.dbuser-operator.dev/adopt": "true"}
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    if is_mariadb(mysql):  # an account 'shared'@'%' of its own, beside the role 'shared'
+        await wait_for_ready(kube_client, namespace, shared, limit=60)
+        assert role_exists(mysql, shared)
+    else:
+        obj = await wait_for_ready(kube_client, namespace, shared, "False", "AccountClaimed", limit=60)
+        assert f"DatabaseRole {namespace}/{shared}" in ready(obj)["message"]  # type: ignore[index]
+        row = mysql_query(
+            mysql, "SELECT account_locked, authentication_string FROM mysql.user WHERE User = %s", shared
+        )
+        assert row == [("Y", "")]  # still a role: no password, locked

@@ -1,0 +1,93 @@
+"""The role drift check's decision, from the cache and what the server reported (no server needed)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.controllers.databaserole import DATABASE_ROLES
+from dbuser_operator.controllers.role_drift import RoleDriftCheck
+from dbuser_operator.controllers.target import Target
+from dbuser_operator.mysql.roles import Role
+from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.runtime.resources import ObjectKey
+from dbuser_operator.runtime.workqueue import RateLimitingQueue
+
+MYSQL = ServerInfo("mysql", (9, 7, 4))
+MARIADB = ServerInfo("mariadb", (11, 8, 9))
+
+
+def role_object(name: str, *, ready: bool = True, role: str | None = None) -> dict[str, Any]:
+    condition = {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "reason": "RoleReady" if ready else "RoleExists",
+        "message": "",
+    }
+    spec = {"role": role} if role else {}
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
+        "spec": spec,
+        "status": {"conditions": [condition]},
+    }
+
+
+def check(*roles: dict[str, Any]) -> RoleDriftCheck:
+    informer = Informer(cast(KubeClient, None), DATABASE_ROLES)
+    for obj in roles:
+        informer.store.put(obj)
+    queue = cast(RateLimitingQueue[ObjectKey], None)
+    return RoleDriftCheck(cast(Target, None), informer, informer, queue, 0)
+
+
+def user(roles: list[str], defaults: list[str]) -> DatabaseUser:
+    return DatabaseUser.model_validate(
+        {
+            "metadata": {"name": "app", "namespace": "ns"},
+            "spec": {"password": {"name": "s", "key": "k"}, "roles": roles, "defaultRoles": defaults},
+        }
+    )
+
+
+def mysql_role(name: str) -> Role:
+    return (name, "%")
+
+
+@pytest.mark.parametrize(
+    ("held", "defaults", "drifted"),
+    [
+        (set(), set(), True),  # the wanted role is missing
+        ({mysql_role("reader")}, {mysql_role("reader")}, False),
+        ({mysql_role("reader"), mysql_role("byhand")}, {mysql_role("reader")}, True),  # an extra role
+        ({mysql_role("reader")}, set(), True),  # the default role was unset
+    ],
+)
+def test_a_ready_role_is_compared_exactly(held: set[Role], defaults: set[Role], drifted: bool) -> None:
+    assert (
+        check(role_object("reader"))._drifted(user(["reader"], ["reader"]), held, defaults, MYSQL) is drifted
+    )
+
+
+def test_a_role_not_ready_may_be_held_or_not() -> None:
+    drift = check(role_object("reader", ready=False, role="app_reader"))
+    for held in (set(), {mysql_role("app_reader")}):
+        assert not drift._drifted(user(["reader"], []), held, set(), MYSQL)
+
+
+def test_a_missing_database_role_is_not_repaired_but_a_hand_granted_role_is() -> None:
+    drift = check()
+    assert not drift._drifted(user(["gone"], []), set(), set(), MYSQL)
+    assert drift._drifted(user(["gone"], []), {mysql_role("byhand")}, set(), MYSQL)
+
+
+def test_mariadb_roles_have_no_host_and_two_defaults_are_left_to_the_condition() -> None:
+    drift = check(role_object("a"), role_object("b"))
+    held = {("a", ""), ("b", "")}
+    assert not drift._drifted(user(["a", "b"], ["a", "b"]), held, set(), MARIADB)
+    assert drift._drifted(user(["a", "b"], ["a"]), held, set(), MARIADB)
+    assert not drift._drifted(user(["a", "b"], ["a"]), held, {("a", "")}, MARIADB)
