@@ -27,6 +27,8 @@ SPEC_DEFAULTS: dict[str, Any] = {
     "maxConnectionsPerHour": 0,
     "requireTLS": False,
     "deletionPolicy": "Delete",
+    "hosts": [],
+    "managementPolicy": "Manage",
 }
 
 

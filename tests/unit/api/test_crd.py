@@ -103,7 +103,7 @@ def test_spec_validation_defaults_and_rules() -> None:
     assert (host["default"], host["maxLength"], host["pattern"]) == ("%", 255, v1alpha1.HOST_PATTERN)
     assert spec["properties"]["password"]["required"] == ["key", "name"]
     messages = {rule["message"] for rule in spec["x-kubernetes-validations"]}
-    assert messages == {"spec.user is immutable", "spec.host is immutable"}
+    assert messages == {"spec.user is immutable", "spec.host is immutable", v1alpha1.HOSTS_REPEAT_MESSAGE}
 
 
 def test_status_conditions_are_a_map_list_of_metav1_conditions() -> None:
