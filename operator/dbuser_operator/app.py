@@ -14,6 +14,8 @@ from dbuser_operator.controllers.departed import DepartedSweep
 from dbuser_operator.controllers.finalizer import FinalizerStep
 from dbuser_operator.controllers.grants import GrantsStep
 from dbuser_operator.controllers.guard import GuardStep
+from dbuser_operator.controllers.hosts import HostsStep
+from dbuser_operator.controllers.observe import Observer
 from dbuser_operator.controllers.options import OptionsStep
 from dbuser_operator.controllers.ownership import LiveOwners, OwnershipStep
 from dbuser_operator.controllers.password import PasswordStep
@@ -150,12 +152,26 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
             settings.ownership_schema,
         ),
         PasswordStep(secrets),
-        OwnershipStep(target, LiveOwners(kube)),
-        AccountStep(target),
-        OptionsStep(target),
-        GrantsStep(target),
+        HostsStep(  # the steps of one account, run for each host
+            target,
+            [
+                OwnershipStep(target, LiveOwners(kube)),
+                AccountStep(target),
+                OptionsStep(target),
+                GrantsStep(target),
+            ],
+        ),
     ]
-    reconciler = DatabaseUserReconciler(kube, users, steps, recorder, target=target, scope=scope)
+    reconciler = DatabaseUserReconciler(
+        kube,
+        users,
+        steps,
+        recorder,
+        target=target,
+        scope=scope,
+        observer=Observer(target, [*settings.reserved_users, settings.mysql_user]),
+        observe_period=settings.resync_period,
+    )
     controller = Controller(
         CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
     )

@@ -26,7 +26,7 @@ class AccountStep:
         self.target = target
 
     async def ensure(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        user, host = ctx.user.effective_user(), ctx.host
         if ctx.password is None or ctx.secret is None:
             raise RuntimeError("the password step must run before the account step")
         if ctx.account_exists is None:
@@ -92,7 +92,7 @@ class AccountStep:
         return True
 
     async def delete(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        user, host = ctx.user.effective_user(), ctx.host
         db, schema = self.target.db, self.target.schema
         try:
             current = await ownership.owner_of(db, schema, user, host)

@@ -84,7 +84,7 @@ class OwnershipStep:
         self.owners = owners
 
     async def ensure(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        user, host = ctx.user.effective_user(), ctx.host
         me = owner(ctx)
         db, schema = self.target.db, self.target.schema
         try:
@@ -116,7 +116,7 @@ class OwnershipStep:
                 else f" (deleted: annotate with {ADOPT_ANNOTATION}=true to take over)"
             )
             raise ConditionError("AccountClaimed", f"{ctx.account} is managed by {holder}{hint}", retry=False)
-        ctx.status.user, ctx.status.host = user, host
+        ctx.status.user, ctx.status.host = user, ctx.user.spec.host
 
     async def _claim(self, ctx: Context, user: str, host: str) -> ownership.Owner:
         """Claim the account; ``ctx.claimed`` only if this call wrote the row. Who owns it now."""
@@ -125,7 +125,7 @@ class OwnershipStep:
         return claim.owner
 
     async def delete(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        user, host = ctx.user.effective_user(), ctx.host
         try:
             await ownership.forget(self.target.db, self.target.schema, user, host, owner(ctx).uid)
         except MySQLError as error:

@@ -40,11 +40,15 @@ class Context:
     claimed: bool = False  # this pass recorded the resource as the account's owner
     created: bool = False  # the account was created in this pass: it has default options and no grants
     events: list[tuple[EventType, str, str]] = field(default_factory=list)
+    host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
+
+    def __post_init__(self) -> None:
+        self.host = self.host or self.user.spec.host
 
     @property
     def account(self) -> str:
         """``'user'@'host'`` for messages (validated names only: safe to show)."""
-        return f"'{self.user.effective_user()}'@'{self.user.spec.host}'"
+        return f"'{self.user.effective_user()}'@'{self.host}'"
 
     def event(self, type_: EventType, reason: str, message: str) -> None:
         """Queue an Event, recorded once the status is written."""
