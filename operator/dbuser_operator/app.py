@@ -142,6 +142,11 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         )
         return [other for other in named if other != key]
 
+    def requeue_claimants(user: str, host: str) -> None:
+        """A resource let go of ``'user'@'host'`` (a host left its spec): the others naming it may have it."""
+        for other in users.store.by_index(ACCOUNT_INDEX, f"{user}@{host.lower()}"):
+            controller.queue.add(ObjectKey.of(other))
+
     recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
     target = Target(db, settings.ownership_schema)
     steps: list[Step] = [
@@ -160,6 +165,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
                 OptionsStep(target),
                 GrantsStep(target),
             ],
+            on_release=requeue_claimants,
         ),
     ]
     reconciler = DatabaseUserReconciler(

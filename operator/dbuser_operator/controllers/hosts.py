@@ -10,13 +10,14 @@ The bookkeeping table, not status, says which accounts the resource owns (a clai
 first status write): a host removed from the spec whose account the resource still owns is dropped
 (deletionPolicy Delete) or released (Retain: ownership forgotten, the account left) on the next pass, and
 deletion handles every owned host, a removed one whose drop failed earlier included. ``status.hosts``
-shows them.
+shows them. Once the account of a removed host is gone or released, ``on_release`` is told, so that the
+resources refused for it (``AccountClaimed``) are looked at again.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dbuser_operator.controllers.ownership import owner
 from dbuser_operator.controllers.steps import ConditionError, Context, Step
@@ -65,9 +66,15 @@ class HostsStep:
 
     name = "hosts"
 
-    def __init__(self, target: Target, steps: Sequence[Step]) -> None:
+    def __init__(
+        self,
+        target: Target,
+        steps: Sequence[Step],
+        on_release: Callable[[str, str], None] | None = None,
+    ) -> None:
         self.target = target
         self.steps = list(steps)
+        self.on_release = on_release  # (user, host) of an account this resource no longer holds
 
     async def ensure(self, ctx: Context) -> None:
         errors: list[ConditionError] = []
@@ -86,9 +93,12 @@ class HostsStep:
             if host.lower() not in wanted:
                 try:
                     await self._remove(for_host(ctx, host))
-                    continue
                 except ConditionError as error:
                     errors.append(error)
+                else:
+                    if self.on_release is not None:
+                        self.on_release(ctx.user.effective_user(), host)
+                    continue
             kept.append(host)
         ctx.status.hosts = kept
         if errors:

@@ -76,6 +76,8 @@ def place(field: str, value: str) -> dict[str, Any]:
         spec["user"] = value
     elif field == "host":
         spec["host"] = value
+    elif field == "hosts":
+        spec["hosts"] = ["localhost", value]
     elif field == "database":
         grant["database"] = value
     elif field == "table":
@@ -93,6 +95,7 @@ def place(field: str, value: str) -> dict[str, Any]:
 DOCUMENTED = {
     "user": USER_PATTERN,
     "host": HOST_PATTERN,
+    "hosts": HOST_PATTERN,
     "database": OBJECT_NAME_PATTERN,
     "table": OBJECT_NAME_PATTERN,
     "secret name": DNS_SUBDOMAIN_PATTERN,
@@ -128,7 +131,7 @@ async def outcome(kube: KubeClient, namespace: str, body: dict[str, Any]) -> str
 
 
 @pytest.mark.parametrize(
-    "field", ["user", "host", "database", "table", "privilege", "secret name", "secret key"]
+    "field", ["user", "host", "hosts", "database", "table", "privilege", "secret name", "secret key"]
 )
 async def test_hostile_values_are_rejected_or_reported_and_touch_no_other_account(
     operator: RunningOperator,
@@ -149,7 +152,10 @@ async def test_hostile_values_are_rejected_or_reported_and_touch_no_other_accoun
             key for key in set(before) & set(after) if before[key] != after[key]
         }
         # Only the named account may have come and gone (it is dropped again on deletion).
-        assert named <= {("hostile", "%"), (value, "%"), ("hostile", value)}, (field, value, named)
+        allowed = {("hostile", "%"), (value, "%"), ("hostile", value)}
+        if field == "hosts":
+            allowed.add(("hostile", "localhost"))
+        assert named <= allowed, (field, value, named)
         if legitimate(field, value):
             assert result in ("rejected", "True:AccountReady") or result.startswith("False:"), (value, result)
         else:

@@ -164,7 +164,8 @@ async def test_another_owners_account_on_one_host_refuses_that_host_only(
 ) -> None:
     user = unique("shared")
     first, second = unique("first"), unique("second")
-    await kube_client.create(DATABASE_USERS, database_user(first, "pw", user=user, host="10.5.%"), namespace)
+    body = database_user(first, "pw", user=user, host="10.4.%", hosts=["10.5.%"])
+    await kube_client.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube_client, namespace, first)
     handmade = passwords.new("handmade")
     mysql_query(mysql, f"CREATE USER '{user}'@'10.7.%%' IDENTIFIED BY %s", handmade)
@@ -177,16 +178,26 @@ async def test_another_owners_account_on_one_host_refuses_that_host_only(
         assert f"'{user}'@'10.7.%' already exists" in message  # AccountExists, named too
         assert "10.6.%" not in message
         # The free host converged all the same; the others are untouched.
-        await until(lambda: account_exists(mysql, user, "10.6.%"), what="the free host's account")
-        assert owned_hosts(mysql, user) == {"10.5.%", "10.6.%"}
+        assert account_exists(mysql, user, "10.6.%")
+        assert owned_hosts(mysql, user) == {"10.4.%", "10.5.%", "10.6.%"}
         assert obj["status"]["hosts"] == ["10.6.%"]
 
-        # Deleting the second drops its own account only.
+        # The first one lets go of 10.5.% (dropped): the second is looked at again and takes it.
+        await patch_spec(kube_client, namespace, first, {"hosts": []})
+        obj = await wait_for_ready(kube_client, namespace, second, "False", "AccountExists", limit=30)
+        assert "10.5.%" not in ready(obj)["message"]  # type: ignore[index]
+        await until(lambda: account_exists(mysql, user, "10.5.%"), what="10.5.% created by the second")
+        obj = await kube_client.get(DATABASE_USERS, second, namespace)
+        assert sorted(obj["status"]["hosts"]) == ["10.5.%", "10.6.%"]
+
+        # Deleting the second drops its own accounts only.
         await kube_client.delete(DATABASE_USERS, second, namespace)
         await wait_until_gone(kube_client, namespace, second)
         assert not account_exists(mysql, user, "10.6.%")
-        assert account_exists(mysql, user, "10.5.%")
+        assert not account_exists(mysql, user, "10.5.%")
+        assert account_exists(mysql, user, "10.4.%")
         assert account_exists(mysql, user, "10.7.%")
+        assert owned_hosts(mysql, user) == {"10.4.%"}
         await wait_for_ready(kube_client, namespace, first)
     finally:
         mysql_query(mysql, f"DROP USER IF EXISTS '{user}'@'10.7.%'")
