@@ -78,15 +78,33 @@ class HostsStep:
 
     async def ensure(self, ctx: Context) -> None:
         errors: list[ConditionError] = []
+        # status.appliedSecret is the resource's, the password each account's: every host starts from the
+        # version applied last pass if it was held then, else from none (new, refused before, adopted); the
+        # new version is recorded only if no held host failed, so that a later pass reaches them all.
+        before = after = ctx.status.applied_secret
+        held = {host.lower() for host in (ctx.status.hosts if ctx.status.hosts is not None else [ctx.host])}
+        failed_held = False
         for host in ctx.user.spec.account_hosts():
             per_host = for_host(ctx, host)
+            ctx.status.applied_secret = before if host.lower() in held else None
             try:
                 for step in self.steps:
                     await step.ensure(per_host)
             except ConditionError as error:
                 errors.append(error)
+                failed_held = failed_held or host.lower() in held
                 if error.reason not in PER_ACCOUNT_REFUSALS:
+                    ctx.status.applied_secret = before
                     raise combined(errors) from None
+            else:
+                after = ctx.status.applied_secret
+        ctx.status.applied_secret = before if failed_held else after
+        ctx.status.hosts = await self._remove_left(ctx, errors)
+        if errors:
+            raise combined(errors)
+
+    async def _remove_left(self, ctx: Context, errors: list[ConditionError]) -> list[str]:
+        """Drop or release the owned accounts of hosts no longer in the spec; the hosts still owned."""
         wanted = {host.lower() for host in ctx.user.spec.account_hosts()}
         kept: list[str] = []
         for host in await self._owned(ctx):
@@ -100,9 +118,7 @@ class HostsStep:
                         self.on_release(ctx.user.effective_user(), host)
                     continue
             kept.append(host)
-        ctx.status.hosts = kept
-        if errors:
-            raise combined(errors)
+        return kept
 
     async def delete(self, ctx: Context) -> None:
         """Every account of the spec and every one the resource still owns, each with its own context."""

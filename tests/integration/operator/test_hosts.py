@@ -8,14 +8,17 @@ from typing import Any
 
 import pytest
 
+from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.controllers.resources import DATABASE_USERS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import login
 from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
 from tests.integration.operator.helpers import (
     account_exists,
+    can_log_in,
     database_user,
     mysql_query,
     privileges_of,
@@ -59,6 +62,7 @@ async def test_two_hosts_converge_and_each_account_logs_in_from_its_host(
     mysql: MySQLServer,
     mysql_provider: MySQLServer | LocalMySQLServer,
     secret: str,
+    passwords: PasswordLedger,
 ) -> None:
     name = unique("twohosts")
     body = database_user(name, "pw", host="localhost", hosts=["127.0.0.1"], privileges=SELECT_APP)
@@ -76,11 +80,48 @@ async def test_two_hosts_converge_and_each_account_logs_in_from_its_host(
     if isinstance(mysql_provider, LocalMySQLServer):
         assert login(mysql, name, secret, unix_socket=str(mysql_provider.socket)) == f"{name}@localhost"
 
+    # A new password reaches every host.
+    changed = passwords.new()
+    await kube_client.patch(
+        SECRETS, "pw", {"stringData": {"password": changed}}, PatchType.MERGE, namespace=namespace
+    )
+    await until(lambda: can_log_in(mysql, name, changed), what="the new password from 127.0.0.1")
+    if isinstance(mysql_provider, LocalMySQLServer):
+        assert login(mysql, name, changed, unix_socket=str(mysql_provider.socket)) == f"{name}@localhost"
+
     await kube_client.delete(DATABASE_USERS, name, namespace)
     await wait_until_gone(kube_client, namespace, name)
     assert not account_exists(mysql, name, "localhost")
     assert not account_exists(mysql, name, "127.0.0.1")
     assert owned_hosts(mysql, name) == set()
+
+
+async def test_a_host_added_later_is_adopted_with_the_secrets_password(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    secret: str,
+    passwords: PasswordLedger,
+) -> None:
+    """With the adopt annotation, an existing account of a host added to a resource that is Ready already
+    gets the Secret's password (the resource's appliedSecret is not that account's)."""
+    name = unique("addlater")
+    body = database_user(name, "pw", host="10.1.%")
+    body["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    handmade = passwords.new("handmade")
+    mysql_query(mysql, f"CREATE USER '{name}'@'127.0.0.1' IDENTIFIED BY %s", handmade)
+    assert can_log_in(mysql, name, handmade)
+
+    await patch_spec(kube_client, namespace, name, {"hosts": ["127.0.0.1"]})
+    await until(lambda: owned_hosts(mysql, name) == {"10.1.%", "127.0.0.1"}, what="127.0.0.1 adopted")
+    await until(lambda: can_log_in(mysql, name, secret), what="the Secret's password on 127.0.0.1")
+    assert not can_log_in(mysql, name, handmade)
+    await kube_client.delete(DATABASE_USERS, name, namespace)
+    await wait_until_gone(kube_client, namespace, name)
+    assert not account_exists(mysql, name, "127.0.0.1")
 
 
 async def test_a_removed_host_is_dropped_under_delete(
