@@ -3,8 +3,8 @@
 ``CREATE USER`` is sent only when this pass saw no account. If the account turns up meanwhile, a row this
 pass wrote is withdrawn (somebody else made the account: not ours); a row that named this resource before
 the pass (an earlier pass, another replica) is kept, and the live account is looked at again instead.
-Deletion reads user and host from the spec and drops the account only if the bookkeeping row names this
-resource's UID.
+Deletion reads user and host from the context (:mod:`.hosts` runs it per host) and drops the account only
+if the bookkeeping row names this resource's UID.
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ A claim is this pass's own only when this pass wrote the row (``ctx.claimed``); 
 this resource (an earlier pass that crashed, another replica) says the account is ours, not that this pass
 may assume anything about it: the account step looks at the live account instead.
 
-The delete half works from the spec (user and host are immutable), never from status: a resource deleted
-before its first status write has claimed, and maybe created, its account all the same.
+The delete half works from the context's account (the spec's user; a host of the spec, or one the
+bookkeeping table says the resource owns: :mod:`.hosts` runs the steps per host), never from status: a
+resource deleted before its first status write has claimed, and maybe created, its account all the same.
 """
 
 from __future__ import annotations
