@@ -16,6 +16,8 @@ from dbuser_operator.controllers.departed import DepartedSweep
 from dbuser_operator.controllers.finalizer import FinalizerStep
 from dbuser_operator.controllers.grants import GrantsStep
 from dbuser_operator.controllers.guard import GuardStep
+from dbuser_operator.controllers.hosts import HostsStep
+from dbuser_operator.controllers.observe import Observer
 from dbuser_operator.controllers.options import OptionsStep
 from dbuser_operator.controllers.ownership import LiveOwners, OwnershipStep
 from dbuser_operator.controllers.password import PasswordStep
@@ -153,6 +155,11 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         )
         return [other for other in named if other != key]
 
+    def requeue_claimants(user: str, host: str) -> None:
+        """A resource let go of ``'user'@'host'`` (a host left its spec): the others naming it may have it."""
+        for other in users.store.by_index(ACCOUNT_INDEX, f"{user}@{host.lower()}"):
+            controller.queue.add(ObjectKey.of(other))
+
     recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
     target = Target(db, settings.ownership_schema)
     guard = GuardStep(
@@ -164,15 +171,30 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         FinalizerStep(kube, scope),
         guard,
         PasswordStep(secrets),
-        RoleAccountGuardStep(target),
-        OwnershipStep(target, LiveOwners(kube)),
-        AuthenticationStep(target),
-        AccountStep(target),
-        OptionsStep(target),
-        GrantsStep(target),
-        RolesStep(target, roles),
+        HostsStep(  # the steps of one account, run for each host
+            target,
+            [
+                RoleAccountGuardStep(target),
+                OwnershipStep(target, LiveOwners(kube)),
+                AuthenticationStep(target),
+                AccountStep(target),
+                OptionsStep(target),
+                GrantsStep(target),
+                RolesStep(target, roles),
+            ],
+            on_release=requeue_claimants,
+        ),
     ]
-    reconciler = DatabaseUserReconciler(kube, users, steps, recorder, target=target, scope=scope)
+    reconciler = DatabaseUserReconciler(
+        kube,
+        users,
+        steps,
+        recorder,
+        target=target,
+        scope=scope,
+        observer=Observer(target, [*settings.reserved_users, settings.mysql_user]),
+        observe_period=settings.resync_period,
+    )
     controller = Controller(
         CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
     )

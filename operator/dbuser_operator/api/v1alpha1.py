@@ -170,6 +170,14 @@ TLS_CIPHER_MAX_LENGTH: Final = tls_identity.CIPHER_MAX_LENGTH
 DeletionPolicy = Literal["Delete", "Retain"]
 """What happens to the MySQL account when its DatabaseUser is deleted."""
 
+ManagementPolicy = Literal["Manage", "Observe", "Paused"]
+"""How far the operator acts on the accounts: Manage them, only Observe them, or leave them alone (Paused)."""
+
+MAX_HOSTS: Final = 16
+HOSTS_REPEAT_MESSAGE: Final = (
+    "hosts must not repeat spec.host or one another (MySQL compares hosts without regard to case)"
+)
+
 _INT64: Final[dict[str, Any]] = {"format": "int64"}
 
 
@@ -408,6 +416,8 @@ NO_PASSWORD_MESSAGE: Final = "the plugin {plugin} takes no password: leave spec.
 MAX_ROLES: Final = 32
 DEFAULT_ROLES_MESSAGE: Final = "every default role must be listed in roles"
 _RoleName = Annotated[str, Field(max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN)]
+# A host of spec.hosts: the pattern and length of spec.host.
+_HostItem = Annotated[str, Field(max_length=HOST_MAX_LENGTH, pattern=HOST_PATTERN)]
 
 
 class DatabaseUserSpec(_Model):
@@ -450,6 +460,12 @@ class DatabaseUserSpec(_Model):
                     ),
                     "fieldPath": ".password",
                 },
+                {
+                    "rule": "self.hosts.all(h, h.lowerAscii() != self.host.lowerAscii())"
+                    " && self.hosts.all(a, self.hosts.exists_one(b, a.lowerAscii() == b.lowerAscii()))",
+                    "message": HOSTS_REPEAT_MESSAGE,
+                    "fieldPath": ".hosts",
+                },
             ]
         }
     )
@@ -461,6 +477,14 @@ class DatabaseUserSpec(_Model):
     host: str = Field(default="%", max_length=HOST_MAX_LENGTH, pattern=HOST_PATTERN)
     """MySQL host part of the account: the client hosts it may connect from, as MySQL matches them ('%' for
     any host, '10.0.%', an IP address, '10.0.0.0/255.0.0.0', or a host name). Defaults to '%'. Immutable."""
+
+    hosts: list[_HostItem] = Field(
+        default=[], max_length=MAX_HOSTS, json_schema_extra={"x-kubernetes-list-type": "set"}
+    )
+    """More hosts of the same user, each its own MySQL account 'user'@'host' with the same password,
+    privileges and limits (at most 16; same rules as host; no repeat of host, case aside). Unlike host, the
+    list may change: a host removed from it has its account dropped (deletionPolicy Delete, if this resource
+    owns it) or released (Retain: left in MySQL, no longer managed). Defaults to none: host alone."""
 
     password: SecretKeySelector | None = None
     """The Secret key that holds the account's password, in the namespace of the DatabaseUser. The operator
@@ -543,6 +567,25 @@ class DatabaseUserSpec(_Model):
             raise ValueError(NO_PASSWORD_MESSAGE.format(plugin=plugin))
         return self
 
+    management_policy: ManagementPolicy = "Manage"
+    """How far the operator acts. Manage (the default): create the accounts and keep them in line with the
+    spec. Observe: only read the live accounts into status.observed and report whether they match the spec
+    (Ready reason Observed or Diverged), writing nothing to MySQL, whoever owns them; deleting the resource
+    leaves them. Paused: do nothing at all, not even drift repair, until the policy changes (condition
+    Paused); deleting a Paused resource waits for Manage, or for the release annotation."""
+
+    @model_validator(mode="after")
+    def _hosts_unique(self) -> DatabaseUserSpec:
+        """The CEL rule on hosts, with its message."""
+        seen = [self.host.lower(), *(host.lower() for host in self.hosts)]
+        if len(set(seen)) != len(seen):
+            raise ValueError(HOSTS_REPEAT_MESSAGE)
+        return self
+
+    def account_hosts(self) -> list[str]:
+        """Every host of the user's accounts: host first, then hosts, in their order."""
+        return [self.host, *self.hosts]
+
     @field_validator("privileges")
     @classmethod
     def _one_entry_per_database_and_table(cls, grants: list[Grant]) -> list[Grant]:
@@ -601,6 +644,43 @@ class Condition(_Model):
     """Details of the last transition, for humans. May be empty."""
 
 
+class ObservedAccount(_Model):
+    """One account as the server has it (managementPolicy Observe), never its password or hash."""
+
+    host: str
+    """Host of the account."""
+
+    exists: bool
+    """Whether the account exists."""
+
+    plugin: str | None = None
+    """Its authentication plugin."""
+
+    tls: str | None = None
+    """What it requires of the connection: NONE, SSL, X509 or SPECIFIED (an issuer, subject or cipher)."""
+
+    max_user_connections: int | None = Field(default=None, json_schema_extra=_INT64)
+    """Its MAX_USER_CONNECTIONS."""
+
+    max_queries_per_hour: int | None = Field(default=None, json_schema_extra=_INT64)
+    """Its MAX_QUERIES_PER_HOUR."""
+
+    max_updates_per_hour: int | None = Field(default=None, json_schema_extra=_INT64)
+    """Its MAX_UPDATES_PER_HOUR."""
+
+    max_connections_per_hour: int | None = Field(default=None, json_schema_extra=_INT64)
+    """Its MAX_CONNECTIONS_PER_HOUR."""
+
+    privileges: list[str] = Field(default_factory=list)
+    """Its global, database and table privileges, e.g. "SELECT, INSERT ON `app`.*"."""
+
+    roles: list[str] = Field(default_factory=list)
+    """The roles granted to it ('role'@'host'), where the server has roles."""
+
+    differences: list[str] = Field(default_factory=list)
+    """What Manage would change to bring it in line with the spec; empty when it matches."""
+
+
 class DatabaseUserStatus(_Model):
     """The state of the account as the operator last observed it."""
 
@@ -625,6 +705,14 @@ class DatabaseUserStatus(_Model):
 
     authentication_plugin: str | None = None
     """The authentication plugin in force on the account, when spec.authentication names one."""
+    hosts: list[str] | None = None
+    """Hosts of the accounts this resource owns, as the operator's bookkeeping table records them at the
+    end of the last pass: spec.host and spec.hosts, and a removed host whose account could not be dropped
+    yet (the operator keeps trying)."""
+
+    observed: list[ObservedAccount] | None = None
+    """Under managementPolicy Observe: each account as the server has it, and how it differs from the
+    spec."""
 
     def to_api(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The status as the API stores it (camelCase, None left out), keeping the fields of ``previous``

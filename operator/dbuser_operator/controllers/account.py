@@ -3,8 +3,8 @@
 ``CREATE USER`` is sent only when this pass saw no account. If the account turns up meanwhile, a row this
 pass wrote is withdrawn (somebody else made the account: not ours); a row that named this resource before
 the pass (an earlier pass, another replica) is kept, and the live account is looked at again instead.
-Deletion reads user and host from the spec and drops the account only if the bookkeeping row names this
-resource's UID.
+Deletion reads user and host from the context (:mod:`.hosts` runs it per host) and drops the account only
+if the bookkeeping row names this resource's UID.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class AccountStep:
         self.target = target
 
     async def ensure(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        user, host = ctx.user.effective_user(), ctx.host
         passwordless = ctx.authentication is not None and not ctx.authentication.takes_password
         if (ctx.password is None or ctx.secret is None) and not passwordless:
             raise RuntimeError("the password step must run before the account step")
@@ -108,7 +108,7 @@ class AccountStep:
         return True
 
     async def delete(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        user, host = ctx.user.effective_user(), ctx.host
         db, schema = self.target.db, self.target.schema
         try:
             current = await ownership.owner_of(db, schema, user, host)

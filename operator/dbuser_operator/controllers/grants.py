@@ -31,7 +31,7 @@ class GrantsStep:
         self.target = target
 
     async def ensure(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        user, host = ctx.user.effective_user(), ctx.host
         try:
             server = await self.target.server()
             known = frozenset[grants.Grant]() if ctx.created else None  # a new account has no grants

@@ -43,7 +43,7 @@ class OptionsStep:
         self.target = target
 
     async def ensure(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        user, host = ctx.user.effective_user(), ctx.host
         desired = desired_options(ctx.user.spec)
         if ctx.created and desired == limits.AccountOptions():
             return  # a new account has the default options

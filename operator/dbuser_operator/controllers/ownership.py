@@ -10,8 +10,9 @@ A claim is this pass's own only when this pass wrote the row (``ctx.claimed``); 
 this resource (an earlier pass that crashed, another replica) says the account is ours, not that this pass
 may assume anything about it: the account step looks at the live account instead.
 
-The delete half works from the spec (user and host are immutable), never from status: a resource deleted
-before its first status write has claimed, and maybe created, its account all the same.
+The delete half works from the context's account (the spec's user; a host of the spec, or one the
+bookkeeping table says the resource owns: :mod:`.hosts` runs the steps per host), never from status: a
+resource deleted before its first status write has claimed, and maybe created, its account all the same.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class OwnershipStep:
         self.owners = owners
 
     async def ensure(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        user, host = ctx.user.effective_user(), ctx.host
         me = owner(ctx)
         db, schema = self.target.db, self.target.schema
         try:
@@ -117,7 +118,7 @@ class OwnershipStep:
                 else f" (deleted: annotate with {ADOPT_ANNOTATION}=true to take over)"
             )
             raise ConditionError("AccountClaimed", f"{ctx.account} is managed by {holder}{hint}", retry=False)
-        ctx.status.user, ctx.status.host = user, host
+        ctx.status.user, ctx.status.host = user, ctx.user.spec.host
 
     async def _claim(self, ctx: Context, user: str, host: str) -> ownership.Owner:
         """Claim the account; ``ctx.claimed`` only if this call wrote the row. Who owns it now."""
@@ -126,7 +127,7 @@ class OwnershipStep:
         return claim.owner
 
     async def delete(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        user, host = ctx.user.effective_user(), ctx.host
         try:
             await ownership.forget(self.target.db, self.target.schema, user, host, owner(ctx).uid)
         except MySQLError as error:

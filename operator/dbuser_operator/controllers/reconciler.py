@@ -4,6 +4,10 @@ Deletion runs the steps' delete halves in reverse, then the finalizer comes off.
 ``deletionPolicy: Retain``, or with the release annotation, MySQL is left alone (ownership is forgotten
 if the server answers quickly) and the resource is released at once, even while MySQL is down.
 
+``spec.managementPolicy`` Observe reads the accounts into status and writes nothing to MySQL (deletion
+lets go, as under Retain); Paused does nothing at all, deletion included, until the policy changes or the
+release annotation lets go.
+
 A resource that leaves the instance's scope (its target label changed or removed) while it carries the
 instance's finalizer is let go of: the finalizer comes off, the account stays in MySQL and stays recorded
 as owned, so the drift check reports it as an orphan, and restoring the label resumes managing it.
@@ -28,6 +32,8 @@ from dbuser_operator.api.v1alpha1 import (
     SecretKeySelector,
 )
 from dbuser_operator.controllers.finalizer import FinalizerStep
+from dbuser_operator.controllers.hosts import accounts_of, ready_message
+from dbuser_operator.controllers.observe import Observer, summary
 from dbuser_operator.controllers.ownership import owner
 from dbuser_operator.controllers.resources import DATABASE_USERS, FIELD_MANAGER
 from dbuser_operator.controllers.scope import Scope
@@ -36,7 +42,7 @@ from dbuser_operator.controllers.target import Target
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.client import KubeClient
-from dbuser_operator.runtime.conditions import is_true, set_condition
+from dbuser_operator.runtime.conditions import set_condition
 from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.events import EventRecorder
@@ -49,6 +55,7 @@ log = structlog.get_logger(__name__)
 FORGET_TIMEOUT = 2.0  # seconds a Retain or release deletion waits for MySQL before letting go anyway
 
 READY = "Ready"
+PAUSED = "Paused"
 
 
 class DatabaseUserReconciler:
@@ -63,6 +70,8 @@ class DatabaseUserReconciler:
         *,
         target: Target,
         scope: Scope,
+        observer: Observer | None = None,
+        observe_period: float = 0.0,
     ) -> None:
         self.kube = kube
         self.users = users
@@ -71,6 +80,8 @@ class DatabaseUserReconciler:
         self.target = target
         self.scope = scope
         self.finalizer = FinalizerStep(kube, scope)
+        self.observer = observer or Observer(target, ())
+        self.observe_period = observe_period  # seconds between two looks at an observed account (0: none)
 
     async def __call__(self, key: ObjectKey) -> Result:
         cached = self.users.get(key)
@@ -88,12 +99,19 @@ class DatabaseUserReconciler:
         status = user.status.model_copy(deep=True) if user.status else DatabaseUserStatus()
         ctx = Context(obj=obj, user=user, status=status)
         try:
+            policy = user.spec.management_policy
             if obj["metadata"].get("deletionTimestamp"):
                 await self._finalize(ctx)
+            elif policy == "Paused":
+                await self._pause(ctx, "the operator changes nothing in MySQL, drift included")
+            elif policy == "Observe":
+                await self._observe(ctx)
+                return Result(requeue_after=self.observe_period)
             else:
+                _clear_policy_status(ctx)
                 for step in self.steps:
                     await step.ensure(ctx)
-                self._set_ready(ctx, "True", "AccountReady", f"account {ctx.account} matches the spec")
+                self._set_ready(ctx, "True", "AccountReady", ready_message(ctx))
                 await self._write(ctx)
         except ConditionError as error:
             await self._report(ctx, error)
@@ -124,7 +142,14 @@ class DatabaseUserReconciler:
         if not self.scope.holds(ctx.obj):
             return
         released = (ctx.user.metadata.annotations or {}).get(RELEASE_ANNOTATION) == "true"
-        if released or ctx.user.spec.deletion_policy == "Retain":
+        policy = ctx.user.spec.management_policy
+        if policy == "Paused" and not released:
+            await self._pause(
+                ctx,
+                "deletion waits: set managementPolicy Manage to apply the deletionPolicy, or annotate "
+                f"{RELEASE_ANNOTATION}=true to let go and leave the accounts in MySQL",
+            )
+        elif released or policy == "Observe" or ctx.user.spec.deletion_policy == "Retain":
             await self._let_go(ctx, released)
         else:
             for step in reversed(self.steps):
@@ -132,25 +157,26 @@ class DatabaseUserReconciler:
         self._record_events(ctx)
 
     async def _let_go(self, ctx: Context, released: bool) -> None:
-        """Remove the finalizer without touching the account; forget ownership if MySQL answers.
+        """Remove the finalizer without touching the accounts; forget ownership if MySQL answers.
 
-        The account is the spec's (immutable), not status's: status may never have been written.
+        The accounts are the bookkeeping table's (every host this resource owns), not status's: status may
+        never have been written.
         """
-        user, host = ctx.user.effective_user(), ctx.user.spec.host
+        user = ctx.user.effective_user()
         forgotten: bool | None = None  # None: MySQL did not answer
         try:
             async with asyncio.timeout(FORGET_TIMEOUT):
-                forgotten = await ownership.forget(
-                    self.target.db, self.target.schema, user, host, owner(ctx).uid
+                forgotten = (
+                    await ownership.forget_owner(self.target.db, self.target.schema, user, owner(ctx).uid) > 0
                 )
         except (MySQLError, TimeoutError) as error:
             log.warning(
                 "could not forget ownership; it stays recorded", account=ctx.account, error=str(error)
             )
         if forgotten or (forgotten is None and _recorded_account(ctx.status) is not None):
-            account = ctx.account
+            account = accounts_of(ctx)
         elif forgotten is None:  # MySQL did not say, and status may never have been written
-            account = f"{ctx.account} (if this resource owned it)"
+            account = f"{accounts_of(ctx)} (if this resource owned it)"
         else:
             account = "no account"
         if released:
@@ -160,23 +186,47 @@ class DatabaseUserReconciler:
                 f"released by the {RELEASE_ANNOTATION} annotation: {account} was left in MySQL as it is",
             )
         else:
-            ctx.event("Normal", "Retained", f"deletionPolicy Retain: {account} was left in MySQL")
+            why = "managementPolicy Observe" if ctx.user.spec.management_policy == "Observe" else ""
+            why = why or "deletionPolicy Retain"
+            ctx.event("Normal", "Retained", f"{why}: {account} was left in MySQL")
         await self.finalizer.delete(ctx)
 
+    async def _pause(self, ctx: Context, what: str) -> None:
+        """managementPolicy Paused: condition Paused, Ready's status kept with reason Paused; no step runs."""
+        message = f"managementPolicy Paused: {what}"
+        current = next((c for c in ctx.status.conditions if c.type == READY), None)
+        self._set_condition(ctx, PAUSED, "True", "ManagementPaused", message)
+        self._set_ready(ctx, current.status if current else "Unknown", "Paused", message)
+        await self._write(ctx)
+
+    async def _observe(self, ctx: Context) -> None:
+        """managementPolicy Observe: the live accounts into status; Ready says Observed or Diverged."""
+        _clear_policy_status(ctx)
+        if await self.observer.observe(ctx):
+            message = f"{ready_message(ctx)} (observed: the operator changes nothing)"
+            self._set_ready(ctx, "True", "Observed", message)
+        else:
+            self._set_ready(ctx, "False", "Diverged", summary(ctx, ctx.status.observed or []))
+        await self._write(ctx)
+
     def _set_ready(self, ctx: Context, status: str, reason: str, message: str) -> None:
+        was_ready = any(c.type == READY and c.status == "True" for c in ctx.status.conditions)
+        self._set_condition(ctx, READY, status, reason, message)
+        became_ready = status == "True" and not was_ready
+        # One Event per pass is enough: "AccountCreated" already says the account is there.
+        if became_ready and not ctx.events:
+            ctx.event("Normal", reason, message)
+
+    @staticmethod
+    def _set_condition(ctx: Context, type_: str, status: str, reason: str, message: str) -> None:
         generation = ctx.obj["metadata"].get("generation")
         conditions = [
             condition.model_dump(by_alias=True, exclude_none=True, mode="json")
             for condition in ctx.status.conditions
         ]
-        was_ready = is_true(conditions, READY)
-        set_condition(conditions, READY, status, reason, message, generation)
+        set_condition(conditions, type_, status, reason, message, generation)
         ctx.status.conditions = [Condition.model_validate(condition) for condition in conditions]
         ctx.status.observed_generation = generation
-        became_ready = status == "True" and not was_ready
-        # One Event per pass is enough: "AccountCreated" already says the account is there.
-        if became_ready and not ctx.events:
-            ctx.event("Normal", "AccountReady", message)
 
     async def _report(self, ctx: Context, error: ConditionError) -> None:
         self._set_ready(ctx, "False", error.reason, error.message)
@@ -205,6 +255,13 @@ class DatabaseUserReconciler:
             if type_ == "Warning":
                 self.recorder.emit(involved, type_, reason, message)
         ctx.events.clear()
+
+
+def _clear_policy_status(ctx: Context) -> None:
+    """Out of Paused (its condition goes) and, unless observing, out of Observe (status.observed goes)."""
+    ctx.status.conditions = [c for c in ctx.status.conditions if c.type != PAUSED]
+    if ctx.user.spec.management_policy != "Observe":
+        ctx.status.observed = None
 
 
 def _recorded_account(status: DatabaseUserStatus) -> str | None:

@@ -20,9 +20,11 @@ def referenced_secret(obj: dict[str, Any]) -> list[str]:
 
 
 def named_account(obj: dict[str, Any]) -> list[str]:
-    """Index value: the MySQL account ``user@host`` a DatabaseUser names (host lower-cased, as MySQL
-    compares it); none for an object without a usable name."""
+    """Index values: the MySQL accounts ``user@host`` a DatabaseUser names, one per host of ``spec.host``
+    and ``spec.hosts`` (lower-cased, as MySQL compares them); none for an object without a usable name."""
     spec = obj.get("spec") or {}
     user = spec.get("user") or obj["metadata"].get("name")
-    host = spec.get("host") or "%"
-    return [f"{user}@{str(host).lower()}"] if isinstance(user, str) and user else []
+    hosts = [spec.get("host") or "%", *(spec.get("hosts") or [])]
+    if not isinstance(user, str) or not user:
+        return []
+    return sorted({f"{user}@{str(host).lower()}" for host in hosts})

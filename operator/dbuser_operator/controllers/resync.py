@@ -1,7 +1,9 @@
 """Periodic drift check: every owned account against its DatabaseUser, in a constant number of queries.
 
 An account dropped or changed by hand (password, limits, TLS, grants) is found here and its resource is
-queued for repair; a pass that finds nothing drifted writes nothing. Owned accounts whose resource no
+queued for repair; a pass that finds nothing drifted writes nothing. Every host of a resource is an account
+of its own; an owned account whose host left the spec counts as drifted (its drop or release is retried).
+Resources under managementPolicy Observe or Paused are not repaired. Owned accounts whose resource no
 longer exists, or no longer carries the target label, are orphans: counted in a metric and logged, never
 dropped.
 """
@@ -89,7 +91,9 @@ class DriftCheck:
                 resource = DatabaseUser.model_validate(obj)
             except pydantic.ValidationError:
                 continue
-            if obj["metadata"].get("deletionTimestamp") is None and self._drifted(state, resource, server):
+            if resource.spec.management_policy != "Manage" or obj["metadata"].get("deletionTimestamp"):
+                continue
+            if self._drifted(state, resource, server) or not _wants(resource, host):
                 report.drifted.append(ObjectKey.of(obj))
         ORPHANS.set(len(report.orphans))
         for user, host in report.orphans:
@@ -117,3 +121,8 @@ class DriftCheck:
         if state.options != desired_options(resource.spec):
             return True
         return bool(grants.changes(state.grants, desired_grants(resource.spec), server))
+
+
+def _wants(resource: DatabaseUser, host: str) -> bool:
+    """Whether ``host`` is one of the resource's hosts (compared as MySQL does, without regard to case)."""
+    return host.lower() in {wanted.lower() for wanted in resource.spec.account_hosts()}

@@ -64,12 +64,16 @@ class RoleDriftCheck:
                 continue
             try:
                 user = DatabaseUser.model_validate(obj)
-                account = (user.effective_user(), user.spec.host.lower())
+                name = user.effective_user()
             except (pydantic.ValidationError, ValueError):
                 continue
-            held, defaults = live.get(account, (set(), set()))
-            if self._drifted(user, held, defaults, server):
-                drifted.append(ObjectKey.of(obj))
+            if user.spec.management_policy != "Manage":
+                continue  # Observe and Paused: nothing is repaired
+            for host in user.spec.account_hosts():
+                held, defaults = live.get((name, host.lower()), (set(), set()))
+                if self._drifted(user, held, defaults, server):
+                    drifted.append(ObjectKey.of(obj))
+                    break
         for key in drifted:
             log.info("roles drifted; repairing", namespace=key.namespace, name=key.name)
             self.queue.add(key)

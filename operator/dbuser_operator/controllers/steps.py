@@ -43,11 +43,15 @@ class Context:
     plugin: str | None = None  # the account's authentication plugin as read in this pass (None: no account)
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server
     events: list[tuple[EventType, str, str]] = field(default_factory=list)
+    host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
+
+    def __post_init__(self) -> None:
+        self.host = self.host or self.user.spec.host
 
     @property
     def account(self) -> str:
         """``'user'@'host'`` for messages (validated names only: safe to show)."""
-        return f"'{self.user.effective_user()}'@'{self.user.spec.host}'"
+        return f"'{self.user.effective_user()}'@'{self.host}'"
 
     def event(self, type_: EventType, reason: str, message: str) -> None:
         """Queue an Event, recorded once the status is written."""

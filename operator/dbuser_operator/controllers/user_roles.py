@@ -58,7 +58,7 @@ class RolesStep:
 
     async def ensure(self, ctx: Context) -> None:
         spec = ctx.user.spec
-        user, host = ctx.user.effective_user(), spec.host
+        user, host = ctx.user.effective_user(), ctx.host
         namespace = ctx.user.metadata.namespace or ""
         try:
             server = await self.target.server()
@@ -136,7 +136,7 @@ class RoleAccountGuardStep:
 
     async def ensure(self, ctx: Context) -> None:
         adopting = (ctx.user.metadata.annotations or {}).get(ADOPT_ANNOTATION) == "true"
-        if not adopting or ctx.user.spec.host != ROLE_HOST:
+        if not adopting or ctx.host != ROLE_HOST:
             return
         db, schema = self.target.db, self.target.schema
         try:

@@ -198,6 +198,33 @@ async def forget(
     return affected > 0
 
 
+async def owned_hosts(db: Database, schema: str, user: str, owner_uid: str) -> list[str]:
+    """The hosts of ``user``'s accounts that ``owner_uid`` owns, as claimed, in order (a primary-key prefix
+    read)."""
+    with checked_input():
+        user = validate_user(user)
+    rows = await db.fetch(
+        Statement(
+            "SELECT host FROM {table} WHERE user = %s AND owner_uid = %s ORDER BY host",
+            user,
+            owner_uid,
+            table=table(schema),
+        )
+    )
+    return [str(row[0]) for row in rows]
+
+
+async def forget_owner(db: Database, schema: str, user: str, owner_uid: str) -> int:
+    """Delete the rows of every account of ``user`` that ``owner_uid`` owns, whatever the host; how many."""
+    with checked_input():
+        user = validate_user(user)
+    return await db.execute(
+        Statement(
+            "DELETE FROM {table} WHERE user = %s AND owner_uid = %s", user, owner_uid, table=table(schema)
+        )
+    )
+
+
 async def list_owned(db: Database, schema: str) -> list[OwnedAccount]:
     """Every owned account, ordered by user and host."""
     rows = await db.fetch(

@@ -29,6 +29,8 @@ SPEC_DEFAULTS: dict[str, Any] = {
     "deletionPolicy": "Delete",
     "roles": [],
     "defaultRoles": [],
+    "hosts": [],
+    "managementPolicy": "Manage",
 }
 
 

@@ -110,6 +110,7 @@ def test_spec_validation_defaults_and_rules() -> None:
         v1alpha1.PASSWORD_REQUIRED_MESSAGE,
         "a plugin that takes no password: leave spec.password out",
         "every default role must be listed in roles",
+        v1alpha1.HOSTS_REPEAT_MESSAGE,
     }
 
 

@@ -67,6 +67,8 @@ FULL: dict[str, Any] = {
         "deletionPolicy": "Retain",
         "roles": ["app-reader", "app-writer"],
         "defaultRoles": ["app-reader"],
+        "hosts": ["localhost", "127.0.0.1"],
+        "managementPolicy": "Observe",
     },
     "status": {
         "conditions": [
@@ -87,6 +89,22 @@ FULL: dict[str, Any] = {
             "uid": "4f1c8a0e-0000-4000-8000-000000000002",
             "resourceVersion": "77",
         },
+        "hosts": ["10.0.%", "localhost"],
+        "observed": [
+            {
+                "host": "localhost",
+                "exists": True,
+                "plugin": "caching_sha2_password",
+                "tls": "NONE",
+                "maxUserConnections": 0,
+                "maxQueriesPerHour": 0,
+                "maxUpdatesPerHour": 0,
+                "maxConnectionsPerHour": 0,
+                "privileges": ["SELECT ON `app`.*"],
+                "roles": [],
+                "differences": ["maxUserConnections is 0 (spec 10)"],
+            }
+        ],
     },
 }
 
@@ -102,6 +120,8 @@ SPEC_DEFAULTS: dict[str, Any] = {
     "deletionPolicy": "Delete",
     "roles": [],
     "defaultRoles": [],
+    "hosts": [],
+    "managementPolicy": "Manage",
 }
 
 
@@ -410,6 +430,16 @@ def test_invalid_grants(grant: dict[str, Any], complaint: str) -> None:
         },
         {"privileges": [{"database": f"d{i}", "privileges": ["SELECT"]} for i in range(65)]},
         {"privileges": [{"database": "app", "privileges": ["SELEC"]}]},
+        {"hosts": ["%"]},
+        {"hosts": ["localhost", "LocalHost"]},
+        {"hosts": ["a'b"]},
+        {"hosts": ["a`b"]},
+        {"hosts": ["höst"]},
+        {"hosts": ["x" * 256]},
+        {"hosts": [""]},
+        {"hosts": [f"h{i}" for i in range(17)]},
+        {"managementPolicy": "observe"},
+        {"managementPolicy": "Orphan"},
     ],
 )
 def test_new_fields_validate_like_the_crd(fields: dict[str, Any]) -> None:
@@ -462,3 +492,12 @@ def test_the_sample_commented_fields_are_valid_and_complete() -> None:
     assert parsed.spec.privileges[1].table == "orders"
     assert parsed.spec.privileges[0].table == "*"
     assert parsed.model_dump(by_alias=True, exclude_unset=True, mode="json") == obj
+
+
+def test_hosts_add_accounts_to_host_and_compare_without_case() -> None:
+    spec = spec_with(host="10.0.%", hosts=["localhost", "127.0.0.1"])
+    assert spec.account_hosts() == ["10.0.%", "localhost", "127.0.0.1"]
+    assert spec_with().account_hosts() == ["%"]
+    with pytest.raises(ValidationError, match=r"hosts must not repeat spec\.host"):
+        spec_with(host="LOCALHOST", hosts=["localhost"])
+    assert spec_with(hosts=[f"h{i}" for i in range(16)]).management_policy == "Manage"
