@@ -94,6 +94,18 @@ class TableNotFoundError(InvalidGrantError):
     reason = "TableNotFound"
 
 
+class ColumnNotFoundError(InvalidGrantError):
+    """A column grant names a column (or table) that does not exist (yet): error 1054."""
+
+    reason = "ColumnNotFound"
+
+
+class RoutineNotFoundError(InvalidGrantError):
+    """A routine grant names a stored procedure or function that does not exist (yet): error 1305."""
+
+    reason = "RoutineNotFound"
+
+
 class InvalidOptionsError(MySQLError):
     """Account options (connection and query limits) out of range."""
 

@@ -12,10 +12,13 @@ from typing import Final
 
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import (
+    ColumnNotFoundError,
     InvalidAccountError,
+    InvalidGrantError,
     MySQLError,
     PrivilegeMisplacedError,
     PrivilegeUnknownError,
+    RoutineNotFoundError,
     TableNotFoundError,
     checked_input,
 )
@@ -26,20 +29,31 @@ from dbuser_operator.mysql.identifiers import validate_host, validate_user
 from dbuser_operator.mysql.privileges import refusals
 from dbuser_operator.mysql.server import ServerInfo
 
-_NO_SUCH_TABLE: Final = 1146
+_MISSING: Final[dict[int, tuple[type[InvalidGrantError], str]]] = {
+    1146: (TableNotFoundError, "table"),
+    1054: (ColumnNotFoundError, "column"),
+    1305: (RoutineNotFoundError, "routine"),
+}
+"""What a GRANT on a missing object answers: MySQL error code → error, and the object named."""
 
 
 def check(desired: Iterable[Grant], server: ServerInfo) -> None:
     """Refuse what this server cannot grant where it is wanted (:func:`~.privileges.refusals`): a
     :class:`~.errors.PrivilegeUnknownError` when any name is unknown, else a
     :class:`~.errors.PrivilegeMisplacedError`; the message names every refused privilege."""
-    found = refusals(((grant.level, grant.privileges) for grant in desired), server)
+    found = refusals(((_privilege_level(grant), grant.privileges) for grant in desired), server)
     if not found:
         return
     message = "; ".join(refusal.message for refusal in found)
     if any(refusal.kind == "unknown" for refusal in found):
         raise PrivilegeUnknownError(message)
     raise PrivilegeMisplacedError(message)
+
+
+def _privilege_level(grant: Grant) -> tuple[str, str]:
+    """The level whose privileges ``grant`` draws from: a routine's database (its privileges, fewer, are
+    checked by :class:`~.grant.Grant`), a column's table."""
+    return (grant.database, "*") if grant.routine else grant.level
 
 
 class AccountGrants:
@@ -85,9 +99,11 @@ class AccountGrants:
             try:
                 await self.db.execute(change.statement(self.user, self.host))
             except MySQLError as exc:
-                if exc.code == _NO_SUCH_TABLE:
-                    raise TableNotFoundError(
-                        f"cannot grant on {describe(change.key)}: no such table (MySQL error {exc.code})",
+                missing = _MISSING.get(exc.code or 0)
+                if missing is not None:
+                    error, what = missing
+                    raise error(
+                        f"cannot grant on {describe(change.key)}: no such {what} (MySQL error {exc.code})",
                         exc.code,
                     ) from None
                 raise

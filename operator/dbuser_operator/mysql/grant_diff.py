@@ -12,15 +12,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dbuser_operator.mysql.errors import checked_input
-from dbuser_operator.mysql.grant import Grant, Key, describe
+from dbuser_operator.mysql.grant import Grant, Key, describe, levels_of
 from dbuser_operator.mysql.identifiers import (
     account,
+    column_privilege_list,
     grant_level,
     privilege_list,
+    routine_level,
     validate_host,
     validate_user,
 )
-from dbuser_operator.mysql.privileges import ALL, USAGE, expand_all, server_name
+from dbuser_operator.mysql.privileges import ALL, ROUTINE_PRIVILEGES, USAGE, expand_all, server_name
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement
 
@@ -28,7 +30,7 @@ from dbuser_operator.mysql.statement import Statement
 def server_privileges(grant: Grant, server: ServerInfo) -> frozenset[str]:
     """The privileges of ``grant`` as the server reports them: ALL expanded, old names in the server's."""
     if ALL in grant.privileges:
-        return expand_all(grant.level, server)
+        return ROUTINE_PRIVILEGES if grant.routine else expand_all(grant.level, server)
     return frozenset(server_name(name, server) for name in grant.privileges)
 
 
@@ -36,17 +38,25 @@ def _by_level(grants: Iterable[Grant], server: ServerInfo | None) -> dict[Key, t
     """One entry per level: privileges united, grant option if any grant of the level has it."""
     levels: dict[Key, tuple[frozenset[str], bool]] = {}
     for grant in grants:
-        key = Key.of(grant)
         privileges = server_privileges(grant, server) if server is not None else grant.privileges
-        held, option = levels.get(key, (frozenset(), False))
-        levels[key] = (held | privileges, option or grant.grant_option)
+        for key in levels_of(grant):
+            held, option = levels.get(key, (frozenset(), False))
+            levels[key] = (held | privileges, option or grant.grant_option)
     return levels
 
 
 def normalise(grants: Iterable[Grant], server: ServerInfo) -> frozenset[Grant]:
     """``grants`` as :func:`read_grants` would report them once applied: one grant per level, ALL expanded."""
     return frozenset(
-        Grant.observed(privileges, key.database, key.table, option, pattern=key.pattern)
+        Grant.observed(
+            privileges,
+            key.database,
+            key.table,
+            option,
+            pattern=key.pattern,
+            columns=(key.column,) if key.column else (),
+            routine=key.routine,
+        )
         for key, (privileges, option) in _by_level(grants, server).items()
     )
 
@@ -62,11 +72,18 @@ class Change:
 
     def statement(self, user: str, host: str) -> Statement:
         """The statement for the account ``'user'@'host'``."""
-        level = grant_level(self.key.database, self.key.table, pattern=self.key.pattern)
+        key = self.key
+        if key.routine:
+            level = routine_level(key.routine, key.database, key.table)
+        else:
+            level = grant_level(key.database, key.table, pattern=key.pattern)
         who = account(user, host)
         if self.action == "revoke grant option":
             return Statement("REVOKE GRANT OPTION ON {level} FROM {account}", level=level, account=who)
-        privileges = privilege_list(self.privileges or (USAGE,))
+        if key.column:
+            privileges = column_privilege_list(self.privileges, key.column)
+        else:
+            privileges = privilege_list(self.privileges or (USAGE,))
         if self.action == "revoke":
             return Statement(
                 "REVOKE {privileges} ON {level} FROM {account}",
@@ -134,10 +151,6 @@ def plan(
 
 
 def summary(grants: Iterable[Grant]) -> list[str]:
-    """The grants for people, one line per level in the planner's order: ``["PROCESS ON *.*",
-    "INSERT, SELECT ON `app`.*"]`` (``ALL`` kept as ``ALL``); empty for none."""
-    levels = _by_level(grants, None)
-    return [
-        str(Grant.observed(names, key.database, key.table, option, pattern=key.pattern))
-        for key, (names, option) in sorted(levels.items())
-    ]
+    """The grants for people, one line each in the planner's order: ``["PROCESS ON *.*",
+    "INSERT, SELECT ON `app`.*", "SELECT (a, b) ON `app`.`t`"]`` (``ALL`` kept as ``ALL``)."""
+    return [str(grant) for grant in sorted(grants, key=lambda grant: levels_of(grant)[0])]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from dbuser_operator.mysql.errors import InvalidGrantError
 from dbuser_operator.mysql.grant import Grant, Key, describe
 from dbuser_operator.mysql.grant_apply import AccountGrants, apply, check
 from dbuser_operator.mysql.grant_diff import (
@@ -37,11 +38,13 @@ from dbuser_operator.mysql.grant_read import (
 )
 from dbuser_operator.mysql.privileges import (
     ALL,
+    COLUMN_PRIVILEGES,
     DATABASE_PRIVILEGES,
     FLAVOUR_ONLY_PRIVILEGES,
     GLOBAL,
     GLOBAL_ONLY_PRIVILEGES,
     PRIVILEGES,
+    ROUTINE_PRIVILEGES,
     TABLE_PRIVILEGES,
     Level,
     expand_all,
@@ -51,11 +54,13 @@ from dbuser_operator.mysql.server import ServerInfo
 
 __all__ = [
     "ALL",
+    "COLUMN_PRIVILEGES",
     "DATABASE_PRIVILEGES",
     "FLAVOUR_ONLY_PRIVILEGES",
     "GLOBAL",
     "GLOBAL_ONLY_PRIVILEGES",
     "PRIVILEGES",
+    "ROUTINE_PRIVILEGES",
     "TABLE_PRIVILEGES",
     "AccountGrants",
     "Change",
@@ -86,4 +91,8 @@ __all__ = [
 def unavailable(desired: Iterable[Grant], server: ServerInfo) -> list[str]:
     """Why the wanted grants cannot be given on this server, one sentence per refused privilege and
     level (:func:`~.privileges.refusals`); empty when all can."""
-    return [refusal.message for refusal in refusals(((g.level, g.privileges) for g in desired), server)]
+    try:
+        check(desired, server)
+    except InvalidGrantError as refused:
+        return str(refused).split("; ")
+    return []

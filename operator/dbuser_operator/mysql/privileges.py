@@ -96,6 +96,12 @@ GLOBAL_ONLY_PRIVILEGES: Final = _COMMON_GLOBAL_ONLY | {
 TABLE_PRIVILEGES: Final = _COMMON_TABLE | {"DELETE HISTORY"}
 """The privileges that may be granted on one table (routines, events, temporary tables and locks may not)."""
 
+COLUMN_PRIVILEGES: Final = frozenset({"SELECT", "INSERT", "UPDATE", "REFERENCES"})
+"""The privileges that may be granted on columns of a table (``GRANT SELECT (a, b) ON db.t``)."""
+
+ROUTINE_PRIVILEGES: Final = frozenset({"EXECUTE", "ALTER ROUTINE"})
+"""The privileges that may be granted on one stored procedure or function (``ALL`` means both)."""
+
 PRIVILEGES: Final = DATABASE_PRIVILEGES | GLOBAL_ONLY_PRIVILEGES
 """Every privilege name a wanted :class:`Grant` may list, besides :data:`ALL`."""
 
