@@ -12,7 +12,7 @@ from kubernetes_asyncio import client, config
 from dbuser_operator.controllers.account import AccountStep
 from dbuser_operator.controllers.departed import DepartedSweep
 from dbuser_operator.controllers.finalizer import FinalizerStep
-from dbuser_operator.controllers.grants import GrantsStep
+from dbuser_operator.controllers.grants import GrantsStep, PrivilegeCheckStep
 from dbuser_operator.controllers.guard import GuardStep
 from dbuser_operator.controllers.options import OptionsStep
 from dbuser_operator.controllers.ownership import LiveOwners, OwnershipStep
@@ -149,6 +149,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
             settings.allowed_global_privileges,
             settings.ownership_schema,
         ),
+        PrivilegeCheckStep(target),
         PasswordStep(secrets),
         OwnershipStep(target, LiveOwners(kube)),
         AccountStep(target),

@@ -9,7 +9,12 @@ import structlog
 from dbuser_operator.controllers.steps import ConditionError
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.connection import Database
-from dbuser_operator.mysql.errors import InvalidNameError, MySQLError
+from dbuser_operator.mysql.errors import (
+    InvalidNameError,
+    MySQLError,
+    PrivilegeMisplacedError,
+    PrivilegeUnknownError,
+)
 from dbuser_operator.mysql.server import ServerInfo, read_server
 
 log = structlog.get_logger(__name__)
@@ -50,6 +55,8 @@ class Target:
 def mysql_condition(error: MySQLError, context: str) -> ConditionError:
     """The Ready=False report for a MySQL failure: its reason, and the server's words (never a secret).
 
-    A name the server refuses stays refused: not retried until the spec changes.
+    A name the server refuses, or a privilege it does not have (there), stays refused: not retried until the
+    spec changes.
     """
-    return ConditionError(error.reason, f"{context}: {error}", retry=not isinstance(error, InvalidNameError))
+    permanent = (InvalidNameError, PrivilegeUnknownError, PrivilegeMisplacedError)
+    return ConditionError(error.reason, f"{context}: {error}", retry=not isinstance(error, permanent))

@@ -211,9 +211,11 @@ class Grant:
     def __str__(self) -> str:
         option = " WITH GRANT OPTION" if self.grant_option else ""
         privileges = ", ".join(sorted(self.privileges)) or USAGE
+        key = Key.of(self)
         if self.columns:
             privileges += " (" + ", ".join(sorted(self.columns)) + ")"
-        return f"{privileges} ON {describe(Key.of(self))}{option}"
+            key = Key(2, self.database, self.table, False)  # the columns' table
+        return f"{privileges} ON {describe(key)}{option}"
 
 
 Kind = Literal["global", "database", "table", "column", "routine"]

@@ -626,3 +626,76 @@ def test_a_summary_names_each_level_once_with_all_kept() -> None:
         "UPDATE ON `app`.`t`",
     ]
     assert summary([]) == []
+
+
+def test_column_and_routine_grants_for_people_and_as_sql() -> None:
+    columns = Grant(frozenset({"SELECT", "UPDATE"}), "app", "t", columns=frozenset({"B", "a"}))
+    routine = Grant(frozenset({"ALL"}), "app", "Proc", routine="PROCEDURE", grant_option=True)
+    assert str(columns) == "SELECT, UPDATE (a, b) ON `app`.`t`"
+    assert str(routine) == "ALL ON PROCEDURE `app`.`proc` WITH GRANT OPTION"
+    assert [s.text for s in plan([], [columns, routine], MYSQL, user="u", host="%")] == [
+        "GRANT SELECT (`a`), UPDATE (`a`) ON `app`.`t` TO 'u'@'%'",
+        "GRANT SELECT (`b`), UPDATE (`b`) ON `app`.`t` TO 'u'@'%'",
+        "GRANT ALTER ROUTINE, EXECUTE ON PROCEDURE `app`.`proc` TO 'u'@'%' WITH GRANT OPTION",
+    ]
+    held = normalise([columns, routine], MYSQL)
+    assert changes(held, [columns, routine], MYSQL) == []
+    assert [str(c) for c in changes(held, [], MYSQL)] == [
+        "revoked SELECT, UPDATE ON `app`.`t`.`a`",
+        "revoked SELECT, UPDATE ON `app`.`t`.`b`",
+        "revoked ALTER ROUTINE, EXECUTE ON PROCEDURE `app`.`proc`",
+        "revoked GRANT OPTION ON PROCEDURE `app`.`proc`",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"privileges": frozenset({"DELETE"}), "table": "t", "columns": frozenset({"a"})},
+            "cannot be granted on columns",
+        ),
+        ({"privileges": frozenset({"SELECT"}), "columns": frozenset({"a"})}, "a column grant names a table"),
+        (
+            {
+                "privileges": frozenset({"SELECT"}),
+                "table": "t",
+                "columns": frozenset({"a"}),
+                "grant_option": True,
+            },
+            "no grant option",
+        ),
+        (
+            {"privileges": frozenset({"SELECT"}), "table": "t", "columns": frozenset({"a`"})},
+            "invalid column name",
+        ),
+        ({"privileges": frozenset({"SELECT"}), "table": "t", "columns": "a"}, "not a single string"),
+        (
+            {"privileges": frozenset({"SELECT"}), "table": "p", "routine": "PROCEDURE"},
+            "cannot be granted on a routine",
+        ),
+        (
+            {"privileges": frozenset({"EXECUTE"}), "table": "p", "routine": "EVENT"},
+            "a PROCEDURE or a FUNCTION",
+        ),
+        (
+            {"privileges": frozenset({"EXECUTE"}), "table": "p;", "routine": "PROCEDURE"},
+            "invalid routine name",
+        ),
+    ],
+)
+def test_invalid_column_and_routine_grants(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidGrantError, match=message):
+        Grant(database="app", **kwargs)  # type: ignore[arg-type]
+
+
+def test_routine_rows_are_read_with_their_grant_option() -> None:
+    rows = [
+        (4, "app", "P1", "Execute,Alter Routine,Grant", "NO", "PROCEDURE"),
+        (3, "app", "t", "SELECT", "NO", "a"),
+        (3, "app", "t", "INSERT", "NO", "a"),
+    ]
+    assert grants_from_rows(rows) == {
+        Grant(frozenset({"EXECUTE", "ALTER ROUTINE"}), "app", "p1", True, routine="PROCEDURE"),
+        Grant(frozenset({"SELECT", "INSERT"}), "app", "t", columns=frozenset({"a"})),
+    }
