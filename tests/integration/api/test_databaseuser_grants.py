@@ -46,6 +46,8 @@ ACCEPTED: list[tuple[str, dict[str, Any]]] = [
                 grant("*", "PROCESS", "REPLICATION CLIENT", "SHOW DATABASES"),
                 grant("my-app_2$", "SELECT", table="T$_-"),
                 grant("d" * 64, "SELECT", table="t" * 64),
+                grant("d" * 62 + "_", "SELECT"),  # 64 characters once escaped
+                grant("_" * 32, "SELECT"),
             ]
         },
     ),
@@ -218,6 +220,12 @@ REJECTED: list[tuple[str, dict[str, Any], str]] = [
     ("dot", grants(grant("a.b", "SELECT")), "spec.privileges[0].database: Invalid value"),
     ("empty-database", grants(grant("", "SELECT")), "spec.privileges[0].database: Invalid value"),
     ("long-database", grants(grant("d" * 65, "SELECT")), "spec.privileges[0].database: Too long"),
+    (
+        "long-once-escaped",  # 64 characters, but GRANT writes the '_' as '\_': 65
+        grants(grant("d" * 63 + "_", "SELECT")),
+        "spec.privileges[0].database: Invalid value: database name too long for a database grant",
+    ),
+    ("all-underscores", grants(grant("_" * 33, "SELECT")), "database name too long for a database grant"),
     ("bad-table", grants(grant("app", "SELECT", table="o'rders")), "spec.privileges[0].table: Invalid value"),
     (
         "table-without-database",
