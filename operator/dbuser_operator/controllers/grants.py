@@ -8,7 +8,7 @@ from dbuser_operator.api.v1alpha1 import Grant as GrantSpec
 from dbuser_operator.controllers.steps import Context
 from dbuser_operator.controllers.target import Target, mysql_condition
 from dbuser_operator.mysql import grants
-from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.mysql.errors import MySQLError, PrivilegeUnknownError
 
 
 def desired_grant(item: GrantSpec) -> grants.Grant:
@@ -38,7 +38,8 @@ def desired_grants(spec: DatabaseUserSpec) -> set[grants.Grant]:
 class PrivilegeCheckStep:
     """Refuses privileges the server does not have, or not at the level wanted, before anything is
     written (not even the account): Ready=False, reason PrivilegeUnknown or PrivilegeMisplaced, naming
-    them. The server's privilege names are read once (``SHOW PRIVILEGES``, with its version)."""
+    them. The server's privilege names are read once (``SHOW PRIVILEGES``, with its version), and again
+    (at most once a minute) when a wanted one seems unknown: a plugin or an upgrade may have added it."""
 
     name = "privilege-check"
 
@@ -46,8 +47,12 @@ class PrivilegeCheckStep:
         self.target = target
 
     async def ensure(self, ctx: Context) -> None:
+        wanted = desired_grants(ctx.user.spec)
         try:
-            grants.check(desired_grants(ctx.user.spec), await self.target.server())
+            try:
+                grants.check(wanted, await self.target.server())
+            except PrivilegeUnknownError:  # the server may have gained it since it was read: ask again
+                grants.check(wanted, await self.target.server_reread())
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import structlog
 
@@ -27,6 +28,7 @@ class Target:
         self.db = db
         self.schema = schema
         self._server: ServerInfo | None = None
+        self._read_at = 0.0  # monotonic time of the last read
         self._schema_ready = False
         self._lock = asyncio.Lock()
 
@@ -34,6 +36,7 @@ class Target:
         """Flavour, version and privilege names of the server, read (and logged) on first use."""
         if self._server is None:
             self._server = await read_server(self.db)
+            self._read_at = time.monotonic()
             log.info(
                 "managing MySQL server",
                 server=str(self._server),
@@ -41,6 +44,13 @@ class Target:
                 version=".".join(str(part) for part in self._server.version),
             )
         return self._server
+
+    async def server_reread(self, min_age: float = 60.0) -> ServerInfo:
+        """The server read again (a plugin or an upgrade may have brought privileges), unless it was read
+        less than ``min_age`` seconds ago: what a privilege the server seemed not to have asks for."""
+        if self._server is not None and time.monotonic() - self._read_at >= min_age:
+            self._server = None
+        return await self.server()
 
     async def ensure_schema(self) -> None:
         """Create the bookkeeping schema and table on first use (idempotent; retried after a failure)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from dbuser_operator.controllers.target import Target
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database, ServerInfo, accounts, grant_tables
 from dbuser_operator.mysql.errors import (
@@ -272,3 +273,16 @@ async def test_the_inventory_sees_columns_and_routines(
     assert states[(user, "%")].grants == normalise(wanted, server)
     if grant_tables.supported(server):
         assert await read_grants(db, user, "%", server) == normalise(wanted, server)
+
+
+async def test_the_server_is_read_again_when_a_privilege_seems_unknown(db: Database) -> None:
+    """The privilege check asks the server again (at most once a minute) before refusing a name: a plugin
+    or an upgrade may have added it since the operator first read ``SHOW PRIVILEGES``."""
+    target = Target(db, "unused")
+    first = await target.server()
+    read = db.statements_read
+    assert await target.server_reread() == first  # read a moment ago: not again
+    assert db.statements_read == read
+    assert await target.server_reread(min_age=0) == first
+    assert db.statements_read == read + 2  # VERSION() and SHOW PRIVILEGES
+    assert (await target.server()).privileges == first.privileges
