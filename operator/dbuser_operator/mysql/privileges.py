@@ -189,6 +189,10 @@ def server_name(name: str, server: ServerInfo) -> str:
     return _MARIADB_ALIASES.get(name, name) if server.flavour == "mariadb" else name
 
 
+DATABASE_LEVEL: Final = "db"  # any database name, for expand_all
+TABLE_LEVEL: Final = "t"
+
+
 def database_privileges(server: ServerInfo) -> frozenset[str]:
     """The privileges this server grants on one database (the wildcard-free ``db.*``)."""
     return expand_all((DATABASE_LEVEL, "*"), server)
@@ -197,10 +201,6 @@ def database_privileges(server: ServerInfo) -> frozenset[str]:
 def table_privileges(server: ServerInfo) -> frozenset[str]:
     """The privileges this server grants on one table."""
     return expand_all((DATABASE_LEVEL, TABLE_LEVEL), server)
-
-
-DATABASE_LEVEL: Final = "db"  # any database name, for expand_all
-TABLE_LEVEL: Final = "t"
 
 
 @dataclass(frozen=True)
