@@ -14,7 +14,7 @@ from dbuser_operator.controllers.authentication import AuthenticationStep
 from dbuser_operator.controllers.databaserole import DATABASE_ROLES, DatabaseRoleReconciler
 from dbuser_operator.controllers.departed import DepartedSweep
 from dbuser_operator.controllers.finalizer import FinalizerStep
-from dbuser_operator.controllers.grants import GrantsStep
+from dbuser_operator.controllers.grants import GrantsStep, PrivilegeCheckStep
 from dbuser_operator.controllers.guard import GuardStep
 from dbuser_operator.controllers.hosts import HostsStep
 from dbuser_operator.controllers.observe import Observer
@@ -170,6 +170,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
     steps: list[Step] = [
         FinalizerStep(kube, scope),
         guard,
+        PrivilegeCheckStep(target),
         PasswordStep(secrets),
         HostsStep(  # the steps of one account, run for each host
             target,

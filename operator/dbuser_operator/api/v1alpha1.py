@@ -88,7 +88,19 @@ USER_CONNECTIONS_MAX: Final = 2147483647
 MAX_GRANTS: Final = 64
 MAX_PRIVILEGES_PER_GRANT: Final = 32
 
-Privilege = Literal[
+PRIVILEGE_PATTERN: Final = r"^[A-Z][A-Z_]*( [A-Z][A-Z_]*)*$"
+PRIVILEGE_MAX_LENGTH: Final = 32  # MySQL's mysql.global_grants.PRIV is CHAR(32)
+COLUMN_NAME_PATTERN: Final = r"^[A-Za-z0-9_$-]{1,64}$"
+MAX_COLUMNS: Final = 64
+
+Privilege = Annotated[str, Field(max_length=PRIVILEGE_MAX_LENGTH, pattern=PRIVILEGE_PATTERN)]
+"""A privilege as MySQL writes it in GRANT: upper-case words of letters and '_' separated by one space
+(SELECT, CREATE TEMPORARY TABLES, BACKUP_ADMIN, SLAVE MONITOR), at most 32 characters. ALL means every
+privilege of the grant's level (ALL PRIVILEGES). The schema checks the shape; the operator checks the name
+against the live server's SHOW PRIVILEGES and the level it is wanted at, and refuses an unknown or
+misplaced one with a Ready=False condition that names it (PrivilegeUnknown, PrivilegeMisplaced)."""
+
+PRIVILEGES: Final[tuple[str, ...]] = (
     "ALL",
     "ALTER",
     "ALTER ROUTINE",
@@ -124,21 +136,28 @@ Privilege = Literal[
     "SLAVE MONITOR",  # MariaDB only
     "CREATE ROLE",  # MySQL only
     "DROP ROLE",  # MySQL only
-]
-"""A static privilege as MySQL writes it in GRANT (upper case, words separated by one space). ALL means
-every privilege of the grant's level (ALL PRIVILEGES). A few exist on one flavour only (MariaDB's DELETE
-HISTORY, BINLOG MONITOR and SLAVE MONITOR; MySQL's CREATE ROLE and DROP ROLE): on the other, the grant is
-refused with a Ready=False condition that names them."""
+)
+"""The static privileges whose levels the schema knows (the enum of earlier versions): its rules refuse the
+global-only ones elsewhere than on *.*, and on a table anything but the table privileges. Any other name of
+the right shape is the server's to judge (MySQL's dynamic privileges, MariaDB's administrative ones: global
+only)."""
 
-PRIVILEGES: Final[tuple[Privilege, ...]] = get_args(Privilege)
-"""Every privilege name the API accepts, in the order of the schema's enum."""
+NOT_LISTED: Final[tuple[str, ...]] = ("ALL PRIVILEGES", "USAGE", "GRANT OPTION", "PROXY")
+"""Names of the right shape that are no privilege to list: ALL PRIVILEGES is written ALL, USAGE is no
+privilege, GRANT OPTION is grantOption, PROXY is granted on an account."""
 
-GLOBAL_ONLY_PRIVILEGES: Final[tuple[Privilege, ...]] = tuple(
+COLUMN_PRIVILEGES: Final[tuple[str, ...]] = ("SELECT", "INSERT", "UPDATE", "REFERENCES")
+"""The privileges a column grant allows."""
+
+ROUTINE_PRIVILEGES: Final[tuple[str, ...]] = ("ALL", "EXECUTE", "ALTER ROUTINE")
+"""The privileges a routine grant allows (ALL meaning EXECUTE and ALTER ROUTINE)."""
+
+GLOBAL_ONLY_PRIVILEGES: Final[tuple[str, ...]] = tuple(
     name for name in PRIVILEGES if name in grants.GLOBAL_ONLY_PRIVILEGES
 )
 """The privileges that exist only at the global level: MySQL grants them on *.* alone (database "*")."""
 
-TABLE_PRIVILEGES: Final[tuple[Privilege, ...]] = tuple(
+TABLE_PRIVILEGES: Final[tuple[str, ...]] = tuple(
     name for name in PRIVILEGES if name == grants.ALL or name in grants.TABLE_PRIVILEGES
 )
 """The privileges that MySQL grants on a single table (ALL meaning all of them)."""
@@ -225,6 +244,9 @@ def _cel_format(template: str, **expressions: str) -> str:
 
 _GLOBAL_ONLY_CEL: Final = _cel_list(GLOBAL_ONLY_PRIVILEGES)
 _TABLE_CEL: Final = _cel_list(TABLE_PRIVILEGES)
+_NOT_LISTED_CEL: Final = _cel_list(NOT_LISTED)
+_COLUMN_CEL: Final = _cel_list(COLUMN_PRIVILEGES)
+_ROUTINE_CEL: Final = _cel_list(ROUTINE_PRIVILEGES)
 
 # The messages of the CEL rules below, which the models' validators raise too.
 TABLE_NEEDS_DATABASE_MESSAGE: Final = 'a table grant needs a database: table must be "*" when database is "*"'
@@ -236,7 +258,26 @@ TABLE_ONLY_MESSAGE: Final = (
     "{privilege} cannot be granted on a table ({database}.{table}): a table grant allows only "
     + _english_list(TABLE_PRIVILEGES)
 )
-ONE_ENTRY_MESSAGE: Final = "one entry per database and table"
+ONE_ENTRY_MESSAGE: Final = "one entry per database and table (and routine; column grants excepted)"
+NOT_LISTED_MESSAGE: Final = (
+    "{privilege} is not a privilege to list: write ALL for ALL PRIVILEGES, grantOption for GRANT OPTION; "
+    "USAGE and PROXY are not granted here"
+)
+COLUMNS_NEED_TABLE_MESSAGE: Final = 'a column grant names a table: table must not be "*" with columns'
+COLUMNS_PRIVILEGES_MESSAGE: Final = (
+    "{privilege} cannot be granted on columns: a column grant allows only " + _english_list(COLUMN_PRIVILEGES)
+)
+COLUMNS_NO_OPTION_MESSAGE: Final = (
+    "a column grant has no grant option: grantOption must be false with columns"
+)
+ROUTINE_LEVEL_MESSAGE: Final = (
+    'a routine grant names a database and nothing else: database must not be "*", table must be "*", no '
+    "columns"
+)
+ROUTINE_PRIVILEGES_MESSAGE: Final = (
+    "{privilege} cannot be granted on a routine: a routine grant allows only "
+    + _english_list(ROUTINE_PRIVILEGES)
+)
 ESCAPED_DATABASE_MESSAGE: Final = (
     "database name too long for a database grant: GRANT writes each '_' as '\\_', and the name must stay "
     f"within {OBJECT_NAME_MAX_LENGTH} characters that way"
@@ -246,7 +287,8 @@ _GRANT_RULES: Final[list[JsonValue]] = [
     {
         # A database grant names the database with its wildcards escaped ('_' as '\_', see
         # mysql.identifiers.escape_wildcards; the pattern admits no '%'), which MySQL bounds to 64 too.
-        "rule": f"self.table != '*' || size(self.database.replace('_', '__')) <= {OBJECT_NAME_MAX_LENGTH}",
+        "rule": f"self.table != '*' || has(self.routine)"
+        f" || size(self.database.replace('_', '__')) <= {OBJECT_NAME_MAX_LENGTH}",
         "message": ESCAPED_DATABASE_MESSAGE,
         "fieldPath": ".database",
     },
@@ -282,27 +324,83 @@ _GRANT_RULES: Final[list[JsonValue]] = [
         ),
         "fieldPath": ".privileges",
     },
+    {
+        "rule": f"!self.privileges.exists(p, p in {_NOT_LISTED_CEL})",
+        "message": NOT_LISTED_MESSAGE.format(privilege=_english_list(NOT_LISTED)),
+        "messageExpression": _cel_format(
+            NOT_LISTED_MESSAGE, privilege=f"self.privileges.filter(p, p in {_NOT_LISTED_CEL})[0]"
+        ),
+        "fieldPath": ".privileges",
+    },
+    {
+        "rule": "!has(self.columns) || self.table != '*'",
+        "message": COLUMNS_NEED_TABLE_MESSAGE,
+        "fieldPath": ".columns",
+    },
+    {
+        "rule": "!has(self.columns) || !self.grantOption",
+        "message": COLUMNS_NO_OPTION_MESSAGE,
+        "fieldPath": ".grantOption",
+    },
+    {
+        "rule": f"!has(self.columns) || self.privileges.all(p, p in {_COLUMN_CEL})",
+        "message": COLUMNS_PRIVILEGES_MESSAGE.format(privilege="a privilege"),
+        "messageExpression": _cel_format(
+            COLUMNS_PRIVILEGES_MESSAGE, privilege=f"self.privileges.filter(p, !(p in {_COLUMN_CEL}))[0]"
+        ),
+        "fieldPath": ".privileges",
+    },
+    {
+        "rule": "!has(self.routine) || (self.database != '*' && self.table == '*' && !has(self.columns))",
+        "message": ROUTINE_LEVEL_MESSAGE,
+        "fieldPath": ".routine",
+    },
+    {
+        "rule": f"!has(self.routine) || self.privileges.all(p, p in {_ROUTINE_CEL})",
+        "message": ROUTINE_PRIVILEGES_MESSAGE.format(privilege="a privilege"),
+        "messageExpression": _cel_format(
+            ROUTINE_PRIVILEGES_MESSAGE, privilege=f"self.privileges.filter(p, !(p in {_ROUTINE_CEL}))[0]"
+        ),
+        "fieldPath": ".privileges",
+    },
 ]
 
 
 # An enum item: its maxLength bounds the estimated cost of the CEL rules that compare it.
-_PrivilegeItem = Annotated[Privilege, Field(json_schema_extra={"maxLength": max(map(len, PRIVILEGES))})]
+_PrivilegeItem = Privilege
+
+RoutineType = Literal["PROCEDURE", "FUNCTION"]
+"""A stored procedure or a stored function."""
+
+
+class Routine(_Model):
+    """A stored procedure or function of the grant's database."""
+
+    type: RoutineType
+    """PROCEDURE or FUNCTION."""
+
+    name: str = Field(max_length=OBJECT_NAME_MAX_LENGTH, pattern=COLUMN_NAME_PATTERN)
+    """Name of the routine: 1 to 64 letters, digits, '_', '$' or '-' (the servers compare routine names
+    without regard to case). It must exist when the grant is made (RoutineNotFound otherwise)."""
 
 
 class Grant(_Model):
-    """Privileges of the account on one level: global (database "*"), one database (table "*"), or one
-    table."""
+    """Privileges of the account on one level: global (database "*"), one database (table "*"), one
+    table, columns of a table (columns), or one stored procedure or function (routine)."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _GRANT_RULES})
 
     privileges: list[_PrivilegeItem] = Field(
         min_length=1, max_length=MAX_PRIVILEGES_PER_GRANT, json_schema_extra={"x-kubernetes-list-type": "set"}
     )
-    """Privileges granted, as MySQL writes them: upper case, e.g. SELECT, INSERT, UPDATE, DELETE, EXECUTE,
-    CREATE TEMPORARY TABLES, LOCK TABLES. ALL means every privilege of the grant's level and is listed alone.
-    CREATE USER, FILE, PROCESS, RELOAD, REPLICATION CLIENT, REPLICATION SLAVE, SHOW DATABASES, SHUTDOWN, SUPER
-    and CREATE TABLESPACE are global: only on database "*". A table grant allows only ALL, ALTER, CREATE,
-    CREATE VIEW, DELETE, DROP, INDEX, INSERT, REFERENCES, SELECT, SHOW VIEW, TRIGGER and UPDATE."""
+    """Privileges granted, as MySQL writes them: upper-case words, e.g. SELECT, INSERT, UPDATE, DELETE,
+    EXECUTE, CREATE TEMPORARY TABLES, LOCK TABLES, and any other the server lists in SHOW PRIVILEGES (MySQL's
+    dynamic BACKUP_ADMIN, REPLICATION_SLAVE_ADMIN…, MariaDB's SLAVE MONITOR, BINLOG MONITOR…: global only).
+    ALL means every privilege of the grant's level and is listed alone. CREATE USER, FILE, PROCESS, RELOAD,
+    REPLICATION CLIENT, REPLICATION SLAVE, SHOW DATABASES, SHUTDOWN, SUPER and CREATE TABLESPACE are global:
+    only on database "*". A table grant allows only ALL, ALTER, CREATE, CREATE VIEW, DELETE, DROP, INDEX,
+    INSERT, REFERENCES, SELECT, SHOW VIEW, TRIGGER and UPDATE. A name the server does not have, or not at
+    this level, makes the resource Ready=False (PrivilegeUnknown, PrivilegeMisplaced)."""
 
     database: str = Field(max_length=OBJECT_NAME_MAX_LENGTH, pattern=OBJECT_NAME_PATTERN)
     """Database the privileges apply to: a name of 1 to 64 letters, digits, '_', '$' or '-', or "*" for
@@ -318,6 +416,23 @@ class Grant(_Model):
     """Whether the account may grant these privileges to other accounts (WITH GRANT OPTION). Defaults to
     false."""
 
+    columns: (
+        list[Annotated[str, Field(max_length=OBJECT_NAME_MAX_LENGTH, pattern=COLUMN_NAME_PATTERN)]] | None
+    ) = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_COLUMNS,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
+    """Columns of the table the privileges apply to, instead of the whole table (GRANT SELECT (a, b) ON
+    db.table): 1 to 64 letters, digits, '_', '$' or '-' each. Only SELECT, INSERT, UPDATE and REFERENCES,
+    without grantOption; the table and columns must exist (ColumnNotFound otherwise). Several entries with
+    columns may name the same table."""
+
+    routine: Routine | None = None
+    """A stored procedure or function of the database the privileges apply to (GRANT EXECUTE ON PROCEDURE
+    db.name): only EXECUTE, ALTER ROUTINE or ALL; table stays "*"."""
+
     @field_validator("privileges")
     @classmethod
     def _a_set(cls, privileges: list[Privilege]) -> list[Privilege]:
@@ -326,11 +441,20 @@ class Grant(_Model):
             raise ValueError(f"duplicate privileges: {', '.join(duplicates)}")
         return privileges
 
+    @field_validator("columns")
+    @classmethod
+    def _columns(cls, columns: list[str] | None) -> list[str] | None:
+        duplicates = sorted({column for column in columns or [] if (columns or []).count(column) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate columns: {', '.join(duplicates)}")
+        return columns
+
     @model_validator(mode="after")
     def _rules(self) -> Grant:
         """The CEL rules of the schema, with their messages."""
         where = {"database": self.database, "table": self.table}
-        if self.table == "*" and len(self.database) + self.database.count("_") > OBJECT_NAME_MAX_LENGTH:
+        escaped = len(self.database) + self.database.count("_")
+        if self.table == "*" and self.routine is None and escaped > OBJECT_NAME_MAX_LENGTH:
             raise ValueError(ESCAPED_DATABASE_MESSAGE)
         if self.database == "*" and self.table != "*":
             raise ValueError(TABLE_NEEDS_DATABASE_MESSAGE)
@@ -344,7 +468,28 @@ class Grant(_Model):
             for privilege in self.privileges:
                 if privilege not in TABLE_PRIVILEGES:
                     raise ValueError(TABLE_ONLY_MESSAGE.format(privilege=privilege, **where))
+        self._listed_and_narrow_levels()
         return self
+
+    def _listed_and_narrow_levels(self) -> None:
+        """The rules on names that are no privilege, column grants and routine grants."""
+        for privilege in self.privileges:
+            if privilege in NOT_LISTED:
+                raise ValueError(NOT_LISTED_MESSAGE.format(privilege=privilege))
+        if self.columns is not None:
+            if self.table == "*":
+                raise ValueError(COLUMNS_NEED_TABLE_MESSAGE)
+            if self.grant_option:
+                raise ValueError(COLUMNS_NO_OPTION_MESSAGE)
+            for privilege in self.privileges:
+                if privilege not in COLUMN_PRIVILEGES:
+                    raise ValueError(COLUMNS_PRIVILEGES_MESSAGE.format(privilege=privilege))
+        if self.routine is not None:
+            if self.database == "*" or self.table != "*" or self.columns is not None:
+                raise ValueError(ROUTINE_LEVEL_MESSAGE)
+            for privilege in self.privileges:
+                if privilege not in ROUTINE_PRIVILEGES:
+                    raise ValueError(ROUTINE_PRIVILEGES_MESSAGE.format(privilege=privilege))
 
 
 X509_ALONE_MESSAGE: Final = (
@@ -492,21 +637,25 @@ class DatabaseUserSpec(_Model):
     authentication.plugin takes no password (auth_socket, unix_socket, AWSAuthenticationPlugin)."""
 
     privileges: list[Grant] = Field(
-        default=[],  # pydantic copies it for every instance; unlike a factory, it shows in the schema
+        # No default in the schema: an account without grants shows no empty "Privileges:" in describe.
+        default_factory=list,
         max_length=MAX_GRANTS,
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": "self.all(a, self.exists_one(b, a.database == b.database && a.table == b.table))",
+                    "rule": "self.all(a, has(a.columns) || self.exists_one(b, !has(b.columns)"
+                    " && a.database == b.database && a.table == b.table && has(a.routine) == has(b.routine)"
+                    " && (!has(a.routine) || a.routine == b.routine)))",
                     "message": ONE_ENTRY_MESSAGE,
                     # No reason FieldValueDuplicate: the API server would report "Duplicate value" without it.
                 }
             ]
         },
     )
-    """Privileges of the account, one entry per database and table: each grants a list of privileges on
-    every database (database "*"), on one database, or on one table of a database. The operator grants
-    exactly these and revokes any other. Defaults to none (the account can only log in)."""
+    """Privileges of the account, one entry per database and table (and routine): each grants a list of
+    privileges on every database (database "*"), on one database, on one table of a database, on columns
+    of a table (columns), or on a stored procedure or function (routine). The operator grants exactly these
+    and revokes any other, at every level. Defaults to none (the account can only log in)."""
 
     max_user_connections: int = Field(default=0, ge=0, le=USER_CONNECTIONS_MAX, json_schema_extra=_INT64)
     """Most connections the account may have open at once (MAX_USER_CONNECTIONS), at most 2147483647. 0, the
@@ -589,7 +738,11 @@ class DatabaseUserSpec(_Model):
     @field_validator("privileges")
     @classmethod
     def _one_entry_per_database_and_table(cls, grants: list[Grant]) -> list[Grant]:
-        levels = [(grant.database, grant.table) for grant in grants]
+        levels = [
+            (grant.database, grant.table, grant.routine and (grant.routine.type, grant.routine.name))
+            for grant in grants
+            if grant.columns is None
+        ]
         if len(set(levels)) != len(levels):
             raise ValueError(ONE_ENTRY_MESSAGE)
         return grants
@@ -713,6 +866,11 @@ class DatabaseUserStatus(_Model):
     observed: list[ObservedAccount] | None = None
     """Under managementPolicy Observe: each account as the server has it, and how it differs from the
     spec."""
+
+    privileges: list[str] | None = None
+    """The privileges the account was last brought in line with, one line per grant as MySQL writes them
+    (e.g. "SELECT, INSERT ON `app`.*", "SELECT (a, b) ON `app`.`t`", "EXECUTE ON PROCEDURE `app`.`p`").
+    Absent when the account has none."""
 
     def to_api(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The status as the API stores it (camelCase, None left out), keeping the fields of ``previous``

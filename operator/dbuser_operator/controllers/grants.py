@@ -1,29 +1,68 @@
-"""The grants step: the account's privileges converge exactly to the spec (grant missing, revoke extra)."""
+"""The grants step: the account's privileges converge exactly to the spec (grant missing, revoke extra), at
+every level: global, database, table, column and routine."""
 
 from __future__ import annotations
 
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
+from dbuser_operator.api.v1alpha1 import Grant as GrantSpec
 from dbuser_operator.controllers.steps import Context
 from dbuser_operator.controllers.target import Target, mysql_condition
 from dbuser_operator.mysql import grants
-from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.mysql.errors import MySQLError, PrivilegeUnknownError
+
+
+def desired_grant(item: GrantSpec) -> grants.Grant:
+    """One entry of ``spec.privileges`` in the MySQL layer's terms (a routine's name is its ``table``)."""
+    if item.routine is not None:
+        return grants.Grant(
+            privileges=frozenset(item.privileges),
+            database=item.database,
+            table=item.routine.name,
+            grant_option=item.grant_option,
+            routine=item.routine.type,
+        )
+    return grants.Grant(
+        privileges=frozenset(item.privileges),
+        database=item.database,
+        table=item.table,
+        grant_option=item.grant_option,
+        columns=frozenset(item.columns or ()),
+    )
 
 
 def desired_grants(spec: DatabaseUserSpec) -> set[grants.Grant]:
     """The grants the spec asks for, in the MySQL layer's terms."""
-    return {
-        grants.Grant(
-            privileges=frozenset(item.privileges),
-            database=item.database,
-            table=item.table,
-            grant_option=item.grant_option,
-        )
-        for item in spec.privileges
-    }
+    return {desired_grant(item) for item in spec.privileges}
+
+
+class PrivilegeCheckStep:
+    """Refuses privileges the server does not have, or not at the level wanted, before anything is
+    written (not even the account): Ready=False, reason PrivilegeUnknown or PrivilegeMisplaced, naming
+    them. The server's privilege names are read once (``SHOW PRIVILEGES``, with its version), and again
+    (at most once a minute) when a wanted one seems unknown: a plugin or an upgrade may have added it."""
+
+    name = "privilege-check"
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+
+    async def ensure(self, ctx: Context) -> None:
+        wanted = desired_grants(ctx.user.spec)
+        try:
+            try:
+                grants.check(wanted, await self.target.server())
+            except PrivilegeUnknownError:  # the server may have gained it since it was read: ask again
+                grants.check(wanted, await self.target.server_reread())
+        except MySQLError as error:
+            raise mysql_condition(error, ctx.account) from None
+
+    async def delete(self, ctx: Context) -> None:
+        """Nothing was done."""
 
 
 class GrantsStep:
-    """Reads the account's privileges from information_schema and applies only the difference."""
+    """Reads the account's privileges from the grant tables and applies only the difference; records what
+    the account was brought in line with in ``status.privileges``."""
 
     name = "grants"
 
@@ -33,13 +72,15 @@ class GrantsStep:
     async def ensure(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.host
         try:
+            wanted = desired_grants(ctx.user.spec)
             server = await self.target.server()
-            known = frozenset[grants.Grant]() if ctx.created else None  # a new account has no grants
-            summary = await grants.apply(
-                self.target.db, user, host, desired_grants(ctx.user.spec), server, current=known
-            )
+            account = grants.AccountGrants(self.target.db, user, host, server)
+            if ctx.created:
+                account.assume(())  # a new account has no grants
+            summary = await account.converge(wanted)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
+        ctx.status.privileges = grants.summary(wanted) or None
         if summary:
             ctx.event("Normal", "GrantsChanged", f"{ctx.account}: {'; '.join(summary)}")
 

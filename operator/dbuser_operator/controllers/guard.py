@@ -32,6 +32,9 @@ class GuardStep:
         self.protected_schemas = SYSTEM_SCHEMAS | {ownership_schema.lower()}
 
     async def ensure(self, ctx: Context) -> None:
+        # The USER column of `kubectl get` shows the name for refused resources too (status.host, which
+        # says an account was managed, is written by the ownership step only).
+        ctx.status.user = ctx.user.effective_user()
         if is_reserved(ctx.user.effective_user(), self.reserved):
             raise ConditionError(
                 "ReservedAccount", f"{ctx.account} is reserved: the operator never manages it", retry=False

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import structlog
 
 from dbuser_operator.controllers.steps import ConditionError
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.connection import Database
-from dbuser_operator.mysql.errors import InvalidNameError, MySQLError
+from dbuser_operator.mysql.errors import (
+    InvalidNameError,
+    MySQLError,
+    PrivilegeMisplacedError,
+    PrivilegeUnknownError,
+)
 from dbuser_operator.mysql.server import ServerInfo, read_server
 
 log = structlog.get_logger(__name__)
@@ -22,6 +28,7 @@ class Target:
         self.db = db
         self.schema = schema
         self._server: ServerInfo | None = None
+        self._read_at = 0.0  # monotonic time of the last read
         self._schema_ready = False
         self._lock = asyncio.Lock()
 
@@ -29,6 +36,7 @@ class Target:
         """Flavour, version and privilege names of the server, read (and logged) on first use."""
         if self._server is None:
             self._server = await read_server(self.db)
+            self._read_at = time.monotonic()
             log.info(
                 "managing MySQL server",
                 server=str(self._server),
@@ -36,6 +44,13 @@ class Target:
                 version=".".join(str(part) for part in self._server.version),
             )
         return self._server
+
+    async def server_reread(self, min_age: float = 60.0) -> ServerInfo:
+        """The server read again (a plugin or an upgrade may have brought privileges), unless it was read
+        less than ``min_age`` seconds ago: what a privilege the server seemed not to have asks for."""
+        if self._server is not None and time.monotonic() - self._read_at >= min_age:
+            self._server = None
+        return await self.server()
 
     async def ensure_schema(self) -> None:
         """Create the bookkeeping schema and table on first use (idempotent; retried after a failure)."""
@@ -50,6 +65,8 @@ class Target:
 def mysql_condition(error: MySQLError, context: str) -> ConditionError:
     """The Ready=False report for a MySQL failure: its reason, and the server's words (never a secret).
 
-    A name the server refuses stays refused: not retried until the spec changes.
+    A name the server refuses, or a privilege it does not have (there), stays refused: not retried until the
+    spec changes.
     """
-    return ConditionError(error.reason, f"{context}: {error}", retry=not isinstance(error, InvalidNameError))
+    permanent = (InvalidNameError, PrivilegeUnknownError, PrivilegeMisplacedError)
+    return ConditionError(error.reason, f"{context}: {error}", retry=not isinstance(error, permanent))

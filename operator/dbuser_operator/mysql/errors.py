@@ -74,10 +74,36 @@ class InvalidGrantError(MySQLError):
     reason = "InvalidGrant"
 
 
+class PrivilegeUnknownError(InvalidGrantError):
+    """A wanted privilege the server does not have (not in its ``SHOW PRIVILEGES``, or of the other flavour),
+    or a name that is no privilege: refused before any SQL, until the spec changes."""
+
+    reason = "PrivilegeUnknown"
+
+
+class PrivilegeMisplacedError(InvalidGrantError):
+    """A wanted privilege the server has, but not at the level it is wanted (a global privilege on a
+    database, a routine privilege on a table): refused before any SQL, until the spec changes."""
+
+    reason = "PrivilegeMisplaced"
+
+
 class TableNotFoundError(InvalidGrantError):
     """A table-level grant names a table that does not exist (yet): the server refuses it (error 1146)."""
 
     reason = "TableNotFound"
+
+
+class ColumnNotFoundError(InvalidGrantError):
+    """A column grant names a column (or table) that does not exist (yet): error 1054."""
+
+    reason = "ColumnNotFound"
+
+
+class RoutineNotFoundError(InvalidGrantError):
+    """A routine grant names a stored procedure or function that does not exist (yet): error 1305."""
+
+    reason = "RoutineNotFound"
 
 
 class InvalidOptionsError(MySQLError):

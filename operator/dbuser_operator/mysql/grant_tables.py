@@ -3,7 +3,8 @@
 To answer for one account, ``information_schema.USER_PRIVILEGES`` and ``SCHEMA_PRIVILEGES`` walk every
 account of the server (MariaDB 10.11, server CPU per query: 1.2 ms with 1000 accounts, 4.6 ms with 4000),
 so a pass over every resource costs the square of their number. ``mysql.global_priv``, ``mysql.db`` and
-``mysql.tables_priv`` are indexed by user. :func:`read_rows` reads the three in one query and returns the
+``mysql.tables_priv`` are indexed by user (and ``mysql.columns_priv``, ``mysql.procs_priv``).
+:func:`read_rows` reads the five in one query and returns the
 rows information_schema would have given — or None when it cannot: the account holds global privileges
 (their names are only in a bitmask there), or the server is a version whose privilege columns are not
 listed here. The caller then reads information_schema.
@@ -19,7 +20,9 @@ from dbuser_operator.mysql.identifiers import SQL
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement
 
-Row = tuple[int, str, str, str, str]  # rank, schema, table, privilege, is_grantable: as information_schema
+Row = tuple[int, str, str, str, str, str | None]
+"""rank, schema, table, privilege, is_grantable (as information_schema), and the column (rank 3) or the
+routine type (rank 4: its privilege is procs_priv's set, as :func:`~.grant_read.grants_from_rows` reads)."""
 
 # mysql.db's privilege columns, and information_schema's names for them (MariaDB 10.6+, checked on 10.11).
 _DATABASE_COLUMNS: Final = (
@@ -49,7 +52,7 @@ _KNOWN_VERSIONS: Final = ((10, 6, 0), (12, 0, 0))  # from, up to (not included)
 # mysql.tables_priv.Table_priv is a SET of these names; information_schema's differ only here.
 _TABLE_NAMES: Final = {"DELETE VERSIONING ROWS": "DELETE HISTORY"}
 
-_GLOBAL, _DATABASE, _TABLE = 0, 1, 2
+_GLOBAL, _DATABASE, _TABLE, _COLUMN, _ROUTINE = 0, 1, 2, 3, 4
 _USAGE, _GRANT = "USAGE", "GRANT"
 
 
@@ -68,13 +71,18 @@ def _database_columns(server: ServerInfo) -> Sequence[tuple[str, str]]:
 def _statement(user: str, host: str, server: ServerInfo) -> Statement:
     held = ", ".join(f"IF({column} = 'Y', '{name}', NULL)" for column, name in _database_columns(server))
     return Statement(
-        "SELECT 0, '*', '*', CAST(JSON_VALUE(Priv, '$.access') AS CHAR CHARACTER SET utf8mb4), 'N'"
+        "SELECT 0, '*', '*', CAST(JSON_VALUE(Priv, '$.access') AS CHAR CHARACTER SET utf8mb4), 'N', NULL"
         " FROM mysql.global_priv WHERE User = %s AND Host = %s"
-        " UNION ALL SELECT 1, Db, '*', CONCAT_WS(',', {held}), Grant_priv"
+        " UNION ALL SELECT 1, Db, '*', CONCAT_WS(',', {held}), Grant_priv, NULL"
         " FROM mysql.db WHERE User = %s AND Host = %s"
-        " UNION ALL SELECT 2, Db, Table_name, CONVERT(Table_priv USING utf8mb4), 'N'"
-        " FROM mysql.tables_priv WHERE User = %s AND Host = %s",
-        *(user, host.lower()) * 3,
+        " UNION ALL SELECT 2, Db, Table_name, CONVERT(Table_priv USING utf8mb4), 'N', NULL"
+        " FROM mysql.tables_priv WHERE User = %s AND Host = %s"
+        " UNION ALL SELECT 3, Db, Table_name, CONVERT(Column_priv USING utf8mb4), 'N', Column_name"
+        " FROM mysql.columns_priv WHERE User = %s AND Host = %s"
+        " UNION ALL SELECT 4, Db, Routine_name, CONVERT(Proc_priv USING utf8mb4), 'N',"
+        " CONVERT(Routine_type USING utf8mb4)"
+        " FROM mysql.procs_priv WHERE User = %s AND Host = %s AND Routine_type IN ('PROCEDURE', 'FUNCTION')",
+        *(user, host.lower()) * 5,
         held=SQL(held),
     )
 
@@ -84,7 +92,10 @@ async def read_rows(db: Database, user: str, host: str, server: ServerInfo) -> t
     query); None if information_schema must be read instead. ``user`` and ``host`` are validated."""
     rows = await db.fetch(_statement(user, host, server))
     exists, found = False, list[Row]()
-    for rank, schema, table, privileges, grant_option in rows:
+    for rank, schema, table, privileges, grant_option, detail in rows:
+        if rank == _ROUTINE:
+            found.append((_ROUTINE, str(schema), str(table), str(privileges or ""), "NO", str(detail)))
+            continue
         names = [name for name in str(privileges or "").split(",") if name]
         if rank == _GLOBAL:
             exists = True
@@ -92,9 +103,12 @@ async def read_rows(db: Database, user: str, host: str, server: ServerInfo) -> t
                 return None  # global privileges: only information_schema names them
             continue
         grantable = "YES" if grant_option == "Y" else "NO"
-        if rank == _TABLE:
+        if rank in (_TABLE, _COLUMN):
             names = [_TABLE_NAMES.get(name.upper(), name.upper()) for name in names]
             grantable = "YES" if _GRANT in names else "NO"
             names = [name for name in names if name != _GRANT]
-        found.extend((int(rank), str(schema), str(table), name, grantable) for name in names or [_USAGE])
+        column = None if detail is None else str(detail)
+        found.extend(
+            (int(rank), str(schema), str(table), name, grantable, column) for name in names or [_USAGE]
+        )
     return exists, found

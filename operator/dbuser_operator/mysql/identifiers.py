@@ -89,6 +89,16 @@ def validate_table(name: str) -> str:
     return name if name == "*" else _check("table name", name, _OBJECT, OBJECT_MAX_LENGTH, _OBJECT_RULE)
 
 
+def validate_column(name: str) -> str:
+    """A column name (of a column grant): ``^[A-Za-z0-9_$-]{1,64}$``."""
+    return _check("column name", name, _OBJECT, OBJECT_MAX_LENGTH, _OBJECT_RULE.removesuffix(", or *"))
+
+
+def validate_routine(name: str) -> str:
+    """A stored procedure or function name (of a routine grant): ``^[A-Za-z0-9_$-]{1,64}$``."""
+    return _check("routine name", name, _OBJECT, OBJECT_MAX_LENGTH, _OBJECT_RULE.removesuffix(", or *"))
+
+
 def quote_string(value: str) -> SQL:
     """A single-quoted string literal: quotes doubled (valid in every ``sql_mode``), backslashes doubled.
 
@@ -127,6 +137,12 @@ def privilege_list(names: Iterable[str]) -> SQL:
     return SQL(", ".join(checked))
 
 
+def column_privilege_list(names: Iterable[str], column: str) -> SQL:
+    """``SELECT (`a`), INSERT (`a`)``: each privilege (checked) on one column (quoted)."""
+    quoted = quote_identifier(column)
+    return SQL(", ".join(f"{name} ({quoted})" for name in privilege_list(names).split(", ")))
+
+
 def unsigned_literal(value: int) -> SQL:
     """A non-negative integer as SQL text (the caller checks the range it allows)."""
     if type(value) is not int or value < 0:
@@ -160,6 +176,17 @@ def grant_level(database: str, table: str = "*", *, pattern: bool = False) -> SQ
     if table == "*":
         return SQL(quote_identifier(database if pattern else escape_wildcards(database)) + ".*")
     return SQL(quote_identifier(database) + "." + quote_identifier(table))
+
+
+ROUTINE_TYPES = ("PROCEDURE", "FUNCTION")
+
+
+def routine_level(routine_type: str, database: str, name: str) -> SQL:
+    """The object of a routine GRANT or REVOKE: ``PROCEDURE `db`.`name``` (quoted, not validated: the names
+    may come from the server)."""
+    if routine_type not in ROUTINE_TYPES:
+        raise ValueError(f"a routine is a PROCEDURE or a FUNCTION, not {_show(routine_type)}")
+    return SQL(f"{routine_type} {quote_identifier(database)}.{quote_identifier(name)}")
 
 
 def account(user: str, host: str) -> SQL:

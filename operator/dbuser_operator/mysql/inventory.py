@@ -2,9 +2,10 @@
 
 :func:`inventory` sends :data:`QUERIES` (two) queries: the bookkeeping table ``LEFT JOIN mysql.user``
 (presence, limits, TLS requirement and identity, the authentication string's fingerprint), and the three
-``information_schema`` privilege tables, joined to the bookkeeping table on the GRANTEE string and united
-(``UNION ALL``). The rest is done here: the operator compares each account's state with its resource's
-spec without another round trip.
+``information_schema`` privilege tables (and ``COLUMN_PRIVILEGES``, and ``mysql.procs_priv`` for routines),
+joined to the bookkeeping table on the GRANTEE string (on user and host for routines) and united
+(``UNION ALL``). The rest is done here: the operator compares each account's state with its resource's spec
+without another round trip.
 
 Collations: ``mysql.user.User`` is binary on both servers (``utf8mb3_bin``) and ``Host`` is binary on
 MariaDB, case-insensitive ASCII on MySQL; the bookkeeping table's ASCII columns are converted to the
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from dbuser_operator.mysql.connection import Database, Row
+from dbuser_operator.mysql.grant import ROUTINE_RANK
 from dbuser_operator.mysql.grants import Grant, grants_from_rows, is_grantee
 from dbuser_operator.mysql.limits import AccountOptions
 from dbuser_operator.mysql.ownership import Owner, compare_fingerprints, table
@@ -36,7 +38,8 @@ class AccountState:
 
     ``present``: the account exists. ``options``: its limits and TLS requirement (None when absent).
     ``password_intact``: its authentication string still has the recorded fingerprint (None when absent or
-    no fingerprint is recorded). ``grants``: its global, database and table grants, one per level.
+    no fingerprint is recorded). ``grants``: its global, database, table, column and routine grants, one per
+    level.
     """
 
     owner: Owner
@@ -54,17 +57,28 @@ _ACCOUNTS: Final = (
 )
 
 _PRIVILEGES: Final = (
-    "SELECT o.user, o.host, p.GRANTEE, 0, '*', '*', p.PRIVILEGE_TYPE, p.IS_GRANTABLE"
+    "SELECT o.user, o.host, p.GRANTEE, 0, '*', '*', p.PRIVILEGE_TYPE, p.IS_GRANTABLE, NULL"
     " FROM information_schema.USER_PRIVILEGES p JOIN {table} o"
     " ON p.GRANTEE = CONCAT('''', o.user, '''@''', LOWER(o.host), '''')"
     " UNION ALL"
-    " SELECT o.user, o.host, p.GRANTEE, 1, p.TABLE_SCHEMA, '*', p.PRIVILEGE_TYPE, p.IS_GRANTABLE"
+    " SELECT o.user, o.host, p.GRANTEE, 1, p.TABLE_SCHEMA, '*', p.PRIVILEGE_TYPE, p.IS_GRANTABLE, NULL"
     " FROM information_schema.SCHEMA_PRIVILEGES p JOIN {table} o"
     " ON p.GRANTEE = CONCAT('''', o.user, '''@''', LOWER(o.host), '''')"
     " UNION ALL"
-    " SELECT o.user, o.host, p.GRANTEE, 2, p.TABLE_SCHEMA, p.TABLE_NAME, p.PRIVILEGE_TYPE, p.IS_GRANTABLE"
+    " SELECT o.user, o.host, p.GRANTEE, 2, p.TABLE_SCHEMA, p.TABLE_NAME, p.PRIVILEGE_TYPE, p.IS_GRANTABLE,"
+    " NULL"
     " FROM information_schema.TABLE_PRIVILEGES p JOIN {table} o"
     " ON p.GRANTEE = CONCAT('''', o.user, '''@''', LOWER(o.host), '''')"
+    " UNION ALL"
+    " SELECT o.user, o.host, p.GRANTEE, 3, p.TABLE_SCHEMA, p.TABLE_NAME, p.PRIVILEGE_TYPE, p.IS_GRANTABLE,"
+    " p.COLUMN_NAME"
+    " FROM information_schema.COLUMN_PRIVILEGES p JOIN {table} o"
+    " ON p.GRANTEE = CONCAT('''', o.user, '''@''', LOWER(o.host), '''')"
+    " UNION ALL"
+    " SELECT o.user, o.host, NULL, 4, CONVERT(p.Db USING utf8mb4), CONVERT(p.Routine_name USING utf8mb4),"
+    " CONVERT(p.Proc_priv USING utf8mb4), 'NO', CONVERT(p.Routine_type USING utf8mb4)"
+    " FROM mysql.procs_priv p JOIN {table} o ON p.User = o.user AND p.Host = LOWER(o.host)"
+    " WHERE p.Routine_type IN ('PROCEDURE', 'FUNCTION')"
 )
 
 
@@ -80,7 +94,7 @@ async def inventory(db: Database, schema: str) -> dict[tuple[str, str], AccountS
     rows_by_account: defaultdict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in privileges:
         user, host, grantee = str(row[0]), str(row[1]), str(row[2])
-        if is_grantee(grantee, user, host):
+        if row[3] == ROUTINE_RANK or is_grantee(grantee, user, host):
             rows_by_account[(user, host)].append(row[3:])
 
     result: dict[tuple[str, str], AccountState] = {}

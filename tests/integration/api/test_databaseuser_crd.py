@@ -20,7 +20,6 @@ TIMEOUT = 30
 MERGE_PATCH = "application/merge-patch+json"
 # The optional fields the API server fills in with their defaults.
 SPEC_DEFAULTS: dict[str, Any] = {
-    "privileges": [],
     "maxUserConnections": 0,
     "maxQueriesPerHour": 0,
     "maxUpdatesPerHour": 0,

@@ -18,6 +18,7 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.api.v1alpha1 import (
+    COLUMN_NAME_PATTERN,
     DNS_SUBDOMAIN_PATTERN,
     HOST_PATTERN,
     OBJECT_NAME_PATTERN,
@@ -38,6 +39,7 @@ from tests.integration.operator.helpers import (
     can_log_in,
     database_user,
     mysql_accounts,
+    mysql_query,
     ready,
     unique,
     wait_until_gone,
@@ -70,10 +72,30 @@ TRICKS = [
     "a_b",
 ]
 
+# Privilege names with SQL in them, names of the right shape that are no privilege (or not here), and
+# spellings the servers would accept but the API does not.
+PRIVILEGE_TRICKS = [
+    "SELECT ON *.* TO ROOT",
+    "SELECT, INSERT",
+    "SELECT ON MYSQL",
+    "ALL PRIVILEGES",
+    "USAGE",
+    "GRANT OPTION",
+    "PROXY",
+    "DROP TABLE",
+    "BACKUP_ADMIN",
+    "SLAVE MONITOR",
+    "SUPER",
+    "select",
+    "SELECT\nINSERT",
+    "SELECT  INSERT",
+    "A" * 33,
+]
+
 
 def place(field: str, value: str) -> dict[str, Any]:
     """A DatabaseUser with ``value`` in ``field`` (and sane values elsewhere)."""
-    grant = {"privileges": ["SELECT"], "database": "hostiledb"}
+    grant: dict[str, Any] = {"privileges": ["SELECT"], "database": "hostiledb"}
     body = database_user("victim", "pw", user="hostile", privileges=[grant])
     spec = body["spec"]
     if field == "user":
@@ -88,6 +110,10 @@ def place(field: str, value: str) -> dict[str, Any]:
         grant["table"] = value
     elif field == "privilege":
         grant["privileges"] = [value]
+    elif field == "column":
+        grant.update(table="t", columns=[value])
+    elif field == "routine":
+        grant.update(privileges=["EXECUTE"], routine={"type": "PROCEDURE", "name": value})
     elif field == "secret name":
         spec["password"]["name"] = value
     elif field == "secret key":
@@ -106,6 +132,8 @@ DOCUMENTED = {
     "hosts": HOST_PATTERN,
     "database": OBJECT_NAME_PATTERN,
     "table": OBJECT_NAME_PATTERN,
+    "column": COLUMN_NAME_PATTERN,
+    "routine": COLUMN_NAME_PATTERN,
     "secret name": DNS_SUBDOMAIN_PATTERN,
     "secret key": SECRET_KEY_PATTERN,
 }
@@ -143,6 +171,17 @@ async def outcome(kube: KubeClient, namespace: str, body: dict[str, Any]) -> str
         await wait_until_gone(kube, namespace, "victim")
 
 
+def grant_tables(mysql: MySQLServer) -> list[tuple[Any, ...]]:
+    """Every privilege row of every account but the one the cases name: nothing else may change."""
+    rows: list[tuple[Any, ...]] = []
+    for table in ("db", "tables_priv", "columns_priv", "procs_priv"):
+        query = f"SELECT * FROM mysql.{table} WHERE User <> 'hostile'"
+        rows += [(table, *row) for row in mysql_query(mysql, query)]
+    query = "SELECT * FROM information_schema.USER_PRIVILEGES WHERE GRANTEE NOT LIKE %s"
+    rows += [("global", *row) for row in mysql_query(mysql, query, "'hostile'@%")]
+    return sorted(rows, key=repr)
+
+
 @pytest.mark.parametrize(
     "field",
     [
@@ -151,6 +190,8 @@ async def outcome(kube: KubeClient, namespace: str, body: dict[str, Any]) -> str
         "hosts",
         "database",
         "table",
+        "column",
+        "routine",
         "privilege",
         "secret name",
         "secret key",
@@ -169,8 +210,8 @@ async def test_hostile_values_are_rejected_or_reported_and_touch_no_other_accoun
 ) -> None:
     await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
     outcomes: dict[str, str] = {}
-    for value in TRICKS:
-        before = mysql_accounts(mysql)
+    for value in TRICKS + (PRIVILEGE_TRICKS if field == "privilege" else []):
+        before, privileges_before = mysql_accounts(mysql), grant_tables(mysql)
         result = await outcome(kube_client, namespace, place(field, value))
         outcomes[value] = result
         after = mysql_accounts(mysql)
@@ -182,6 +223,8 @@ async def test_hostile_values_are_rejected_or_reported_and_touch_no_other_accoun
         if field == "hosts":
             allowed.add(("hostile", "localhost"))
         assert named <= allowed, (field, value, named)
+        if field not in ("user", "host", "hosts"):  # those name the account itself
+            assert grant_tables(mysql) == privileges_before, (field, value)
         if legitimate(field, value):
             assert result in ("rejected", "True:AccountReady") or result.startswith("False:"), (value, result)
         else:

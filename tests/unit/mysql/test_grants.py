@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dbuser_operator.mysql import InvalidAccountError, InvalidGrantError, ServerInfo, classify
+from dbuser_operator.mysql.errors import PrivilegeMisplacedError, PrivilegeUnknownError
 from dbuser_operator.mysql.grants import (
     ALL,
     DATABASE_PRIVILEGES,
@@ -19,6 +20,7 @@ from dbuser_operator.mysql.grants import (
     TABLE_PRIVILEGES,
     Grant,
     changes,
+    check,
     expand_all,
     grantee,
     grants_from_rows,
@@ -26,8 +28,10 @@ from dbuser_operator.mysql.grants import (
     normalise,
     parse_schema,
     plan,
+    refusals,
     server_privileges,
     split_grantee,
+    summary,
 )
 from dbuser_operator.mysql.identifiers import escape_wildcards
 
@@ -92,7 +96,7 @@ def test_database_privileges_on_a_database(privilege: str) -> None:
 def test_global_only_privileges_elsewhere_are_refused(privilege: str, database: str, table: str) -> None:
     with pytest.raises(InvalidGrantError, match=r"can only be granted on \*\.\*") as refused:
         Grant(frozenset({privilege}), database, table)
-    assert refused.value.reason == "InvalidGrant"
+    assert refused.value.reason == "PrivilegeMisplaced"
     assert f"{database}.{table}" in refused.value.message
 
 
@@ -110,11 +114,13 @@ def test_routine_event_and_lock_privileges_on_a_table_are_refused(privilege: str
 @pytest.mark.parametrize(
     ("privileges", "database", "table", "message"),
     [
-        ({"DROP TABLE"}, "app", "*", "unknown privilege 'DROP TABLE'"),
-        ({"SELECT; DROP USER root"}, "app", "*", "unknown privilege"),
+        ({"SELECT; DROP USER root"}, "app", "*", "'SELECT; DROP USER ROOT': not a privilege name"),
+        ({"SELECT`"}, "app", "*", "invalid privilege"),
+        ({"SELECT 'x'"}, "app", "*", "invalid privilege"),
+        ({"S" * 65}, "*", "*", "invalid privilege"),
+        ({"SÉLECT"}, "app", "*", "invalid privilege"),
         ({"GRANT OPTION"}, "app", "*", "use grant_option"),
         ({"USAGE"}, "app", "*", "USAGE is not a privilege to list"),
-        ({"BINLOG ADMIN"}, "*", "*", "unknown privilege"),  # a server's name, not an API name
         (set(), "app", "*", "no privileges"),
         ({"ALL", "SELECT"}, "app", "*", "ALL stands for every privilege"),
         ({"SELECT"}, "*", "orders", "a table grant needs a database"),
@@ -523,3 +529,173 @@ def test_applying_the_plan_reaches_the_wanted_state(
             option = option or change.with_grant_option
     assert (state, option) == (wanted, wanted_option)
     assert len(changes(current, desired, MYSQL)) <= 3
+
+
+# --- Privilege names against the live server's list (refusals) -------------------------------------------
+
+MYSQL_LISTED = ServerInfo(
+    "mysql",
+    (8, 4, 3),
+    frozenset(PRIVILEGES - {"DELETE HISTORY", "BINLOG MONITOR", "SLAVE MONITOR"})
+    | {"USAGE", "GRANT OPTION", "PROXY", "BACKUP_ADMIN", "REPLICATION_SLAVE_ADMIN", "SYSTEM_VARIABLES_ADMIN"},
+)
+MARIADB_LISTED = ServerInfo(
+    "mariadb",
+    (11, 8, 3),
+    frozenset(PRIVILEGES - {"CREATE ROLE", "DROP ROLE", "REPLICATION CLIENT"})
+    | {"USAGE", "GRANT OPTION", "PROXY", "SHOW CREATE ROUTINE", "BINLOG ADMIN", "READ_ONLY ADMIN"},
+)
+
+
+@pytest.mark.parametrize(
+    ("server", "grant"),
+    [
+        (MYSQL_LISTED, g("BACKUP_ADMIN, REPLICATION_SLAVE_ADMIN, PROCESS", "*")),
+        (MYSQL_LISTED, g("ALL", "*")),
+        (MYSQL_LISTED, g("CREATE ROLE", "*")),
+        (MARIADB_LISTED, g("SLAVE MONITOR, BINLOG MONITOR, READ_ONLY ADMIN", "*")),
+        (MARIADB_LISTED, g("REPLICATION CLIENT", "*")),  # read back as BINLOG MONITOR
+        (MARIADB_LISTED, g("SHOW CREATE ROUTINE, DELETE HISTORY")),  # database level on 11.3+
+        (MARIADB_LISTED, g("DELETE HISTORY, SELECT", table="t")),
+    ],
+)
+def test_privileges_the_server_lists_where_they_are_valid(server: ServerInfo, grant: Grant) -> None:
+    assert refusals([(grant.level, grant.privileges)], server) == []
+    check([grant], server)
+
+
+@pytest.mark.parametrize(
+    ("server", "grant", "kind", "message"),
+    [
+        (MYSQL_LISTED, g("DROP TABLE"), "unknown", "DROP TABLE is not a privilege of MySQL 8.4.3"),
+        (MYSQL_LISTED, g("SLAVE MONITOR", "*"), "unknown", "SLAVE MONITOR is a MariaDB-only privilege"),
+        (MYSQL_LISTED, g("USAGE_ADMIN", "*"), "unknown", "USAGE_ADMIN is not a privilege of MySQL"),
+        (MARIADB_LISTED, g("BACKUP_ADMIN", "*"), "unknown", "BACKUP_ADMIN is not a privilege of MariaDB"),
+        (MARIADB_LISTED, g("CREATE ROLE", "*"), "unknown", "CREATE ROLE is a MySQL-only privilege"),
+        (MYSQL_LISTED, g("BACKUP_ADMIN"), "misplaced", "BACKUP_ADMIN is a global privilege of MySQL 8.4.3"),
+        (MARIADB_LISTED, g("BINLOG ADMIN"), "misplaced", 'only on *.* (database "*"), not app.*'),
+        (
+            MYSQL_LISTED,
+            g("SELECT, SYSTEM_VARIABLES_ADMIN"),
+            "misplaced",
+            "SYSTEM_VARIABLES_ADMIN is a global",
+        ),
+    ],
+)
+def test_privileges_refused_by_the_server_list(
+    server: ServerInfo, grant: Grant, kind: str, message: str
+) -> None:
+    [refusal] = refusals([(grant.level, grant.privileges)], server)
+    assert (refusal.kind, refusal.privilege) == (kind, next(iter(grant.privileges - {"SELECT"})))
+    assert message in refusal.message
+    expected = PrivilegeUnknownError if kind == "unknown" else PrivilegeMisplacedError
+    with pytest.raises(expected) as refused:
+        check([grant], server)
+    assert refused.value.reason == ("PrivilegeUnknown" if kind == "unknown" else "PrivilegeMisplaced")
+
+
+def test_show_create_routine_is_not_a_database_privilege_before_mariadb_11_3() -> None:
+    old = ServerInfo("mariadb", (10, 11, 6), MARIADB_LISTED.privileges)
+    [refusal] = refusals([(("app", "*"), {"SHOW CREATE ROUTINE"})], old)
+    assert refusal.kind == "misplaced"
+
+
+def test_without_the_servers_list_only_static_privileges_are_known() -> None:
+    assert refusals([(GLOBAL, {"PROCESS"})], MYSQL) == []
+    [refusal] = refusals([(GLOBAL, {"BACKUP_ADMIN"})], MYSQL)
+    assert refusal.kind == "unknown"
+    assert "were not read" in refusal.message
+
+
+def test_every_refused_privilege_is_named_once() -> None:
+    wanted = [g("BACKUP_ADMIN, DROP TABLE, SELECT"), g("DROP TABLE", "other")]
+    found = refusals([(grant.level, grant.privileges) for grant in wanted], MYSQL_LISTED)
+    assert [(r.kind, r.privilege) for r in found] == [
+        ("misplaced", "BACKUP_ADMIN"),
+        ("unknown", "DROP TABLE"),
+        ("unknown", "DROP TABLE"),
+    ]
+    with pytest.raises(PrivilegeUnknownError, match=r"BACKUP_ADMIN.*DROP TABLE"):
+        check(wanted, MYSQL_LISTED)
+
+
+def test_a_summary_names_each_level_once_with_all_kept() -> None:
+    assert summary([g("ALL", "*", grant_option=True), g("SELECT, INSERT"), g("UPDATE", table="t")]) == [
+        "ALL ON *.* WITH GRANT OPTION",
+        "INSERT, SELECT ON `app`.*",
+        "UPDATE ON `app`.`t`",
+    ]
+    assert summary([]) == []
+
+
+def test_column_and_routine_grants_for_people_and_as_sql() -> None:
+    columns = Grant(frozenset({"SELECT", "UPDATE"}), "app", "t", columns=frozenset({"B", "a"}))
+    routine = Grant(frozenset({"ALL"}), "app", "Proc", routine="PROCEDURE", grant_option=True)
+    assert str(columns) == "SELECT, UPDATE (a, b) ON `app`.`t`"
+    assert str(routine) == "ALL ON PROCEDURE `app`.`proc` WITH GRANT OPTION"
+    assert [s.text for s in plan([], [columns, routine], MYSQL, user="u", host="%")] == [
+        "GRANT SELECT (`a`), UPDATE (`a`) ON `app`.`t` TO 'u'@'%'",
+        "GRANT SELECT (`b`), UPDATE (`b`) ON `app`.`t` TO 'u'@'%'",
+        "GRANT ALTER ROUTINE, EXECUTE ON PROCEDURE `app`.`proc` TO 'u'@'%' WITH GRANT OPTION",
+    ]
+    held = normalise([columns, routine], MYSQL)
+    assert changes(held, [columns, routine], MYSQL) == []
+    assert [str(c) for c in changes(held, [], MYSQL)] == [
+        "revoked SELECT, UPDATE ON `app`.`t`.`a`",
+        "revoked SELECT, UPDATE ON `app`.`t`.`b`",
+        "revoked ALTER ROUTINE, EXECUTE ON PROCEDURE `app`.`proc`",
+        "revoked GRANT OPTION ON PROCEDURE `app`.`proc`",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"privileges": frozenset({"DELETE"}), "table": "t", "columns": frozenset({"a"})},
+            "cannot be granted on columns",
+        ),
+        ({"privileges": frozenset({"SELECT"}), "columns": frozenset({"a"})}, "a column grant names a table"),
+        (
+            {
+                "privileges": frozenset({"SELECT"}),
+                "table": "t",
+                "columns": frozenset({"a"}),
+                "grant_option": True,
+            },
+            "no grant option",
+        ),
+        (
+            {"privileges": frozenset({"SELECT"}), "table": "t", "columns": frozenset({"a`"})},
+            "invalid column name",
+        ),
+        ({"privileges": frozenset({"SELECT"}), "table": "t", "columns": "a"}, "not a single string"),
+        (
+            {"privileges": frozenset({"SELECT"}), "table": "p", "routine": "PROCEDURE"},
+            "cannot be granted on a routine",
+        ),
+        (
+            {"privileges": frozenset({"EXECUTE"}), "table": "p", "routine": "EVENT"},
+            "a PROCEDURE or a FUNCTION",
+        ),
+        (
+            {"privileges": frozenset({"EXECUTE"}), "table": "p;", "routine": "PROCEDURE"},
+            "invalid routine name",
+        ),
+    ],
+)
+def test_invalid_column_and_routine_grants(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidGrantError, match=message):
+        Grant(database="app", **kwargs)  # type: ignore[arg-type]
+
+
+def test_routine_rows_are_read_with_their_grant_option() -> None:
+    rows = [
+        (4, "app", "P1", "Execute,Alter Routine,Grant", "NO", "PROCEDURE"),
+        (3, "app", "t", "SELECT", "NO", "a"),
+        (3, "app", "t", "INSERT", "NO", "a"),
+    ]
+    assert grants_from_rows(rows) == {
+        Grant(frozenset({"EXECUTE", "ALTER ROUTINE"}), "app", "p1", True, routine="PROCEDURE"),
+        Grant(frozenset({"SELECT", "INSERT"}), "app", "t", columns=frozenset({"a"})),
+    }
