@@ -17,6 +17,7 @@ from dbuser_operator.api.v1alpha1 import (
     KIND,
     PRIVILEGES,
     RELEASE_ANNOTATION,
+    ROTATE_ANNOTATION,
     TABLE_PRIVILEGES,
     AppliedSecret,
     Condition,
@@ -191,14 +192,14 @@ def test_status_to_api_keeps_fields_it_does_not_know() -> None:
     stored = {
         "user": "old",
         "host": "%",
-        "rotation": {"phase": "Pending"},  # written by a newer operator
+        "replication": {"phase": "Pending"},  # written by a newer operator
         "observedGeneration": 1,
     }
     status = DatabaseUserStatus.model_validate(stored)
     assert status.user == "old"  # unknown fields are tolerated when parsing
     status.user, status.host, status.observed_generation = "app", None, 2
     assert status.to_api(stored) == {
-        "rotation": {"phase": "Pending"},
+        "replication": {"phase": "Pending"},
         "conditions": [],
         "observedGeneration": 2,
         "user": "app",
@@ -264,7 +265,8 @@ def test_new_fields_default_like_the_crd() -> None:
     assert (spec.max_updates_per_hour, spec.max_connections_per_hour) == (0, 0)
     assert spec.require_tls is False
     assert spec.deletion_policy == "Delete"
-    assert spec.model_dump(by_alias=True, mode="json", exclude={"password", "host", "user"}) == SPEC_DEFAULTS
+    dumped = spec.model_dump(by_alias=True, mode="json", exclude={"password", "host", "user", "rotation"})
+    assert dumped == SPEC_DEFAULTS
     # Each spec gets its own list.
     spec.privileges.append(Grant(privileges=["SELECT"], database="app"))
     assert DatabaseUserSpec(password=SecretKeySelector(name="s", key="k")).privileges == []
@@ -451,7 +453,7 @@ def test_the_sample_commented_fields_are_valid_and_complete() -> None:
     parsed = DatabaseUser.model_validate(obj)
     spec_fields = {field.alias or name for name, field in DatabaseUserSpec.model_fields.items()}
     assert set(obj["spec"]) == spec_fields
-    assert set(obj["metadata"]["annotations"]) == {ADOPT_ANNOTATION, RELEASE_ANNOTATION}
+    assert set(obj["metadata"]["annotations"]) == {ADOPT_ANNOTATION, RELEASE_ANNOTATION, ROTATE_ANNOTATION}
     assert parsed.spec.privileges[1].table == "orders"
     assert parsed.spec.privileges[0].table == "*"
     assert parsed.model_dump(by_alias=True, exclude_unset=True, mode="json") == obj
