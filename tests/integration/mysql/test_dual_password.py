@@ -100,7 +100,7 @@ async def test_sessions_up_to_the_watermark(
     user = accounts_made.track(accounts_made.name(), "%")
     await accounts.create(db, user, "%", "pw-1")
 
-    def connect() -> pymysql.Connection:  # type: ignore[type-arg]
+    def connect() -> pymysql.Connection:
         return pymysql.connect(
             host=mysql.host, port=mysql.port, user=user, password=b"pw-1", **client_tls(mysql, tls=False)
         )
