@@ -26,6 +26,7 @@ from dbuser_operator.controllers.resources import (
     referenced_secret,
 )
 from dbuser_operator.controllers.resync import DriftCheck
+from dbuser_operator.controllers.rotation import DiscardStep, StrategyStep
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.steps import Step
 from dbuser_operator.controllers.target import Target
@@ -150,8 +151,10 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
             settings.ownership_schema,
         ),
         PasswordStep(secrets),
+        StrategyStep(target),
         OwnershipStep(target, LiveOwners(kube)),
         AccountStep(target),
+        DiscardStep(target, reader),
         OptionsStep(target),
         GrantsStep(target),
     ]
