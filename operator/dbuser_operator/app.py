@@ -12,9 +12,11 @@ from kubernetes_asyncio import client, config
 from dbuser_operator.controllers.account import AccountStep
 from dbuser_operator.controllers.departed import DepartedSweep
 from dbuser_operator.controllers.finalizer import FinalizerStep
+from dbuser_operator.controllers.generated import GeneratedPasswordStep
 from dbuser_operator.controllers.grants import GrantsStep
 from dbuser_operator.controllers.guard import GuardStep
 from dbuser_operator.controllers.options import OptionsStep
+from dbuser_operator.controllers.owned_secrets import OwnedSecrets
 from dbuser_operator.controllers.ownership import LiveOwners, OwnershipStep
 from dbuser_operator.controllers.password import PasswordStep
 from dbuser_operator.controllers.reconciler import DatabaseUserReconciler
@@ -143,6 +145,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
 
     recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
     target = Target(db, settings.ownership_schema)
+    owned_secrets = OwnedSecrets(kube, secrets)
     steps: list[Step] = [
         FinalizerStep(kube, scope),
         GuardStep(
@@ -150,6 +153,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
             settings.allowed_global_privileges,
             settings.ownership_schema,
         ),
+        GeneratedPasswordStep(owned_secrets),
         PasswordStep(secrets),
         StrategyStep(target),
         OwnershipStep(target, LiveOwners(kube)),

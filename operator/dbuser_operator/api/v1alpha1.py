@@ -16,6 +16,7 @@ every object the API server admits parses. Booleans are strict: "false" is no bo
 
 from __future__ import annotations
 
+import re
 import string
 from typing import Annotated, Any, Final, Literal, get_args
 
@@ -48,6 +49,10 @@ MySQL is down and the account must stay or will be cleaned up by hand. Recorded 
 ROTATE_ANNOTATION: Final = f"{GROUP}/rotate"
 """A new value (any text, e.g. a timestamp) rotates a generated password once, now; the value handled last
 is kept in status.rotation.trigger. Recorded as an Event Rotated."""
+
+CREDENTIAL_VERSION_ANNOTATION: Final = f"{GROUP}/credential-version"
+"""On the connection Secret (and mirrored in status.credentialVersion): a counter increased whenever the
+password in the Secret changes, for tools and rollouts that restart workloads on a new credential."""
 
 # Columns of `kubectl get dbu` (additionalPrinterColumns of the CRD).
 PRINTER_COLUMNS: Final[tuple[dict[str, str], ...]] = (
@@ -360,6 +365,106 @@ class Rotation(_Model):
     older than the rotation is open (up to maxWait). Defaults to true; false waits for gracePeriod only."""
 
 
+CharacterSet = Literal["Alphanumeric", "AlphanumericSymbols"]
+"""The characters of a generated password: letters and digits, or those and URL-safe symbols."""
+
+GENERATED_PASSWORD_MIN_LENGTH: Final = 16
+GENERATED_PASSWORD_MAX_LENGTH: Final = 128
+MAX_CONNECTION_TEMPLATES: Final = 32
+CONNECTION_TEMPLATE_MAX_LENGTH: Final = 4096
+MAX_CONNECTION_METADATA: Final = 64
+MAX_ROLLOUT_WORKLOADS: Final = 16
+
+PASSWORD_SOURCE_MESSAGE: Final = "set exactly one of spec.password and spec.generatedPassword"  # noqa: S105
+CONNECTION_SECRET_NAME_MESSAGE: Final = "spec.connectionSecret.name must differ from the password's Secret"  # noqa: S105
+TEMPLATE_KEY_MESSAGE: Final = "template keys must be Secret data keys: letters, digits, '-', '_' or '.'"
+
+
+class GeneratedPassword(_Model):
+    """A password the operator generates and keeps in a Secret it creates and owns."""
+
+    secret_name: str | None = Field(
+        default=None, max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN
+    )
+    """Name of the Secret the operator creates to hold the password, in the namespace of the DatabaseUser.
+    Defaults to "<metadata.name>-password". An existing Secret of that name that this DatabaseUser does not
+    own is never overwritten (Ready=False, reason SecretNotOwned)."""
+
+    key: str = Field(default="password", max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=SECRET_KEY_PATTERN)
+    """Key of the Secret's data that holds the password. Defaults to "password"."""
+
+    length: int = Field(default=32, ge=GENERATED_PASSWORD_MIN_LENGTH, le=GENERATED_PASSWORD_MAX_LENGTH)
+    """Number of characters, 16 to 128. Defaults to 32."""
+
+    character_set: CharacterSet = "Alphanumeric"
+    """Alphanumeric (the default): letters and digits; AlphanumericSymbols: also the symbols - _ . ~ which
+    need no escaping in a URL, a shell word or a connection string."""
+
+    def secret_name_for(self, user_name: str) -> str:
+        """The Secret's name: secretName, else "<metadata.name>-password"."""
+        return self.secret_name or f"{user_name}-password"
+
+
+class RolloutTarget(_Model):
+    """A workload in the namespace of the DatabaseUser whose pods use the connection Secret."""
+
+    kind: Literal["Deployment", "StatefulSet"]
+    """Kind of the workload: Deployment or StatefulSet."""
+
+    name: str = Field(max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN)
+    """Name of the workload."""
+
+
+class ConnectionSecret(_Model):
+    """A Secret the operator writes with everything an application needs to connect as this account."""
+
+    name: str = Field(max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN)
+    """Name of the Secret, in the namespace of the DatabaseUser. The operator creates and owns it; an
+    existing Secret of that name that this DatabaseUser does not own is never overwritten (Ready=False,
+    reason SecretNotOwned). Keys: host, port, username, password, database (when there is one), DATABASE_URL
+    (mysql://user:password@host:port/database, every part percent-encoded), JDBC_URL, and the template
+    keys."""
+
+    labels: dict[str, str] | None = Field(default=None, max_length=MAX_CONNECTION_METADATA)
+    """Labels of the Secret, besides app.kubernetes.io/managed-by: dbuser-operator."""
+
+    annotations: dict[str, str] | None = Field(default=None, max_length=MAX_CONNECTION_METADATA)
+    """Annotations of the Secret, besides mysql.dbuser-operator.dev/credential-version."""
+
+    database: str | None = Field(default=None, max_length=OBJECT_NAME_MAX_LENGTH, pattern=OBJECT_NAME_PATTERN)
+    """The database of the database key and of the URLs. Defaults to the database of the grants when they
+    name exactly one; else there is none."""
+
+    templates: dict[str, str] | None = Field(
+        default=None,
+        max_length=MAX_CONNECTION_TEMPLATES,
+        json_schema_extra={
+            "additionalProperties": {"type": "string", "maxLength": CONNECTION_TEMPLATE_MAX_LENGTH},
+            "x-kubernetes-validations": [
+                {"rule": f"self.all(k, k.matches('{SECRET_KEY_PATTERN}'))", "message": TEMPLATE_KEY_MESSAGE}
+            ],
+        },
+    )
+    """More keys, each rendered from a Jinja2 template over host, port, username, password, database,
+    DATABASE_URL and JDBC_URL, e.g. "{{ username }}:{{ password }}@tcp({{ host }}:{{ port }})/{{ database }}".
+    Rendered in Jinja2's sandbox, bounded in time and size; a template that fails, or reaches for anything
+    but these values, sets Ready=False (reason TemplateInvalid). A template may replace a standard key."""
+
+    rollout: list[RolloutTarget] | None = Field(default=None, max_length=MAX_ROLLOUT_WORKLOADS)
+    """Deployments and StatefulSets, in the namespace of the DatabaseUser, whose pod template is annotated
+    with the new credential version after the password changes, so that their pods restart onto it."""
+
+    @field_validator("templates")
+    @classmethod
+    def _template_keys(cls, templates: dict[str, str] | None) -> dict[str, str] | None:
+        for key, template in (templates or {}).items():
+            if not re.fullmatch(SECRET_KEY_PATTERN, key):
+                raise ValueError(TEMPLATE_KEY_MESSAGE)
+            if len(template) > CONNECTION_TEMPLATE_MAX_LENGTH:
+                raise ValueError(f"a template is at most {CONNECTION_TEMPLATE_MAX_LENGTH} characters")
+        return templates
+
+
 class DatabaseUserSpec(_Model):
     """The MySQL account wanted: its name and host, where its password comes from, its privileges and
     limits, whether it must use TLS, and what becomes of it when the resource is deleted."""
@@ -378,6 +483,10 @@ class DatabaseUserSpec(_Model):
                     "message": "spec.host is immutable",
                     "fieldPath": ".host",
                 },
+                {
+                    "rule": "has(self.password) != has(self.generatedPassword)",
+                    "message": PASSWORD_SOURCE_MESSAGE,
+                },
             ]
         }
     )
@@ -390,9 +499,18 @@ class DatabaseUserSpec(_Model):
     """MySQL host part of the account: the client hosts it may connect from, as MySQL matches them ('%' for
     any host, '10.0.%', an IP address, '10.0.0.0/255.0.0.0', or a host name). Defaults to '%'. Immutable."""
 
-    password: SecretKeySelector
+    password: SecretKeySelector | None = None
     """The Secret key that holds the account's password, in the namespace of the DatabaseUser. The operator
-    sets the account's password to this value, and applies every change of the Secret."""
+    sets the account's password to this value, and applies every change of the Secret. Exclusive with
+    generatedPassword."""
+
+    generated_password: GeneratedPassword | None = None
+    """Let the operator generate the password and keep it in a Secret it owns (never regenerated, except by
+    a rotation). Exclusive with password."""
+
+    connection_secret: ConnectionSecret | None = None
+    """A Secret the operator writes and keeps in sync with what an application needs to connect: host,
+    port, username, password, database, DATABASE_URL, JDBC_URL and templated keys."""
 
     privileges: list[Grant] = Field(
         default=[],  # pydantic copies it for every instance; unlike a factory, it shows in the schema
@@ -440,6 +558,12 @@ class DatabaseUserSpec(_Model):
     account, if this resource owns it (the operator created it, or adopted it with the annotation
     mysql.dbuser-operator.dev/adopt: "true"), then releases the resource. Retain leaves the account in MySQL
     and releases the resource at once, even while MySQL is unreachable."""
+
+    @model_validator(mode="after")
+    def _one_password_source(self) -> DatabaseUserSpec:
+        if (self.password is None) == (self.generated_password is None):
+            raise ValueError(PASSWORD_SOURCE_MESSAGE)
+        return self
 
     @field_validator("privileges")
     @classmethod
@@ -537,6 +661,10 @@ class DatabaseUserStatus(_Model):
     rotation: RotationStatus | None = None
     """The last password rotation: its phase (Retained, Discarded), strategy and times."""
 
+    credential_version: int | None = Field(default=None, ge=1, json_schema_extra=_INT64)
+    """The credential version of the connection Secret (its annotation
+    mysql.dbuser-operator.dev/credential-version): increased whenever the password in it changes."""
+
     def to_api(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The status as the API stores it (camelCase, None left out), keeping the fields of ``previous``
         (the stored status) that this model does not know: a newer operator's are not erased."""
@@ -574,7 +702,16 @@ class DatabaseUser(_Model):
                     # Reported as "spec.user: Required value: …" (metadata.name is no valid fieldPath).
                     "fieldPath": ".spec.user",
                     "reason": "FieldValueRequired",
-                }
+                },
+                {
+                    "rule": "!has(self.spec.connectionSecret) || (has(self.spec.password)"
+                    " ? self.spec.connectionSecret.name != self.spec.password.name"
+                    " : !has(self.spec.generatedPassword) || self.spec.connectionSecret.name !="
+                    " (has(self.spec.generatedPassword.secretName) ? self.spec.generatedPassword.secretName"
+                    " : self.metadata.name + '-password'))",
+                    "message": CONNECTION_SECRET_NAME_MESSAGE,
+                    "fieldPath": ".spec.connectionSecret.name",
+                },
             ]
         }
     )
@@ -588,6 +725,21 @@ class DatabaseUser(_Model):
 
     status: DatabaseUserStatus | None = None
     """The account's state as the operator last observed it (written by the operator only)."""
+
+    @model_validator(mode="after")
+    def _connection_secret_apart(self) -> DatabaseUser:
+        connection = self.spec.connection_secret
+        if connection is not None and connection.name == self.password_secret_name():
+            raise ValueError(CONNECTION_SECRET_NAME_MESSAGE)
+        return self
+
+    def password_secret_name(self) -> str | None:
+        """The Secret the password comes from: spec.password's, or the generated password's."""
+        if self.spec.password is not None:
+            return self.spec.password.name
+        if self.spec.generated_password is not None:
+            return self.spec.generated_password.secret_name_for(self.metadata.name or "")
+        return None
 
     def effective_user(self) -> str:
         """The MySQL user name: spec.user, or else metadata.name."""

@@ -31,7 +31,7 @@ from dbuser_operator.controllers.finalizer import FinalizerStep
 from dbuser_operator.controllers.ownership import owner
 from dbuser_operator.controllers.resources import DATABASE_USERS, FIELD_MANAGER
 from dbuser_operator.controllers.scope import Scope
-from dbuser_operator.controllers.steps import ConditionError, Context, Step
+from dbuser_operator.controllers.steps import ConditionError, Context, Releasing, Step
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.errors import MySQLError
@@ -161,6 +161,9 @@ class DatabaseUserReconciler:
             )
         else:
             ctx.event("Normal", "Retained", f"deletionPolicy Retain: {account} was left in MySQL")
+        for step in self.steps:  # the Secrets it made stay with the account
+            if isinstance(step, Releasing):
+                await step.release(ctx)
         await self.finalizer.delete(ctx)
 
     def _set_ready(self, ctx: Context, status: str, reason: str, message: str) -> None:

@@ -8,7 +8,7 @@ raises :class:`ConditionError`: the resource becomes ``Ready=False`` with that r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from dbuser_operator.api.v1alpha1 import AppliedSecret, DatabaseUser, DatabaseUserStatus
 from dbuser_operator.runtime.controller import ReconcileError
@@ -35,6 +35,8 @@ class Context:
     status: DatabaseUserStatus  # the status being built (a copy: the cache is never modified)
     password: str | None = field(default=None, repr=False)
     secret: AppliedSecret | None = None  # the Secret version read: name, uid, resourceVersion
+    # The password's Secret as this pass wrote it (newer than the watch cache), for the password step.
+    password_secret: dict[str, Any] | None = field(default=None, repr=False)
     account_exists: bool | None = None  # as last checked in this pass (None: not checked)
     password_intact: bool | None = None  # the account's password is the one we set (None: unknown)
     claimed: bool = False  # this pass recorded the resource as the account's owner
@@ -67,3 +69,11 @@ class Step(Protocol):
 
     async def delete(self, ctx: Context) -> None:
         """Undo this aspect before the resource goes away."""
+
+
+@runtime_checkable
+class Releasing(Protocol):
+    """A step that keeps something for after the resource is gone (deletionPolicy Retain, or released)."""
+
+    async def release(self, ctx: Context) -> None:
+        """Let go of what this step made, leaving it in place."""
