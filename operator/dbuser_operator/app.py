@@ -29,6 +29,7 @@ from dbuser_operator.controllers.resources import (
 )
 from dbuser_operator.controllers.resync import DriftCheck
 from dbuser_operator.controllers.rotation import DiscardStep, StrategyStep
+from dbuser_operator.controllers.scheduled import ScheduledRotationStep
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.steps import Step
 from dbuser_operator.controllers.target import Target
@@ -157,6 +158,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         PasswordStep(secrets),
         StrategyStep(target),
         OwnershipStep(target, LiveOwners(kube)),
+        ScheduledRotationStep(target, owned_secrets),
         AccountStep(target),
         DiscardStep(target, reader),
         OptionsStep(target),

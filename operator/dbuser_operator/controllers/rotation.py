@@ -76,7 +76,8 @@ class StrategyStep:
         """Nothing to undo."""
 
 
-def _now() -> datetime:
+def now() -> datetime:
+    """The current time (UTC)."""
     return datetime.now(UTC)
 
 
@@ -94,13 +95,13 @@ async def set_password(
     strategy = await strategy_for(target, ctx)
     db, user, host = target.db, ctx.user.effective_user(), ctx.user.spec.host
     previous = ctx.status.rotation or RotationStatus()
-    now = format_time(_now())
+    moment = format_time(now())
     if strategy == "Immediate":
         await accounts.set_password(db, user, host, password)
         if dual_password.supports_dual_passwords(await target.server()):
             await dual_password.discard_old_password(db, user, host)  # a secondary from before the switch
         ctx.status.rotation = previous.model_copy(
-            update={"strategy": strategy, "last_rotation_time": now, "phase": None, "retained_since": None}
+            update={"strategy": strategy, "last_rotation_time": moment, "phase": None, "retained_since": None}
         )
         ctx.status.rotation.session_watermark = None
         return
@@ -108,6 +109,10 @@ async def set_password(
     state = await dual_password.read_state(db, user, host)
     if state is not None and state.credential == version and not restore:
         # A retried pass: this Secret version is the primary password already (its status was lost).
+        retained = state.retained
+    elif state is not None and not restore and ctx.credential_id and state.credential == ctx.credential_id:
+        # A generated rotation set it under its own id: mark it with the Secret version, retain nothing.
+        await dual_password.set_password(db, user, host, password, version, retain=False)
         retained = state.retained
     else:
         # Only a password the operator set is kept valid: not one changed by hand, nor an adopted one.
@@ -123,8 +128,8 @@ async def set_password(
         update={
             "strategy": strategy,
             "phase": "Retained",
-            "last_rotation_time": now,
-            "retained_since": now,
+            "last_rotation_time": moment,
+            "retained_since": moment,
             "session_watermark": watermark,
         }
     )
@@ -145,8 +150,8 @@ class DiscardStep:
         if rotation is None or rotation.phase != "Retained":
             return
         spec = rotation_spec(ctx)
-        since = _parse_time(rotation.retained_since) or _now()
-        elapsed = (_now() - since).total_seconds()
+        since = parse_time(rotation.retained_since) or now()
+        elapsed = (now() - since).total_seconds()
         grace, max_wait = parse_duration(spec.grace_period), parse_duration(spec.max_wait)
         forced = ""
         if await strategy_for(self.target, ctx) == "DualPassword":
@@ -204,7 +209,8 @@ class DiscardStep:
         """Dropping the account drops its passwords."""
 
 
-def _parse_time(value: str | None) -> datetime | None:
+def parse_time(value: str | None) -> datetime | None:
+    """An RFC 3339 time; None when absent or malformed."""
     if not value:
         return None
     try:

@@ -42,6 +42,7 @@ class Context:
     claimed: bool = False  # this pass recorded the resource as the account's owner
     created: bool = False  # the account was created in this pass: it has default options and no grants
     events: list[tuple[EventType, str, str]] = field(default_factory=list)
+    credential_id: str | None = None  # id of a generated password's rotation (its Secret's annotation)
     requeue_after: float | None = None  # look again after this many seconds (the earliest a step asked)
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -14,6 +15,7 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import ServerInfo, dual_password
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.conditions import format_time
+from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.helpers import mysql_query
 
 
@@ -109,3 +111,19 @@ async def poll(condition: Callable[[], Awaitable[bool]], what: str, limit: float
     while not await condition():
         assert time.monotonic() < deadline, f"{what} not met within {limit} s"
         await asyncio.sleep(0.05)
+
+
+def generated_user(name: str, target: str, **spec: Any) -> dict[str, Any]:
+    """A DatabaseUser with a generated password (in the Secret ``<name>-password``, key ``password``)."""
+    return {
+        "apiVersion": DATABASE_USERS.api_version,
+        "kind": "DatabaseUser",
+        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": target}},
+        "spec": {"generatedPassword": {}, **spec},
+    }
+
+
+async def secret_password(kube: KubeClient, namespace: str, secret: str, key: str = "password") -> str:
+    """The password in the Secret, as an application that reads it from the API server sees it."""
+    obj = await kube.get(SECRETS, secret, namespace)
+    return base64.b64decode(obj["data"][key]).decode()

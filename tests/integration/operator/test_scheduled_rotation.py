@@ -1,0 +1,126 @@
+"""Rotation of generated passwords: the rotate annotation (once per new value) and the period; the Secret
+changes only once MySQL accepts the new password, and under DualPassword the old one works until the
+discard."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from dbuser_operator.api.v1alpha1 import ROTATE_ANNOTATION
+from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.resources import SECRETS
+from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator
+from tests.integration.operator.helpers import can_log_in, unique, wait_for_ready
+from tests.integration.operator.rotation_support import (
+    events_of,
+    generated_user,
+    has_dual_passwords,
+    poll,
+    rotation_status,
+    secret_password,
+    wait_for_event,
+    wait_for_phase,
+)
+
+pytestmark = pytest.mark.integration
+
+
+async def logs_in(mysql: MySQLServer, user: str, password: str) -> bool:
+    return await asyncio.to_thread(can_log_in, mysql, user, password)
+
+
+async def annotate_rotate(kube: KubeClient, namespace: str, name: str, value: str) -> None:
+    patch = {"metadata": {"annotations": {ROTATE_ANNOTATION: value}}}
+    await kube.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
+
+
+async def test_the_rotate_annotation_rotates_once_per_value(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    name = unique("gen")
+    secret = f"{name}-password"
+    body = generated_user(name, TARGET, rotation={"gracePeriod": "2s"})
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    first = await secret_password(kube_client, namespace, secret)
+    passwords.values.add(first)
+    assert await logs_in(mysql, name, first)
+
+    await annotate_rotate(kube_client, namespace, name, "r1")
+    event = await wait_for_event(kube_client, namespace, name, "Rotated", limit=30)
+    assert "r1" in event["message"]
+    second = await secret_password(kube_client, namespace, secret)
+    passwords.values.add(second)
+    assert second != first
+    assert await logs_in(mysql, name, second)
+
+    async def trigger_recorded() -> bool:
+        return (await rotation_status(kube_client, namespace, name)).get("trigger") == "r1"
+
+    await poll(trigger_recorded, "status.rotation.trigger r1")
+    if has_dual_passwords(mysql):
+        assert await logs_in(mysql, name, first), "the old password must keep working until the discard"
+        await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
+    assert not await logs_in(mysql, name, first)
+
+    # The same value again: nothing happens.
+    await annotate_rotate(kube_client, namespace, name, "r1")
+    await asyncio.sleep(3)
+    assert await secret_password(kube_client, namespace, secret) == second
+    rotated = [e for e in await events_of(kube_client, namespace, name) if e["reason"] == "Rotated"]
+    assert sum(int(e.get("count") or 1) for e in rotated) == 1
+
+    # A new value: one more rotation.
+    await annotate_rotate(kube_client, namespace, name, "r2")
+
+    async def rotated_again() -> bool:
+        return await secret_password(kube_client, namespace, secret) != second
+
+    await poll(rotated_again, "a second rotation")
+    third = await secret_password(kube_client, namespace, secret)
+    passwords.values.add(third)
+    assert await logs_in(mysql, name, third)
+    secret_obj = await kube_client.get(SECRETS, secret, namespace)
+    assert "dbuser-operator.pending" not in secret_obj["data"]
+    await wait_for_ready(kube_client, namespace, name)
+
+
+async def test_a_period_rotates_on_schedule(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    name = unique("period")
+    secret = f"{name}-password"
+    body = generated_user(name, TARGET, rotation={"period": "4s", "gracePeriod": "1s"})
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    first = await secret_password(kube_client, namespace, secret)
+    passwords.values.add(first)
+    status = await rotation_status(kube_client, namespace, name)
+    assert "nextRotationTime" in status
+
+    async def rotated() -> bool:
+        return await secret_password(kube_client, namespace, secret) != first
+
+    await poll(rotated, "a rotation after the period", limit=30)
+    second = await secret_password(kube_client, namespace, secret)
+    passwords.values.add(second)
+    await poll(lambda: logs_in(mysql, name, second), "the rotated password logs in")
+
+    async def recorded() -> bool:
+        return "lastRotationTime" in await rotation_status(kube_client, namespace, name)
+
+    await poll(recorded, "status.rotation.lastRotationTime")
+    status = await rotation_status(kube_client, namespace, name)
+    assert status["lastRotationTime"] < status["nextRotationTime"]
