@@ -28,6 +28,7 @@ from dbuser_operator.controllers.resources import (
     referenced_secret,
 )
 from dbuser_operator.controllers.resync import DriftCheck
+from dbuser_operator.controllers.rollout import RolloutStep
 from dbuser_operator.controllers.rotation import DiscardStep, StrategyStep
 from dbuser_operator.controllers.scheduled import ScheduledRotationStep
 from dbuser_operator.controllers.scope import Scope
@@ -163,6 +164,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         DiscardStep(target, reader),
         OptionsStep(target),
         GrantsStep(target),
+        RolloutStep(kube),
     ]
     reconciler = DatabaseUserReconciler(kube, users, steps, recorder, target=target, scope=scope)
     controller = Controller(

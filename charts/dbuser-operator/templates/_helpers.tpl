@@ -86,6 +86,12 @@ passwords come from the cache), Events (record).
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
+- apiGroups: ["apps"]
+  resources: ["deployments", "statefulsets"]
+  verbs: ["patch"]
 {{- end }}
 
 {{/* Mount points of the Secrets (the password file path is part of the operator's documented contract). */}}

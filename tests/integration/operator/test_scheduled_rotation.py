@@ -8,8 +8,9 @@ import asyncio
 
 import pytest
 
-from dbuser_operator.api.v1alpha1 import ROTATE_ANNOTATION
+from dbuser_operator.api.v1alpha1 import CREDENTIAL_VERSION_ANNOTATION, ROTATE_ANNOTATION
 from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.rollout import WORKLOADS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
@@ -124,3 +125,42 @@ async def test_a_period_rotates_on_schedule(
     await poll(recorded, "status.rotation.lastRotationTime")
     status = await rotation_status(kube_client, namespace, name)
     assert status["lastRotationTime"] < status["nextRotationTime"]
+
+
+async def test_a_rotation_rolls_the_named_workloads(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    name = unique("rollout")
+    template = {
+        "metadata": {"labels": {"app": name}},
+        "spec": {"containers": [{"name": "app", "image": "app:1"}]},
+    }
+    deployment = {
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": name}}, "template": template},
+    }
+    await kube_client.create(WORKLOADS["Deployment"], deployment, namespace)
+    connection = {
+        "name": f"{name}-connection",
+        "rollout": [{"kind": "Deployment", "name": "web"}, {"kind": "StatefulSet", "name": "missing"}],
+    }
+    body = generated_user(name, TARGET, connectionSecret=connection, rotation={"gracePeriod": "1s"})
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    passwords.values.add(await secret_password(kube_client, namespace, f"{name}-password"))
+
+    await annotate_rotate(kube_client, namespace, name, "roll-1")
+
+    async def annotated() -> bool:
+        web = await kube_client.get(WORKLOADS["Deployment"], "web", namespace)
+        annotations = web["spec"]["template"]["metadata"].get("annotations") or {}
+        return CREDENTIAL_VERSION_ANNOTATION in annotations
+
+    await poll(annotated, "the Deployment's pod template annotated")
+    passwords.values.add(await secret_password(kube_client, namespace, f"{name}-password"))
+    missing = await wait_for_event(kube_client, namespace, name, "RolloutTargetNotFound")
+    assert "StatefulSet" in missing["message"]
