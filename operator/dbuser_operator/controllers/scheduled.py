@@ -54,6 +54,7 @@ class ScheduledRotationStep:
     async def ensure(self, ctx: Context) -> None:
         generated = generated_password_spec(ctx)
         if generated is None:
+            self._ignore_trigger(ctx)
             return
         spec, name = generated
         secret = ctx.password_secret or self.secrets.cached(ctx, name)
@@ -106,6 +107,21 @@ class ScheduledRotationStep:
         self._status(ctx, rotated_for or (trigger if trigger in handled else None), self._next(ctx, moment))
         if ctx.status.rotation is not None:
             ctx.status.rotation.last_rotation_time = format_time(moment)
+
+    @staticmethod
+    def _ignore_trigger(ctx: Context) -> None:
+        """The rotate annotation on a user's own Secret: nothing to generate; said once per value."""
+        trigger = (ctx.user.metadata.annotations or {}).get(ROTATE_ANNOTATION)
+        rotation = ctx.status.rotation or RotationStatus()
+        if trigger is None or trigger == rotation.trigger:
+            return
+        ctx.status.rotation = rotation.model_copy(update={"trigger": trigger})
+        ctx.event(
+            "Warning",
+            "RotateIgnored",
+            f"{ROTATE_ANNOTATION} rotates generated passwords only: this password comes from the user's "
+            "Secret (change it there)",
+        )
 
     async def _apply(self, ctx: Context, password: str, nonce: str) -> None:
         """Give the account the pending password, marked with its id (once: a retry finds the mark)."""

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pymysql
 import pytest
 
+from dbuser_operator.api.v1alpha1 import ROTATE_ANNOTATION
 from dbuser_operator.controllers.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
@@ -228,3 +229,20 @@ async def test_immediate_rotates_at_once(
     assert not await logs_in(mysql, name, first)
     rotation = await immediate_status(kube_client, namespace, name)
     assert "phase" not in rotation
+
+
+async def test_the_rotate_annotation_on_a_users_own_secret_is_ignored_with_a_warning(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    name = unique("own")
+    _, first = await make_user(kube_client, namespace, passwords, name)
+    patch = {"metadata": {"annotations": {ROTATE_ANNOTATION: "now"}}}
+    await kube_client.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
+    warning = await wait_for_event(kube_client, namespace, name, "RotateIgnored")
+    assert "generated passwords only" in warning["message"]
+    assert (await rotation_status(kube_client, namespace, name)).get("trigger") == "now"
+    assert await logs_in(mysql, name, first)

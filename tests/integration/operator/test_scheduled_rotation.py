@@ -11,11 +11,12 @@ import pytest
 from dbuser_operator.api.v1alpha1 import CREDENTIAL_VERSION_ANNOTATION, ROTATE_ANNOTATION
 from dbuser_operator.controllers.resources import DATABASE_USERS
 from dbuser_operator.controllers.rollout import WORKLOADS
+from dbuser_operator.controllers.scheduled import PENDING_ANNOTATION, PENDING_KEY
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator
-from tests.integration.operator.helpers import can_log_in, unique, wait_for_ready
+from tests.integration.operator.helpers import can_log_in, mysql_query, unique, wait_for_ready
 from tests.integration.operator.rotation_support import (
     events_of,
     generated_user,
@@ -164,3 +165,59 @@ async def test_a_rotation_rolls_the_named_workloads(
     passwords.values.add(await secret_password(kube_client, namespace, f"{name}-password"))
     missing = await wait_for_event(kube_client, namespace, name, "RolloutTargetNotFound")
     assert "StatefulSet" in missing["message"]
+
+
+async def test_a_rotation_interrupted_at_any_step_resumes_without_retaining_twice(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """The states a crash leaves, made by hand: the pending password written but not applied; then applied
+    to MySQL (marked) but not promoted. Each resumes into one promoted password, the previous one retained
+    (never the new one twice)."""
+    if not has_dual_passwords(mysql):
+        pytest.skip("the marker and RETAIN: MySQL only (MariaDB rotates Immediately: test_rotation.py)")
+    name = unique("resume")
+    secret = f"{name}-password"
+    body = generated_user(name, TARGET, rotation={"gracePeriod": "1h"})
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    first = await secret_password(kube_client, namespace, secret)
+    passwords.values.add(first)
+
+    async def crash_after(pending: str, nonce: str) -> None:
+        marks = {"metadata": {"annotations": {PENDING_ANNOTATION: nonce}}}
+        data = {"stringData": {PENDING_KEY: pending}}
+        await kube_client.patch(SECRETS, secret, {**marks, **data}, PatchType.MERGE, namespace=namespace)
+
+    async def promoted(password: str) -> bool:
+        obj = await kube_client.get(SECRETS, secret, namespace)
+        return (
+            await secret_password(kube_client, namespace, secret) == password
+            and PENDING_KEY not in obj["data"]
+        )
+
+    # 1. Crash after the pending password was written: resumed, applied (retained), promoted.
+    second = passwords.new()
+    await crash_after(second, "nonce-2")
+    await poll(lambda: promoted(second), "the pending password promoted")
+    assert await logs_in(mysql, name, second)
+    assert await logs_in(mysql, name, first), "the previous password must be retained"
+
+    # 2. Crash after MySQL took it (marked) but before the promotion: the resumed pass must not retain again.
+    third = passwords.new()
+    mysql_query(
+        mysql,
+        f"ALTER USER '{name}'@'%%' IDENTIFIED BY %s RETAIN CURRENT PASSWORD ATTRIBUTE %s",
+        third,
+        '{"dbuser-operator.dev/credential": "nonce-3"}',
+    )
+    await crash_after(third, "nonce-3")
+    await poll(lambda: promoted(third), "the applied password promoted")
+    await wait_for_ready(kube_client, namespace, name)
+    await asyncio.sleep(1)
+    assert await logs_in(mysql, name, third)
+    assert await logs_in(mysql, name, second), "a retried retain would have lost the previous password"
+    assert not await logs_in(mysql, name, first)
