@@ -10,6 +10,7 @@ import structlog
 from kubernetes_asyncio import client, config
 
 from dbuser_operator.controllers.account import AccountStep
+from dbuser_operator.controllers.connection import ConnectionSecretStep
 from dbuser_operator.controllers.departed import DepartedSweep
 from dbuser_operator.controllers.finalizer import FinalizerStep
 from dbuser_operator.controllers.generated import GeneratedPasswordStep
@@ -34,6 +35,7 @@ from dbuser_operator.controllers.scheduled import ScheduledRotationStep
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.steps import Step
 from dbuser_operator.controllers.target import Target
+from dbuser_operator.credentials.templates import TemplateRenderer
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.fencing import SessionFence
 from dbuser_operator.runtime.client import KubeClient, api_client
@@ -148,6 +150,9 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
     recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
     target = Target(db, settings.ownership_schema)
     owned_secrets = OwnedSecrets(kube, secrets)
+    renderer = TemplateRenderer()
+    connection_host = settings.connection_host or settings.mysql_host
+    connection_port = settings.connection_port or settings.mysql_port
     steps: list[Step] = [
         FinalizerStep(kube, scope),
         GuardStep(
@@ -161,10 +166,11 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         OwnershipStep(target, LiveOwners(kube)),
         ScheduledRotationStep(target, owned_secrets),
         AccountStep(target),
-        DiscardStep(target, reader),
         OptionsStep(target),
         GrantsStep(target),
+        ConnectionSecretStep(owned_secrets, renderer, connection_host, connection_port),
         RolloutStep(kube),
+        DiscardStep(target, reader),  # after the connection Secret has the new password
     ]
     reconciler = DatabaseUserReconciler(kube, users, steps, recorder, target=target, scope=scope)
     controller = Controller(
@@ -190,6 +196,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         await recorder.close(flush=fence.is_open())
 
     manager.on_shutdown(close_recorder)
+    manager.on_shutdown(renderer.close)
     drift = DriftCheck(target, users, controller.queue, settings.resync_period)
     manager.add_leader_task("drift check", drift.run)
     departed = DepartedSweep(kube, scope, settings.namespaces, controller.queue)

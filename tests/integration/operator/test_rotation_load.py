@@ -1,5 +1,5 @@
 """Zero-downtime rotation under load (MySQL 9.7): 20 real clients reconnect every few milliseconds, each
-login with the password the Secret holds on the API server at that moment (as a mounted file refreshed
+login with the password the connection Secret holds on the API server at that moment (as a mounted file refreshed
 from it would give), across several rotations of a generated password. Not one login may fail; after each
 discard the old password no longer works."""
 
@@ -80,8 +80,10 @@ async def test_zero_failed_logins_across_rotations(
     if not has_dual_passwords(mysql):
         pytest.skip("zero-downtime rotation needs dual passwords: MySQL only")
     name = unique("load")
-    secret = f"{name}-password"
-    body = generated_user(name, TARGET, rotation={"gracePeriod": "2s", "maxWait": "2m"})
+    secret = f"{name}-connection"  # what the applications mount
+    connection = {"name": secret}
+    rotation = {"gracePeriod": "2s", "maxWait": "2m"}
+    body = generated_user(name, TARGET, rotation=rotation, connectionSecret=connection)
     await kube_client.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube_client, namespace, name)
     load = Load(mysql, name, await secret_password(kube_client, namespace, secret))

@@ -23,7 +23,7 @@ Rule = tuple[str, str, str]  # (API group, resource, verb)
 OPERATOR_RULES: frozenset[Rule] = frozenset(
     {(API_GROUP, "databaseusers", verb) for verb in ("get", "list", "watch", "patch")}
     | {(API_GROUP, "databaseusers/status", "patch")}
-    | {("", "secrets", verb) for verb in ("list", "watch")}
+    | {("", "secrets", verb) for verb in ("list", "watch", "get", "create", "patch", "delete")}
     | {("", "events", verb) for verb in ("create", "patch")}
     | {("", "pods", "list"), ("apps", "deployments", "patch"), ("apps", "statefulsets", "patch")}
 )
