@@ -1,7 +1,7 @@
 """Zero-downtime rotation under load (MySQL 9.7): 20 real clients reconnect every few milliseconds, each
-login with the password the connection Secret holds on the API server at that moment (as a mounted file refreshed
-from it would give), across several rotations of a generated password. Not one login may fail; after each
-discard the old password no longer works."""
+login with the password the connection Secret holds on the API server at that moment (as a mounted file
+refreshed from it would give), across several rotations of a generated password. Not one login may fail;
+after each discard the old password no longer works."""
 
 from __future__ import annotations
 
