@@ -127,3 +127,15 @@ async def secret_password(kube: KubeClient, namespace: str, secret: str, key: st
     """The password in the Secret, as an application that reads it from the API server sees it."""
     obj = await kube.get(SECRETS, secret, namespace)
     return base64.b64decode(obj["data"][key]).decode()
+
+
+async def delete_users(kube: KubeClient, namespace: str, limit: float = 60) -> None:
+    """Delete every DatabaseUser of ``namespace`` and wait until they are gone: a rotation left waiting (a
+    period, a discard) must not write while later tests measure that nothing is written."""
+    listed = await kube.list(DATABASE_USERS, namespace)
+    for item in listed["items"]:
+        await kube.delete(DATABASE_USERS, item["metadata"]["name"], namespace)
+    deadline = time.monotonic() + limit
+    while (await kube.list(DATABASE_USERS, namespace))["items"]:
+        assert time.monotonic() < deadline, f"the DatabaseUsers of {namespace} were not deleted"
+        await asyncio.sleep(0.1)

@@ -5,6 +5,7 @@ whose status the test writes (there is no kubelet)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pymysql
@@ -21,6 +22,7 @@ from tests.integration.operator.helpers import can_log_in, database_user, ready,
 from tests.integration.operator.rotation_support import (
     an_hour_ago,
     create_pod,
+    delete_users,
     events_of,
     has_dual_passwords,
     poll,
@@ -29,6 +31,13 @@ from tests.integration.operator.rotation_support import (
     wait_for_event,
     wait_for_phase,
 )
+
+
+@pytest.fixture(autouse=True)
+async def _cleanup(kube_client: KubeClient, namespace: str) -> AsyncIterator[None]:
+    yield
+    await delete_users(kube_client, namespace)
+
 
 pytestmark = pytest.mark.integration
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pymysql
@@ -21,12 +22,20 @@ from tests.integration.mysql.support import client_tls
 from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator
 from tests.integration.operator.helpers import can_log_in, unique, wait_for_ready
 from tests.integration.operator.rotation_support import (
+    delete_users,
     generated_user,
     has_dual_passwords,
     poll,
     rotation_status,
     secret_password,
 )
+
+
+@pytest.fixture(autouse=True)
+async def _cleanup(kube_client: KubeClient, namespace: str) -> AsyncIterator[None]:
+    yield
+    await delete_users(kube_client, namespace)
+
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

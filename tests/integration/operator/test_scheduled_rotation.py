@@ -5,6 +5,7 @@ discard."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -18,6 +19,7 @@ from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator
 from tests.integration.operator.helpers import can_log_in, mysql_query, unique, wait_for_ready
 from tests.integration.operator.rotation_support import (
+    delete_users,
     events_of,
     generated_user,
     has_dual_passwords,
@@ -27,6 +29,13 @@ from tests.integration.operator.rotation_support import (
     wait_for_event,
     wait_for_phase,
 )
+
+
+@pytest.fixture(autouse=True)
+async def _cleanup(kube_client: KubeClient, namespace: str) -> AsyncIterator[None]:
+    yield
+    await delete_users(kube_client, namespace)
+
 
 pytestmark = pytest.mark.integration
 
