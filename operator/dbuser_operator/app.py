@@ -29,6 +29,9 @@ from dbuser_operator.controllers.resources import (
     referenced_secret,
 )
 from dbuser_operator.controllers.resync import DriftCheck
+from dbuser_operator.controllers.rollout import RolloutStep
+from dbuser_operator.controllers.rotation import DiscardStep, StrategyStep
+from dbuser_operator.controllers.scheduled import ScheduledRotationStep
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.steps import Step
 from dbuser_operator.controllers.target import Target
@@ -159,11 +162,15 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         ),
         GeneratedPasswordStep(owned_secrets),
         PasswordStep(secrets),
+        StrategyStep(target),
         OwnershipStep(target, LiveOwners(kube)),
+        ScheduledRotationStep(target, owned_secrets),
         AccountStep(target),
         OptionsStep(target),
         GrantsStep(target),
         ConnectionSecretStep(owned_secrets, renderer, connection_host, connection_port),
+        RolloutStep(kube),
+        DiscardStep(target, reader),  # after the connection Secret has the new password
     ]
     reconciler = DatabaseUserReconciler(kube, users, steps, recorder, target=target, scope=scope)
     controller = Controller(

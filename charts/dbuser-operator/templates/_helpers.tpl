@@ -87,6 +87,12 @@ it owns), Events (record).
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
+- apiGroups: ["apps"]
+  resources: ["deployments", "statefulsets"]
+  verbs: ["patch"]
 {{- end }}
 
 {{/* Mount points of the Secrets (the password file path is part of the operator's documented contract). */}}

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Final, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from dbuser_operator.api.duration import DURATION_MAX_LENGTH, DURATION_PATTERN
 from dbuser_operator.mysql import grants
 
 GROUP: Final = "mysql.dbuser-operator.dev"
@@ -44,6 +45,10 @@ Delete drops it."""
 RELEASE_ANNOTATION: Final = f"{GROUP}/release"
 """Value "true": when the resource is deleted, remove the finalizer without dropping the account, e.g. while
 MySQL is down and the account must stay or will be cleaned up by hand. Recorded as a Warning Event."""
+
+ROTATE_ANNOTATION: Final = f"{GROUP}/rotate"
+"""A new value (any text, e.g. a timestamp) rotates a generated password once, now; the value handled last
+is kept in status.rotation.trigger. Recorded as an Event Rotated."""
 
 CREDENTIAL_VERSION_ANNOTATION: Final = f"{GROUP}/credential-version"
 """On the connection Secret (and mirrored in status.credentialVersion): a counter increased whenever the
@@ -150,6 +155,13 @@ TABLE_PRIVILEGES: Final[tuple[Privilege, ...]] = tuple(
 
 DeletionPolicy = Literal["Delete", "Retain"]
 """What happens to the MySQL account when its DatabaseUser is deleted."""
+
+RotationStrategy = Literal["DualPassword", "Immediate"]
+"""How a new password replaces the old one: DualPassword keeps the old one valid for a while (MySQL 8.0.14+:
+RETAIN CURRENT PASSWORD, then DISCARD OLD PASSWORD), Immediate replaces it at once."""
+
+RotationPhase = Literal["Retained", "Discarded"]
+"""Where a DualPassword rotation stands: the old password still works (Retained), or no longer (Discarded)."""
 
 _INT64: Final[dict[str, Any]] = {"format": "int64"}
 
@@ -318,6 +330,39 @@ class Grant(_Model):
                 if privilege not in TABLE_PRIVILEGES:
                     raise ValueError(TABLE_ONLY_MESSAGE.format(privilege=privilege, **where))
         return self
+
+
+def _duration(default: str | None) -> Any:
+    return Field(default=default, max_length=DURATION_MAX_LENGTH, pattern=DURATION_PATTERN)
+
+
+class Rotation(_Model):
+    """How password changes are rolled out to the account: at once, or with the old password kept valid
+    until the applications have moved to the new one."""
+
+    strategy: RotationStrategy | None = None
+    """DualPassword: the new password is set with RETAIN CURRENT PASSWORD, so that both work, and the old one
+    is discarded only when it is safe (see gracePeriod, waitForConsumers, maxWait). Immediate: the old
+    password stops working at once. Unset: DualPassword where the server supports it (MySQL 8.0.14 and
+    later), else Immediate. DualPassword on a server without dual passwords (MariaDB) is refused with
+    Ready=False, reason DualPasswordUnsupported."""
+
+    period: str | None = _duration(None)
+    """For a generated password: rotate it this often, a duration such as 720h (30 days). Unset: only when
+    asked (the mysql.dbuser-operator.dev/rotate annotation)."""
+
+    grace_period: str = _duration("5m")
+    """DualPassword: the old password stays valid at least this long after a rotation (a duration such as
+    5m, 1h30m). Defaults to 5m."""
+
+    max_wait: str = _duration("1h")
+    """DualPassword: the old password is discarded at the latest this long after a rotation, even if pods or
+    sessions still hold on to it (then with a Warning Event naming them). Defaults to 1h."""
+
+    wait_for_consumers: bool = Field(default=True, strict=True)
+    """DualPassword: discard the old password only once every pod in the namespace that uses the Secret
+    (env, envFrom, volume or projected volume) started after the rotation, and no session of the account
+    older than the rotation is open (up to maxWait). Defaults to true; false waits for gracePeriod only."""
 
 
 CharacterSet = Literal["Alphanumeric", "AlphanumericSymbols"]
@@ -504,6 +549,10 @@ class DatabaseUserSpec(_Model):
     """Whether the account may only connect over TLS: true is REQUIRE SSL, false (the default) REQUIRE
     NONE."""
 
+    rotation: Rotation | None = None
+    """How password changes reach the account: DualPassword (the old password stays valid until it is
+    safe to discard it) or Immediate, and a schedule for generated passwords."""
+
     deletion_policy: DeletionPolicy = "Delete"
     """What becomes of the MySQL account when this resource is deleted. Delete (the default) drops the
     account, if this resource owns it (the operator created it, or adopted it with the annotation
@@ -536,6 +585,33 @@ class AppliedSecret(_Model):
 
     resource_version: str
     """resourceVersion of the Secret whose value was applied."""
+
+
+class RotationStatus(_Model):
+    """The last password rotation of the account (no password and no hash of one)."""
+
+    phase: RotationPhase | None = None
+    """DualPassword: Retained while the previous password still works, Discarded once it no longer does."""
+
+    strategy: RotationStrategy | None = None
+    """The strategy the last rotation used (the spec's, or the server's default)."""
+
+    last_rotation_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When the password last changed (RFC 3339)."""
+
+    next_rotation_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When a generated password with a rotation period is rotated next (RFC 3339)."""
+
+    retained_since: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """DualPassword: when the previous password was retained (RFC 3339); the grace period and the maximum
+    wait count from here."""
+
+    trigger: str | None = None
+    """The value of the mysql.dbuser-operator.dev/rotate annotation handled last."""
+
+    session_watermark: int | None = Field(default=None, ge=0, json_schema_extra=_INT64)
+    """DualPassword: the highest MySQL connection id when the previous password was retained; sessions of
+    the account up to it predate the rotation."""
 
 
 class Condition(_Model):
@@ -581,6 +657,9 @@ class DatabaseUserStatus(_Model):
 
     applied_secret: AppliedSecret | None = None
     """The version of the password Secret last applied to the account."""
+
+    rotation: RotationStatus | None = None
+    """The last password rotation: its phase (Retained, Discarded), strategy and times."""
 
     credential_version: int | None = Field(default=None, ge=1, json_schema_extra=_INT64)
     """The credential version of the connection Secret (its annotation

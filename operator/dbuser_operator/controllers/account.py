@@ -10,6 +10,7 @@ resource's UID.
 from __future__ import annotations
 
 from dbuser_operator.api.v1alpha1 import AppliedSecret
+from dbuser_operator.controllers import rotation
 from dbuser_operator.controllers.ownership import not_ours, owner
 from dbuser_operator.controllers.steps import Context
 from dbuser_operator.controllers.target import Target, mysql_condition
@@ -51,7 +52,7 @@ class AccountStep:
             earlier = "" if ctx.claimed or reason == "AccountRecreated" else ", claimed by an earlier pass"
             ctx.event("Normal", reason, f"created account {ctx.account}{earlier}")
         elif ctx.status.applied_secret != secret:
-            await accounts.set_password(self.target.db, user, host, password)
+            await rotation.set_password(self.target, ctx, password, secret, restore=False)
             ctx.event(
                 "Normal",
                 "PasswordSet",
@@ -59,7 +60,7 @@ class AccountStep:
                 f"(resourceVersion {secret.resource_version})",
             )
         elif ctx.password_intact is False:
-            await accounts.set_password(self.target.db, user, host, password)
+            await rotation.set_password(self.target, ctx, password, secret, restore=True)
             ctx.event(
                 "Warning",
                 "PasswordRestored",

@@ -99,7 +99,7 @@ class DatabaseUserReconciler:
             await self._report(ctx, error)
             if error.retry:
                 raise
-        return Result()
+        return Result(requeue_after=ctx.requeue_after or 0.0)
 
     async def _let_go_if_departed(self, key: ObjectKey) -> None:
         """Release a resource the cache dropped because its target label changed, not because it is gone."""

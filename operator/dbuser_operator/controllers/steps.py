@@ -42,11 +42,18 @@ class Context:
     claimed: bool = False  # this pass recorded the resource as the account's owner
     created: bool = False  # the account was created in this pass: it has default options and no grants
     events: list[tuple[EventType, str, str]] = field(default_factory=list)
+    credential_id: str | None = None  # id of a generated password's rotation (its Secret's annotation)
+    requeue_after: float | None = None  # look again after this many seconds (the earliest a step asked)
 
     @property
     def account(self) -> str:
         """``'user'@'host'`` for messages (validated names only: safe to show)."""
         return f"'{self.user.effective_user()}'@'{self.user.spec.host}'"
+
+    def requeue(self, seconds: float) -> None:
+        """Ask for another look after ``seconds`` (at least 0.1 s); the earliest request wins."""
+        seconds = max(seconds, 0.1)
+        self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
 
     def event(self, type_: EventType, reason: str, message: str) -> None:
         """Queue an Event, recorded once the status is written."""

@@ -17,6 +17,7 @@ from dbuser_operator.api.v1alpha1 import (
     KIND,
     PRIVILEGES,
     RELEASE_ANNOTATION,
+    ROTATE_ANNOTATION,
     TABLE_PRIVILEGES,
     AppliedSecret,
     Condition,
@@ -191,14 +192,14 @@ def test_status_to_api_keeps_fields_it_does_not_know() -> None:
     stored = {
         "user": "old",
         "host": "%",
-        "rotation": {"phase": "Pending"},  # written by a newer operator
+        "replication": {"phase": "Pending"},  # written by a newer operator
         "observedGeneration": 1,
     }
     status = DatabaseUserStatus.model_validate(stored)
     assert status.user == "old"  # unknown fields are tolerated when parsing
     status.user, status.host, status.observed_generation = "app", None, 2
     assert status.to_api(stored) == {
-        "rotation": {"phase": "Pending"},
+        "replication": {"phase": "Pending"},
         "conditions": [],
         "observedGeneration": 2,
         "user": "app",
@@ -455,7 +456,7 @@ def test_the_sample_commented_fields_are_valid_and_complete() -> None:
     assert set(obj["spec"]) == spec_fields
     del obj["spec"]["password"]  # generatedPassword is the alternative to it
     parsed = DatabaseUser.model_validate(obj)
-    assert set(obj["metadata"]["annotations"]) == {ADOPT_ANNOTATION, RELEASE_ANNOTATION}
+    assert set(obj["metadata"]["annotations"]) == {ADOPT_ANNOTATION, RELEASE_ANNOTATION, ROTATE_ANNOTATION}
     assert parsed.spec.privileges[1].table == "orders"
     assert parsed.spec.privileges[0].table == "*"
     assert parsed.model_dump(by_alias=True, exclude_unset=True, mode="json") == obj

@@ -25,6 +25,7 @@ OPERATOR_RULES: frozenset[Rule] = frozenset(
     | {(API_GROUP, "databaseusers/status", "patch")}
     | {("", "secrets", verb) for verb in ("list", "watch", "get", "create", "patch", "delete")}
     | {("", "events", verb) for verb in ("create", "patch")}
+    | {("", "pods", "list"), ("apps", "deployments", "patch"), ("apps", "statefulsets", "patch")}
 )
 LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
     {("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")}
