@@ -100,6 +100,8 @@ async def set_password(
         await accounts.set_password(db, user, host, password)
         if dual_password.supports_dual_passwords(await target.server()):
             await dual_password.discard_old_password(db, user, host)  # a secondary from before the switch
+        if restore:
+            return  # drift repaired: no rotation
         ctx.status.rotation = previous.model_copy(
             update={"strategy": strategy, "last_rotation_time": moment, "phase": None, "retained_since": None}
         )

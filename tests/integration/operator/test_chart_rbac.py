@@ -262,7 +262,7 @@ async def test_the_operator_runs_with_exactly_the_charts_permissions(
                 group, version, namespace_, plural, intruder_name, intruder, _request_timeout=30
             ),
             "list ConfigMaps": lambda: core.list_namespaced_config_map(namespace_, _request_timeout=30),
-            "list Pods": lambda: core.list_namespaced_pod(ns, _request_timeout=30),
+            "delete Pods": lambda: core.delete_collection_namespaced_pod(ns, _request_timeout=30),
             "create a DatabaseUser": lambda: custom.create_namespaced_custom_object(
                 group, version, namespace_, plural, intruder, _request_timeout=30
             ),

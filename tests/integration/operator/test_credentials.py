@@ -185,6 +185,7 @@ async def test_a_user_secret_is_copied_and_kept_in_sync(
     first, second = passwords.new("p@ss/w:rd%"), passwords.new("#?&=+ ")
     await create_secret(kube_client, namespace, "own-pw", {"password": first})
     spec: dict[str, Any] = {"connectionSecret": {"name": "own-db"}}  # no grants: no database
+    spec["rotation"] = {"strategy": "Immediate"}  # the old password stops at once
     await kube_client.create(DATABASE_USERS, database_user(name, "own-pw", **spec), namespace)
     await wait_for_ready(kube_client, namespace, name)
     connection = await secret_of(kube_client, namespace, "own-db")
