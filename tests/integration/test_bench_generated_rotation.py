@@ -35,7 +35,11 @@ def test_generated_rotation_bench_smoke(
     assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
     figures = json.loads(out.read_text())
     assert (figures["n"], figures["samples"]) == (8, 3)
-    assert figures["failed_logins"] == 0
+    if figures["mysql_version"].startswith(("8.", "9.")) and "MariaDB" not in figures["mysql_version"]:
+        assert figures["strategies"] == ["DualPassword"]
+        assert figures["failed_logins"] == 0
+    else:  # Immediate (MariaDB): a client still holding the old password may be refused (counted)
+        assert figures["strategies"] == ["Immediate"]
     assert figures["logins"] > 0
     assert (
         0

@@ -201,7 +201,8 @@ async def test_a_user_secret_is_copied_and_kept_in_sync(
     )
     assert connection["metadata"]["annotations"][CREDENTIAL_VERSION_ANNOTATION] == "2"
     assert log_in_with_url(mysql, text(connection, "DATABASE_URL"))[0] == f"{name}@%"
-    obj = await wait_for_ready(kube_client, namespace, name)  # the old password: see the rotation tests
+    assert not can_log_in(mysql, name, first)
+    obj = await wait_for_ready(kube_client, namespace, name)
     assert obj["status"]["credentialVersion"] == 2
 
     # A key someone removed is written back, and the version stays (the password did not change).
