@@ -24,7 +24,9 @@ from typing import Any, Final
 
 DEFAULT_TIMEOUT: Final = 2.0  # seconds a render may take
 DEFAULT_MAX_OUTPUT: Final = 64 * 1024  # characters of one rendered key (a Secret holds at most 1 MiB)
-DEFAULT_MEMORY_LIMIT: Final = 1024**3  # bytes of address space of the worker process
+DEFAULT_MEMORY_LIMIT: Final = (
+    256 * 1024**2
+)  # bytes of address space of the worker (it starts at about 32 MiB)
 MAX_EXPONENT: Final = 1024
 START_TIMEOUT: Final = 60.0  # seconds the worker may take to start (imports, on a loaded machine)
 
@@ -109,6 +111,8 @@ def serve(max_output: int, memory_limit: int) -> None:
     answer per line on stdout: ``{"ok": outputs}`` or ``{"error": message}``; an empty request is a ping."""
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as oom:
+        oom.write("1000")  # under the pod's memory limit, the kernel ends this process, not the operator
     for line in sys.stdin:
         answer: dict[str, Any]
         try:

@@ -397,7 +397,7 @@ async def test_hostile_templates_are_refused_and_never_hang(
 async def test_connection_host_and_port_come_from_the_settings(
     start_operator: StartOperator, kube_client: KubeClient, namespace: str, passwords: PasswordLedger
 ) -> None:
-    await start_operator(target="conn", connection_host="mysql.databases.svc", connection_port=6033)
+    first = await start_operator(target="conn", connection_host="mysql.databases.svc", connection_port=6033)
     name = unique("svc")
     await create_secret(kube_client, namespace, "svc-pw", {"password": passwords.new()})
     spec: dict[str, Any] = {"connectionSecret": {"name": "svc-db"}}
@@ -407,5 +407,16 @@ async def test_connection_host_and_port_come_from_the_settings(
     assert (text(connection, "host"), text(connection, "port")) == ("mysql.databases.svc", "6033")
     url = make_url(text(connection, "DATABASE_URL"))
     assert (url.host, url.port, url.username, url.database) == ("mysql.databases.svc", 6033, name, None)
+
+    # Restarted with another host and port: the Secret follows, at the same credential version.
+    first.stop.set()
+    await asyncio.wait_for(first.task, timeout=30)
+    await start_operator(target="conn", connection_host="proxy.databases.svc", connection_port=6034)
+    moved = await wait_for_secret(
+        kube_client, namespace, "svc-db", lambda secret: text(secret, "host") == "proxy.databases.svc"
+    )
+    assert text(moved, "port") == "6034"
+    assert make_url(text(moved, "DATABASE_URL")).host == "proxy.databases.svc"
+    assert moved["metadata"]["annotations"][CREDENTIAL_VERSION_ANNOTATION] == "1"
     await kube_client.delete(DATABASE_USERS, name, namespace)
     await wait_until_gone(kube_client, namespace, name)
