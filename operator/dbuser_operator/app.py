@@ -11,14 +11,17 @@ from kubernetes_asyncio import client, config
 
 from dbuser_operator.controllers.account import AccountStep
 from dbuser_operator.controllers.authentication import AuthenticationStep
+from dbuser_operator.controllers.connection import ConnectionSecretStep
 from dbuser_operator.controllers.databaserole import DATABASE_ROLES, DatabaseRoleReconciler
 from dbuser_operator.controllers.departed import DepartedSweep
 from dbuser_operator.controllers.finalizer import FinalizerStep
+from dbuser_operator.controllers.generated import GeneratedPasswordStep
 from dbuser_operator.controllers.grants import GrantsStep, PrivilegeCheckStep
 from dbuser_operator.controllers.guard import GuardStep
 from dbuser_operator.controllers.hosts import HostsStep
 from dbuser_operator.controllers.observe import Observer
 from dbuser_operator.controllers.options import OptionsStep
+from dbuser_operator.controllers.owned_secrets import OwnedSecrets
 from dbuser_operator.controllers.ownership import LiveOwners, OwnershipStep
 from dbuser_operator.controllers.password import PasswordStep
 from dbuser_operator.controllers.reconciler import DatabaseUserReconciler
@@ -31,6 +34,9 @@ from dbuser_operator.controllers.resources import (
 )
 from dbuser_operator.controllers.resync import DriftCheck
 from dbuser_operator.controllers.role_drift import RoleDriftCheck
+from dbuser_operator.controllers.rollout import RolloutStep
+from dbuser_operator.controllers.rotation import DiscardStep, StrategyStep
+from dbuser_operator.controllers.scheduled import ScheduledRotationStep
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.steps import Step
 from dbuser_operator.controllers.target import Target
@@ -41,6 +47,7 @@ from dbuser_operator.controllers.user_roles import (
     referenced_roles,
     users_of_role,
 )
+from dbuser_operator.credentials.templates import TemplateRenderer
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.fencing import SessionFence
 from dbuser_operator.runtime.client import KubeClient, api_client
@@ -167,17 +174,24 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         settings.allowed_global_privileges,
         settings.ownership_schema,
     )
+    owned_secrets = OwnedSecrets(kube, secrets)
+    renderer = TemplateRenderer()
+    connection_host = settings.connection_host or settings.mysql_host
+    connection_port = settings.connection_port or settings.mysql_port
     steps: list[Step] = [
         FinalizerStep(kube, scope),
         guard,
         PrivilegeCheckStep(target),
+        GeneratedPasswordStep(owned_secrets),
         PasswordStep(secrets),
+        StrategyStep(target),
         HostsStep(  # the steps of one account, run for each host
             target,
             [
                 RoleAccountGuardStep(target),
                 OwnershipStep(target, LiveOwners(kube)),
                 AuthenticationStep(target),
+                ScheduledRotationStep(target, owned_secrets),
                 AccountStep(target),
                 OptionsStep(target),
                 GrantsStep(target),
@@ -185,6 +199,9 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
             ],
             on_release=requeue_claimants,
         ),
+        ConnectionSecretStep(owned_secrets, renderer, connection_host, connection_port),
+        RolloutStep(kube),
+        DiscardStep(target, reader),  # after the connection Secret has the new password
     ]
     reconciler = DatabaseUserReconciler(
         kube,
@@ -221,6 +238,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         await recorder.close(flush=fence.is_open())
 
     manager.on_shutdown(close_recorder)
+    manager.on_shutdown(renderer.close)
     drift = DriftCheck(target, users, controller.queue, settings.resync_period)
     manager.add_leader_task("drift check", drift.run)
     role_drift = RoleDriftCheck(target, users, roles, controller.queue, settings.resync_period)

@@ -68,6 +68,15 @@ class Settings(BaseSettings):
     mysql_host: str = Field("127.0.0.1", description="MySQL server host")
     mysql_port: int = Field(3306, ge=1, le=65535, description="MySQL server port")
     mysql_user: str = Field("root", description="MySQL admin user")
+    connection_host: str | None = Field(
+        None,
+        min_length=1,
+        max_length=255,
+        description="host applications connect to, written into connection Secrets (default: --mysql-host)",
+    )
+    connection_port: int | None = Field(
+        None, ge=1, le=65535, description="port written into connection Secrets (default: --mysql-port)"
+    )
     mysql_password_file: Path | None = Field(
         None, description=f"file holding the admin password (else the {PASSWORD_ENV} environment variable)"
     )

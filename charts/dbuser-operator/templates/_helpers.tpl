@@ -70,8 +70,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/*
 What the operator does with the Kubernetes API, and nothing more (a test runs the operator with exactly
-these rules): DatabaseUsers and DatabaseRoles (read; finalizers and status by patch), Secrets (list and watch: the
-passwords come from the cache), Events (record).
+these rules): DatabaseUsers and DatabaseRoles (read; finalizers and status by patch), Secrets (list and watch:
+the passwords come from the cache; get, create, patch and delete: the generated-password and connection
+Secrets it owns), Events (record).
 */}}
 {{- define "dbuser-operator.rules" -}}
 - apiGroups: ["mysql.dbuser-operator.dev"]
@@ -88,10 +89,16 @@ passwords come from the cache), Events (record).
   verbs: ["patch"]
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["list", "watch"]
+  verbs: ["list", "watch", "get", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
+- apiGroups: ["apps"]
+  resources: ["deployments", "statefulsets"]
+  verbs: ["patch"]
 {{- end }}
 
 {{/* Mount points of the Secrets (the password file path is part of the operator's documented contract). */}}
@@ -115,6 +122,12 @@ passwords come from the cache), Events (record).
 {{- $args = append $args (printf "--mysql-host=%s" .Values.mysql.host) }}
 {{- $args = append $args (printf "--mysql-port=%d" (int .Values.mysql.port)) }}
 {{- $args = append $args (printf "--mysql-user=%s" .Values.mysql.user) }}
+{{- with .Values.connection.host }}
+{{- $args = append $args (printf "--connection-host=%s" .) }}
+{{- end }}
+{{- with .Values.connection.port }}
+{{- $args = append $args (printf "--connection-port=%d" (int .)) }}
+{{- end }}
 {{- $args = append $args (printf "--mysql-password-file=%s/%s" (include "dbuser-operator.adminSecretDir" .) .Values.mysql.adminSecret.key) }}
 {{- $args = append $args (printf "--mysql-connect-timeout=%v" .Values.mysql.connectTimeout) }}
 {{- if and $tls.secretName $tls.caKey }}

@@ -16,12 +16,14 @@ every object the API server admits parses. Booleans are strict: "false" is no bo
 
 from __future__ import annotations
 
+import re
 import string
 from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from dbuser_operator.api.duration import DURATION_MAX_LENGTH, DURATION_PATTERN
 from dbuser_operator.mysql import authentication, grants, tls_identity
 
 GROUP: Final = "mysql.dbuser-operator.dev"
@@ -43,6 +45,14 @@ Delete drops it."""
 RELEASE_ANNOTATION: Final = f"{GROUP}/release"
 """Value "true": when the resource is deleted, remove the finalizer without dropping the account, e.g. while
 MySQL is down and the account must stay or will be cleaned up by hand. Recorded as a Warning Event."""
+
+ROTATE_ANNOTATION: Final = f"{GROUP}/rotate"
+"""A new value (any text, e.g. a timestamp) rotates a generated password once, now; the value handled last
+is kept in status.rotation.trigger. Recorded as an Event Rotated."""
+
+CREDENTIAL_VERSION_ANNOTATION: Final = f"{GROUP}/credential-version"
+"""On the connection Secret (and mirrored in status.credentialVersion): a counter increased whenever the
+password in the Secret changes, for tools and rollouts that restart workloads on a new credential."""
 
 # Columns of `kubectl get dbu` (additionalPrinterColumns of the CRD).
 PRINTER_COLUMNS: Final[tuple[dict[str, str], ...]] = (
@@ -196,6 +206,13 @@ MAX_HOSTS: Final = 16
 HOSTS_REPEAT_MESSAGE: Final = (
     "hosts must not repeat spec.host or one another (MySQL compares hosts without regard to case)"
 )
+
+RotationStrategy = Literal["DualPassword", "Immediate"]
+"""How a new password replaces the old one: DualPassword keeps the old one valid for a while (MySQL 8.0.14+:
+RETAIN CURRENT PASSWORD, then DISCARD OLD PASSWORD), Immediate replaces it at once."""
+
+RotationPhase = Literal["Retained", "Discarded"]
+"""Where a DualPassword rotation stands: the old password still works (Retained), or no longer (Discarded)."""
 
 _INT64: Final[dict[str, Any]] = {"format": "int64"}
 
@@ -552,17 +569,151 @@ class Authentication(_Model):
 
 _PASSWORDLESS_CEL: Final = _cel_list(PASSWORDLESS_PLUGINS)
 PASSWORD_REQUIRED_MESSAGE: Final = (
-    "spec.password is required unless spec.authentication.plugin takes no password ("
-    + ", ".join(PASSWORDLESS_PLUGINS)
-    + ")"
+    "spec.password or spec.generatedPassword is required unless spec.authentication.plugin takes no "
+    "password (" + ", ".join(PASSWORDLESS_PLUGINS) + ")"
 )
-NO_PASSWORD_MESSAGE: Final = "the plugin {plugin} takes no password: leave spec.password out"  # noqa: S105
+NO_PASSWORD_MESSAGE: Final = (
+    "the plugin {plugin} takes no password: leave spec.password and spec.generatedPassword out"  # noqa: S105
+)
 # Roles of a DatabaseUser: names of DatabaseRoles (Kubernetes object names) in its namespace.
 MAX_ROLES: Final = 32
 DEFAULT_ROLES_MESSAGE: Final = "every default role must be listed in roles"
 _RoleName = Annotated[str, Field(max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN)]
 # A host of spec.hosts: the pattern and length of spec.host.
 _HostItem = Annotated[str, Field(max_length=HOST_MAX_LENGTH, pattern=HOST_PATTERN)]
+
+
+def _duration(default: str | None) -> Any:
+    return Field(default=default, max_length=DURATION_MAX_LENGTH, pattern=DURATION_PATTERN)
+
+
+class Rotation(_Model):
+    """How password changes are rolled out to the account: at once, or with the old password kept valid
+    until the applications have moved to the new one."""
+
+    strategy: RotationStrategy | None = None
+    """DualPassword: the new password is set with RETAIN CURRENT PASSWORD, so that both work, and the old one
+    is discarded only when it is safe (see gracePeriod, waitForConsumers, maxWait). Immediate: the old
+    password stops working at once. Unset: DualPassword where the server supports it (MySQL 8.0.14 and
+    later), else Immediate. DualPassword on a server without dual passwords (MariaDB) is refused with
+    Ready=False, reason DualPasswordUnsupported."""
+
+    period: str | None = _duration(None)
+    """For a generated password: rotate it this often, a duration such as 720h (30 days). Unset: only when
+    asked (the mysql.dbuser-operator.dev/rotate annotation)."""
+
+    grace_period: str = _duration("5m")
+    """DualPassword: the old password stays valid at least this long after a rotation (a duration such as
+    5m, 1h30m). Defaults to 5m."""
+
+    max_wait: str = _duration("1h")
+    """DualPassword: the old password is discarded at the latest this long after a rotation, even if pods or
+    sessions still hold on to it (then with a Warning Event naming them). Defaults to 1h."""
+
+    wait_for_consumers: bool = Field(default=True, strict=True)
+    """DualPassword: discard the old password only once every pod in the namespace that uses the Secret
+    (env, envFrom, volume or projected volume) started after the rotation, and no session of the account
+    older than the rotation is open (up to maxWait). Defaults to true; false waits for gracePeriod only."""
+
+
+CharacterSet = Literal["Alphanumeric", "AlphanumericSymbols"]
+"""The characters of a generated password: letters and digits, or those and URL-safe symbols."""
+
+GENERATED_PASSWORD_MIN_LENGTH: Final = 16
+GENERATED_PASSWORD_MAX_LENGTH: Final = 128
+MAX_CONNECTION_TEMPLATES: Final = 32
+CONNECTION_TEMPLATE_MAX_LENGTH: Final = 4096
+MAX_CONNECTION_METADATA: Final = 64
+MAX_ROLLOUT_WORKLOADS: Final = 16
+
+PASSWORD_SOURCE_MESSAGE: Final = "set exactly one of spec.password and spec.generatedPassword"  # noqa: S105
+CONNECTION_SECRET_NAME_MESSAGE: Final = "spec.connectionSecret.name must differ from the password's Secret"  # noqa: S105
+TEMPLATE_KEY_MESSAGE: Final = "template keys must be Secret data keys: letters, digits, '-', '_' or '.'"
+
+
+class GeneratedPassword(_Model):
+    """A password the operator generates and keeps in a Secret it creates and owns."""
+
+    secret_name: str | None = Field(
+        default=None, max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN
+    )
+    """Name of the Secret the operator creates to hold the password, in the namespace of the DatabaseUser.
+    Defaults to "<metadata.name>-password". An existing Secret of that name that this DatabaseUser does not
+    own is never overwritten (Ready=False, reason SecretNotOwned)."""
+
+    key: str = Field(default="password", max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=SECRET_KEY_PATTERN)
+    """Key of the Secret's data that holds the password. Defaults to "password"."""
+
+    length: int = Field(default=32, ge=GENERATED_PASSWORD_MIN_LENGTH, le=GENERATED_PASSWORD_MAX_LENGTH)
+    """Number of characters, 16 to 128. Defaults to 32."""
+
+    character_set: CharacterSet = "Alphanumeric"
+    """Alphanumeric (the default): letters and digits; AlphanumericSymbols: also the symbols - _ . ~ which
+    need no escaping in a URL, a shell word or a connection string."""
+
+    def secret_name_for(self, user_name: str) -> str:
+        """The Secret's name: secretName, else "<metadata.name>-password"."""
+        return self.secret_name or f"{user_name}-password"
+
+
+class RolloutTarget(_Model):
+    """A workload in the namespace of the DatabaseUser whose pods use the connection Secret."""
+
+    kind: Literal["Deployment", "StatefulSet"]
+    """Kind of the workload: Deployment or StatefulSet."""
+
+    name: str = Field(max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN)
+    """Name of the workload."""
+
+
+class ConnectionSecret(_Model):
+    """A Secret the operator writes with everything an application needs to connect as this account."""
+
+    name: str = Field(max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN)
+    """Name of the Secret, in the namespace of the DatabaseUser. The operator creates and owns it; an
+    existing Secret of that name that this DatabaseUser does not own is never overwritten (Ready=False,
+    reason SecretNotOwned). Keys: host, port, username, password, database (when there is one), DATABASE_URL
+    (mysql://user:password@host:port/database, every part percent-encoded), JDBC_URL, and the template
+    keys."""
+
+    labels: dict[str, str] | None = Field(default=None, max_length=MAX_CONNECTION_METADATA)
+    """Labels of the Secret, besides app.kubernetes.io/managed-by: dbuser-operator."""
+
+    annotations: dict[str, str] | None = Field(default=None, max_length=MAX_CONNECTION_METADATA)
+    """Annotations of the Secret, besides mysql.dbuser-operator.dev/credential-version."""
+
+    database: str | None = Field(default=None, max_length=OBJECT_NAME_MAX_LENGTH, pattern=OBJECT_NAME_PATTERN)
+    """The database of the database key and of the URLs. Defaults to the database of the grants when they
+    name exactly one; else there is none."""
+
+    templates: dict[str, str] | None = Field(
+        default=None,
+        max_length=MAX_CONNECTION_TEMPLATES,
+        json_schema_extra={
+            "additionalProperties": {"type": "string", "maxLength": CONNECTION_TEMPLATE_MAX_LENGTH},
+            "x-kubernetes-validations": [
+                {"rule": f"self.all(k, k.matches('{SECRET_KEY_PATTERN}'))", "message": TEMPLATE_KEY_MESSAGE}
+            ],
+        },
+    )
+    """More keys, each rendered from a Jinja2 template over host, port, username, password, database,
+    DATABASE_URL and JDBC_URL, e.g. "{{ username }}:{{ password }}@tcp({{ host }}:{{ port }})/{{ database }}".
+    Rendered in Jinja2's sandbox, bounded in time and size; a template that fails, or reaches for anything
+    but these values, sets Ready=False (reason TemplateInvalid). A template may replace a standard key."""
+
+    rollout: list[RolloutTarget] | None = Field(default=None, max_length=MAX_ROLLOUT_WORKLOADS)
+    """Deployments and StatefulSets, in the namespace of the DatabaseUser, whose pod template is annotated
+    with the new credential version after the password changes, so that their pods restart onto it."""
+
+    @field_validator("templates")
+    @classmethod
+    def _template_keys(cls, templates: dict[str, str] | None) -> dict[str, str] | None:
+        for key, template in (templates or {}).items():
+            if not re.fullmatch(SECRET_KEY_PATTERN, key):
+                raise ValueError(TEMPLATE_KEY_MESSAGE)
+            if len(template) > CONNECTION_TEMPLATE_MAX_LENGTH:
+                raise ValueError(f"a template is at most {CONNECTION_TEMPLATE_MAX_LENGTH} characters")
+        return templates
 
 
 class DatabaseUserSpec(_Model):
@@ -590,16 +741,22 @@ class DatabaseUserSpec(_Model):
                     "fieldPath": ".host",
                 },
                 {
-                    "rule": "has(self.password) || (has(self.authentication)"
+                    "rule": "has(self.password) || has(self.generatedPassword) || (has(self.authentication)"
                     f" && self.authentication.plugin in {_PASSWORDLESS_CEL})",
                     "message": PASSWORD_REQUIRED_MESSAGE,
                     "fieldPath": ".password",
                     "reason": "FieldValueRequired",
                 },
                 {
-                    "rule": "!has(self.password) || !has(self.authentication)"
+                    "rule": "!has(self.password) || !has(self.generatedPassword)",
+                    "message": PASSWORD_SOURCE_MESSAGE,
+                },
+                {
+                    "rule": "!(has(self.password) || has(self.generatedPassword))"
+                    " || !has(self.authentication)"
                     f" || !(self.authentication.plugin in {_PASSWORDLESS_CEL})",
-                    "message": "a plugin that takes no password: leave spec.password out",
+                    "message": "a plugin that takes no password: leave spec.password and"
+                    " spec.generatedPassword out",
                     "messageExpression": _cel_format(
                         NO_PASSWORD_MESSAGE, plugin="self.authentication.plugin"
                     ),
@@ -634,7 +791,16 @@ class DatabaseUserSpec(_Model):
     password: SecretKeySelector | None = None
     """The Secret key that holds the account's password, in the namespace of the DatabaseUser. The operator
     sets the account's password to this value, and applies every change of the Secret. Required, unless
-    authentication.plugin takes no password (auth_socket, unix_socket, AWSAuthenticationPlugin)."""
+    authentication.plugin takes no password (auth_socket, unix_socket, AWSAuthenticationPlugin) or
+    generatedPassword is set: exclusive with it."""
+
+    generated_password: GeneratedPassword | None = None
+    """Let the operator generate the password and keep it in a Secret it owns (never regenerated, except by
+    a rotation). Exclusive with password."""
+
+    connection_secret: ConnectionSecret | None = None
+    """A Secret the operator writes and keeps in sync with what an application needs to connect: host,
+    port, username, password, database, DATABASE_URL, JDBC_URL and templated keys."""
 
     privileges: list[Grant] = Field(
         # No default in the schema: an account without grants shows no empty "Privileges:" in describe.
@@ -686,6 +852,10 @@ class DatabaseUserSpec(_Model):
     """How the account authenticates: its plugin. Unset (the default), an account is created with the
     server's default plugin and any plugin it has is kept."""
 
+    rotation: Rotation | None = None
+    """How password changes reach the account: DualPassword (the old password stays valid until it is
+    safe to discard it) or Immediate, and a schedule for generated passwords."""
+
     deletion_policy: DeletionPolicy = "Delete"
     """What becomes of the MySQL account when this resource is deleted. Delete (the default) drops the
     account, if this resource owns it (the operator created it, or adopted it with the annotation
@@ -707,12 +877,15 @@ class DatabaseUserSpec(_Model):
     Defaults to none: the account activates roles itself with SET ROLE."""
 
     @model_validator(mode="after")
-    def _password_unless_passwordless(self) -> DatabaseUserSpec:
-        """The CEL rules on password and authentication.plugin, with their messages."""
+    def _password_source(self) -> DatabaseUserSpec:
+        """The CEL rules on password, generatedPassword and authentication.plugin, with their messages."""
         plugin = self.authentication.plugin if self.authentication is not None else None
-        if self.password is None and plugin not in PASSWORDLESS_PLUGINS:
+        given = self.password is not None or self.generated_password is not None
+        if self.password is not None and self.generated_password is not None:
+            raise ValueError(PASSWORD_SOURCE_MESSAGE)
+        if not given and plugin not in PASSWORDLESS_PLUGINS:
             raise ValueError(PASSWORD_REQUIRED_MESSAGE)
-        if self.password is not None and plugin in PASSWORDLESS_PLUGINS:
+        if given and plugin in PASSWORDLESS_PLUGINS:
             raise ValueError(NO_PASSWORD_MESSAGE.format(plugin=plugin))
         return self
 
@@ -773,6 +946,33 @@ class AppliedSecret(_Model):
 
     resource_version: str
     """resourceVersion of the Secret whose value was applied."""
+
+
+class RotationStatus(_Model):
+    """The last password rotation of the account (no password and no hash of one)."""
+
+    phase: RotationPhase | None = None
+    """DualPassword: Retained while the previous password still works, Discarded once it no longer does."""
+
+    strategy: RotationStrategy | None = None
+    """The strategy the last rotation used (the spec's, or the server's default)."""
+
+    last_rotation_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When the password last changed (RFC 3339)."""
+
+    next_rotation_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When a generated password with a rotation period is rotated next (RFC 3339)."""
+
+    retained_since: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """DualPassword: when the previous password was retained (RFC 3339); the grace period and the maximum
+    wait count from here."""
+
+    trigger: str | None = None
+    """The value of the mysql.dbuser-operator.dev/rotate annotation handled last."""
+
+    session_watermark: int | None = Field(default=None, ge=0, json_schema_extra=_INT64)
+    """DualPassword: the highest MySQL connection id when the previous password was retained; sessions of
+    the account up to it predate the rotation."""
 
 
 class Condition(_Model):
@@ -872,6 +1072,13 @@ class DatabaseUserStatus(_Model):
     (e.g. "SELECT, INSERT ON `app`.*", "SELECT (a, b) ON `app`.`t`", "EXECUTE ON PROCEDURE `app`.`p`").
     Absent when the account has none."""
 
+    rotation: RotationStatus | None = None
+    """The last password rotation: its phase (Retained, Discarded), strategy and times."""
+
+    credential_version: int | None = Field(default=None, ge=1, json_schema_extra=_INT64)
+    """The credential version of the connection Secret (its annotation
+    mysql.dbuser-operator.dev/credential-version): increased whenever the password in it changes."""
+
     def to_api(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The status as the API stores it (camelCase, None left out), keeping the fields of ``previous``
         (the stored status) that this model does not know: a newer operator's are not erased."""
@@ -909,7 +1116,16 @@ class DatabaseUser(_Model):
                     # Reported as "spec.user: Required value: …" (metadata.name is no valid fieldPath).
                     "fieldPath": ".spec.user",
                     "reason": "FieldValueRequired",
-                }
+                },
+                {
+                    "rule": "!has(self.spec.connectionSecret) || (has(self.spec.password)"
+                    " ? self.spec.connectionSecret.name != self.spec.password.name"
+                    " : !has(self.spec.generatedPassword) || self.spec.connectionSecret.name !="
+                    " (has(self.spec.generatedPassword.secretName) ? self.spec.generatedPassword.secretName"
+                    " : self.metadata.name + '-password'))",
+                    "message": CONNECTION_SECRET_NAME_MESSAGE,
+                    "fieldPath": ".spec.connectionSecret.name",
+                },
             ]
         }
     )
@@ -923,6 +1139,21 @@ class DatabaseUser(_Model):
 
     status: DatabaseUserStatus | None = None
     """The account's state as the operator last observed it (written by the operator only)."""
+
+    @model_validator(mode="after")
+    def _connection_secret_apart(self) -> DatabaseUser:
+        connection = self.spec.connection_secret
+        if connection is not None and connection.name == self.password_secret_name():
+            raise ValueError(CONNECTION_SECRET_NAME_MESSAGE)
+        return self
+
+    def password_secret_name(self) -> str | None:
+        """The Secret the password comes from: spec.password's, or the generated password's."""
+        if self.spec.password is not None:
+            return self.spec.password.name
+        if self.spec.generated_password is not None:
+            return self.spec.generated_password.secret_name_for(self.metadata.name or "")
+        return None
 
     def effective_user(self) -> str:
         """The MySQL user name: spec.user, or else metadata.name."""

@@ -10,6 +10,7 @@ if the bookkeeping row names this resource's UID.
 from __future__ import annotations
 
 from dbuser_operator.api.v1alpha1 import AppliedSecret
+from dbuser_operator.controllers import rotation
 from dbuser_operator.controllers.ownership import not_ours, owner
 from dbuser_operator.controllers.steps import Context
 from dbuser_operator.controllers.target import Target, mysql_condition
@@ -66,7 +67,7 @@ class AccountStep:
                 f"{ctx.account} authenticates with {method.plugin} now (was {ctx.plugin}{kept})",
             )
         elif secret is not None and ctx.status.applied_secret != secret:
-            await accounts.set_password(self.target.db, user, host, password, method)
+            await self._apply(ctx, password, secret, restore=False)
             ctx.event(
                 "Normal",
                 "PasswordSet",
@@ -74,7 +75,7 @@ class AccountStep:
                 f"(resourceVersion {secret.resource_version})",
             )
         elif ctx.password_intact is False:
-            await accounts.set_password(self.target.db, user, host, password, method)
+            await self._apply(ctx, password, secret, restore=True)
             ctx.event(
                 "Warning",
                 "PasswordRestored",
@@ -84,6 +85,17 @@ class AccountStep:
         else:
             return False
         return True
+
+    async def _apply(
+        self, ctx: Context, password: str | None, secret: AppliedSecret | None, *, restore: bool
+    ) -> None:
+        """Set the password with the rotation strategy in force (a plugin without one: its plugin)."""
+        if password is None or secret is None:
+            await accounts.set_password(
+                self.target.db, ctx.user.effective_user(), ctx.host, None, ctx.authentication
+            )
+        else:
+            await rotation.set_password(self.target, ctx, password, secret, restore=restore)
 
     async def _create(self, ctx: Context, user: str, host: str, password: str | None) -> bool:
         """``CREATE USER``; whether it created the account.

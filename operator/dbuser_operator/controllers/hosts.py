@@ -37,6 +37,15 @@ def for_host(ctx: Context, host: str) -> Context:
     )
 
 
+def merge_back(ctx: Context, per_host: Context) -> None:
+    """What a host's steps learned of the resource goes back to its context: the password and its Secret
+    (a rotation replaces them) and the earliest requeue asked for."""
+    ctx.password, ctx.secret = per_host.password, per_host.secret
+    ctx.password_secret, ctx.credential_id = per_host.password_secret, per_host.credential_id
+    if per_host.requeue_after is not None:
+        ctx.requeue(per_host.requeue_after)
+
+
 def accounts_of(ctx: Context) -> str:
     """``'user'@'a'`` or ``'user'@'a', 'user'@'b'``: the spec's accounts, for messages."""
     user = ctx.user.effective_user()
@@ -88,8 +97,11 @@ class HostsStep:
             per_host = for_host(ctx, host)
             ctx.status.applied_secret = before if host.lower() in held else None
             try:
-                for step in self.steps:
-                    await step.ensure(per_host)
+                try:
+                    for step in self.steps:
+                        await step.ensure(per_host)
+                finally:
+                    merge_back(ctx, per_host)
             except ConditionError as error:
                 errors.append(error)
                 failed_held = failed_held or host.lower() in held

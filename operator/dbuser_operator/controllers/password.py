@@ -1,14 +1,25 @@
-"""The password step: the account's password from the referenced Secret, read from the watch cache."""
+"""The password step: the account's password from the referenced Secret, read from the watch cache (or
+as the generated-password step just wrote it). A generated password's Secret is read like a user's."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 
-from dbuser_operator.api.v1alpha1 import AppliedSecret
+from dbuser_operator.api.v1alpha1 import AppliedSecret, DatabaseUser, SecretKeySelector
 from dbuser_operator.controllers.steps import ConditionError, Context
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
+
+
+def password_selector(user: DatabaseUser) -> SecretKeySelector:
+    """The Secret key the password is read from: spec.password, or the generated password's Secret."""
+    if user.spec.password is not None:
+        return user.spec.password
+    generated = user.spec.generated_password
+    if generated is None:
+        raise ValueError("a DatabaseUser has spec.password or spec.generatedPassword")
+    return SecretKeySelector(name=generated.secret_name_for(user.metadata.name or ""), key=generated.key)
 
 
 class PasswordStep:
@@ -21,11 +32,12 @@ class PasswordStep:
 
     async def ensure(self, ctx: Context) -> None:
         namespace = ctx.user.metadata.namespace or ""
-        ref = ctx.user.spec.password
-        if ref is None:
+        spec = ctx.user.spec
+        if spec.password is None and spec.generated_password is None:
             return  # the plugin takes no password (the schema admits no other case)
+        ref = password_selector(ctx.user)
         where = f"Secret {namespace}/{ref.name}"
-        secret = self.secrets.get(ObjectKey(namespace, ref.name))
+        secret = ctx.password_secret or self.secrets.get(ObjectKey(namespace, ref.name))
         if secret is None:
             raise ConditionError("SecretNotFound", f"{where} not found", retry=False)
         encoded = (secret.get("data") or {}).get(ref.key)

@@ -37,7 +37,7 @@ from dbuser_operator.controllers.observe import Observer, summary
 from dbuser_operator.controllers.ownership import owner
 from dbuser_operator.controllers.resources import DATABASE_USERS, FIELD_MANAGER
 from dbuser_operator.controllers.scope import Scope
-from dbuser_operator.controllers.steps import ConditionError, Context, Step
+from dbuser_operator.controllers.steps import ConditionError, Context, Releasing, Step
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.errors import MySQLError
@@ -117,7 +117,7 @@ class DatabaseUserReconciler:
             await self._report(ctx, error)
             if error.retry:
                 raise
-        return Result()
+        return Result(requeue_after=ctx.requeue_after or 0.0)
 
     async def _let_go_if_departed(self, key: ObjectKey) -> None:
         """Release a resource the cache dropped because its target label changed, not because it is gone."""
@@ -189,6 +189,9 @@ class DatabaseUserReconciler:
             why = "managementPolicy Observe" if ctx.user.spec.management_policy == "Observe" else ""
             why = why or "deletionPolicy Retain"
             ctx.event("Normal", "Retained", f"{why}: {account} was left in MySQL")
+        for step in self.steps:  # the Secrets it made stay with the account
+            if isinstance(step, Releasing):
+                await step.release(ctx)
         await self.finalizer.delete(ctx)
 
     async def _pause(self, ctx: Context, what: str) -> None:

@@ -14,9 +14,19 @@ ACCOUNT_INDEX = "account"
 
 
 def referenced_secret(obj: dict[str, Any]) -> list[str]:
-    """Index value: ``namespace/name`` of the Secret a DatabaseUser takes its password from."""
-    name = ((obj.get("spec") or {}).get("password") or {}).get("name")
-    return [f"{obj['metadata'].get('namespace', '')}/{name}"] if name else []
+    """Index values: ``namespace/name`` of the Secrets a DatabaseUser takes its password from or writes
+    (a generated password's, the connection Secret)."""
+    spec = obj.get("spec") or {}
+    generated = spec.get("generatedPassword")
+    names = [
+        (spec.get("password") or {}).get("name"),
+        (generated.get("secretName") or f"{obj['metadata'].get('name')}-password")
+        if isinstance(generated, dict)
+        else None,
+        (spec.get("connectionSecret") or {}).get("name"),
+    ]
+    namespace = obj["metadata"].get("namespace", "")
+    return [f"{namespace}/{name}" for name in dict.fromkeys(names) if isinstance(name, str) and name]
 
 
 def named_account(obj: dict[str, Any]) -> list[str]:

@@ -8,7 +8,7 @@ raises :class:`ConditionError`: the resource becomes ``Ready=False`` with that r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from dbuser_operator.api.v1alpha1 import AppliedSecret, DatabaseUser, DatabaseUserStatus
 from dbuser_operator.mysql.authentication import Method
@@ -36,6 +36,8 @@ class Context:
     status: DatabaseUserStatus  # the status being built (a copy: the cache is never modified)
     password: str | None = field(default=None, repr=False)
     secret: AppliedSecret | None = None  # the Secret version read: name, uid, resourceVersion
+    # The password's Secret as this pass wrote it (newer than the watch cache), for the password step.
+    password_secret: dict[str, Any] | None = field(default=None, repr=False)
     account_exists: bool | None = None  # as last checked in this pass (None: not checked)
     password_intact: bool | None = None  # the account's password is the one we set (None: unknown)
     claimed: bool = False  # this pass recorded the resource as the account's owner
@@ -44,6 +46,8 @@ class Context:
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server
     events: list[tuple[EventType, str, str]] = field(default_factory=list)
     host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
+    credential_id: str | None = None  # id of a generated password's rotation (its Secret's annotation)
+    requeue_after: float | None = None  # look again after this many seconds (the earliest a step asked)
 
     def __post_init__(self) -> None:
         self.host = self.host or self.user.spec.host
@@ -52,6 +56,11 @@ class Context:
     def account(self) -> str:
         """``'user'@'host'`` for messages (validated names only: safe to show)."""
         return f"'{self.user.effective_user()}'@'{self.host}'"
+
+    def requeue(self, seconds: float) -> None:
+        """Ask for another look after ``seconds`` (at least 0.1 s); the earliest request wins."""
+        seconds = max(seconds, 0.1)
+        self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
 
     def event(self, type_: EventType, reason: str, message: str) -> None:
         """Queue an Event, recorded once the status is written."""
@@ -68,3 +77,11 @@ class Step(Protocol):
 
     async def delete(self, ctx: Context) -> None:
         """Undo this aspect before the resource goes away."""
+
+
+@runtime_checkable
+class Releasing(Protocol):
+    """A step that keeps something for after the resource is gone (deletionPolicy Retain, or released)."""
+
+    async def release(self, ctx: Context) -> None:
+        """Let go of what this step made, leaving it in place."""

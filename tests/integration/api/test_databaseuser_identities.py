@@ -84,16 +84,21 @@ REJECTED: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("sql-plugin", {"authentication": {"plugin": "x' OR 1"}}, "spec.authentication.plugin: Unsupported"),
     ("no-plugin", {"authentication": {}}, "spec.authentication.plugin: Required value"),
-    ("no-password", {"password": None}, "spec.password: Required value: spec.password is required unless"),
+    (
+        "no-password",
+        {"password": None},
+        "spec.password: Required value: spec.generatedPassword is required unless",
+    ),
     (
         "password-with-socket",
         {"authentication": {"plugin": "unix_socket"}},
-        "spec.password: Invalid value: the plugin unix_socket takes no password: leave spec.password out",
+        "spec.password: Invalid value: the plugin unix_socket takes no password: leave spec.password and "
+        "spec.generatedPassword out",
     ),
     (
         "no-password-with-ed25519",
         {"authentication": {"plugin": "ed25519"}, "password": None},
-        "spec.password is required unless spec.authentication.plugin takes no password",
+        "spec.generatedPassword is required unless spec.authentication.plugin takes no password",
     ),
 ]
 

@@ -56,7 +56,8 @@ async def test_create_rotate_and_delete(
     app_one = unique("app-one")
     first, second = passwords.new(), passwords.new()
     await create_secret(kube_client, namespace, "app-pw", {"password": first})
-    await kube_client.create(DATABASE_USERS, database_user(app_one, "app-pw"), namespace)
+    immediate = {"strategy": "Immediate"}  # the old password stops at once (DualPassword: test_rotation.py)
+    await kube_client.create(DATABASE_USERS, database_user(app_one, "app-pw", rotation=immediate), namespace)
 
     obj = await wait_for_ready(kube_client, namespace, app_one)
     assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]

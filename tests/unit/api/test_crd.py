@@ -93,11 +93,11 @@ def test_names_scope_subresources_and_printer_columns() -> None:
 def test_spec_validation_defaults_and_rules() -> None:
     schema = committed_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     assert schema["required"] == ["spec"]
-    [root_rule] = schema["x-kubernetes-validations"]
+    root_rule, connection_rule = schema["x-kubernetes-validations"]
     assert "size(self.metadata.name) <= 32" in root_rule["rule"]
+    assert connection_rule["message"] == v1alpha1.CONNECTION_SECRET_NAME_MESSAGE
     spec = schema["properties"]["spec"]
-    # user is Optional: unwrapped, not required; password is required by a rule unless the plugin takes none
-    assert "required" not in spec
+    assert "required" not in spec  # password, generatedPassword or a plugin without one: CEL rules
     user, host = spec["properties"]["user"], spec["properties"]["host"]
     assert (user["type"], user["maxLength"], user["pattern"]) == ("string", 32, v1alpha1.USER_PATTERN)
     assert "default" not in user
@@ -108,7 +108,8 @@ def test_spec_validation_defaults_and_rules() -> None:
         "spec.user is immutable",
         "spec.host is immutable",
         v1alpha1.PASSWORD_REQUIRED_MESSAGE,
-        "a plugin that takes no password: leave spec.password out",
+        v1alpha1.PASSWORD_SOURCE_MESSAGE,
+        "a plugin that takes no password: leave spec.password and spec.generatedPassword out",
         "every default role must be listed in roles",
         v1alpha1.HOSTS_REPEAT_MESSAGE,
     }
@@ -301,7 +302,7 @@ def test_grants_limits_tls_and_deletion_policy_in_the_schema() -> None:
     policy = properties["deletionPolicy"]
     assert (policy["enum"], policy["default"]) == (["Delete", "Retain"], "Delete")
     assert "Retain leaves the account in MySQL" in policy["description"]
-    assert "required" not in spec_schema()  # every new field is optional (password: by a rule)
+    assert "required" not in spec_schema()  # every new field is optional (password: see the CEL rule)
 
 
 def test_the_grant_rules_name_their_field_and_build_the_models_messages() -> None:

@@ -17,6 +17,7 @@ from dbuser_operator.api.v1alpha1 import (
     KIND,
     PRIVILEGES,
     RELEASE_ANNOTATION,
+    ROTATE_ANNOTATION,
     TABLE_PRIVILEGES,
     AppliedSecret,
     Condition,
@@ -215,14 +216,14 @@ def test_status_to_api_keeps_fields_it_does_not_know() -> None:
     stored = {
         "user": "old",
         "host": "%",
-        "rotation": {"phase": "Pending"},  # written by a newer operator
+        "replication": {"phase": "Pending"},  # written by a newer operator
         "observedGeneration": 1,
     }
     status = DatabaseUserStatus.model_validate(stored)
     assert status.user == "old"  # unknown fields are tolerated when parsing
     status.user, status.host, status.observed_generation = "app", None, 2
     assert status.to_api(stored) == {
-        "rotation": {"phase": "Pending"},
+        "replication": {"phase": "Pending"},
         "conditions": [],
         "observedGeneration": 2,
         "user": "app",
@@ -291,7 +292,7 @@ def test_new_fields_default_like_the_crd() -> None:
     dumped = spec.model_dump(
         by_alias=True, mode="json", exclude={"password", "host", "user"}, exclude_none=True
     )
-    assert dumped == SPEC_DEFAULTS
+    assert dumped == SPEC_DEFAULTS  # optional fields without a default (None) are left out
     # Each spec gets its own list.
     spec.privileges.append(Grant(privileges=["SELECT"], database="app"))
     assert DatabaseUserSpec(password=SecretKeySelector(name="s", key="k")).privileges == []
@@ -569,10 +570,11 @@ def test_the_sample_commented_fields_are_valid_and_complete() -> None:
     path = REPO / "config" / "samples" / "mysql_v1alpha1_databaseuser.yaml"
     lines = [_COMMENTED_FIELD.sub(r"\1\2", line) for line in path.read_text().splitlines()]
     obj = yaml.safe_load("\n".join(lines))
-    parsed = DatabaseUser.model_validate(obj)
     spec_fields = {field.alias or name for name, field in DatabaseUserSpec.model_fields.items()}
     assert set(obj["spec"]) == spec_fields
-    assert set(obj["metadata"]["annotations"]) == {ADOPT_ANNOTATION, RELEASE_ANNOTATION}
+    del obj["spec"]["password"]  # generatedPassword is the alternative to it
+    parsed = DatabaseUser.model_validate(obj)
+    assert set(obj["metadata"]["annotations"]) == {ADOPT_ANNOTATION, RELEASE_ANNOTATION, ROTATE_ANNOTATION}
     assert parsed.spec.privileges[1].table == "orders"
     assert parsed.spec.privileges[0].table == "*"
     assert parsed.model_dump(by_alias=True, exclude_unset=True, mode="json") == obj

@@ -25,8 +25,9 @@ OPERATOR_RULES: frozenset[Rule] = frozenset(
     | {(API_GROUP, "databaseusers/status", "patch")}
     | {(API_GROUP, "databaseroles", verb) for verb in ("get", "list", "watch", "patch")}
     | {(API_GROUP, "databaseroles/status", "patch")}
-    | {("", "secrets", verb) for verb in ("list", "watch")}
+    | {("", "secrets", verb) for verb in ("list", "watch", "get", "create", "patch", "delete")}
     | {("", "events", verb) for verb in ("create", "patch")}
+    | {("", "pods", "list"), ("apps", "deployments", "patch"), ("apps", "statefulsets", "patch")}
 )
 LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
     {("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")}

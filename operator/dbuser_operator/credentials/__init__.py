@@ -1,0 +1,1 @@
+"""Credentials applications use: generated passwords, connection URLs, sandboxed templates (no Kubernetes)."""

@@ -1,0 +1,141 @@
+"""Helpers of the rotation tests: the server's flavour, pods written the way a kubelet would, Events."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.rotation import PODS
+from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.mysql import ServerInfo, dual_password
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.conditions import format_time
+from dbuser_operator.runtime.resources import SECRETS
+from tests.integration.operator.helpers import mysql_query
+
+
+def has_dual_passwords(mysql: MySQLServer) -> bool:
+    """Whether the test server keeps retained passwords (MySQL 8.0.21+)."""
+    [(version,)] = mysql_query(mysql, "SELECT VERSION()")
+    return dual_password.supports_dual_passwords(ServerInfo.parse(str(version)))
+
+
+async def create_pod(
+    kube: KubeClient, namespace: str, name: str, secret: str, started: datetime, *, how: str = "env"
+) -> None:
+    """A pod that reads ``secret`` (``how``: env, envFrom, volume, projected), then its status as the
+    kubelet would write it: Running since ``started`` (there is no kubelet in the test environment)."""
+    container: dict[str, Any] = {"name": "app", "image": "app:1"}
+    spec: dict[str, Any] = {"containers": [container]}
+    if how == "env":
+        container["env"] = [
+            {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": secret, "key": "password"}}}
+        ]
+    elif how == "envFrom":
+        container["envFrom"] = [{"secretRef": {"name": secret}}]
+    elif how == "volume":
+        spec["volumes"] = [{"name": "db", "secret": {"secretName": secret}}]
+    else:
+        spec["volumes"] = [{"name": "db", "projected": {"sources": [{"secret": {"name": secret}}]}}]
+    await kube.create(PODS, {"metadata": {"name": name}, "spec": spec}, namespace)
+    await set_pod_started(kube, namespace, name, started)
+
+
+async def set_pod_started(kube: KubeClient, namespace: str, name: str, started: datetime) -> None:
+    """Write the pod's status: Running, its container (re)started at ``started``."""
+    status = {
+        "phase": "Running",
+        "startTime": format_time(started),
+        "containerStatuses": [
+            {
+                "name": "app",
+                "image": "app:1",
+                "imageID": "",
+                "ready": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": format_time(started)}},
+            }
+        ],
+    }
+    await kube.patch(
+        PODS, name, {"status": status}, PatchType.MERGE, namespace=namespace, subresource="status"
+    )
+
+
+def an_hour_ago() -> datetime:
+    return datetime.now(UTC) - timedelta(hours=1)
+
+
+async def events_of(kube: KubeClient, namespace: str, name: str) -> list[dict[str, Any]]:
+    listed = await kube.request("GET", f"/api/v1/namespaces/{namespace}/events")
+    return [event for event in listed["items"] if event["involvedObject"].get("name") == name]
+
+
+async def wait_for_event(
+    kube: KubeClient, namespace: str, name: str, reason: str, limit: float = 60
+) -> dict[str, Any]:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        for event in await events_of(kube, namespace, name):
+            if event["reason"] == reason:
+                return event
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"no Event {reason} for {namespace}/{name} within {limit} s")
+
+
+async def rotation_status(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:
+    obj = await kube.get(DATABASE_USERS, name, namespace)
+    return dict((obj.get("status") or {}).get("rotation") or {})
+
+
+async def wait_for_phase(
+    kube: KubeClient, namespace: str, name: str, phase: str, limit: float = 60
+) -> dict[str, Any]:
+    deadline = time.monotonic() + limit
+    rotation: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        rotation = await rotation_status(kube, namespace, name)
+        if rotation.get("phase") == phase:
+            return rotation
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{namespace}/{name} never reached phase {phase}: {rotation}")
+
+
+async def poll(condition: Callable[[], Awaitable[bool]], what: str, limit: float = 30) -> None:
+    deadline = time.monotonic() + limit
+    while not await condition():
+        assert time.monotonic() < deadline, f"{what} not met within {limit} s"
+        await asyncio.sleep(0.05)
+
+
+def generated_user(name: str, target: str, **spec: Any) -> dict[str, Any]:
+    """A DatabaseUser with a generated password (in the Secret ``<name>-password``, key ``password``)."""
+    return {
+        "apiVersion": DATABASE_USERS.api_version,
+        "kind": "DatabaseUser",
+        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": target}},
+        "spec": {"generatedPassword": {}, **spec},
+    }
+
+
+async def secret_password(kube: KubeClient, namespace: str, secret: str, key: str = "password") -> str:
+    """The password in the Secret, as an application that reads it from the API server sees it."""
+    obj = await kube.get(SECRETS, secret, namespace)
+    return base64.b64decode(obj["data"][key]).decode()
+
+
+async def delete_users(kube: KubeClient, namespace: str, limit: float = 60) -> None:
+    """Delete every DatabaseUser of ``namespace`` and wait until they are gone: a rotation left waiting (a
+    period, a discard) must not write while later tests measure that nothing is written."""
+    listed = await kube.list(DATABASE_USERS, namespace)
+    for item in listed["items"]:
+        await kube.delete(DATABASE_USERS, item["metadata"]["name"], namespace)
+    deadline = time.monotonic() + limit
+    while (await kube.list(DATABASE_USERS, namespace))["items"]:
+        assert time.monotonic() < deadline, f"the DatabaseUsers of {namespace} were not deleted"
+        await asyncio.sleep(0.1)

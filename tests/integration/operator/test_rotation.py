@@ -1,0 +1,257 @@
+"""Password rotation end to end: DualPassword on MySQL (retain, then discard when it is safe), its refusal on
+MariaDB, Immediate on both. Real API server, real MySQL, real client logins; pods are plain Pod objects
+whose status the test writes (there is no kubelet)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import pymysql
+import pytest
+
+from dbuser_operator.api.v1alpha1 import ROTATE_ANNOTATION
+from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.resources import SECRETS
+from tests.integration.mysql.support import client_tls
+from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
+from tests.integration.operator.helpers import can_log_in, database_user, ready, unique, wait_for_ready
+from tests.integration.operator.rotation_support import (
+    an_hour_ago,
+    create_pod,
+    delete_users,
+    events_of,
+    has_dual_passwords,
+    poll,
+    rotation_status,
+    set_pod_started,
+    wait_for_event,
+    wait_for_phase,
+)
+
+
+@pytest.fixture(autouse=True)
+async def _cleanup(kube_client: KubeClient, namespace: str) -> AsyncIterator[None]:
+    yield
+    await delete_users(kube_client, namespace)
+
+
+pytestmark = pytest.mark.integration
+
+
+async def rotate(kube: KubeClient, namespace: str, secret: str, password: str) -> None:
+    patch = {"stringData": {"password": password}}
+    await kube.patch(SECRETS, secret, patch, PatchType.MERGE, namespace=namespace)
+
+
+async def logs_in(mysql: MySQLServer, user: str, password: str) -> bool:
+    return await asyncio.to_thread(can_log_in, mysql, user, password)
+
+
+async def immediate_status(kube: KubeClient, namespace: str, name: str) -> dict[str, object]:
+    """status.rotation once it records an Immediate rotation (written right after the ALTER USER)."""
+
+    async def recorded() -> bool:
+        rotation = await rotation_status(kube, namespace, name)
+        return rotation.get("strategy") == "Immediate" and "lastRotationTime" in rotation
+
+    await poll(recorded, "status.rotation of an Immediate rotation")
+    return await rotation_status(kube, namespace, name)
+
+
+async def make_user(
+    kube: KubeClient, namespace: str, passwords: PasswordLedger, name: str, **rotation: object
+) -> tuple[str, str]:
+    """A DatabaseUser ``name`` with its own Secret (named like it), Ready; (its Secret, its password)."""
+    first = passwords.new()
+    await create_secret(kube, namespace, name, {"password": first})
+    await kube.create(DATABASE_USERS, database_user(name, name, rotation=rotation), namespace)
+    await wait_for_ready(kube, namespace, name)
+    return name, first
+
+
+async def test_dual_password_keeps_the_old_one_until_the_grace_period_ends(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    name = unique("dual")
+    secret, first = await make_user(kube_client, namespace, passwords, name, gracePeriod="3s")
+    second = passwords.new()
+    await rotate(kube_client, namespace, secret, second)
+
+    if not has_dual_passwords(mysql):  # MariaDB: unset strategy means Immediate
+        await poll(lambda: logs_in(mysql, name, second), "the new password works")
+        assert not await logs_in(mysql, name, first)
+        rotation = await immediate_status(kube_client, namespace, name)
+        assert "phase" not in rotation
+        return
+
+    retained = await wait_for_phase(kube_client, namespace, name, "Retained", limit=10)
+    assert retained["strategy"] == "DualPassword"
+    assert retained["retainedSince"] == retained["lastRotationTime"]
+    assert await logs_in(mysql, name, second)
+    assert await logs_in(mysql, name, first), "the old password must keep working while it is retained"
+
+    await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
+    assert not await logs_in(mysql, name, first)
+    assert await logs_in(mysql, name, second)
+    await wait_for_event(kube_client, namespace, name, "OldPasswordDiscarded")
+    obj = await wait_for_ready(kube_client, namespace, name)
+    assert ready(obj)["reason"] == "AccountReady"  # type: ignore[index]
+
+
+async def test_a_pod_that_never_restarts_holds_the_discard_until_max_wait(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    if not has_dual_passwords(mysql):
+        pytest.skip("dual passwords: MySQL only (MariaDB: test_dual_password_is_refused_where_unsupported)")
+    name = unique("held")
+    secret, first = await make_user(kube_client, namespace, passwords, name, gracePeriod="1s", maxWait="12s")
+    await create_pod(kube_client, namespace, "stuck-app", secret, an_hour_ago(), how="volume")
+    await create_pod(kube_client, namespace, "other-app", "unrelated-secret", an_hour_ago())
+    second = passwords.new()
+    await rotate(kube_client, namespace, secret, second)
+    retained = await wait_for_phase(kube_client, namespace, name, "Retained", limit=10)
+
+    await asyncio.sleep(6)  # well past the grace period, before the maximum wait
+    assert (await rotation_status(kube_client, namespace, name))["phase"] == "Retained"
+    assert await logs_in(mysql, name, first), "discarded while a pod that uses the Secret never restarted"
+
+    await wait_for_phase(kube_client, namespace, name, "Discarded", limit=40)
+    warning = await wait_for_event(kube_client, namespace, name, "OldPasswordDiscardedWhileInUse")
+    assert warning["type"] == "Warning"
+    assert "stuck-app" in warning["message"]
+    assert "other-app" not in warning["message"]
+    discarded_after = datetime.now(UTC) - datetime.fromisoformat(retained["retainedSince"])
+    assert discarded_after >= timedelta(seconds=12)
+    assert not await logs_in(mysql, name, first)
+    assert await logs_in(mysql, name, second)
+
+
+@pytest.mark.parametrize("how", ["env", "envFrom", "projected"])
+async def test_a_restarted_pod_releases_the_discard(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+    how: str,
+) -> None:
+    if not has_dual_passwords(mysql):
+        pytest.skip("dual passwords: MySQL only (MariaDB: test_dual_password_is_refused_where_unsupported)")
+    name = unique("restart")
+    secret, first = await make_user(kube_client, namespace, passwords, name, gracePeriod="1s", maxWait="10m")
+    await create_pod(kube_client, namespace, "app", secret, an_hour_ago(), how=how)
+    await rotate(kube_client, namespace, secret, passwords.new())
+    await wait_for_phase(kube_client, namespace, name, "Retained", limit=10)
+    await asyncio.sleep(3)
+    assert (await rotation_status(kube_client, namespace, name))["phase"] == "Retained"
+
+    await set_pod_started(kube_client, namespace, "app", datetime.now(UTC) + timedelta(seconds=1))
+
+    await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
+    assert not await logs_in(mysql, name, first)
+    reasons = [event["reason"] for event in await events_of(kube_client, namespace, name)]
+    assert "OldPasswordDiscardedWhileInUse" not in reasons
+
+
+async def test_an_old_session_holds_the_discard_until_it_closes(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    if not has_dual_passwords(mysql):
+        pytest.skip("dual passwords: MySQL only (MariaDB: test_dual_password_is_refused_where_unsupported)")
+    name = unique("session")
+    secret, first = await make_user(kube_client, namespace, passwords, name, gracePeriod="1s", maxWait="10m")
+    session = pymysql.connect(
+        host=mysql.host, port=mysql.port, user=name, password=first.encode(), **client_tls(mysql, tls=False)
+    )
+    try:
+        await rotate(kube_client, namespace, secret, passwords.new())
+        await wait_for_phase(kube_client, namespace, name, "Retained", limit=10)
+        await asyncio.sleep(4)
+        assert (await rotation_status(kube_client, namespace, name))["phase"] == "Retained"
+    finally:
+        session.close()
+    await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
+    assert not await logs_in(mysql, name, first)
+
+
+async def test_dual_password_is_refused_where_unsupported(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    name = unique("asked")
+    first = passwords.new()
+    await create_secret(kube_client, namespace, name, {"password": first})
+    body = database_user(name, name, rotation={"strategy": "DualPassword"})
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    if has_dual_passwords(mysql):
+        await wait_for_ready(kube_client, namespace, name)
+        return
+    obj = await wait_for_ready(kube_client, namespace, name, "False", "DualPasswordUnsupported")
+    message = ready(obj)["message"]  # type: ignore[index]
+    assert "MariaDB" in message
+    assert "Immediate" in message
+    assert not await logs_in(mysql, name, first)  # never silently created with another strategy
+
+    # Immediate is accepted, and rotates at once.
+    patch = {"spec": {"rotation": {"strategy": "Immediate"}}}
+    await kube_client.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    assert await logs_in(mysql, name, first)
+    second = passwords.new()
+    await rotate(kube_client, namespace, name, second)
+    await poll(lambda: logs_in(mysql, name, second), "the new password works")
+    assert not await logs_in(mysql, name, first)
+    await immediate_status(kube_client, namespace, name)
+
+
+async def test_immediate_rotates_at_once(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    name = unique("immediate")
+    secret, first = await make_user(kube_client, namespace, passwords, name, strategy="Immediate")
+    second = passwords.new()
+    await rotate(kube_client, namespace, secret, second)
+    await poll(lambda: logs_in(mysql, name, second), "the new password works")
+    assert not await logs_in(mysql, name, first)
+    rotation = await immediate_status(kube_client, namespace, name)
+    assert "phase" not in rotation
+
+
+async def test_the_rotate_annotation_on_a_users_own_secret_is_ignored_with_a_warning(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    name = unique("own")
+    _, first = await make_user(kube_client, namespace, passwords, name)
+    patch = {"metadata": {"annotations": {ROTATE_ANNOTATION: "now"}}}
+    await kube_client.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
+    warning = await wait_for_event(kube_client, namespace, name, "RotateIgnored")
+    assert "generated passwords only" in warning["message"]
+    assert (await rotation_status(kube_client, namespace, name)).get("trigger") == "now"
+    assert await logs_in(mysql, name, first)

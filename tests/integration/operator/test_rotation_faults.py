@@ -1,0 +1,125 @@
+"""A DualPassword rotation survives its operator: SIGKILLed between the retain and the discard, or paused
+(SIGSTOP) past its lease while a standby takes over. The phase resumes in the next process; afterwards the
+password in MySQL, the Secret and status agree, and the old password no longer works. Real operator
+processes (the replicas harness), real API server and MySQL 9.7."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from kubernetes_asyncio import client
+
+from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.envtest import KubeCluster, MySQLServer
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.resources import SECRETS
+from tests.integration.operator.conftest import PasswordLedger, create_secret
+from tests.integration.operator.helpers import can_log_in, database_user, wait_for_ready
+from tests.integration.operator.replicas import Failover
+from tests.integration.operator.rotation_support import (
+    has_dual_passwords,
+    poll,
+    rotation_status,
+    wait_for_event,
+    wait_for_phase,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture
+async def replicas(
+    kube: KubeCluster,
+    mysql: MySQLServer,
+    crds: list[str],
+    namespace: str,
+    kube_api: client.ApiClient,
+    envtest_workdir: Path,
+) -> AsyncIterator[Failover]:
+    if not has_dual_passwords(mysql):
+        pytest.skip("DualPassword rotation: MySQL only")
+    workdir = envtest_workdir / "operator" / namespace  # the replicas' logs are checked for leaks too
+    workdir.mkdir(parents=True)
+    setup = Failover(kube, mysql, namespace, workdir)
+    await setup.prepare(kube_api, "a", "b")
+    try:
+        yield setup
+    finally:
+        setup.stop_all()
+
+
+async def start_rotation(
+    replicas: Failover, kube: KubeClient, passwords: PasswordLedger
+) -> tuple[str, str, str]:
+    """A DatabaseUser on its first password, then its Secret changed: (name, old, new) once Retained."""
+    name = f"rot-{replicas.suffix}"
+    first, second = passwords.new(), passwords.new()
+    await create_secret(kube, replicas.namespace, name, {"password": first})
+    rotation = {"gracePeriod": "8s", "maxWait": "5m"}
+    body = database_user(name, name, target=replicas.target, rotation=rotation)
+    await kube.create(DATABASE_USERS, body, replicas.namespace)
+    await wait_for_ready(kube, replicas.namespace, name, limit=60)
+    patch = {"stringData": {"password": second}}
+    await kube.patch(SECRETS, name, patch, PatchType.MERGE, namespace=replicas.namespace)
+    await wait_for_phase(kube, replicas.namespace, name, "Retained", limit=30)
+    return name, first, second
+
+
+async def assert_agreed(
+    replicas: Failover, kube: KubeClient, mysql: MySQLServer, name: str, old: str, new: str
+) -> None:
+    """Discarded; MySQL takes the Secret's password only; status names the Secret version applied."""
+    await wait_for_phase(kube, replicas.namespace, name, "Discarded", limit=60)
+    await wait_for_event(kube, replicas.namespace, name, "OldPasswordDiscarded")
+    assert await asyncio.to_thread(can_log_in, mysql, name, new)
+    assert not await asyncio.to_thread(can_log_in, mysql, name, old)
+    secret = await kube.get(SECRETS, name, replicas.namespace)
+
+    async def applied() -> bool:
+        obj = await kube.get(DATABASE_USERS, name, replicas.namespace)
+        recorded = (obj.get("status") or {}).get("appliedSecret") or {}
+        return bool(recorded.get("resourceVersion") == secret["metadata"]["resourceVersion"])
+
+    await poll(applied, "status.appliedSecret names the Secret's version")
+    rotation = await rotation_status(kube, replicas.namespace, name)
+    assert rotation["strategy"] == "DualPassword"
+
+
+async def test_a_killed_operator_resumes_the_rotation(
+    replicas: Failover, kube_client: KubeClient, mysql: MySQLServer, passwords: PasswordLedger
+) -> None:
+    a = replicas.start("a")
+    await replicas.wait_for_holder(kube_client, a)
+    name, old, new = await start_rotation(replicas, kube_client, passwords)
+
+    assert a.process is not None
+    a.process.send_signal(signal.SIGKILL)  # between the retain and the discard
+    a.process.wait(timeout=10)
+    assert await asyncio.to_thread(can_log_in, mysql, name, old), "the kill must not lose the old password"
+
+    b = replicas.start("b")
+    await replicas.wait_for_holder(kube_client, b, limit=60)
+    await assert_agreed(replicas, kube_client, mysql, name, old, new)
+
+
+async def test_a_failover_mid_rotation_resumes_it(
+    replicas: Failover, kube_client: KubeClient, mysql: MySQLServer, passwords: PasswordLedger
+) -> None:
+    a = replicas.start("a")
+    await replicas.wait_for_holder(kube_client, a)
+    b = replicas.start("b")
+    name, old, new = await start_rotation(replicas, kube_client, passwords)
+
+    a.pause()
+    await replicas.wait_for_holder(kube_client, b, limit=60)
+    await assert_agreed(replicas, kube_client, mysql, name, old, new)
+    a.resume()
+    assert await a.exit_code() == 1
+    await asyncio.sleep(1)  # anything the old leader still had would have landed by now
+    assert await asyncio.to_thread(can_log_in, mysql, name, new)
+    assert not await asyncio.to_thread(can_log_in, mysql, name, old)
+    assert (await rotation_status(kube_client, replicas.namespace, name))["phase"] == "Discarded"

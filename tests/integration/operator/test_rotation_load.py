@@ -1,0 +1,138 @@
+"""Zero-downtime rotation under load (MySQL 9.7): 20 real clients reconnect every few milliseconds, each
+login with the password the connection Secret holds on the API server at that moment (as a mounted file
+refreshed from it would give), across several rotations of a generated password. Not one login may fail;
+after each discard the old password no longer works."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pymysql
+import pytest
+
+from dbuser_operator.api.v1alpha1 import ROTATE_ANNOTATION
+from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from tests.integration.mysql.support import client_tls
+from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator
+from tests.integration.operator.helpers import can_log_in, unique, wait_for_ready
+from tests.integration.operator.rotation_support import (
+    delete_users,
+    generated_user,
+    has_dual_passwords,
+    poll,
+    rotation_status,
+    secret_password,
+)
+
+
+@pytest.fixture(autouse=True)
+async def _cleanup(kube_client: KubeClient, namespace: str) -> AsyncIterator[None]:
+    yield
+    await delete_users(kube_client, namespace)
+
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+CLIENTS = 20
+ROTATIONS = 3
+
+
+@dataclass
+class Load:
+    """Clients that log in again and again with the password currently published."""
+
+    mysql: MySQLServer
+    user: str
+    password: str
+    logins: int = 0
+    failures: list[str] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def client(self) -> None:
+        while not self.stop.is_set():
+            password = self.password  # the file as the kubelet last refreshed it
+            try:
+                connection = pymysql.connect(
+                    host=self.mysql.host,
+                    port=self.mysql.port,
+                    user=self.user,
+                    password=password.encode(),
+                    connect_timeout=10,
+                    **client_tls(self.mysql, tls=False),
+                )
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT 1")
+                connection.close()
+            except pymysql.err.MySQLError as error:
+                with self.lock:
+                    self.failures.append(f"{type(error).__name__} {error.args[0]}")
+            else:
+                with self.lock:
+                    self.logins += 1
+            time.sleep(0.003)
+
+
+async def test_zero_failed_logins_across_rotations(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    if not has_dual_passwords(mysql):
+        pytest.skip("zero-downtime rotation needs dual passwords: MySQL only")
+    name = unique("load")
+    secret = f"{name}-connection"  # what the applications mount
+    connection = {"name": secret}
+    rotation = {"gracePeriod": "2s", "maxWait": "2m"}
+    body = generated_user(name, TARGET, rotation=rotation, connectionSecret=connection)
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    load = Load(mysql, name, await secret_password(kube_client, namespace, secret))
+    passwords.values.add(load.password)
+    seen = [load.password]
+
+    async def refresh() -> None:  # the Secret as a refreshed mounted file: read from the API server
+        while not load.stop.is_set():
+            load.password = await secret_password(kube_client, namespace, secret)
+            await asyncio.sleep(0.05)
+
+    refresher = asyncio.create_task(refresh())
+    threads = [threading.Thread(target=load.client, daemon=True) for _ in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    try:
+        await asyncio.sleep(2)
+        for round_ in range(1, ROTATIONS + 1):
+            trigger = f"load-{round_}"
+            patch = {"metadata": {"annotations": {ROTATE_ANNOTATION: trigger}}}
+            await kube_client.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
+
+            async def discarded(trigger: str = trigger) -> bool:
+                rotation = await rotation_status(kube_client, namespace, name)
+                return rotation.get("trigger") == trigger and rotation.get("phase") == "Discarded"
+
+            await poll(discarded, f"rotation {trigger} discarded", limit=90)
+            current = await secret_password(kube_client, namespace, secret)
+            passwords.values.add(current)
+            assert current != seen[-1]
+            old = seen[-1]
+            seen.append(current)
+            assert not await asyncio.to_thread(can_log_in, mysql, name, old), "the old password still works"
+            await asyncio.sleep(1)
+    finally:
+        load.stop.set()
+        await asyncio.gather(refresher, return_exceptions=True)
+        for thread in threads:
+            await asyncio.to_thread(thread.join, 30)
+    print(f"{load.logins} logins across {ROTATIONS} rotations, {len(load.failures)} failed")
+    assert load.failures == []
+    assert load.logins > CLIENTS * ROTATIONS
+    assert await asyncio.to_thread(can_log_in, mysql, name, seen[-1])

@@ -1,0 +1,97 @@
+"""Connection-Secret templates: Jinja2's sandbox in a bounded worker process; hostile ones refused."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from dbuser_operator.credentials.templates import TemplateError, TemplateRenderer, render_all
+
+VALUES = {
+    "host": "db",
+    "port": "3306",
+    "username": "app",
+    "password": "s3cr3t-Value",
+    "database": "shop",
+    "DATABASE_URL": "mysql://app:s3cr3t-Value@db:3306/shop",
+    "JDBC_URL": "jdbc:mysql://db:3306/shop?user=app&password=s3cr3t-Value",
+}
+LIMIT = 4096
+
+
+def test_renders_the_values() -> None:
+    templates = {
+        "GO_DSN": "{{ username }}:{{ password }}@tcp({{ host }}:{{ port }})/{{ database }}",
+        "encoded": "{{ password | urlencode }}",
+        "branch": "{% if database %}{{ database | upper }}{% else %}none{% endif %}",
+    }
+    assert render_all(templates, VALUES, LIMIT) == {
+        "GO_DSN": "app:s3cr3t-Value@tcp(db:3306)/shop",
+        "encoded": "s3cr3t-Value",
+        "branch": "SHOP",
+    }
+
+
+@pytest.mark.parametrize(
+    ("template", "complaint"),
+    [
+        ("{{ ''.__class__ }}", "access to attribute '__class__' of 'str' object is unsafe"),
+        ("{{ password.__class__.__mro__[1].__subclasses__() }}", "is unsafe"),
+        ("{{ password|attr('__class__') }}", "is unsafe"),
+        ("{{ password.__len__() }}", "is unsafe"),
+        ("{{ cycler.__init__.__globals__ }}", "uses 'cycler'"),
+        ("{{ range(10) }}", "uses 'range'"),
+        ("{{ hots }}", "uses 'hots'"),
+        ("{% if %}", "line 1: Expected an expression"),
+        ("{{ 'x' * 1000000000 }}", "a repetition longer than 4096 characters"),
+        ("{{ [1, 2] * 100000 }}", "a repetition longer than"),
+        ("{{ (9 ** 999999) ** 999999 }}", "an exponent above"),
+        (
+            "{% for a in JDBC_URL %}{% for b in JDBC_URL %}{{ JDBC_URL }}{% endfor %}{% endfor %}",
+            "renders more",
+        ),
+        ("{{ {}[password] }}", "failed to render (UndefinedError)"),
+        ("{{ password + 1 }}", "failed to render (TypeError)"),
+    ],
+)
+def test_hostile_templates_are_refused_without_the_values(template: str, complaint: str) -> None:
+    with pytest.raises(TemplateError) as refused:
+        render_all({"evil": template}, VALUES, LIMIT)
+    message = str(refused.value)
+    assert complaint in message
+    assert "'evil'" in message
+    assert not any(value in message for value in VALUES.values() if len(value) > 4)
+
+
+async def test_the_worker_bounds_time_and_comes_back() -> None:
+    renderer = TemplateRenderer(timeout=1.0)
+    try:
+        assert await renderer.render({"user": "{{ username }}"}, VALUES) == {"user": "app"}
+        endless = "{% for a in JDBC_URL %}" * 6 + "{% endfor %}" * 6
+        started = time.monotonic()
+        with pytest.raises(TemplateError, match="took longer than 1 s"):
+            await renderer.render({"endless": endless}, VALUES)
+        assert time.monotonic() - started < 30  # killed, not waited for
+        # A new worker serves the next render.
+        assert await renderer.render({"user": "{{ username }}!"}, VALUES) == {"user": "app!"}
+        with pytest.raises(TemplateError, match="uses 'lipsum'"):
+            await renderer.render({"x": "{{ lipsum }}"}, VALUES)
+    finally:
+        await renderer.close()
+
+
+async def test_the_worker_bounds_memory() -> None:
+    renderer = TemplateRenderer(timeout=20.0, max_output=2**31, memory_limit=512 * 1024**2)
+    try:
+        with pytest.raises(TemplateError, match=r"memory|stopped"):
+            await renderer.render({"huge": "{{ password * 150000000 }}"}, VALUES)  # 1.8 GB
+        assert await renderer.render({"user": "{{ username }}"}, VALUES) == {"user": "app"}
+    finally:
+        await renderer.close()
+
+
+async def test_no_templates_no_worker() -> None:
+    renderer = TemplateRenderer()
+    assert await renderer.render({}, VALUES) == {}
+    assert renderer._worker is None
