@@ -21,6 +21,7 @@ import resource
 import sys
 from collections.abc import Mapping
 from typing import Any, Final
+from urllib.parse import quote
 
 DEFAULT_TIMEOUT: Final = 2.0  # seconds a render may take
 DEFAULT_MAX_OUTPUT: Final = 64 * 1024  # characters of one rendered key (a Secret holds at most 1 MiB)
@@ -83,6 +84,8 @@ def render_all(templates: Mapping[str, str], values: Mapping[str, str], max_outp
 
     check_names(templates, frozenset(values))
     environment = BoundedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    # Every reserved character percent-encoded, "/" too (Jinja2's urlencode leaves it): for URL parts.
+    environment.filters["urlquote"] = lambda value: quote(str(value), safe="")
     rendered: dict[str, str] = {}
     for key, source in templates.items():
         size, parts = 0, []

@@ -24,11 +24,13 @@ def test_renders_the_values() -> None:
     templates = {
         "GO_DSN": "{{ username }}:{{ password }}@tcp({{ host }}:{{ port }})/{{ database }}",
         "encoded": "{{ password | urlencode }}",
+        "quoted": "{{ 'p@ss/w:rd?' | urlquote }}",
         "branch": "{% if database %}{{ database | upper }}{% else %}none{% endif %}",
     }
     assert render_all(templates, VALUES, LIMIT) == {
         "GO_DSN": "app:s3cr3t-Value@tcp(db:3306)/shop",
         "encoded": "s3cr3t-Value",
+        "quoted": "p%40ss%2Fw%3Ard%3F",
         "branch": "SHOP",
     }
 
