@@ -87,7 +87,7 @@ REJECTED: list[tuple[str, dict[str, Any], str]] = [
     (
         "no-password",
         {"password": None},
-        "spec.password: Required value: spec.generatedPassword is required unless",
+        "spec.password: Required value: spec.password or spec.generatedPassword is required unless",
     ),
     (
         "password-with-socket",
@@ -98,7 +98,8 @@ REJECTED: list[tuple[str, dict[str, Any], str]] = [
     (
         "no-password-with-ed25519",
         {"authentication": {"plugin": "ed25519"}, "password": None},
-        "spec.generatedPassword is required unless spec.authentication.plugin takes no password",
+        "spec.password or spec.generatedPassword is required unless spec.authentication.plugin takes no "
+        "password",
     ),
 ]
 

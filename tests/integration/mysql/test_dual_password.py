@@ -40,6 +40,7 @@ def mysql_only(server: ServerInfo) -> None:
         pytest.skip("dual passwords: MySQL 8.0.21+ only (MariaDB is covered by test_mariadb_refuses_retain)")
 
 
+@pytest.mark.dual_passwords
 @pytest.mark.usefixtures("mysql_only")
 async def test_retain_keeps_both_then_discard_keeps_the_new_one(
     db: Database, mysql: MySQLServer, accounts_made: Accounts
@@ -62,6 +63,7 @@ async def test_retain_keeps_both_then_discard_keeps_the_new_one(
     assert login(mysql, user, "new-pw") == f"{user}@%"
 
 
+@pytest.mark.dual_passwords
 @pytest.mark.usefixtures("mysql_only")
 async def test_a_plain_set_keeps_the_retained_password(
     db: Database, mysql: MySQLServer, accounts_made: Accounts
@@ -79,6 +81,7 @@ async def test_a_plain_set_keeps_the_retained_password(
     assert await dual_password.read_state(db, user, "%") == PasswordState("uid/2", retained=True)
 
 
+@pytest.mark.dual_passwords
 @pytest.mark.usefixtures("mysql_only")
 async def test_a_second_retain_replaces_the_secondary(
     db: Database, mysql: MySQLServer, accounts_made: Accounts
@@ -93,6 +96,7 @@ async def test_a_second_retain_replaces_the_secondary(
     assert login(mysql, user, "pw-3") == f"{user}@%"
 
 
+@pytest.mark.dual_passwords
 @pytest.mark.usefixtures("mysql_only")
 async def test_sessions_up_to_the_watermark(
     db: Database, mysql: MySQLServer, accounts_made: Accounts

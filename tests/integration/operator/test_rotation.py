@@ -106,6 +106,7 @@ async def test_dual_password_keeps_the_old_one_until_the_grace_period_ends(
     assert ready(obj)["reason"] == "AccountReady"  # type: ignore[index]
 
 
+@pytest.mark.dual_passwords
 async def test_a_pod_that_never_restarts_holds_the_discard_until_max_wait(
     operator: RunningOperator,
     kube_client: KubeClient,
@@ -138,6 +139,7 @@ async def test_a_pod_that_never_restarts_holds_the_discard_until_max_wait(
     assert await logs_in(mysql, name, second)
 
 
+@pytest.mark.dual_passwords
 @pytest.mark.parametrize("how", ["env", "envFrom", "projected"])
 async def test_a_restarted_pod_releases_the_discard(
     operator: RunningOperator,
@@ -165,6 +167,7 @@ async def test_a_restarted_pod_releases_the_discard(
     assert "OldPasswordDiscardedWhileInUse" not in reasons
 
 
+@pytest.mark.dual_passwords
 async def test_an_old_session_holds_the_discard_until_it_closes(
     operator: RunningOperator,
     kube_client: KubeClient,

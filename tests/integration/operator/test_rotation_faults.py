@@ -28,7 +28,7 @@ from tests.integration.operator.rotation_support import (
     wait_for_phase,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.dual_passwords]
 
 
 @pytest.fixture

@@ -79,6 +79,7 @@ class Load:
             time.sleep(0.003)
 
 
+@pytest.mark.dual_passwords
 async def test_zero_failed_logins_across_rotations(
     operator: RunningOperator,
     kube_client: KubeClient,

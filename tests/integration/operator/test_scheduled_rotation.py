@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -176,6 +177,7 @@ async def test_a_rotation_rolls_the_named_workloads(
     assert "StatefulSet" in missing["message"]
 
 
+@pytest.mark.dual_passwords
 async def test_a_rotation_interrupted_at_any_step_resumes_without_retaining_twice(
     operator: RunningOperator,
     kube_client: KubeClient,
@@ -230,3 +232,38 @@ async def test_a_rotation_interrupted_at_any_step_resumes_without_retaining_twic
     assert await logs_in(mysql, name, third)
     assert await logs_in(mysql, name, second), "a retried retain would have lost the previous password"
     assert not await logs_in(mysql, name, first)
+
+
+async def test_a_generated_rotation_of_several_hosts_is_refused_and_changes_nothing(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    name = unique("gen")
+    secret = f"{name}-password"
+    body = generated_user(name, TARGET, hosts=["localhost"])
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    first = await secret_password(kube_client, namespace, secret)
+    passwords.values.add(first)
+
+    await annotate_rotate(kube_client, namespace, name, "r1")
+    obj = await wait_for_ready(kube_client, namespace, name, "False", "RotationUnsupported")
+    message = next(c["message"] for c in obj["status"]["conditions"] if c["type"] == "Ready")
+    assert "spec.hosts" in message
+    secret_obj = await kube_client.get(SECRETS, secret, namespace)
+    assert PENDING_KEY not in secret_obj["data"]
+    assert PENDING_ANNOTATION not in (secret_obj["metadata"].get("annotations") or {})
+    assert await secret_password(kube_client, namespace, secret) == first
+    assert await logs_in(mysql, name, first)  # the '%' account keeps its password
+
+    # Without the extra host, the same annotation rotates.
+    patch: dict[str, Any] = {"spec": {"hosts": []}}
+    await kube_client.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
+    await wait_for_event(kube_client, namespace, name, "Rotated", limit=30)
+    second = await secret_password(kube_client, namespace, secret)
+    passwords.values.add(second)
+    assert second != first
+    assert await logs_in(mysql, name, second)

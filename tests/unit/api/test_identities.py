@@ -60,9 +60,13 @@ def test_refused_with_the_crds_messages(fields: dict[str, Any], message: str) ->
 
 
 def test_the_password_is_required_unless_the_plugin_takes_none() -> None:
-    with pytest.raises(ValidationError, match=r"spec\.generatedPassword is required unless"):
+    with pytest.raises(
+        ValidationError, match=r"spec\.password or spec\.generatedPassword is required unless"
+    ):
         DatabaseUserSpec.model_validate({})
-    with pytest.raises(ValidationError, match=r"spec\.generatedPassword is required unless"):
+    with pytest.raises(
+        ValidationError, match=r"spec\.password or spec\.generatedPassword is required unless"
+    ):
         DatabaseUserSpec.model_validate({"authentication": {"plugin": "ed25519"}})
     for plugin in v1alpha1.PASSWORDLESS_PLUGINS:
         parsed = DatabaseUserSpec.model_validate({"authentication": {"plugin": plugin}})
