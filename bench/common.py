@@ -288,3 +288,40 @@ def parse_metrics(text: str, names: set[str]) -> list[tuple[str, dict[str, str],
             labels = dict(_LABEL.findall(match["labels"] or ""))
             samples.append((match["name"], labels, float(match["value"])))
     return samples
+
+
+async def apiserver_writes(api: client.ApiClient) -> dict[str, float]:
+    """Write requests the API server has served, by resource (Leases excluded: its own heartbeats)."""
+    response = await api.call_api(
+        "/metrics",
+        "GET",
+        header_params={"Accept": "text/plain"},
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=True,
+        _request_timeout=60,
+    )
+    async with response:
+        text = (await response.read()).decode()
+    writes: dict[str, float] = {}
+    for _, labels, value in parse_metrics(text, {"apiserver_request_total"}):
+        if labels.get("verb") in {*API_WRITE_METHODS, "APPLY"} and labels.get("resource") != "leases":
+            resource = labels.get("resource", "") + (
+                f"/{labels['subresource']}" if labels.get("subresource") else ""
+            )
+            writes[resource] = writes.get(resource, 0) + value
+    return writes
+
+
+async def settle_writes(api: client.ApiClient, *, interval: float = 1.0, limit: float = 120.0) -> float:
+    """Wait until the API server serves no more writes (Events written in the background included): two
+    equal readings of its write counters ``interval`` seconds apart, or ``limit`` seconds; the time taken."""
+    started = time.monotonic()
+    previous = sum((await apiserver_writes(api)).values())
+    while time.monotonic() - started < limit:
+        await asyncio.sleep(interval)
+        current = sum((await apiserver_writes(api)).values())
+        if current == previous:
+            break
+        previous = current
+    return time.monotonic() - started

@@ -40,17 +40,17 @@ from kubernetes_asyncio import client
 
 from bench import processes
 from bench.common import (
-    API_WRITE_METHODS,
     SQL_WRITE_COUNTERS,
     TARGET,
     TARGET_LABEL,
     MySQLAddress,
     admin_sql,
     api_client,
+    apiserver_writes,
     can_log_in,
     counter_delta,
     list_and_watch,
-    parse_metrics,
+    settle_writes,
     sql_counters,
 )
 from bench.scenarios import ReadyWatch, percentile
@@ -123,29 +123,6 @@ class Load:
             except Exception as error:  # not a refusal (e.g. the server's connection limit): counted apart
                 self.errors.append(type(error).__name__)
             await asyncio.sleep(0.003)
-
-
-async def apiserver_writes(api: client.ApiClient) -> dict[str, float]:
-    """Writes the API server has served, by resource (Leases excluded)."""
-    response = await api.call_api(
-        "/metrics",
-        "GET",
-        header_params={"Accept": "text/plain"},
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _return_http_data_only=True,
-        _request_timeout=60,
-    )
-    async with response:
-        text = (await response.read()).decode()
-    writes: dict[str, float] = {}
-    for _, labels, value in parse_metrics(text, {"apiserver_request_total"}):
-        if labels.get("verb") in {*API_WRITE_METHODS, "APPLY"} and labels.get("resource") != "leases":
-            resource = labels.get("resource", "") + (
-                f"/{labels['subresource']}" if labels.get("subresource") else ""
-            )
-            writes[resource] = writes.get(resource, 0) + value
-    return writes
 
 
 async def wait_for(predicate: Any, limit: float, what: str) -> None:
@@ -242,17 +219,6 @@ async def wait_until_discarded(
         await asyncio.sleep(1.0)
 
 
-async def settle(api: client.ApiClient) -> None:
-    """Until the API server has served no write for two seconds (background Events included)."""
-    previous = sum((await apiserver_writes(api)).values())
-    while True:
-        await asyncio.sleep(2.0)
-        current = sum((await apiserver_writes(api)).values())
-        if current == previous:
-            return
-        previous = current
-
-
 async def run(
     api: client.ApiClient, kubeconfig: Path, mysql: MySQLAddress, workdir: Path, arguments: argparse.Namespace
 ) -> dict[str, Any]:
@@ -290,7 +256,7 @@ async def run(
         say(f"{len(rotated)} rotations; waiting for every old password to be discarded")
 
         strategies = await wait_until_discarded(kube, namespace, load.triggers)
-        await settle(api)
+        await settle_writes(api, interval=2.0)
         await asyncio.sleep(1.0)  # a few more logins after the last discard
         load.stop.set()
         metrics_after = await operator.metrics()

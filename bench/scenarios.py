@@ -31,15 +31,16 @@ from bench.common import (
     SQL_WRITE_COUNTERS,
     MySQLAddress,
     admin_sql,
+    apiserver_writes,
     can_log_in,
     counter_delta,
     cpu_seconds,
     database_user,
     is_ready,
     list_and_watch,
-    parse_metrics,
     secret,
     server_pids,
+    settle_writes,
     sql_counters,
 )
 from dbuser_operator.controllers.resources import DATABASE_USERS
@@ -176,26 +177,8 @@ class Bench:
         await admin_sql(self.mysql, f"CREATE DATABASE IF NOT EXISTS `{BENCH_DATABASE}`")
 
     async def apiserver_writes(self) -> dict[str, float]:
-        """Write requests the API server has served, by resource (Leases excluded: its own heartbeats)."""
-        response = await self.api.call_api(
-            "/metrics",
-            "GET",
-            header_params={"Accept": "text/plain"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=60,
-        )
-        async with response:
-            text = (await response.read()).decode()
-        writes: dict[str, float] = {}
-        for _, labels, value in parse_metrics(text, {"apiserver_request_total"}):
-            if labels.get("verb") in {*API_WRITE_METHODS, "APPLY"} and labels.get("resource") != "leases":
-                resource = labels.get("resource", "") + (
-                    f"/{labels['subresource']}" if labels.get("subresource") else ""
-                )
-                writes[resource] = writes.get(resource, 0) + value
-        return writes
+        """Write requests the API server has served, by resource (Leases excluded)."""
+        return await apiserver_writes(self.api)
 
     @staticmethod
     def harness_writes() -> float:
@@ -263,19 +246,8 @@ class Bench:
         return waiting.result()
 
     async def settle_writes(self, limit: float = 120.0) -> float:
-        """Wait until the API server serves no more writes (Events written in the background included).
-
-        Two equal readings of its write counters one second apart, or ``limit`` seconds; the time taken.
-        """
-        started = time.monotonic()
-        previous = sum((await self.apiserver_writes()).values())
-        while time.monotonic() - started < limit:
-            await asyncio.sleep(1.0)
-            current = sum((await self.apiserver_writes()).values())
-            if current == previous:
-                break
-            previous = current
-        return time.monotonic() - started
+        """Wait until the API server serves no more writes; the time taken (:func:`common.settle_writes`)."""
+        return await settle_writes(self.api, limit=limit)
 
     async def cleanup(self, namespace: str, tag: str) -> None:
         """Drop the run's accounts and ownership rows; remove its objects (finalizers first) and namespace."""
