@@ -11,6 +11,7 @@ dropped.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import pydantic
@@ -52,6 +53,19 @@ class DriftReport:
     orphans: list[tuple[str, str]] = field(default_factory=list)
 
 
+async def check_periodically(period: float, check: Callable[[], Awaitable[object]], what: str) -> None:
+    """Run ``check`` every ``period`` seconds until cancelled (never when the period is 0); a MySQL error is
+    logged, and the next period tries again."""
+    if period <= 0:
+        return
+    while True:
+        await asyncio.sleep(period)
+        try:
+            await check()
+        except MySQLError as error:
+            log.warning(f"{what} failed; trying again next period", error=str(error))
+
+
 class DriftCheck:
     """Compares every owned account with its resource and queues the ones that drifted."""
 
@@ -65,14 +79,7 @@ class DriftCheck:
 
     async def run(self) -> None:
         """Check every ``period`` seconds until cancelled (never when the period is 0)."""
-        if self.period <= 0:
-            return
-        while True:
-            await asyncio.sleep(self.period)
-            try:
-                await self.check()
-            except MySQLError as error:
-                log.warning("drift check failed; trying again next period", error=str(error))
+        await check_periodically(self.period, self.check, "drift check")
 
     async def check(self) -> DriftReport:
         """One pass: queue drifted resources, report orphans."""

@@ -7,13 +7,12 @@ DatabaseRole is Ready counts as wanted; one whose DatabaseRole exists but is not
 
 from __future__ import annotations
 
-import asyncio
-
 import pydantic
 import structlog
 
 from dbuser_operator.api.databaserole import DatabaseRole
 from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.controllers.resync import check_periodically
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.mysql import roles
 from dbuser_operator.mysql.errors import MySQLError
@@ -45,14 +44,7 @@ class RoleDriftCheck:
 
     async def run(self) -> None:
         """Check every ``period`` seconds until cancelled (never when the period is 0)."""
-        if self.period <= 0:
-            return
-        while True:
-            await asyncio.sleep(self.period)
-            try:
-                await self.check()
-            except MySQLError as error:
-                log.warning("role drift check failed; trying again next period", error=str(error))
+        await check_periodically(self.period, self.check, "role drift check")
 
     async def check(self) -> list[ObjectKey]:
         """One pass: queue and return the users whose roles drifted."""
