@@ -10,8 +10,17 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
+from pydantic import ValidationError
 
-from dbuser_operator.api.v1alpha1 import API_VERSION, GROUP, KIND, PLURAL, VERSION, DatabaseUser
+from dbuser_operator.api.v1alpha1 import (
+    API_VERSION,
+    GROUP,
+    KIND,
+    PLURAL,
+    VERSION,
+    DatabaseUser,
+    DatabaseUserSpec,
+)
 from tests.conftest import REPO, Runner
 
 pytestmark = pytest.mark.integration
@@ -71,6 +80,16 @@ async def rejected(call: Any) -> str:
     assert error.value.status == 422, error.value.body
     message: str = json.loads(error.value.body or "{}")["message"]
     return message
+
+
+async def refused_like_the_models(
+    api: client.ApiClient, namespace: str, obj: dict[str, Any], complaint: str
+) -> None:
+    """The API server refuses ``obj`` with ``complaint`` in its message; the models refuse its spec too."""
+    message = await rejected(create(api, namespace, obj))
+    assert complaint in message
+    with pytest.raises(ValidationError):
+        DatabaseUserSpec.model_validate(obj["spec"])
 
 
 async def test_the_sample_is_accepted_and_host_defaults_to_any(
