@@ -14,8 +14,6 @@ from tests.integration.api.test_databaseuser_crd import body, create, patch, ref
 
 pytestmark = pytest.mark.integration
 
-PASSWORD = {"password": {"name": "app-db", "key": "password"}}
-
 ACCEPTED: list[tuple[str, dict[str, Any]]] = [
     ("two", {"host": "localhost", "hosts": ["127.0.0.1", "10.0.%"]}),
     ("netmask-and-ipv6", {"hosts": ["10.0.0.0/255.0.0.0", "::1", "app.example.com"]}),
