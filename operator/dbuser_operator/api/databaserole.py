@@ -16,6 +16,7 @@ from dbuser_operator.api.v1alpha1 import (
     GROUP,
     MAX_GRANTS,
     ONE_ENTRY_MESSAGE,
+    SERVER_REF_RULE,
     USER_MAX_LENGTH,
     USER_PATTERN,
     VERSION,
@@ -23,6 +24,7 @@ from dbuser_operator.api.v1alpha1 import (
     DeletionPolicy,
     Grant,
     ObjectMeta,
+    ServerRef,
     _Model,
 )
 
@@ -70,7 +72,8 @@ class DatabaseRoleSpec(_Model):
                     " && (!has(self.role) || self.role == oldSelf.role)",
                     "message": "spec.role is immutable",
                     "fieldPath": ".role",
-                }
+                },
+                SERVER_REF_RULE,
             ]
         }
     )
@@ -79,6 +82,10 @@ class DatabaseRoleSpec(_Model):
     """MySQL role name: 1 to 32 letters, digits, '_', '.' or '-', not starting with '.' or '-'. Defaults to
     metadata.name, which must then be at most 32 characters. Immutable. On MySQL the role is the account
     'role'@'%'; on MariaDB a role (host '')."""
+
+    server_ref: ServerRef | None = None
+    """The server resource (MySQLServer or ClusterMySQLServer) the role lives on; DatabaseUsers granted the
+    role must live on the same one. Unset: the server the operator's settings name. Immutable."""
 
     privileges: list[Grant] = Field(
         default=[],

@@ -716,6 +716,29 @@ class ConnectionSecret(_Model):
         return templates
 
 
+ServerKind = Literal["MySQLServer", "ClusterMySQLServer"]
+"""The kinds of server resource a serverRef may name."""
+
+SERVER_REF_IMMUTABLE_MESSAGE: Final = "spec.serverRef is immutable"
+SERVER_REF_RULE: Final[dict[str, JsonValue]] = {
+    "rule": "has(self.serverRef) == has(oldSelf.serverRef)"
+    " && (!has(self.serverRef) || self.serverRef == oldSelf.serverRef)",
+    "message": SERVER_REF_IMMUTABLE_MESSAGE,
+    "fieldPath": ".serverRef",
+}
+"""The CEL rule of a spec with a serverRef (transition rules: the models cannot check them)."""
+
+
+class ServerRef(_Model):
+    """The server resource an account or role lives on."""
+
+    kind: ServerKind = "MySQLServer"
+    """MySQLServer (in the namespace of the referring resource; the default) or ClusterMySQLServer."""
+
+    name: str = Field(max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN)
+    """Name of the server resource."""
+
+
 class DatabaseUserSpec(_Model):
     """The MySQL account wanted: its name and host, where its password comes from, its privileges and
     limits, whether it must use TLS, and what becomes of it when the resource is deleted."""
@@ -740,6 +763,7 @@ class DatabaseUserSpec(_Model):
                     "message": "spec.host is immutable",
                     "fieldPath": ".host",
                 },
+                SERVER_REF_RULE,
                 {
                     "rule": "has(self.password) || has(self.generatedPassword) || (has(self.authentication)"
                     f" && self.authentication.plugin in {_PASSWORDLESS_CEL})",
@@ -779,6 +803,10 @@ class DatabaseUserSpec(_Model):
     host: str = Field(default="%", max_length=HOST_MAX_LENGTH, pattern=HOST_PATTERN)
     """MySQL host part of the account: the client hosts it may connect from, as MySQL matches them ('%' for
     any host, '10.0.%', an IP address, '10.0.0.0/255.0.0.0', or a host name). Defaults to '%'. Immutable."""
+
+    server_ref: ServerRef | None = None
+    """The server resource (MySQLServer or ClusterMySQLServer) the account lives on. Unset: the server the
+    operator's settings name. Immutable."""
 
     hosts: list[_HostItem] = Field(
         default=[], max_length=MAX_HOSTS, json_schema_extra={"x-kubernetes-list-type": "set"}

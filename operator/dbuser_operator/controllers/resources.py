@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbuser_operator.api import mysqlserver
 from dbuser_operator.api.v1alpha1 import GROUP, KIND, PLURAL, VERSION
 from dbuser_operator.runtime.resources import Resource
 
 DATABASE_USERS = Resource(GROUP, VERSION, PLURAL, KIND)
+MYSQL_SERVERS = Resource(GROUP, VERSION, mysqlserver.PLURAL, mysqlserver.KIND)
+CLUSTER_MYSQL_SERVERS = Resource(
+    GROUP, VERSION, mysqlserver.CLUSTER_PLURAL, mysqlserver.CLUSTER_KIND, namespaced=False
+)
 FIELD_MANAGER = "dbuser-operator"
 SECRET_INDEX = "secret"  # noqa: S105 - an index name, not a password
 ACCOUNT_INDEX = "account"
+SERVER_INDEX = "server"
+DEFAULT_SERVER = ""
+"""The SERVER_INDEX value of resources without serverRef: the server the operator's settings name."""
 
 
 def referenced_secret(obj: dict[str, Any]) -> list[str]:
@@ -38,3 +46,19 @@ def named_account(obj: dict[str, Any]) -> list[str]:
     if not isinstance(user, str) or not user:
         return []
     return sorted({f"{user}@{str(host).lower()}" for host in hosts})
+
+
+def server_key(obj: dict[str, Any]) -> str:
+    """Which server a DatabaseUser or DatabaseRole lives on: ``MySQLServer/<namespace>/<name>``,
+    ``ClusterMySQLServer/<name>``, or :data:`DEFAULT_SERVER` without spec.serverRef."""
+    ref = (obj.get("spec") or {}).get("serverRef")
+    if not isinstance(ref, dict) or not ref.get("name"):
+        return DEFAULT_SERVER
+    if ref.get("kind") == mysqlserver.CLUSTER_KIND:
+        return f"{mysqlserver.CLUSTER_KIND}/{ref['name']}"
+    return f"{mysqlserver.KIND}/{obj['metadata'].get('namespace', '')}/{ref['name']}"
+
+
+def referenced_server(obj: dict[str, Any]) -> list[str]:
+    """Index values: the :func:`server_key` of a DatabaseUser or DatabaseRole."""
+    return [server_key(obj)]

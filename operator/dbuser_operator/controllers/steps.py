@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from dbuser_operator.api.mysqlserver import MySQLServerSpec
 from dbuser_operator.api.v1alpha1 import AppliedSecret, DatabaseUser, DatabaseUserStatus
 from dbuser_operator.mysql.authentication import Method
 from dbuser_operator.runtime.controller import ReconcileError
@@ -25,6 +26,21 @@ class ConditionError(ReconcileError):
         self.reason = reason
         self.message = message
         self.retry = retry
+
+
+@dataclass(frozen=True)
+class ServerBinding:
+    """The server resource a resource's spec.serverRef names, as the reconciler found it in the cache."""
+
+    kind: str  # MySQLServer or ClusterMySQLServer
+    namespace: str  # "" for a ClusterMySQLServer
+    name: str
+    spec: MySQLServerSpec
+    generation: int | None = None
+
+    def __str__(self) -> str:
+        """``MySQLServer team-a/main``, ``ClusterMySQLServer shared``: for conditions and Events."""
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
 
 
 @dataclass
@@ -48,6 +64,7 @@ class Context:
     host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
     credential_id: str | None = None  # id of a generated password's rotation (its Secret's annotation)
     requeue_after: float | None = None  # look again after this many seconds (the earliest a step asked)
+    server: ServerBinding | None = None  # spec.serverRef resolved (None: the settings' server)
 
     def __post_init__(self) -> None:
         self.host = self.host or self.user.spec.host

@@ -112,6 +112,7 @@ def test_spec_validation_defaults_and_rules() -> None:
         "a plugin that takes no password: leave spec.password and spec.generatedPassword out",
         "every default role must be listed in roles",
         v1alpha1.HOSTS_REPEAT_MESSAGE,
+        v1alpha1.SERVER_REF_IMMUTABLE_MESSAGE,
     }
 
 

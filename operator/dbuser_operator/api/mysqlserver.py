@@ -1,0 +1,304 @@
+"""The ``MySQLServer`` and ``ClusterMySQLServer`` APIs, version v1alpha1: a MySQL/MariaDB server the operator
+manages accounts in, and which namespaces may do what there.
+
+Same group, version and conventions as :mod:`.v1alpha1`: the CRDs are generated from these models, and the
+models check what the CRDs check, with the same messages. Both kinds share one spec and one status; they
+differ in scope. A ``MySQLServer`` is namespaced: its Secrets live in its namespace, and (without a policy)
+only DatabaseUsers of that namespace may use it. A ``ClusterMySQLServer`` is cluster-scoped: its Secrets
+live in the operator's own namespace (``--cluster-resource-namespace``, as cert-manager's ClusterIssuer),
+and (without a policy) every namespace the operator watches may use it.
+
+A DatabaseUser (or DatabaseRole) names its server with ``spec.serverRef`` (immutable); without it, the
+server the operator's settings name is used, as before these kinds existed.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, Literal
+
+from pydantic import Field
+
+from dbuser_operator.api.v1alpha1 import (
+    API_VERSION,
+    DNS_SUBDOMAIN_MAX_LENGTH,
+    DNS_SUBDOMAIN_PATTERN,
+    GROUP,
+    OBJECT_NAME_MAX_LENGTH,
+    Condition,
+    ObjectMeta,
+    Privilege,
+    SecretKeySelector,
+    ServerKind,
+    ServerRef,
+    _Model,
+)
+
+KIND: Final = "MySQLServer"
+PLURAL: Final = "mysqlservers"
+SINGULAR: Final = "mysqlserver"
+SHORT_NAMES: Final = ("mysqlsrv",)
+CLUSTER_KIND: Final = "ClusterMySQLServer"
+CLUSTER_PLURAL: Final = "clustermysqlservers"
+CLUSTER_SINGULAR: Final = "clustermysqlserver"
+CLUSTER_SHORT_NAMES: Final = ("cmysqlsrv",)
+CATEGORIES: Final = ("dbuser-servers",)
+CRD_NAME: Final = f"{PLURAL}.{GROUP}"
+CLUSTER_CRD_NAME: Final = f"{CLUSTER_PLURAL}.{GROUP}"
+
+SERVER_HOST_PATTERN: Final = r"^[A-Za-z0-9]([A-Za-z0-9.:_-]{0,253}[A-Za-z0-9])?$"
+"""A host name, an IPv4 address or an IPv6 address (without brackets)."""
+SCHEMA_PATTERN: Final = r"^[A-Za-z0-9_]{1,64}$"
+DATABASE_PATTERN_PATTERN: Final = r"^(\{namespace\}|[A-Za-z0-9_$*-])+$"
+"""A database name pattern: letters, digits, '_', '$', '-', '*' (any run of characters) and the placeholder
+{namespace} (the DatabaseUser's namespace, '-' as written)."""
+DatabasePattern = Annotated[
+    str, Field(max_length=OBJECT_NAME_MAX_LENGTH * 2, pattern=DATABASE_PATTERN_PATTERN)
+]
+MAX_POLICY_ENTRIES: Final = 32
+MAX_DATABASE_PATTERNS: Final = 32
+MAX_POOL_SIZE: Final = 128
+LABEL_SELECTOR_OPERATORS = Literal["In", "NotIn", "Exists", "DoesNotExist"]
+
+PRINTER_COLUMNS: Final[tuple[dict[str, object], ...]] = (
+    {"name": "Host", "type": "string", "jsonPath": ".spec.host", "description": "Server host"},
+    {"name": "Port", "type": "integer", "jsonPath": ".spec.port", "description": "Server port"},
+    {
+        "name": "Ready",
+        "type": "string",
+        "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
+        "description": "Whether the operator can reach and manage the server",
+    },
+    {
+        "name": "Reason",
+        "type": "string",
+        "jsonPath": '.status.conditions[?(@.type=="Ready")].reason',
+        "description": "Why the server is (not) ready",
+    },
+    {"name": "Flavour", "type": "string", "jsonPath": ".status.flavour", "description": "MySQL or MariaDB"},
+    {"name": "Version", "type": "string", "jsonPath": ".status.version", "description": "Server version"},
+    {
+        "name": "Accounts",
+        "type": "integer",
+        "jsonPath": ".status.accounts",
+        "description": "Accounts the operator manages there",
+    },
+    {
+        "name": "DualPasswords",
+        "type": "boolean",
+        "jsonPath": ".status.capabilities.dualPasswords",
+        "description": "Whether the server keeps a retained password (RETAIN CURRENT PASSWORD)",
+        "priority": 1,
+    },
+    {
+        "name": "Roles",
+        "type": "boolean",
+        "jsonPath": ".status.capabilities.roles",
+        "description": "Whether the server has roles",
+        "priority": 1,
+    },
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+)
+
+
+class ServerCredentials(_Model):
+    """The admin account the operator uses on the server: Secret keys of the server's namespace (of the
+    operator's namespace for a ClusterMySQLServer). A change of either Secret reconnects, no restart."""
+
+    user: SecretKeySelector
+    """The Secret key that holds the admin user name."""
+
+    password: SecretKeySelector
+    """The Secret key that holds the admin password."""
+
+
+class ServerTLS(_Model):
+    """TLS towards the server, as the MySQL client's --ssl-mode and --ssl-* options."""
+
+    mode: Literal["DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"] = "PREFERRED"
+    """DISABLED, PREFERRED (TLS when the server offers it, the default), REQUIRED (TLS, certificate not
+    checked), VERIFY_CA (TLS, certificate signed by ca) or VERIFY_IDENTITY (and issued to the server's
+    name)."""
+
+    ca: SecretKeySelector | None = None
+    """The Secret key that holds the CA certificate(s) (PEM) that sign the server's certificate; required by
+    VERIFY_CA and VERIFY_IDENTITY."""
+
+    client_certificate_secret: str | None = Field(
+        default=None, max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN
+    )
+    """Name of a kubernetes.io/tls Secret (keys tls.crt and tls.key) whose certificate the operator shows
+    the server, for an admin account that requires X509."""
+
+    server_name: str | None = Field(default=None, min_length=1, max_length=253)
+    """The name VERIFY_IDENTITY checks in the server's certificate (default: host)."""
+
+
+class LabelSelectorRequirement(_Model):
+    """A label selector requirement: a key, an operator and values (metav1.LabelSelectorRequirement)."""
+
+    key: str = Field(min_length=1, max_length=316)
+    """The label key."""
+
+    operator: LABEL_SELECTOR_OPERATORS
+    """In, NotIn, Exists or DoesNotExist."""
+
+    values: list[str] | None = None
+    """The values of In and NotIn (non-empty); none for Exists and DoesNotExist."""
+
+
+class LabelSelector(_Model):
+    """Namespaces by their labels (metav1.LabelSelector): every requirement must hold; empty selects all."""
+
+    match_labels: dict[str, str] | None = None
+    """Labels the namespace must carry, with these values."""
+
+    match_expressions: list[LabelSelectorRequirement] | None = None
+    """Requirements on the namespace's labels."""
+
+
+class NamespacePolicy(_Model):
+    """What the namespaces one selector picks may do on the server."""
+
+    namespace_selector: LabelSelector
+    """The namespaces this entry is for, by their labels ({} selects every namespace). A namespace no entry
+    selects may not use the server; one that several select follows the first."""
+
+    databases: list[DatabasePattern] | None = Field(
+        default=None, max_length=MAX_DATABASE_PATTERNS, json_schema_extra={"x-kubernetes-list-type": "set"}
+    )
+    """Database name patterns the grants of these namespaces may name: '*' matches any run of characters,
+    {namespace} is the namespace's name (e.g. "{namespace}_*"). Unset: any database. Grants on *.* are
+    governed by allowGlobalPrivileges, not by these patterns."""
+
+    privileges: list[Privilege] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "set"}
+    )
+    """The privilege ceiling: the only privileges grants may list (ALL only if listed here). Unset: any
+    privilege the operator otherwise admits."""
+
+    allow_global_privileges: bool = False
+    """Whether grants on *.* are allowed (within the ceiling and the operator's --allowed-global-privileges).
+    Defaults to false."""
+
+    allow_roles: bool = True
+    """Whether DatabaseUsers may be granted roles (spec.roles) and DatabaseRoles may be made. Defaults to
+    true."""
+
+    allow_plugins: bool = False
+    """Whether DatabaseUsers may choose an authentication plugin (spec.authentication). Defaults to false:
+    the server's default plugin."""
+
+
+class ServerPolicy(_Model):
+    """Which namespaces may use the server, and within which bounds. Checked before any SQL: a resource
+    outside it gets Ready=False, reason PolicyViolation, naming the rule; tightening the policy makes
+    existing resources report it and stop converging, never revokes or drops anything."""
+
+    namespaces: list[NamespacePolicy] = Field(min_length=1, max_length=MAX_POLICY_ENTRIES)
+    """One entry per group of namespaces, by label selector; the first entry that selects a namespace is
+    the one it follows."""
+
+
+class MySQLServerSpec(_Model):
+    """How to reach the server as its admin, where the operator keeps its bookkeeping there, and who may
+    use it."""
+
+    host: str = Field(max_length=255, pattern=SERVER_HOST_PATTERN)
+    """Host name or IP address of the server."""
+
+    port: int = Field(default=3306, ge=1, le=65535)
+    """TCP port of the server. Defaults to 3306."""
+
+    credentials: ServerCredentials
+    """The admin account: Secret keys holding its user name and password."""
+
+    tls: ServerTLS | None = None
+    """TLS towards the server. Defaults to PREFERRED: TLS when the server offers it."""
+
+    pool_size: int | None = Field(default=None, ge=1, le=MAX_POOL_SIZE)
+    """Most connections the operator opens to the server at once. Defaults to the operator's
+    --max-concurrent-reconciles."""
+
+    bookkeeping_schema: str | None = Field(default=None, max_length=64, pattern=SCHEMA_PATTERN)
+    """The schema where the operator records which accounts it owns on this server (and its leader
+    epoch). Defaults to the operator's --ownership-schema. Immutable in practice: changing it forgets
+    ownership."""
+
+    policy: ServerPolicy | None = None
+    """Which namespaces may use the server and within which bounds. Unset: a MySQLServer serves its own
+    namespace only, a ClusterMySQLServer every namespace the operator watches, both without bounds beyond
+    the operator's own."""
+
+
+class ServerCapabilities(_Model):
+    """What the server can do, as detected from the live server (never from configuration)."""
+
+    dual_passwords: bool | None = None
+    """Whether the server keeps a retained password (MySQL 8.0.14+): rotation strategy DualPassword."""
+
+    roles: bool | None = None
+    """Whether the server has roles."""
+
+    many_default_roles: bool | None = None
+    """Whether an account may have several default roles (MySQL; MariaDB has one)."""
+
+    plugins: list[str] | None = None
+    """The active authentication plugins."""
+
+
+class MySQLServerStatus(_Model):
+    """The server as the operator last checked it."""
+
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    """Latest observations. Ready is True when the operator can log in as the admin and use the
+    bookkeeping schema."""
+
+    observed_generation: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int64"})
+    """The metadata.generation the operator last acted on."""
+
+    flavour: Literal["MySQL", "MariaDB"] | None = None
+    """MySQL or MariaDB, from the live server."""
+
+    version: str | None = None
+    """The server's version, e.g. 9.7.0 or 11.8.3."""
+
+    capabilities: ServerCapabilities | None = None
+    """What the server can do."""
+
+    accounts: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int64"})
+    """How many accounts and roles the operator's bookkeeping records there."""
+
+    last_check_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When the operator last checked the server (RFC 3339)."""
+
+
+class _Server(_Model):
+    """What both kinds have."""
+
+    api_version: str = API_VERSION
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: MySQLServerSpec
+    """How to reach the server, and who may use it."""
+
+    status: MySQLServerStatus | None = None
+    """The server as the operator last checked it (written by the operator only)."""
+
+
+class MySQLServer(_Server):
+    """A MySQL or MariaDB server whose accounts dbuser-operator manages, for DatabaseUsers and DatabaseRoles
+    that name it in spec.serverRef (kind MySQLServer): those of its own namespace, or as its policy says."""
+
+    kind: str = KIND
+
+
+class ClusterMySQLServer(_Server):
+    """A MySQL or MariaDB server whose accounts dbuser-operator manages, for DatabaseUsers and DatabaseRoles
+    of any namespace its policy allows that name it in spec.serverRef (kind ClusterMySQLServer)."""
+
+    kind: str = CLUSTER_KIND
+
+
+__all__ = ["ServerKind", "ServerRef"]  # defined with DatabaseUser, which names its server
