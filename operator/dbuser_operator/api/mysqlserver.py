@@ -271,9 +271,6 @@ class MySQLServerStatus(_Model):
     accounts: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int64"})
     """How many accounts and roles the operator's bookkeeping records there."""
 
-    last_check_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
-    """When the operator last checked the server (RFC 3339)."""
-
 
 class _Server(_Model):
     """What both kinds have."""
