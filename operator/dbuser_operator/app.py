@@ -44,6 +44,7 @@ from dbuser_operator.controllers.scheduled import ScheduledRotationStep
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.server_binding import ServerResolver
 from dbuser_operator.controllers.server_connection import DatabaseFactory, SecretReader, ServerDefaults
+from dbuser_operator.controllers.server_controller import server_controllers
 from dbuser_operator.controllers.server_watch import watch_servers
 from dbuser_operator.controllers.servers import ServerRegistry
 from dbuser_operator.controllers.steps import Step
@@ -257,7 +258,9 @@ def build_manager(
     )
     manager.add_controller(controller)
     manager.add_controller(role_controller(settings, kube, roles, recorder, resolver, scope, guard))
-    add_servers(manager, resolver.registry)
+    add_servers(
+        manager, kube, resolver, [users, roles], secrets, recorder, scope, settings.server_check_period
+    )
     manager.add_runnable(Runnable("event recorder", recorder.run))
 
     async def close_recorder() -> None:  # write pending Events while the lease is held, else drop them
@@ -310,10 +313,21 @@ def servers_of(
     return namespaced, Informer(reader, CLUSTER_MYSQL_SERVERS, label_selector=scope.selector)
 
 
-def add_servers(manager: Manager, registry: ServerRegistry) -> None:
-    """The registry's pool sweeper, and its pools closed at shutdown."""
-    manager.add_runnable(Runnable("server pool sweeper", registry.run_sweeper))
-    manager.on_shutdown(registry.close)
+def add_servers(  # noqa: PLR0917 - what the server controllers share with the others
+    manager: Manager,
+    kube: KubeClient,
+    resolver: ServerResolver,
+    dependents: list[Informer],
+    secrets: Informer,
+    recorder: EventRecorder,
+    scope: Scope,
+    check_period: float,
+) -> None:
+    """The server controllers, the registry's pool sweeper, and its pools closed at shutdown."""
+    for controller in server_controllers(kube, resolver, dependents, secrets, recorder, scope, check_period):
+        manager.add_controller(controller)
+    manager.add_runnable(Runnable("server pool sweeper", resolver.registry.run_sweeper))
+    manager.on_shutdown(resolver.registry.close)
 
 
 def server_registry(
