@@ -32,6 +32,7 @@ from dbuser_operator.controllers.resources import (
     MYSQL_SERVERS,
     SECRET_INDEX,
     SERVER_INDEX,
+    account_key,
     named_account,
     referenced_secret,
     referenced_server,
@@ -185,9 +186,9 @@ def build_manager(
         )
         return [other for other in named if other != key]
 
-    def requeue_claimants(user: str, host: str) -> None:
+    def requeue_claimants(server: str, user: str, host: str) -> None:
         """A resource let go of ``'user'@'host'`` (a host left its spec): the others naming it may have it."""
-        for other in users.store.by_index(ACCOUNT_INDEX, f"{user}@{host.lower()}"):
+        for other in users.store.by_index(ACCOUNT_INDEX, account_key(server, user, host)):
             controller.queue.add(ObjectKey.of(other))
 
     recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, DATABASE_USERS, MYSQL_SERVERS
-from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.resources import SECRETS
@@ -325,3 +327,51 @@ async def warning_event(kube: KubeClient, namespace: str, kind: str, reason: str
                 return dict(event)
         await asyncio.sleep(0.1)
     raise AssertionError(f"no Warning Event {reason} about a {kind} in {namespace}")
+
+
+@pytest.fixture(scope="module")
+def second_mysql(envtest_workdir: Path) -> Iterator[MySQLServer]:
+    """A second real server of the session's flavour, for this module's tests."""
+    server = LocalMySQLServer(envtest_workdir / "second-mysql")
+    server.start()
+    yield server.admin
+    server.stop()
+
+
+async def test_the_same_account_name_on_two_servers_is_two_accounts(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    second_mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """Two DatabaseUsers naming one account name, each on its own server: both Ready (no AccountClaimed),
+    each password logs in on its own server only, each server's bookkeeping records its own."""
+    schema = f"dbu_{unique('two').replace('-', '_')}"
+    for name, server in (("first", mysql), ("second", second_mysql)):
+        await admin_secrets(kube_client, namespace, server, f"{name}-admin")
+        body = server_object("MySQLServer", name, server_spec(server, f"{name}-admin", schema))
+        await kube_client.create(MYSQL_SERVERS, body, namespace)
+    account = unique("shared-name")
+    first_password, second_password = passwords.new(), passwords.new()
+    await create_secret(kube_client, namespace, "first-pw", {"password": first_password})
+    await create_secret(kube_client, namespace, "second-pw", {"password": second_password})
+    for name in ("first", "second"):
+        user = database_user(f"{name}-app", f"{name}-pw", user=account, serverRef={"name": name})
+        await kube_client.create(DATABASE_USERS, user, namespace)
+
+    await wait_for_ready(kube_client, namespace, "first-app", limit=60)
+    await wait_for_ready(kube_client, namespace, "second-app", limit=60)
+    assert can_log_in(mysql, account, first_password)
+    assert not can_log_in(mysql, account, second_password)
+    assert can_log_in(second_mysql, account, second_password)
+    assert not can_log_in(second_mysql, account, first_password)
+    assert owned_in(mysql, schema, account) == [(namespace, "first-app")]
+    assert owned_in(second_mysql, schema, account) == [(namespace, "second-app")]
+
+    # Deleting one drops its account on its own server only.
+    await kube_client.delete(DATABASE_USERS, "first-app", namespace)
+    await wait_until_gone(kube_client, namespace, "first-app")
+    assert not can_log_in(mysql, account, first_password)
+    assert can_log_in(second_mysql, account, second_password)
