@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from pydantic import SecretStr
 
 from dbuser_operator.api.mysqlserver import MySQLServerSpec
+from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.controllers import servers
+from dbuser_operator.controllers.guard import GuardStep
 from dbuser_operator.controllers.resources import (
     CLUSTER_MYSQL_SERVERS,
     MYSQL_SERVERS,
@@ -288,3 +291,24 @@ async def test_the_default_server_without_serverref(secrets: Secrets) -> None:
     registry = ServerRegistry(default, DEFAULTS, secrets, made)
     assert await resolver(registry).resolve(user_on(None)) == (None, default)
     assert registry.targets() == {"": default}
+
+
+def test_a_server_resources_admin_and_bookkeeping_schema_are_protected() -> None:
+    settings = ConnectionSettings(host="db", user="dba", password=SecretStr(PASSWORD))
+    target = Target(
+        Database(settings), "books", key="MySQLServer/team-a/main", name="MySQLServer team-a/main"
+    )
+    plain = DatabaseUserSpec.model_validate({"password": {"name": "s", "key": "k"}})
+    grants = {
+        "password": {"name": "s", "key": "k"},
+        "privileges": [{"database": "Books", "privileges": ["SELECT"]}],
+    }
+    assert GuardStep.server_refusal(target, "dba", plain) == (
+        "ReservedAccount",
+        "the admin account of MySQLServer team-a/main is reserved: never managed",
+    )
+    refusal = GuardStep.server_refusal(target, "app", DatabaseUserSpec.model_validate(grants))
+    assert refusal == ("PrivilegeNotAllowed", "grants on the Books schema are not allowed")
+    assert GuardStep.server_refusal(target, "app", plain) is None
+    default = Target(Database(settings), "books")  # the settings' server: the guard's own lists apply
+    assert GuardStep.server_refusal(default, "dba", plain) is None

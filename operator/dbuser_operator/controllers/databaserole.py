@@ -142,6 +142,9 @@ class DatabaseRoleReconciler:
         refusal = self.guard.grant_refusal(as_grants_spec(role.spec))
         if refusal is not None:
             raise ConditionError("PrivilegeNotAllowed", f"role {name}: {refusal}", retry=False)
+        server_refusal = self.guard.server_refusal(target, name, as_grants_spec(role.spec))
+        if server_refusal is not None:
+            raise ConditionError(server_refusal[0], f"role {name}: {server_refusal[1]}", retry=False)
         db = target.db
         try:
             await self._ensure_table(target)

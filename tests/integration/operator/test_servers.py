@@ -4,6 +4,7 @@ real MySQL server, real logins), each server's bookkeeping in its own schema."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,13 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
-from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator, create_secret
+from tests.integration.operator.conftest import (
+    TARGET,
+    PasswordLedger,
+    RunningOperator,
+    StartOperator,
+    create_secret,
+)
 from tests.integration.operator.helpers import (
     can_log_in,
     database_user,
@@ -375,3 +382,42 @@ async def test_the_same_account_name_on_two_servers_is_two_accounts(
     await wait_until_gone(kube_client, namespace, "first-app")
     assert not can_log_in(mysql, account, first_password)
     assert can_log_in(second_mysql, account, second_password)
+
+
+async def test_without_a_default_server_only_server_resources_are_served(
+    start_operator: StartOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """--default-server=false (the --mysql-* flags, pointing nowhere here, are not used): a user without
+    serverRef is refused with a condition saying so; one on a MySQLServer converges; connection Secrets
+    carry the server resource's host and port."""
+    target = "no-default"
+    instance = await start_operator(target=target, default_server=False, mysql_host="192.0.2.1")
+    try:
+        name, password = unique("no-ref"), passwords.new()
+        await create_secret(kube_client, namespace, "app-pw", {"password": password})
+        await kube_client.create(DATABASE_USERS, database_user(name, "app-pw", target=target), namespace)
+        refused = await wait_for_ready(kube_client, namespace, name, "False", "ServerNotFound")
+        assert "no default server" in ready(refused)["message"]  # type: ignore[index]
+
+        schema = f"dbu_{unique('nd').replace('-', '_')}"
+        await admin_secrets(kube_client, namespace, mysql, "admin")
+        body = server_object("MySQLServer", "main", server_spec(mysql, "admin", schema))
+        body["metadata"]["labels"]["dbuser-operator.dev/target"] = target
+        await kube_client.create(MYSQL_SERVERS, body, namespace)
+        served = unique("on-ref")
+        spec: dict[str, Any] = {"serverRef": {"name": "main"}, "connectionSecret": {"name": "served-db"}}
+        await kube_client.create(
+            DATABASE_USERS, database_user(served, "app-pw", target=target, **spec), namespace
+        )
+        await wait_for_ready(kube_client, namespace, served, limit=60)
+        assert can_log_in(mysql, served, password)
+        connection = await kube_client.get(SECRETS, "served-db", namespace)
+        host, port = (base64.b64decode(connection["data"][key]).decode() for key in ("host", "port"))
+        assert (host, port) == (mysql.host, str(mysql.port))
+    finally:
+        instance.stop.set()
+        await asyncio.wait_for(instance.task, timeout=30)
