@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dbuser_operator.controllers.databaserole import DATABASE_ROLES
 from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, DATABASE_USERS, MYSQL_SERVERS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
@@ -418,6 +420,87 @@ async def test_without_a_default_server_only_server_resources_are_served(
         connection = await kube_client.get(SECRETS, "served-db", namespace)
         host, port = (base64.b64decode(connection["data"][key]).decode() for key in ("host", "port"))
         assert (host, port) == (mysql.host, str(mysql.port))
+    finally:
+        instance.stop.set()
+        await asyncio.wait_for(instance.task, timeout=30)
+
+
+async def test_a_role_on_a_server_is_granted_there_and_refused_to_a_user_of_another_server(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """A DatabaseRole on a MySQLServer is made there (its bookkeeping in that server's schema) and granted to
+    a user on the same server; a user on the default server naming it is refused, saying why."""
+    schema = f"dbu_{unique('role').replace('-', '_')}"
+    await admin_secrets(kube_client, namespace, mysql, "admin")
+    body = server_object("MySQLServer", "main", server_spec(mysql, "admin", schema))
+    await kube_client.create(MYSQL_SERVERS, body, namespace)
+    role = unique("srv-reader")
+    grant = {"privileges": ["SELECT"], "database": "app"}
+    role_body = {
+        "apiVersion": DATABASE_ROLES.api_version,
+        "kind": "DatabaseRole",
+        "metadata": {"name": role, "labels": {"dbuser-operator.dev/target": TARGET}},
+        "spec": {"privileges": [grant], "serverRef": {"name": "main"}},
+    }
+    await kube_client.create(DATABASE_ROLES, role_body, namespace)
+    password = passwords.new()
+    await create_secret(kube_client, namespace, "app-pw", {"password": password})
+    same, other = unique("same-server"), unique("other-server")
+    same_spec: dict[str, Any] = {"serverRef": {"name": "main"}, "roles": [role]}
+    await kube_client.create(DATABASE_USERS, database_user(same, "app-pw", **same_spec), namespace)
+    await kube_client.create(DATABASE_USERS, database_user(other, "app-pw", roles=[role]), namespace)
+
+    await wait_for_ready(kube_client, namespace, same, limit=60)
+    assert mysql_query(mysql, f"SELECT name FROM `{schema}`.`roles` WHERE user = %s", role) == [(role,)]
+    refused = await wait_for_ready(kube_client, namespace, other, "False", "RoleNotFound", limit=60)
+    message = ready(refused)["message"]  # type: ignore[index]
+    assert f"is on MySQLServer {namespace}/main, this user on the operator's default server" in message
+    assert "must be on the same server" in message
+
+
+async def test_with_leader_election_each_servers_sessions_are_fenced_in_its_own_schema(
+    start_operator: StartOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """A leader's connections to a server resource record the leader epoch and register their sessions in
+    that server's bookkeeping schema (the epoch of the one Lease; the sessions per server)."""
+    target = "fenced-servers"
+    election = f"servers-{uuid.uuid4().hex[:8]}"
+    instance = await start_operator(
+        target=target,
+        leader_elect=True,
+        leader_election_id=election,
+        leader_election_namespace=namespace,
+        leader_election_identity=f"servers-test-{uuid.uuid4().hex[:6]}",
+    )
+    try:
+        schema = f"dbu_{unique('fence').replace('-', '_')}"
+        await admin_secrets(kube_client, namespace, mysql, "admin")
+        body = server_object("MySQLServer", "main", server_spec(mysql, "admin", schema))
+        body["metadata"]["labels"]["dbuser-operator.dev/target"] = target
+        await kube_client.create(MYSQL_SERVERS, body, namespace)
+        name, password = unique("fenced"), passwords.new()
+        await create_secret(kube_client, namespace, "app-pw", {"password": password})
+        user = database_user(name, "app-pw", target=target, serverRef={"name": "main"})
+        await kube_client.create(DATABASE_USERS, user, namespace)
+        await wait_for_ready(kube_client, namespace, name, limit=60)
+        assert can_log_in(mysql, name, password)
+
+        lease = f"{namespace}/{election}"
+        epochs = mysql_query(mysql, f"SELECT epoch FROM `{schema}`.`leader_epoch` WHERE election = %s", lease)
+        assert len(epochs) == 1
+        sessions = mysql_query(
+            mysql, f"SELECT epoch FROM `{schema}`.`leader_sessions` WHERE election = %s", lease
+        )
+        assert sessions
+        assert {epoch for (epoch,) in sessions} == {epochs[0][0]}
     finally:
         instance.stop.set()
         await asyncio.wait_for(instance.task, timeout=30)
