@@ -312,3 +312,15 @@ def test_a_server_resources_admin_and_bookkeeping_schema_are_protected() -> None
     assert GuardStep.server_refusal(target, "app", plain) is None
     default = Target(Database(settings), "books")  # the settings' server: the guard's own lists apply
     assert GuardStep.server_refusal(default, "dba", plain) is None
+
+
+async def test_health_checks_do_not_keep_a_pool_open(secrets: Secrets) -> None:
+    """refresh (the server controller's) is no use: a server no reconcile used stays idle."""
+    registry = ServerRegistry(None, DEFAULTS, secrets, made, idle_timeout=60.0)
+    assert registry.idle("MySQLServer/team-a/main")
+    await registry.refresh(binding())
+    registry._entries["MySQLServer/team-a/main"].used -= 120  # two idle minutes ago
+    await registry.refresh(binding())
+    assert registry.idle("MySQLServer/team-a/main")
+    await registry.target(binding())
+    assert not registry.idle("MySQLServer/team-a/main")
