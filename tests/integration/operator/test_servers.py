@@ -504,3 +504,33 @@ async def test_with_leader_election_each_servers_sessions_are_fenced_in_its_own_
     finally:
         instance.stop.set()
         await asyncio.wait_for(instance.task, timeout=30)
+
+
+async def test_the_drift_check_repairs_an_account_on_a_server_resource(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """The session operator checks for drift every second, on every server in use: a password changed by
+    hand on an account of a MySQLServer is set back."""
+    schema = f"dbu_{unique('drift').replace('-', '_')}"
+    await admin_secrets(kube_client, namespace, mysql, "admin")
+    body = server_object("MySQLServer", "main", server_spec(mysql, "admin", schema))
+    await kube_client.create(MYSQL_SERVERS, body, namespace)
+    name, password = unique("drifting"), passwords.new()
+    await create_secret(kube_client, namespace, "app-pw", {"password": password})
+    await kube_client.create(
+        DATABASE_USERS, database_user(name, "app-pw", serverRef={"name": "main"}), namespace
+    )
+    await wait_for_ready(kube_client, namespace, name, limit=60)
+
+    by_hand = passwords.new("by-hand")
+    mysql_query(mysql, f"ALTER USER `{name}`@'%%' IDENTIFIED BY %s", by_hand)
+    assert not can_log_in(mysql, name, password)
+    deadline = time.monotonic() + 60
+    while not can_log_in(mysql, name, password):
+        assert time.monotonic() < deadline, "the drift check never set the password back"
+        await asyncio.sleep(0.2)
+    assert not can_log_in(mysql, name, by_hand)
