@@ -32,6 +32,7 @@ from dbuser_operator.controllers.resources import (
     MYSQL_SERVERS,
     SECRET_INDEX,
     SERVER_INDEX,
+    SERVER_SECRET_INDEX,
     account_key,
     named_account,
     referenced_secret,
@@ -44,7 +45,12 @@ from dbuser_operator.controllers.rotation import DiscardStep, StrategyStep
 from dbuser_operator.controllers.scheduled import ScheduledRotationStep
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.server_binding import ServerResolver
-from dbuser_operator.controllers.server_connection import DatabaseFactory, SecretReader, ServerDefaults
+from dbuser_operator.controllers.server_connection import (
+    DatabaseFactory,
+    SecretReader,
+    ServerDefaults,
+    referenced_secrets,
+)
 from dbuser_operator.controllers.server_controller import server_controllers
 from dbuser_operator.controllers.server_watch import watch_servers
 from dbuser_operator.controllers.servers import ServerRegistry
@@ -304,14 +310,17 @@ def role_controller(  # noqa: PLR0917 - what the role controller shares with the
 def servers_of(
     reader: KubeClient, settings: Settings, scope: Scope, *dependents: Informer
 ) -> tuple[Informer, Informer]:
-    """The informers of MySQLServers and ClusterMySQLServers (of this instance's target label), and the
-    server index on the informers of the resources that name them."""
+    """The informers of MySQLServers and ClusterMySQLServers (of this instance's target label; indexed by
+    the Secrets they name), and the server index on the informers of the resources that name them."""
     for informer in dependents:
         informer.add_index(SERVER_INDEX, referenced_server)
     namespaced = Informer(
         reader, MYSQL_SERVERS, namespaces=settings.namespaces, label_selector=scope.selector
     )
-    return namespaced, Informer(reader, CLUSTER_MYSQL_SERVERS, label_selector=scope.selector)
+    cluster = Informer(reader, CLUSTER_MYSQL_SERVERS, label_selector=scope.selector)
+    for informer in (namespaced, cluster):  # the Secrets each names, for the Secret cache and watch
+        informer.add_index(SERVER_SECRET_INDEX, referenced_secrets(settings.cluster_resource_namespace))
+    return namespaced, cluster
 
 
 def add_servers(  # noqa: PLR0917 - what the server controllers share with the others
