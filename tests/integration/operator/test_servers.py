@@ -18,6 +18,7 @@ from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, DATABAS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
+from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
 from tests.integration.operator.conftest import (
@@ -514,3 +515,27 @@ async def test_the_drift_check_repairs_an_account_on_a_server_resource(
         assert time.monotonic() < deadline, "the drift check never set the password back"
         await asyncio.sleep(0.2)
     assert not can_log_in(mysql, name, by_hand)
+
+
+async def test_a_health_check_that_finds_nothing_new_writes_nothing(
+    start_operator: StartOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+) -> None:
+    """Checked every 0.2 s, a healthy server's status is written once; its metrics say it is up."""
+    target = "quick-checks"
+    instance = await start_operator(target=target, server_check_period=0.2)
+    try:
+        await create_server(kube_client, namespace, mysql, target=target)
+        obj = await wait_for_server(kube_client, namespace, "main", "True", "Connected")
+        version = obj["metadata"]["resourceVersion"]
+        server = f"MySQLServer/{namespace}/main"
+        assert REGISTRY.get_sample_value("dbuser_operator_mysql_server_up", {"server": server}) == 1
+        await asyncio.sleep(2)  # about ten checks
+        again = await kube_client.get(MYSQL_SERVERS, "main", namespace)
+        assert again["metadata"]["resourceVersion"] == version
+        assert REGISTRY.get_sample_value("dbuser_operator_mysql_server_pool_size", {"server": server}) == 16
+    finally:
+        instance.stop.set()
+        await asyncio.wait_for(instance.task, timeout=30)
