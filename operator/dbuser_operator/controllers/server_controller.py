@@ -18,7 +18,13 @@ from prometheus_client import Gauge
 
 from dbuser_operator.api.mysqlserver import MySQLServerStatus
 from dbuser_operator.api.v1alpha1 import API_VERSION, GROUP, RELEASE_ANNOTATION, Condition
-from dbuser_operator.controllers.resources import FIELD_MANAGER, SERVER_INDEX, SERVER_SECRET_INDEX, server_key
+from dbuser_operator.controllers.resources import (
+    FIELD_MANAGER,
+    SERVER_INDEX,
+    SERVER_SECRET_INDEX,
+    describe_server,
+    server_key,
+)
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.server_binding import ServerResolver
 from dbuser_operator.controllers.server_connection import ServerConfigError
@@ -173,11 +179,7 @@ class ServerReconciler:
         if self.finalizer not in (obj["metadata"].get("finalizers") or []):
             return Result()
         users, roles = self._dependents(server)
-        name = (
-            f"{self.resource.kind} {obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}".replace(
-                " /", " "
-            )
-        )
+        name = describe_server(server)
         released = (obj["metadata"].get("annotations") or {}).get(RELEASE_ANNOTATION) == "true"
         if users + roles and not released:
             message = (
