@@ -87,7 +87,11 @@ class ServerResolver:
             return None, self.registry.default
         server = self.server_object(key)
         if server is None:
-            raise ConditionError("ServerNotFound", f"{describe_server(key)} does not exist", retry=False)
+            informer = self.informers.get(key.partition("/")[0])
+            selector = informer.label_selector if informer is not None else None
+            unlabelled = f" (or is not labelled {selector}: another instance's)" if selector else ""
+            message = f"{describe_server(key)} does not exist{unlabelled}"
+            raise ConditionError("ServerNotFound", message, retry=False)
         binding = self.binding(key, server)
         if not deleting:
             if server["metadata"].get("deletionTimestamp"):
