@@ -15,6 +15,7 @@ import pytest
 
 from dbuser_operator.controllers.databaserole import DATABASE_ROLES
 from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, DATABASE_USERS, MYSQL_SERVERS
+from dbuser_operator.controllers.server_watch import server_kinds_served
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
@@ -539,3 +540,9 @@ async def test_a_health_check_that_finds_nothing_new_writes_nothing(
     finally:
         instance.stop.set()
         await asyncio.wait_for(instance.task, timeout=30)
+
+
+async def test_the_server_kinds_are_found_served(kube_client: KubeClient, crds: list[str]) -> None:
+    """Discovery finds both kinds once their CRDs are installed (without them the operator runs as before
+    server resources, logging why)."""
+    assert await server_kinds_served(kube_client)
