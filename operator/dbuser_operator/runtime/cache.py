@@ -17,6 +17,20 @@ def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def strip_unread(obj: dict[str, Any]) -> dict[str, Any]:
+    """Drop what no controller reads: ``managedFields`` and kubectl's last-applied annotation (a copy of
+    the whole object as it was applied: for a Secret, its data again)."""
+    metadata = obj.get("metadata", {})
+    metadata.pop("managedFields", None)
+    annotations = metadata.get("annotations")
+    if annotations and annotations.pop(LAST_APPLIED, None) is not None and not annotations:
+        del metadata["annotations"]
+    return obj
+
+
 class Store:
     """Objects by :class:`ObjectKey`, plus named indexes from a computed value to keys."""
 
@@ -33,6 +47,17 @@ class Store:
             for value in func(obj):
                 index[value].add(key)
         self._indexes[name] = index
+
+    def index_func(self, name: str) -> IndexFunc:
+        """The function of index ``name``."""
+        return self._index_funcs[name]
+
+    def indexed(self, name: str, value: str) -> bool:
+        """Whether index ``name`` lists any object under ``value``."""
+        return value in self._indexes[name]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._objects
 
     def get(self, key: ObjectKey) -> dict[str, Any] | None:
         """The cached object, or None. Callers must not modify it: copy before changing."""
