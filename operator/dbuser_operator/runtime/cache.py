@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -53,21 +52,63 @@ def strip_unread_compact(obj: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+class _Index:
+    """Index values to keys: a value that lists one key holds the key itself (a set costs ~200 bytes)."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[str, ObjectKey | set[ObjectKey]] = {}
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._entries
+
+    def keys(self, value: str) -> Iterable[ObjectKey]:
+        entry = self._entries.get(value)
+        if entry is None:
+            return ()
+        return (entry,) if isinstance(entry, ObjectKey) else list(entry)
+
+    def add(self, value: str, key: ObjectKey) -> None:
+        entry = self._entries.get(value)
+        if entry is None:
+            self._entries[value] = key
+        elif isinstance(entry, ObjectKey):
+            if entry != key:
+                self._entries[value] = {entry, key}
+        else:
+            entry.add(key)
+
+    def discard(self, value: str, key: ObjectKey) -> None:
+        entry = self._entries.get(value)
+        if entry is None:
+            return
+        if isinstance(entry, ObjectKey):
+            if entry == key:
+                del self._entries[value]
+            return
+        entry.discard(key)
+        if len(entry) == 1:
+            self._entries[value] = next(iter(entry))
+        elif not entry:
+            del self._entries[value]
+
+
 class Store:
     """Objects by :class:`ObjectKey`, plus named indexes from a computed value to keys."""
 
     def __init__(self) -> None:
         self._objects: dict[ObjectKey, dict[str, Any]] = {}
         self._index_funcs: dict[str, IndexFunc] = {}
-        self._indexes: dict[str, defaultdict[str, set[ObjectKey]]] = {}
+        self._indexes: dict[str, _Index] = {}
 
     def add_index(self, name: str, func: IndexFunc) -> None:
         """Maintain index ``name``: each object is listed under every value ``func`` returns for it."""
         self._index_funcs[name] = func
-        index: defaultdict[str, set[ObjectKey]] = defaultdict(set)
+        index = _Index()
         for key, obj in self._objects.items():
             for value in func(obj):
-                index[value].add(key)
+                index.add(value, key)
         self._indexes[name] = index
 
     def index_func(self, name: str) -> IndexFunc:
@@ -87,7 +128,7 @@ class Store:
 
     def by_index(self, name: str, value: str) -> list[dict[str, Any]]:
         """The objects that index ``name`` lists under ``value``."""
-        return [self._objects[key] for key in self._indexes[name].get(value, ())]
+        return [self._objects[key] for key in self._indexes[name].keys(value)]
 
     def object_keys(self) -> list[ObjectKey]:
         """Every key, in no particular order."""
@@ -107,8 +148,9 @@ class Store:
             self._unindex(key, old)
         self._objects[key] = obj
         for name, func in self._index_funcs.items():
+            index = self._indexes[name]
             for value in func(obj):
-                self._indexes[name][value].add(key)
+                index.add(value, key)
         return old
 
     def remove(self, key: ObjectKey) -> dict[str, Any] | None:
@@ -122,8 +164,4 @@ class Store:
         for name, func in self._index_funcs.items():
             index = self._indexes[name]
             for value in func(obj):
-                keys = index.get(value)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del index[value]
+                index.discard(value, key)
