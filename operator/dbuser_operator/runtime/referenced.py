@@ -107,6 +107,7 @@ class ReferencedInformer(Informer):
             await super().run()
         finally:
             self._listing = False
+            self._deferred.update(self._fetching)  # fetched again after the next list (their referrers wait)
             fetches = list(self._fetching.values())
             for task in fetches:
                 task.cancel()

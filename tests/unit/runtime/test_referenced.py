@@ -74,6 +74,9 @@ class FakeKube:
             "items": items,
         }
 
+    async def watch(self, resource: Resource, namespace: str | None, **query: Any) -> Any:
+        await asyncio.Event().wait()  # no events: the test drives them
+
 
 def _copy(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": {**obj["metadata"], "annotations": dict(obj["metadata"]["annotations"])}}
@@ -272,3 +275,28 @@ async def test_a_cache_scoped_to_namespaces_fetches_nothing_outside_them() -> No
     await asyncio.sleep(0.05)
     assert kube.gets == []
     assert len(cache.store) == 0
+
+
+async def test_a_fetch_cut_short_by_a_restart_is_made_again_after_the_next_list() -> None:
+    kube = FakeKube()
+    source = Informer(kube, WIDGETS)  # type: ignore[arg-type]
+    source.add_index(INDEX, referenced)
+    cache = ReferencedInformer(kube, SECRETS)  # type: ignore[arg-type]
+    cache.keep_referenced(source, INDEX)
+    recorder = Recorder()
+    cache.add_handler(recorder)
+    source._mark_synced(None)
+    running = asyncio.create_task(cache.run())
+    await eventually(lambda: cache.has_synced)
+    kube.release.clear()
+    add(source, widget("w", "missing"))
+    await eventually(lambda: cache.fetching == 1)
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)
+    kube.release.set()
+    running = asyncio.create_task(cache.run())
+    try:
+        await eventually(lambda: recorder.events == [("delete", "missing")])  # the waiting referrer is told
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
