@@ -27,10 +27,16 @@ from dbuser_operator.controllers.password import PasswordStep
 from dbuser_operator.controllers.reconciler import DatabaseUserReconciler
 from dbuser_operator.controllers.resources import (
     ACCOUNT_INDEX,
+    CLUSTER_MYSQL_SERVERS,
     DATABASE_USERS,
+    MYSQL_SERVERS,
     SECRET_INDEX,
+    SERVER_INDEX,
+    SERVER_SECRET_INDEX,
+    account_key,
     named_account,
     referenced_secret,
+    referenced_server,
 )
 from dbuser_operator.controllers.resync import DriftCheck
 from dbuser_operator.controllers.role_drift import RoleDriftCheck
@@ -38,6 +44,16 @@ from dbuser_operator.controllers.rollout import RolloutStep
 from dbuser_operator.controllers.rotation import DiscardStep, StrategyStep
 from dbuser_operator.controllers.scheduled import ScheduledRotationStep
 from dbuser_operator.controllers.scope import Scope
+from dbuser_operator.controllers.server_binding import ServerResolver
+from dbuser_operator.controllers.server_connection import (
+    DatabaseFactory,
+    SecretReader,
+    ServerDefaults,
+    referenced_secrets,
+)
+from dbuser_operator.controllers.server_controller import server_controllers
+from dbuser_operator.controllers.server_watch import server_kinds_served, watch_servers
+from dbuser_operator.controllers.servers import ServerRegistry
 from dbuser_operator.controllers.steps import Step
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.controllers.user_roles import (
@@ -52,6 +68,7 @@ from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.fencing import SessionFence
 from dbuser_operator.runtime.client import KubeClient, api_client
 from dbuser_operator.runtime.controller import Controller
+from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.fence import Fence, open_fence
 from dbuser_operator.runtime.informer import Informer
@@ -117,20 +134,39 @@ def fence_for(election: LeaderElectionConfig | None) -> Fence:
 
 def fenced_database(settings: Settings, fence: Fence) -> Database:
     """The MySQL connection, its writes behind ``fence``, its sessions under the leader epoch."""
-    if not fence.fenced:
-        return Database(connection_settings(settings))
-    sessions = SessionFence(
-        schema=settings.ownership_schema,
-        election=f"{settings.leader_election_namespace}/{settings.leader_election_id}",
-        holder=settings.leader_election_identity,
-        epoch=lambda: fence.epoch,
-        on_superseded=fence.revoke,
-    )
-    return Database(connection_settings(settings), before_write=fence.check, on_connect=sessions.register)
+    return database_factory(settings, fence)(connection_settings(settings), settings.ownership_schema)
 
 
-def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fence | None = None) -> Manager:
-    """A manager running the DatabaseUser controller as the settings say.
+def database_factory(settings: Settings, fence: Fence) -> DatabaseFactory:
+    """Opens a server's Database: writes behind ``fence``, sessions registered under the leader epoch in
+    that server's bookkeeping schema (the epoch is the one Lease's; the sessions are per server)."""
+
+    def open_database(connection: ConnectionSettings, schema: str) -> Database:
+        if not fence.fenced:
+            return Database(connection)
+        sessions = SessionFence(
+            schema=schema,
+            election=f"{settings.leader_election_namespace}/{settings.leader_election_id}",
+            holder=settings.leader_election_identity,
+            epoch=lambda: fence.epoch,
+            on_superseded=fence.revoke,
+        )
+        return Database(connection, before_write=fence.check, on_connect=sessions.register)
+
+    return open_database
+
+
+def build_manager(
+    settings: Settings,
+    kube: KubeClient,
+    db: Database | None,
+    fence: Fence | None = None,
+    *,
+    server_resources: bool = True,
+) -> Manager:
+    """A manager running the DatabaseUser controller as the settings say (``db``: the settings' server, None
+    without a default server; ``server_resources``: whether the MySQLServer and ClusterMySQLServer kinds are
+    served, else only the settings' server is).
 
     ``kube`` is the unfenced client (reads, and the Lease itself); every write of the controllers, the
     leader tasks and the Event recorder goes through a client that checks ``fence`` first.
@@ -164,13 +200,16 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         )
         return [other for other in named if other != key]
 
-    def requeue_claimants(user: str, host: str) -> None:
+    def requeue_claimants(server: str, user: str, host: str) -> None:
         """A resource let go of ``'user'@'host'`` (a host left its spec): the others naming it may have it."""
-        for other in users.store.by_index(ACCOUNT_INDEX, f"{user}@{host.lower()}"):
+        for other in users.store.by_index(ACCOUNT_INDEX, account_key(server, user, host)):
             controller.queue.add(ObjectKey.of(other))
 
     recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
-    target = Target(db, settings.ownership_schema)
+    resolver = ServerResolver(
+        server_registry(settings, db, secret_reader(reader, secrets), fence),
+        *servers_of(reader, settings, scope, users, roles) if server_resources else (),
+    )
     guard = GuardStep(
         [*settings.reserved_users, settings.mysql_user],
         settings.allowed_global_privileges,
@@ -183,36 +222,35 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
     steps: list[Step] = [
         FinalizerStep(kube, scope),
         guard,
-        PrivilegeCheckStep(target),
+        PrivilegeCheckStep(),
         GeneratedPasswordStep(owned_secrets),
         PasswordStep(secrets),
-        StrategyStep(target),
+        StrategyStep(),
         HostsStep(  # the steps of one account, run for each host
-            target,
             [
-                RoleAccountGuardStep(target),
-                OwnershipStep(target, LiveOwners(kube)),
-                AuthenticationStep(target),
-                ScheduledRotationStep(target, owned_secrets),
-                AccountStep(target),
-                OptionsStep(target),
-                GrantsStep(target),
-                RolesStep(target, roles),
+                RoleAccountGuardStep(),
+                OwnershipStep(LiveOwners(kube)),
+                AuthenticationStep(),
+                ScheduledRotationStep(owned_secrets),
+                AccountStep(),
+                OptionsStep(),
+                GrantsStep(),
+                RolesStep(roles),
             ],
             on_release=requeue_claimants,
         ),
         ConnectionSecretStep(owned_secrets, renderer, connection_host, connection_port),
         RolloutStep(kube),
-        DiscardStep(target, reader),  # after the connection Secret has the new password
+        DiscardStep(reader),  # after the connection Secret has the new password
     ]
     reconciler = DatabaseUserReconciler(
         kube,
         users,
         steps,
         recorder,
-        target=target,
+        servers=resolver,
         scope=scope,
-        observer=Observer(target, [*settings.reserved_users, settings.mysql_user]),
+        observer=Observer([*settings.reserved_users, settings.mysql_user]),
         observe_period=settings.resync_period,
     )
     controller = Controller(
@@ -228,6 +266,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
     controller.watch_mapped(secrets, users_of)
     controller.watch_mapped(users, claimants_of, DELETED)
     controller.watch_mapped(roles, users_of_role(users))  # every change, status included: Ready or gone
+    watch_servers(controller, users, resolver.informers.values())
 
     manager = Manager(
         reader,
@@ -238,7 +277,10 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         shutdown_timeout=settings.shutdown_timeout,
     )
     manager.add_controller(controller)
-    manager.add_controller(role_controller(settings, kube, roles, recorder, target, scope, guard))
+    manager.add_controller(role_controller(settings, kube, roles, recorder, resolver, scope, guard))
+    add_servers(
+        manager, kube, resolver, [users, roles], secrets, recorder, scope, settings.server_check_period
+    )
     manager.add_runnable(Runnable("event recorder", recorder.run))
 
     async def close_recorder() -> None:  # write pending Events while the lease is held, else drop them
@@ -246,9 +288,11 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
 
     manager.on_shutdown(close_recorder)
     manager.on_shutdown(renderer.close)
-    drift = DriftCheck(target, users, controller.queue, settings.resync_period)
+    drift = DriftCheck(resolver.registry.targets, users, controller.queue, settings.resync_period)
     manager.add_leader_task("drift check", drift.run)
-    role_drift = RoleDriftCheck(target, users, roles, controller.queue, settings.resync_period)
+    role_drift = RoleDriftCheck(
+        resolver.registry.targets, users, roles, controller.queue, settings.resync_period
+    )
     manager.add_leader_task("role drift check", role_drift.run)
     departed = DepartedSweep(kube, scope, settings.namespaces, controller.queue)
     manager.add_leader_task("departed sweep", departed.run)
@@ -260,19 +304,83 @@ def role_controller(  # noqa: PLR0917 - what the role controller shares with the
     kube: KubeClient,
     roles: Informer,
     recorder: EventRecorder,
-    target: Target,
+    servers: ServerResolver,
     scope: Scope,
     guard: GuardStep,
 ) -> Controller:
-    """The DatabaseRole controller: the same target, scope, guard and fenced clients as the user one."""
+    """The DatabaseRole controller: the same servers, scope, guard and fenced clients as the user one."""
     reconciler = DatabaseRoleReconciler(
-        kube, roles, recorder, target=target, scope=scope, guard=guard, resync_period=settings.resync_period
+        kube, roles, recorder, servers=servers, scope=scope, guard=guard, resync_period=settings.resync_period
     )
     controller = Controller(
         ROLE_CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
     )
     controller.watch(roles, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED))
+    watch_servers(controller, roles, servers.informers.values())
     return controller
+
+
+def servers_of(
+    reader: KubeClient, settings: Settings, scope: Scope, *dependents: Informer
+) -> tuple[Informer, Informer]:
+    """The informers of MySQLServers and ClusterMySQLServers (of this instance's target label; indexed by
+    the Secrets they name), and the server index on the informers of the resources that name them."""
+    for informer in dependents:
+        informer.add_index(SERVER_INDEX, referenced_server)
+    namespaced = Informer(
+        reader, MYSQL_SERVERS, namespaces=settings.namespaces, label_selector=scope.selector
+    )
+    cluster = Informer(reader, CLUSTER_MYSQL_SERVERS, label_selector=scope.selector)
+    for informer in (namespaced, cluster):  # the Secrets each names, for the Secret cache and watch
+        informer.add_index(SERVER_SECRET_INDEX, referenced_secrets(settings.cluster_resource_namespace))
+    return namespaced, cluster
+
+
+def add_servers(  # noqa: PLR0917 - what the server controllers share with the others
+    manager: Manager,
+    kube: KubeClient,
+    resolver: ServerResolver,
+    dependents: list[Informer],
+    secrets: Informer,
+    recorder: EventRecorder,
+    scope: Scope,
+    check_period: float,
+) -> None:
+    """The server controllers, the registry's pool sweeper, and its pools closed at shutdown."""
+    for controller in server_controllers(kube, resolver, dependents, secrets, recorder, scope, check_period):
+        manager.add_controller(controller)
+    manager.add_runnable(Runnable("server pool sweeper", resolver.registry.run_sweeper))
+    manager.on_shutdown(resolver.registry.close)
+
+
+def server_registry(
+    settings: Settings, db: Database | None, read_secret: SecretReader, fence: Fence
+) -> ServerRegistry:
+    """The servers' Targets: the settings' server (``db``, if any) and those of server resources, which
+    take what they leave unset from the settings."""
+    defaults = ServerDefaults(
+        pool_size=settings.max_concurrent_reconciles,
+        schema=settings.ownership_schema,
+        connect_timeout=settings.mysql_connect_timeout,
+        cluster_namespace=settings.cluster_resource_namespace,
+    )
+    default = Target(db, settings.ownership_schema) if db is not None else None
+    return ServerRegistry(default, defaults, read_secret, database_factory(settings, fence))
+
+
+def secret_reader(kube: KubeClient, secrets: Informer) -> SecretReader:
+    """Reads a server resource's Secret from the cache, else from the API (a namespace not watched)."""
+
+    async def read(namespace: str, name: str) -> dict[str, Any] | None:
+        cached = secrets.get(ObjectKey(namespace, name))
+        if cached is not None:
+            return cached
+        try:
+            return await kube.get(SECRETS, name, namespace)
+        except NotFound:
+            return None
+
+    return read
 
 
 async def api_configuration(settings: Settings) -> client.Configuration:
@@ -290,23 +398,31 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
     """Run the operator until SIGTERM/SIGINT (or ``stop``)."""
     configuration = await api_configuration(settings)
     fence = fence_for(leader_election(settings))
-    db = fenced_database(settings, fence)
-    for hint in settings.mysql_tls_hints():
+    db = fenced_database(settings, fence) if settings.default_server else None
+    for hint in settings.mysql_tls_hints() if settings.default_server else ():
         log.warning(hint)
     async with api_client(configuration) as api:
-        manager = build_manager(settings, KubeClient(api), db, fence)
+        kube = KubeClient(api)
+        server_resources = await server_kinds_served(kube)
+        if not server_resources:
+            log.warning(
+                "the MySQLServer and ClusterMySQLServer CRDs are not installed: server resources are off, "
+                "resources with spec.serverRef get ServerNotFound (apply crds/ and restart to turn them on)"
+            )
+        manager = build_manager(settings, kube, db, fence, server_resources=server_resources)
         log.info(
             "starting",
             target=f"{settings.target_label}={settings.target}",
             namespaces=settings.namespaces or "all",
-            mysql=f"{settings.mysql_host}:{settings.mysql_port}",
-            mysql_ssl_mode=str(db.settings.mode),
+            mysql=f"{settings.mysql_host}:{settings.mysql_port}" if db else "none (server resources only)",
+            mysql_ssl_mode=str(db.settings.mode) if db else None,
             leader_election=settings.leader_elect,
         )
         try:
             await manager.run(stop)
         finally:
-            await db.close()
+            if db is not None:
+                await db.close()
 
 
 def main(settings: Settings) -> int:

@@ -283,8 +283,15 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
     bindings = of_kind(objects, "RoleBinding")
 
     if values["watchNamespaces"]:
-        assert of_kind(objects, "ClusterRole") == []
-        assert of_kind(objects, "ClusterRoleBinding") == []
+        # Only the cluster-scoped ClusterMySQLServers are read cluster-wide.
+        (cluster_role,) = of_kind(objects, "ClusterRole")
+        assert {resource for _, resource, _ in rules(cluster_role)} == {
+            "clustermysqlservers",
+            "clustermysqlservers/status",
+        }
+        (cluster_binding,) = of_kind(objects, "ClusterRoleBinding")
+        assert cluster_binding["roleRef"]["name"] == cluster_role["metadata"]["name"]
+        assert cluster_binding["subjects"] == subject
         for namespace in values["watchNamespaces"]:
             assert rules(roles[(namespace, "dbu-dbuser-operator")]) == OPERATOR_RULES
             (binding,) = [b for b in bindings if b["metadata"]["namespace"] == namespace]
