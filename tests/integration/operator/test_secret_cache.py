@@ -2,7 +2,8 @@
 
 A Secret referenced by a user listed at start-up, made long before its user (fetched: the user never
 reports it missing), made after its user, edited (the new password applies), deleted (the user reports
-it), and released with its user; hundreds of unrelated Secrets are never cached.
+it), switched to (the old one let go), and released with its user; hundreds of unrelated Secrets are
+never cached.
 """
 
 from __future__ import annotations
@@ -137,6 +138,19 @@ async def test_only_the_secrets_users_name_are_cached_and_every_change_to_them_a
         await kube_client.delete(SECRETS, "early-pw", namespace)
         await wait_for_ready(kube_client, namespace, early, "False", "SecretNotFound")
         assert cached_names(secrets) == {"first-pw", "late-pw"}
+
+        # A user switched to another Secret (made long ago): that one is fetched, the old one let go.
+        switched = passwords.new()
+        await create_secret(kube_client, namespace, "switched-pw", {"password": switched})
+        await unrelated(kube_client, namespace, "after", 300)
+        patch = {"spec": {"password": {"name": "switched-pw", "key": "password"}}}
+        await kube_client.patch(DATABASE_USERS, first, patch, PatchType.MERGE, namespace=namespace)
+        changed = time.monotonic()
+        while not can_log_in(mysql, first, switched):
+            assert time.monotonic() - changed < 10, "the switched-to password never applied"
+            await asyncio.sleep(0.01)
+        await eventually(lambda: cached_names(secrets) == {"switched-pw", "late-pw"})
+        assert "SecretNotFound" not in await warnings_about(kube_client, namespace, first)
 
         # A user gone: its Secret is no longer kept.
         await kube_client.delete(DATABASE_USERS, late, namespace)
