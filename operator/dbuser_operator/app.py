@@ -83,6 +83,7 @@ from dbuser_operator.runtime.predicates import (
     Predicate,
     any_of,
 )
+from dbuser_operator.runtime.referenced import ReferencedInformer
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey
 from dbuser_operator.settings import Settings
 
@@ -179,7 +180,10 @@ def build_manager(
     users.add_index(ACCOUNT_INDEX, named_account)
     users.add_index(ROLE_INDEX, referenced_roles)
     roles = Informer(reader, DATABASE_ROLES, namespaces=settings.namespaces, label_selector=scope.selector)
-    secrets = Informer(reader, SECRETS, namespaces=settings.namespaces)
+    # Only the Secrets DatabaseUsers name (their own included); add_servers adds those servers name.
+    secrets = ReferencedInformer(
+        reader, SECRETS, namespaces=settings.namespaces, referenced_by=[(users, SECRET_INDEX)]
+    )
 
     def users_of(secret: dict[str, Any]) -> list[ObjectKey]:
         key = ObjectKey.of(secret)
@@ -255,7 +259,12 @@ def build_manager(
         CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
     )
     # Our own status writes change neither generation, labels, annotations nor deletion: no echo reconcile.
-    controller.watch(users, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED))
+    # A user waits while a Secret it names is fetched; the fetch's event (through users_of) brings it back.
+    controller.watch(
+        users,
+        any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED),
+        secrets.settled(users, SECRET_INDEX),
+    )
     controller.watch_mapped(secrets, users_of)
     controller.watch_mapped(users, claimants_of, DELETED)
     controller.watch_mapped(roles, users_of_role(users))  # every change, status included: Ready or gone
@@ -334,12 +343,15 @@ def add_servers(  # noqa: PLR0917 - what the server controllers share with the o
     kube: KubeClient,
     resolver: ServerResolver,
     dependents: list[Informer],
-    secrets: Informer,
+    secrets: ReferencedInformer,
     recorder: EventRecorder,
     scope: Scope,
     check_period: float,
 ) -> None:
-    """The server controllers, the registry's pool sweeper, and its pools closed at shutdown."""
+    """The server controllers, the registry's pool sweeper, and its pools closed at shutdown; the Secret
+    cache keeps the Secrets server resources name (credentials, TLS)."""
+    for servers in resolver.informers.values():
+        secrets.keep_referenced(servers, SERVER_SECRET_INDEX)
     for controller in server_controllers(kube, resolver, dependents, secrets, recorder, scope, check_period):
         manager.add_controller(controller)
     manager.add_runnable(Runnable("server pool sweeper", resolver.registry.run_sweeper))
