@@ -10,9 +10,11 @@ converging; nothing is revoked or dropped.
 from __future__ import annotations
 
 from dbuser_operator.api.databaserole import DatabaseRole
-from dbuser_operator.controllers.namespaces import NamespaceLabels
+from dbuser_operator.controllers.namespaces import POLICY_NAMESPACE_INDEX, NamespaceLabels, on_a_server
 from dbuser_operator.controllers.policy import describe, role_violations, user_violations
 from dbuser_operator.controllers.steps import ConditionError, Context, ServerBinding
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.informer import Informer
 
 POLICY_VIOLATION = "PolicyViolation"
 NAMESPACE_UNKNOWN = "NamespaceUnknown"
@@ -69,3 +71,11 @@ class PolicyStep:
 
     async def delete(self, ctx: Context) -> None:
         """Nothing to undo: deleting a refused resource still drops the account it owns, if any."""
+
+
+def policy_gate(kube: KubeClient, *informers: Informer) -> PolicyGate:
+    """A gate reading a new namespace cache through ``kube``, and ``informers`` (of DatabaseUsers and
+    DatabaseRoles) indexed by :data:`POLICY_NAMESPACE_INDEX` for the namespace watch's mapping."""
+    for informer in informers:
+        informer.add_index(POLICY_NAMESPACE_INDEX, on_a_server)
+    return PolicyGate(NamespaceLabels(kube))

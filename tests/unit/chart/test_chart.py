@@ -27,6 +27,7 @@ from dbuser_operator.settings import Settings
 from tests.conftest import REPO
 from tests.unit.chart.chart import (
     CHART,
+    CLUSTER_RULES,
     COMBINATIONS,
     KUBE_VERSION,
     LEADER_ELECTION_RULES,
@@ -283,8 +284,11 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
     bindings = of_kind(objects, "RoleBinding")
 
     if values["watchNamespaces"]:
-        assert of_kind(objects, "ClusterRole") == []
-        assert of_kind(objects, "ClusterRoleBinding") == []
+        cluster_role = one(objects, "ClusterRole")
+        assert cluster_role["metadata"]["name"] == "dbu-dbuser-operator-cluster"
+        assert rules(cluster_role) == CLUSTER_RULES
+        assert one(objects, "ClusterRoleBinding")["roleRef"]["name"] == "dbu-dbuser-operator-cluster"
+        assert one(objects, "ClusterRoleBinding")["subjects"] == subject
         for namespace in values["watchNamespaces"]:
             assert rules(roles[(namespace, "dbu-dbuser-operator")]) == OPERATOR_RULES
             (binding,) = [b for b in bindings if b["metadata"]["namespace"] == namespace]
@@ -295,7 +299,7 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
             }
             assert binding["subjects"] == subject
     else:
-        assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES
+        assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES | CLUSTER_RULES
         binding = one(objects, "ClusterRoleBinding")
         assert binding["roleRef"]["name"] == one(objects, "ClusterRole")["metadata"]["name"]
         assert binding["subjects"] == subject
@@ -566,7 +570,7 @@ def test_kustomize_builds_config_default_like_the_chart(
     installed = sorted(of_kind(objects, "CustomResourceDefinition"), key=lambda obj: obj["metadata"]["name"])
     generated = sorted(map(yaml.safe_load, crd.generate().values()), key=lambda obj: obj["metadata"]["name"])
     assert installed == generated, "config/ installs the generated CRDs"
-    assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES
+    assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES | CLUSTER_RULES
     assert rules(one(objects, "Role")) == LEADER_ELECTION_RULES
     account = one(objects, "ServiceAccount")["metadata"]
     assert account == {**account, "name": "dbuser-operator-controller-manager", "namespace": namespace}
