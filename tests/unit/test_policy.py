@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from dbuser_operator.api.databaserole import DatabaseRole
-from dbuser_operator.api.mysqlserver import LabelSelector, MySQLServerSpec, ServerPolicy
+from dbuser_operator.api.mysqlserver import ClusterMySQLServer, LabelSelector, MySQLServerSpec, ServerPolicy
 from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec, DatabaseUserStatus
 from dbuser_operator.controllers.namespaces import NAMESPACE_EVENTS, labels_only, on_a_server
 from dbuser_operator.controllers.policy import (
@@ -22,6 +23,7 @@ from dbuser_operator.controllers.policy import (
 )
 from dbuser_operator.controllers.policy_step import PolicyGate, PolicyStep
 from dbuser_operator.controllers.steps import ConditionError, Context, ServerBinding
+from tests.conftest import REPO
 
 PASSWORD = {"password": {"name": "s", "key": "k"}}
 TEAM_A = {"team": "a", "tier": "tenant"}
@@ -438,3 +440,21 @@ def test_namespace_events_are_new_namespaces_and_label_changes() -> None:
     assert NAMESPACE_EVENTS.update(old, {"metadata": {"name": "a", "labels": {"x": "2"}}})
     assert not NAMESPACE_EVENTS.update(old, {"metadata": {"name": "a", "labels": {"x": "1"}, "x": 1}})
     assert not NAMESPACE_EVENTS.delete(old)
+
+
+def test_the_policy_sample_is_valid_and_does_what_its_comments_say() -> None:
+    path = REPO / "config" / "samples" / "mysql_v1alpha1_clustermysqlserver_policy.yaml"
+    server = ClusterMySQLServer.model_validate(yaml.safe_load(path.read_text()))
+    rules = server.spec.policy
+    tenant = {"tenancy": "tenant", "kubernetes.io/metadata.name": "team-a"}
+    ok = spec(privileges=[grant("team-a_orders", "SELECT", "INSERT")], roles=["reader"])
+    assert user_violations(rules, "team-a", tenant, ok) == []
+    refused = user_violations(rules, "team-a", tenant, spec(privileges=[grant("*", "PROCESS")]))
+    assert [v.problem for v in refused] == [
+        "grants on *.* are not allowed (allowGlobalPrivileges is false)",
+        "PROCESS is above the privilege ceiling SELECT, INSERT, UPDATE, DELETE, EXECUTE, "
+        "CREATE TEMPORARY TABLES",
+    ]
+    assert user_violations(rules, "team-a", tenant | {"frozen": "yes"}, ok)[0].rule == ""
+    platform = {"kubernetes.io/metadata.name": "platform"}
+    assert user_violations(rules, "platform", platform, spec(privileges=[grant("*", "PROCESS")])) == []
