@@ -7,9 +7,16 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from dbuser_operator.api.databaserole import DatabaseRole
-from dbuser_operator.api.mysqlserver import ClusterMySQLServer, LabelSelector, MySQLServerSpec, ServerPolicy
+from dbuser_operator.api.mysqlserver import (
+    ClusterMySQLServer,
+    LabelSelector,
+    LabelSelectorRequirement,
+    MySQLServerSpec,
+    ServerPolicy,
+)
 from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec, DatabaseUserStatus
 from dbuser_operator.controllers.namespaces import NAMESPACE_EVENTS, labels_only, on_a_server
 from dbuser_operator.controllers.policy import (
@@ -97,12 +104,6 @@ SELECTOR_CASES = [
         TEAM_A | {"frozen": "yes"},
         False,
     ),
-    # selectors Kubernetes refuses select nothing
-    ({"matchExpressions": [{"key": "team", "operator": "In", "values": []}]}, TEAM_A, False),
-    ({"matchExpressions": [{"key": "team", "operator": "In"}]}, TEAM_A, False),
-    ({"matchExpressions": [{"key": "team", "operator": "NotIn"}]}, TEAM_A, False),
-    ({"matchExpressions": [{"key": "team", "operator": "Exists", "values": ["a"]}]}, TEAM_A, False),
-    ({"matchExpressions": [{"key": "x", "operator": "DoesNotExist", "values": ["a"]}]}, TEAM_A, False),
 ]
 
 
@@ -111,6 +112,26 @@ def test_label_selectors_match_as_in_kubernetes(
     fields: dict[str, Any], labels: dict[str, str], expected: bool
 ) -> None:
     assert selects(selector(**fields), labels) is expected
+
+
+INVALID_REQUIREMENTS = [
+    {"key": "team", "operator": "In", "values": []},
+    {"key": "team", "operator": "In"},
+    {"key": "team", "operator": "NotIn"},
+    {"key": "team", "operator": "Exists", "values": ["a"]},
+    {"key": "x", "operator": "DoesNotExist", "values": ["a"]},
+]
+
+
+@pytest.mark.parametrize("fields", INVALID_REQUIREMENTS)
+def test_selectors_kubernetes_refuses_are_refused_and_select_nothing(fields: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError, match="values must be"):
+        LabelSelectorRequirement.model_validate(fields)
+    stored = LabelSelector.model_construct(  # one stored before the rule existed
+        match_expressions=[LabelSelectorRequirement.model_construct(**fields)]
+    )
+    assert not selects(stored, TEAM_A | {"x": "a"})
+    assert not selects(stored, {})
 
 
 def test_the_first_entry_that_selects_the_namespace_applies() -> None:
