@@ -70,7 +70,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/*
 What the operator does with the Kubernetes API, and nothing more (a test runs the operator with exactly
-these rules): DatabaseUsers and DatabaseRoles (read; finalizers and status by patch), Secrets (list and watch:
+these rules): DatabaseUsers, DatabaseRoles, MySQLServers and ClusterMySQLServers (read; finalizers and
+status by patch), Secrets (list and watch:
 the passwords come from the cache; get, create, patch and delete: the generated-password and connection
 Secrets it owns), Events (record).
 */}}
@@ -86,6 +87,12 @@ Secrets it owns), Events (record).
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["mysql.dbuser-operator.dev"]
   resources: ["databaseroles/status"]
+  verbs: ["patch"]
+- apiGroups: ["mysql.dbuser-operator.dev"]
+  resources: ["mysqlservers", "clustermysqlservers"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["mysql.dbuser-operator.dev"]
+  resources: ["mysqlservers/status", "clustermysqlservers/status"]
   verbs: ["patch"]
 - apiGroups: [""]
   resources: ["secrets"]

@@ -25,6 +25,12 @@ OPERATOR_RULES: frozenset[Rule] = frozenset(
     | {(API_GROUP, "databaseusers/status", "patch")}
     | {(API_GROUP, "databaseroles", verb) for verb in ("get", "list", "watch", "patch")}
     | {(API_GROUP, "databaseroles/status", "patch")}
+    | {
+        (API_GROUP, kind, verb)
+        for kind in ("mysqlservers", "clustermysqlservers")
+        for verb in ("get", "list", "watch", "patch")
+    }
+    | {(API_GROUP, f"{kind}/status", "patch") for kind in ("mysqlservers", "clustermysqlservers")}
     | {("", "secrets", verb) for verb in ("list", "watch", "get", "create", "patch", "delete")}
     | {("", "events", verb) for verb in ("create", "patch")}
     | {("", "pods", "list"), ("apps", "deployments", "patch"), ("apps", "statefulsets", "patch")}

@@ -284,11 +284,17 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
     bindings = of_kind(objects, "RoleBinding")
 
     if values["watchNamespaces"]:
-        cluster_role = one(objects, "ClusterRole")
-        assert cluster_role["metadata"]["name"] == "dbu-dbuser-operator-cluster"
-        assert rules(cluster_role) == CLUSTER_RULES
-        assert one(objects, "ClusterRoleBinding")["roleRef"]["name"] == "dbu-dbuser-operator-cluster"
-        assert one(objects, "ClusterRoleBinding")["subjects"] == subject
+        # Only the cluster-scoped ClusterMySQLServers, and Namespaces (their labels), are read cluster-wide.
+        (cluster_role,) = of_kind(objects, "ClusterRole")
+        assert {resource for _, resource, _ in rules(cluster_role)} == {
+            "clustermysqlservers",
+            "clustermysqlservers/status",
+            "namespaces",
+        }
+        assert rules(cluster_role) >= CLUSTER_RULES
+        (cluster_binding,) = of_kind(objects, "ClusterRoleBinding")
+        assert cluster_binding["roleRef"]["name"] == cluster_role["metadata"]["name"]
+        assert cluster_binding["subjects"] == subject
         for namespace in values["watchNamespaces"]:
             assert rules(roles[(namespace, "dbu-dbuser-operator")]) == OPERATOR_RULES
             (binding,) = [b for b in bindings if b["metadata"]["namespace"] == namespace]
