@@ -33,7 +33,7 @@ from tests.integration.operator.helpers import (
     wait_for_ready,
     wait_until_gone,
 )
-from tests.integration.operator.test_roles import wait_role_ready
+from tests.integration.operator.test_roles import role_exists, wait_role_ready
 from tests.integration.operator.test_servers import admin_secrets, server_object, server_spec
 
 pytestmark = pytest.mark.integration
@@ -341,3 +341,31 @@ async def test_tightening_stops_a_ready_user_and_loosening_brings_it_back(tenanc
     await wait_until_gone(env.kube, ns, name, limit=60)
     assert not account_exists(env.mysql, name)
     assert snapshot(env, {name}) == {}
+
+
+async def test_tightening_stops_a_ready_role_without_dropping_it(tenancy: Tenancy) -> None:
+    env, ns = tenancy, tenancy.tenant
+    await env.set_policy(**(BOUNDS | {"allowRoles": True}))
+    name = unique("pol-reader")
+    app = f"{ns}_app"
+    await env.kube.create(
+        DATABASE_ROLES, env.role(name, privileges=[{"database": app, "privileges": ["SELECT"]}]), ns
+    )
+    await wait_role_ready(env.kube, ns, name)
+    assert role_exists(env.mysql, name)
+    before = snapshot(env, {name})
+
+    # Roles no longer allowed: the role reports it, and stays in MySQL with its grants and ownership.
+    await env.set_policy(**BOUNDS)  # allowRoles false
+    found = await wait_role_ready(env.kube, ns, name, "False", "PolicyViolation")
+    assert ready(found)["message"] == (  # type: ignore[index]
+        f"ClusterMySQLServer {env.server} policy.namespaces[0]: "
+        "DatabaseRoles are not allowed (allowRoles is false)"
+    )
+    await asyncio.sleep(2)
+    assert snapshot(env, {name}) == before
+
+    # Allowed again: Ready, unchanged.
+    await env.set_policy(**(BOUNDS | {"allowRoles": True}))
+    await wait_role_ready(env.kube, ns, name)
+    assert snapshot(env, {name}) == before
