@@ -22,6 +22,7 @@ from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, DATABAS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import NAMESPACES
+from tests.conftest import Runner
 from tests.integration.operator.conftest import PasswordLedger, StartOperator, create_secret
 from tests.integration.operator.helpers import (
     account_exists,
@@ -194,19 +195,24 @@ async def refused(
     return found
 
 
-async def test_each_refusal_is_reported_and_writes_nothing(
-    tenancy: Tenancy, passwords: PasswordLedger
-) -> None:
+async def test_each_refusal_is_reported_and_writes_nothing(tenancy: Tenancy, kubectl: Runner) -> None:
     env, ns, rule = tenancy, tenancy.tenant, f"ClusterMySQLServer {tenancy.server} policy.namespaces[0]"
     await env.set_policy(**BOUNDS)
 
     # A server it may not use: no entry selects the namespace.
-    found = await refused(env, env.outsider, env.user(unique("pol-out")), "may not use it")
+    outside = unique("pol-out")
+    found = await refused(env, env.outsider, env.user(outside), "may not use it")
     message = ready(found)["message"]  # type: ignore[index]
     assert message == (
         f"ClusterMySQLServer {env.server}: namespace {env.outsider} may not use it "
         "(no entry of spec.policy.namespaces selects it)"
     )
+    # ... as a real kubectl shows it.
+    header, row = kubectl("get", "dbu", outside, "-n", env.outsider).stdout.splitlines()
+    assert header.split()[:5] == ["NAME", "USER", "HOST", "READY", "REASON"]
+    assert row.split()[:5] == [outside, outside, "%", "False", "PolicyViolation"]
+    described = " ".join(kubectl("describe", "dbu", outside, "-n", env.outsider).stdout.split())
+    assert f"namespace {env.outsider} may not use it" in described
     # A database outside its pattern; table, column and routine grants check their database too.
     found = await refused(
         env,
