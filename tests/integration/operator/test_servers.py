@@ -123,9 +123,12 @@ async def test_a_user_on_a_mysqlserver_gets_ready_and_logs_in(
     namespace: str,
     mysql: MySQLServer,
     passwords: PasswordLedger,
+    kubectl: Runner,
 ) -> None:
     schema = await create_server(kube_client, namespace, mysql)
     name, password = await ready_user_on(kube_client, namespace, passwords)
+    header, row = kubectl("get", "dbu", name, "-n", namespace, "-o", "wide").stdout.splitlines()
+    assert dict(zip(header.split(), row.split(), strict=True))["SERVER"] == "main"
     assert can_log_in(mysql, name, password)
     assert owned_in(mysql, schema, name) == [(namespace, name)]  # recorded in this server's schema
 
