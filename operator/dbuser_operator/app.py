@@ -19,11 +19,13 @@ from dbuser_operator.controllers.generated import GeneratedPasswordStep
 from dbuser_operator.controllers.grants import GrantsStep, PrivilegeCheckStep
 from dbuser_operator.controllers.guard import GuardStep
 from dbuser_operator.controllers.hosts import HostsStep
+from dbuser_operator.controllers.namespaces import namespaces_readable
 from dbuser_operator.controllers.observe import Observer
 from dbuser_operator.controllers.options import OptionsStep
 from dbuser_operator.controllers.owned_secrets import OwnedSecrets
 from dbuser_operator.controllers.ownership import LiveOwners, OwnershipStep
 from dbuser_operator.controllers.password import PasswordStep
+from dbuser_operator.controllers.policy_step import PolicyGate, PolicyStep, policy_gate
 from dbuser_operator.controllers.reconciler import DatabaseUserReconciler
 from dbuser_operator.controllers.resources import (
     ACCOUNT_INDEX,
@@ -156,17 +158,19 @@ def database_factory(settings: Settings, fence: Fence) -> DatabaseFactory:
     return open_database
 
 
-def build_manager(
+def build_manager(  # noqa: PLR0915 - the wiring of every part, in one place
     settings: Settings,
     kube: KubeClient,
     db: Database | None,
     fence: Fence | None = None,
     *,
     server_resources: bool = True,
+    namespace_labels: bool = True,
 ) -> Manager:
     """A manager running the DatabaseUser controller as the settings say (``db``: the settings' server, None
     without a default server; ``server_resources``: whether the MySQLServer and ClusterMySQLServer kinds are
-    served, else only the settings' server is).
+    served, else only the settings' server is; ``namespace_labels``: whether namespaces may be read, for the
+    servers' policies).
 
     ``kube`` is the unfenced client (reads, and the Lease itself); every write of the controllers, the
     leader tasks and the Event recorder goes through a client that checks ``fence`` first.
@@ -180,6 +184,7 @@ def build_manager(
     users.add_index(ACCOUNT_INDEX, named_account)
     users.add_index(ROLE_INDEX, referenced_roles)
     roles = Informer(reader, DATABASE_ROLES, namespaces=settings.namespaces, label_selector=scope.selector)
+    policy = policy_gate(reader if namespace_labels else None, users, roles)
     # Only the Secrets DatabaseUsers name (their own included); add_servers adds those servers name.
     secrets = ReferencedInformer(
         reader, SECRETS, namespaces=settings.namespaces, referenced_by=[(users, SECRET_INDEX)]
@@ -224,6 +229,7 @@ def build_manager(
     steps: list[Step] = [
         FinalizerStep(kube, scope),
         guard,
+        PolicyStep(policy),  # before any SQL
         PrivilegeCheckStep(),
         GeneratedPasswordStep(owned_secrets),
         PasswordStep(secrets),
@@ -254,6 +260,7 @@ def build_manager(
         scope=scope,
         observer=Observer([*settings.reserved_users, settings.mysql_user]),
         observe_period=settings.resync_period,
+        policy=policy,
     )
     controller = Controller(
         CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
@@ -268,6 +275,7 @@ def build_manager(
     controller.watch_mapped(secrets, users_of)
     controller.watch_mapped(users, claimants_of, DELETED)
     controller.watch_mapped(roles, users_of_role(users))  # every change, status included: Ready or gone
+    policy.namespaces.watch(controller, users)
     watch_servers(controller, users, resolver.informers.values())
 
     manager = Manager(
@@ -279,7 +287,7 @@ def build_manager(
         shutdown_timeout=settings.shutdown_timeout,
     )
     manager.add_controller(controller)
-    manager.add_controller(role_controller(settings, kube, roles, recorder, resolver, scope, guard))
+    manager.add_controller(role_controller(settings, kube, roles, recorder, resolver, scope, guard, policy))
     add_servers(
         manager, kube, resolver, [users, roles], secrets, recorder, scope, settings.server_check_period
     )
@@ -309,16 +317,27 @@ def role_controller(  # noqa: PLR0917 - what the role controller shares with the
     servers: ServerResolver,
     scope: Scope,
     guard: GuardStep,
+    policy: PolicyGate | None = None,
 ) -> Controller:
-    """The DatabaseRole controller: the same servers, scope, guard and fenced clients as the user one."""
+    """The DatabaseRole controller: the same servers, scope, guard, policy and fenced clients as the user
+    one."""
     reconciler = DatabaseRoleReconciler(
-        kube, roles, recorder, servers=servers, scope=scope, guard=guard, resync_period=settings.resync_period
+        kube,
+        roles,
+        recorder,
+        servers=servers,
+        scope=scope,
+        guard=guard,
+        resync_period=settings.resync_period,
+        policy=policy,
     )
     controller = Controller(
         ROLE_CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
     )
     controller.watch(roles, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED))
     watch_servers(controller, roles, servers.informers.values())
+    if policy is not None:
+        policy.namespaces.watch(controller, roles)
     return controller
 
 
@@ -414,7 +433,15 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
                 "the MySQLServer and ClusterMySQLServer CRDs are not installed: server resources are off, "
                 "resources with spec.serverRef get ServerNotFound (apply crds/ and restart to turn them on)"
             )
-        manager = build_manager(settings, kube, db, fence, server_resources=server_resources)
+        namespace_labels = server_resources and await namespaces_readable(kube)
+        if server_resources and not namespace_labels:
+            log.warning(
+                "the operator may not list namespaces: resources on a server resource with spec.policy get "
+                "NamespacesUnreadable (grant get, list and watch on namespaces and restart)"
+            )
+        manager = build_manager(
+            settings, kube, db, fence, server_resources=server_resources, namespace_labels=namespace_labels
+        )
         log.info(
             "starting",
             target=f"{settings.target_label}={settings.target}",

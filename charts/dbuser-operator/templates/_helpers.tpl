@@ -108,6 +108,16 @@ Secrets it owns), Events (record).
   verbs: ["patch"]
 {{- end }}
 
+{{/*
+What the operator reads of cluster-scoped resources, whatever namespaces it watches: Namespaces (get, list,
+watch: the labels the servers' spec.policy selects namespaces by).
+*/}}
+{{- define "dbuser-operator.clusterRules" -}}
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+
 {{/* Mount points of the Secrets (the password file path is part of the operator's documented contract). */}}
 {{- define "dbuser-operator.adminSecretDir" -}}/var/run/secrets/dbuser-operator/mysql{{- end }}
 {{- define "dbuser-operator.tlsSecretDir" -}}/var/run/secrets/dbuser-operator/mysql-tls{{- end }}

@@ -36,10 +36,11 @@ from dbuser_operator.api.v1alpha1 import (
 )
 from dbuser_operator.controllers.grants import desired_grants
 from dbuser_operator.controllers.guard import GuardStep, is_reserved
+from dbuser_operator.controllers.policy_step import PolicyGate
 from dbuser_operator.controllers.resources import FIELD_MANAGER
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.server_binding import ServerResolver
-from dbuser_operator.controllers.steps import ConditionError
+from dbuser_operator.controllers.steps import ConditionError, ServerBinding
 from dbuser_operator.controllers.target import Target, mysql_condition
 from dbuser_operator.mysql import grants, ownership, roles
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
@@ -88,6 +89,7 @@ class DatabaseRoleReconciler:
         scope: Scope,
         guard: GuardStep,
         resync_period: float,
+        policy: PolicyGate | None = None,
     ) -> None:
         self.kube = kube
         self.roles = roles_informer
@@ -96,6 +98,7 @@ class DatabaseRoleReconciler:
         self.scope = scope
         self.guard = guard
         self.resync_period = resync_period
+        self.policy = policy
 
     async def __call__(self, key: ObjectKey) -> Result:
         cached = self.roles.get(key)
@@ -121,8 +124,8 @@ class DatabaseRoleReconciler:
             obj = await add_finalizer(
                 self.kube, DATABASE_ROLES, obj, self.scope.finalizer, field_manager=FIELD_MANAGER
             )
-            _, target = await self.servers.resolve(obj)
-            await self._ensure(target, role, status, events)
+            binding, target = await self.servers.resolve(obj)
+            await self._ensure(target, role, status, events, binding)
         except ConditionError as error:
             await self._report(obj, status, error, events)
             if error.retry:
@@ -134,7 +137,12 @@ class DatabaseRoleReconciler:
         return Result(requeue_after=self.resync_period)
 
     async def _ensure(
-        self, target: Target, role: DatabaseRole, status: DatabaseRoleStatus, events: Events
+        self,
+        target: Target,
+        role: DatabaseRole,
+        status: DatabaseRoleStatus,
+        events: Events,
+        binding: ServerBinding | None = None,
     ) -> None:
         name = role.effective_role()
         if is_reserved(name, self.guard.reserved):
@@ -145,6 +153,8 @@ class DatabaseRoleReconciler:
         server_refusal = self.guard.server_refusal(target, name, as_grants_spec(role.spec))
         if server_refusal is not None:
             raise ConditionError(server_refusal[0], f"role {name}: {server_refusal[1]}", retry=False)
+        if self.policy is not None:  # before any SQL
+            self.policy.check_role(binding, role)
         db = target.db
         try:
             await self._ensure_table(target)

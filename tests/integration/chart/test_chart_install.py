@@ -20,6 +20,7 @@ from dbuser_operator.envtest import install_crds
 from tests.conftest import REPO, Runner
 from tests.unit.chart.chart import (
     CHART,
+    CLUSTER_RULES,
     COMBINATIONS,
     KUBE_VERSION,
     LEADER_ELECTION_RULES,
@@ -170,7 +171,7 @@ async def test_install_upgrade_uninstall(
     assert await core.read_namespaced_service_account(name, namespace, _request_timeout=30)
     assert await core.read_namespaced_service(f"{name}-metrics", namespace, _request_timeout=30)
     cluster_role = await rbac.read_cluster_role(name, _request_timeout=30)
-    assert rules(kube_api.sanitize_for_serialization(cluster_role)) == OPERATOR_RULES
+    assert rules(kube_api.sanitize_for_serialization(cluster_role)) == OPERATOR_RULES | CLUSTER_RULES
     binding = await rbac.read_cluster_role_binding(name, _request_timeout=30)
     assert [(s.kind, s.name, s.namespace) for s in binding.subjects] == [("ServiceAccount", name, namespace)]
     assert await _read(rbac.read_namespaced_role, f"{name}-leader-election", namespace) is None
@@ -226,9 +227,12 @@ async def test_install_with_watch_namespaces_creates_roles_there(
         binding = await rbac.read_namespaced_role_binding(name, watched, _request_timeout=30)
         assert [(s.name, s.namespace) for s in binding.subjects] == [(name, namespace)]
     assert await _read(rbac.read_cluster_role, name) is None
+    cluster_role = await rbac.read_cluster_role(f"{name}-cluster-servers", _request_timeout=30)
+    assert rules(kube_api.sanitize_for_serialization(cluster_role)) >= CLUSTER_RULES  # namespaces' labels
     helm("uninstall", release, "--namespace", namespace, "--wait", "--timeout", "60s")
     for watched in extra_namespaces:
         assert await _read(rbac.read_namespaced_role, name, watched) is None
+    assert await _read(rbac.read_cluster_role, f"{name}-cluster-servers") is None
 
 
 @pytest.fixture

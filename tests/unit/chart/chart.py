@@ -35,6 +35,8 @@ OPERATOR_RULES: frozenset[Rule] = frozenset(
     | {("", "events", verb) for verb in ("create", "patch")}
     | {("", "pods", "list"), ("apps", "deployments", "patch"), ("apps", "statefulsets", "patch")}
 )
+CLUSTER_RULES: frozenset[Rule] = frozenset({("", "namespaces", verb) for verb in ("get", "list", "watch")})
+"""What the operator reads of cluster-scoped resources, whatever namespaces it watches."""
 LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
     {("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")}
 )

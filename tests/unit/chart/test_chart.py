@@ -27,6 +27,7 @@ from dbuser_operator.settings import Settings
 from tests.conftest import REPO
 from tests.unit.chart.chart import (
     CHART,
+    CLUSTER_RULES,
     COMBINATIONS,
     KUBE_VERSION,
     LEADER_ELECTION_RULES,
@@ -283,12 +284,14 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
     bindings = of_kind(objects, "RoleBinding")
 
     if values["watchNamespaces"]:
-        # Only the cluster-scoped ClusterMySQLServers are read cluster-wide.
+        # Only the cluster-scoped ClusterMySQLServers, and Namespaces (their labels), are read cluster-wide.
         (cluster_role,) = of_kind(objects, "ClusterRole")
         assert {resource for _, resource, _ in rules(cluster_role)} == {
             "clustermysqlservers",
             "clustermysqlservers/status",
+            "namespaces",
         }
+        assert rules(cluster_role) >= CLUSTER_RULES
         (cluster_binding,) = of_kind(objects, "ClusterRoleBinding")
         assert cluster_binding["roleRef"]["name"] == cluster_role["metadata"]["name"]
         assert cluster_binding["subjects"] == subject
@@ -302,7 +305,7 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
             }
             assert binding["subjects"] == subject
     else:
-        assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES
+        assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES | CLUSTER_RULES
         binding = one(objects, "ClusterRoleBinding")
         assert binding["roleRef"]["name"] == one(objects, "ClusterRole")["metadata"]["name"]
         assert binding["subjects"] == subject
@@ -573,7 +576,7 @@ def test_kustomize_builds_config_default_like_the_chart(
     installed = sorted(of_kind(objects, "CustomResourceDefinition"), key=lambda obj: obj["metadata"]["name"])
     generated = sorted(map(yaml.safe_load, crd.generate().values()), key=lambda obj: obj["metadata"]["name"])
     assert installed == generated, "config/ installs the generated CRDs"
-    assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES
+    assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES | CLUSTER_RULES
     assert rules(one(objects, "Role")) == LEADER_ELECTION_RULES
     account = one(objects, "ServiceAccount")["metadata"]
     assert account == {**account, "name": "dbuser-operator-controller-manager", "namespace": namespace}
