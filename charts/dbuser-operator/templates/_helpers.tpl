@@ -70,9 +70,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/*
 What the operator does with the Kubernetes API, and nothing more (a test runs the operator with exactly
-these rules): DatabaseUsers and DatabaseRoles (read; finalizers and status by patch), Secrets (list and watch:
-the passwords come from the cache; get, create, patch and delete: the generated-password and connection
-Secrets it owns), Events (record).
+these rules): DatabaseUsers, DatabaseRoles and MySQLServers (read; finalizers and status by patch), Secrets
+(list and watch: the passwords come from the cache; get, create, patch and delete: the generated-password
+and connection Secrets it owns), Events (record).
 */}}
 {{- define "dbuser-operator.rules" -}}
 - apiGroups: ["mysql.dbuser-operator.dev"]
@@ -87,6 +87,12 @@ Secrets it owns), Events (record).
 - apiGroups: ["mysql.dbuser-operator.dev"]
   resources: ["databaseroles/status"]
   verbs: ["patch"]
+- apiGroups: ["mysql.dbuser-operator.dev"]
+  resources: ["mysqlservers"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["mysql.dbuser-operator.dev"]
+  resources: ["mysqlservers/status"]
+  verbs: ["patch"]
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["list", "watch", "get", "create", "patch", "delete"]
@@ -99,6 +105,24 @@ Secrets it owns), Events (record).
 - apiGroups: ["apps"]
   resources: ["deployments", "statefulsets"]
   verbs: ["patch"]
+{{- end }}
+
+{{/*
+ClusterMySQLServers are cluster-scoped: a ClusterRole grants them, also when watchNamespaces limits the rest
+(read; finalizers and status by patch).
+*/}}
+{{- define "dbuser-operator.clusterServerRules" -}}
+- apiGroups: ["mysql.dbuser-operator.dev"]
+  resources: ["clustermysqlservers"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["mysql.dbuser-operator.dev"]
+  resources: ["clustermysqlservers/status"]
+  verbs: ["patch"]
+{{- end }}
+
+{{/* Where the Secrets of ClusterMySQLServers are (`--cluster-resource-namespace`): the release namespace. */}}
+{{- define "dbuser-operator.clusterResourceNamespace" -}}
+{{- default .Release.Namespace .Values.clusterResourceNamespace }}
 {{- end }}
 
 {{/* Mount points of the Secrets (the password file path is part of the operator's documented contract). */}}
@@ -118,6 +142,9 @@ Secrets it owns), Events (record).
 {{- $args := list (printf "--target=%s" .Values.target) (printf "--target-label=%s" .Values.targetLabel) }}
 {{- with .Values.watchNamespaces }}
 {{- $args = append $args (printf "--namespaces=%s" (join "," .)) }}
+{{- end }}
+{{- with .Values.clusterResourceNamespace }}
+{{- $args = append $args (printf "--cluster-resource-namespace=%s" .) }}
 {{- end }}
 {{- $args = append $args (printf "--mysql-host=%s" .Values.mysql.host) }}
 {{- $args = append $args (printf "--mysql-port=%d" (int .Values.mysql.port)) }}

@@ -20,10 +20,12 @@ from dbuser_operator.envtest import install_crds
 from tests.conftest import REPO, Runner
 from tests.unit.chart.chart import (
     CHART,
+    CLUSTER_SERVER_RULES,
     COMBINATIONS,
     KUBE_VERSION,
     LEADER_ELECTION_RULES,
     OPERATOR_RULES,
+    SERVER_SECRET_RULES,
     manager,
     of_kind,
     parse,
@@ -170,7 +172,7 @@ async def test_install_upgrade_uninstall(
     assert await core.read_namespaced_service_account(name, namespace, _request_timeout=30)
     assert await core.read_namespaced_service(f"{name}-metrics", namespace, _request_timeout=30)
     cluster_role = await rbac.read_cluster_role(name, _request_timeout=30)
-    assert rules(kube_api.sanitize_for_serialization(cluster_role)) == OPERATOR_RULES
+    assert rules(kube_api.sanitize_for_serialization(cluster_role)) == OPERATOR_RULES | CLUSTER_SERVER_RULES
     binding = await rbac.read_cluster_role_binding(name, _request_timeout=30)
     assert [(s.kind, s.name, s.namespace) for s in binding.subjects] == [("ServiceAccount", name, namespace)]
     assert await _read(rbac.read_namespaced_role, f"{name}-leader-election", namespace) is None
@@ -226,9 +228,19 @@ async def test_install_with_watch_namespaces_creates_roles_there(
         binding = await rbac.read_namespaced_role_binding(name, watched, _request_timeout=30)
         assert [(s.name, s.namespace) for s in binding.subjects] == [(name, namespace)]
     assert await _read(rbac.read_cluster_role, name) is None
+    # ClusterMySQLServers (cluster-scoped) by a ClusterRole of their own; their Secrets, in the release
+    # namespace (not watched), by a read-only Role.
+    cluster_servers = await rbac.read_cluster_role(f"{name}-cluster-servers", _request_timeout=30)
+    assert rules(kube_api.sanitize_for_serialization(cluster_servers)) == CLUSTER_SERVER_RULES
+    binding = await rbac.read_cluster_role_binding(f"{name}-cluster-servers", _request_timeout=30)
+    assert [(s.name, s.namespace) for s in binding.subjects] == [(name, namespace)]
+    server_secrets = await rbac.read_namespaced_role(f"{name}-server-secrets", namespace, _request_timeout=30)
+    assert rules(kube_api.sanitize_for_serialization(server_secrets)) == SERVER_SECRET_RULES
     helm("uninstall", release, "--namespace", namespace, "--wait", "--timeout", "60s")
     for watched in extra_namespaces:
         assert await _read(rbac.read_namespaced_role, name, watched) is None
+    assert await _read(rbac.read_cluster_role, f"{name}-cluster-servers") is None
+    assert await _read(rbac.read_namespaced_role, f"{name}-server-secrets", namespace) is None
 
 
 @pytest.fixture
@@ -251,6 +263,7 @@ def test_a_fresh_install_creates_the_crd_and_uninstall_keeps_it(
 ) -> None:
     chart, group = renamed_chart
     crd_name, role_crd = f"databaseusers.{group}", f"databaseroles.{group}"
+    server_crd, cluster_server_crd = f"mysqlservers.{group}", f"clustermysqlservers.{group}"
     release = f"crd-{uuid.uuid4().hex[:6]}"
     try:
         helm("install", release, str(chart), "--namespace", namespace)
@@ -294,6 +307,59 @@ def test_a_fresh_install_creates_the_crd_and_uninstall_keeps_it(
         manifest.write_text(yaml.safe_dump(bad_role))
         assert kubectl("apply", "-f", str(manifest), check=False).returncode != 0
 
+        # The server kinds: a MySQLServer and a ClusterMySQLServer as the samples write them, their printer
+        # columns, defaults, a refusal; a DatabaseUser's serverRef cannot be changed afterwards.
+        for crd_of_kind in (server_crd, cluster_server_crd):
+            kubectl("wait", "--for=condition=Established", f"crd/{crd_of_kind}", "--timeout=60s")
+        server_spec = {
+            "host": "mysql-reporting.databases.svc",
+            "credentials": {
+                "user": {"name": "reporting-admin", "key": "user"},
+                "password": {"name": "reporting-admin", "key": "password"},
+            },
+        }
+        cluster_name = f"shared-{uuid.uuid4().hex[:6]}"
+        servers = [
+            {
+                "apiVersion": f"{group}/v1alpha1",
+                "kind": "MySQLServer",
+                "metadata": {"name": "reporting", "namespace": namespace},
+                "spec": server_spec,
+            },
+            {
+                "apiVersion": f"{group}/v1alpha1",
+                "kind": "ClusterMySQLServer",
+                "metadata": {"name": cluster_name},
+                "spec": {**server_spec, "policy": {"namespaces": [{"namespaceSelector": {}}]}},
+            },
+        ]
+        manifest.write_text(yaml.safe_dump_all(servers))
+        kubectl("apply", "-f", str(manifest))
+        columns = ["NAME", "HOST", "PORT", "READY", "REASON", "FLAVOUR", "VERSION", "ACCOUNTS", "AGE"]
+        table = kubectl("get", f"mysqlservers.{group}", "-n", namespace).stdout.splitlines()
+        assert table[0].split() == columns
+        # The port is defaulted.
+        assert table[1].split()[:3] == ["reporting", "mysql-reporting.databases.svc", "3306"]
+        table = kubectl("get", f"clustermysqlservers.{group}", cluster_name).stdout.splitlines()
+        assert table[0].split() == columns
+        stored = yaml.safe_load(
+            kubectl("get", f"clustermysqlservers.{group}", cluster_name, "-o", "yaml").stdout
+        )
+        assert stored["spec"]["policy"]["namespaces"][0]["allowGlobalPrivileges"] is False  # defaulted
+        bad_server = {**servers[0], "spec": {**server_spec, "host": "bad host; DROP"}}
+        manifest.write_text(yaml.safe_dump(bad_server))
+        assert kubectl("apply", "-f", str(manifest), check=False).returncode != 0
+        on_server = {**user, "metadata": {"name": "on-server", "namespace": namespace}}
+        on_server["spec"] = {**user["spec"], "serverRef": {"name": "reporting"}}
+        manifest.write_text(yaml.safe_dump(on_server))
+        kubectl("apply", "-f", str(manifest))
+        moved = kubectl(
+            "patch", f"databaseusers.{group}", "on-server", "-n", namespace, "--type=merge",
+            "-p", '{"spec": {"serverRef": {"name": "elsewhere"}}}', check=False,
+        )  # fmt: skip
+        assert moved.returncode != 0
+        assert "serverRef" in moved.stderr
+
         # A second release with the CRD present: Helm skips it and installs the rest.
         second = helm(
             "install", f"{release}-2", str(chart), "--namespace", namespace, "--set", "target=second"
@@ -305,9 +371,10 @@ def test_a_fresh_install_creates_the_crd_and_uninstall_keeps_it(
         assert kept.stdout.strip() == f"customresourcedefinition.apiextensions.k8s.io/{crd_name}", (
             "helm uninstall must keep the CRD (and the users' resources)"
         )
-        assert kubectl("get", "crd", role_crd, "-o", "name", check=False).returncode == 0
+        for name in (role_crd, server_crd, cluster_server_crd):
+            assert kubectl("get", "crd", name, "-o", "name", check=False).returncode == 0
     finally:
-        for name in (crd_name, role_crd):
+        for name in (crd_name, role_crd, server_crd, cluster_server_crd):
             kubectl("delete", "crd", name, "--ignore-not-found", "--wait=false", check=False)
 
 

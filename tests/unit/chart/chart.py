@@ -25,10 +25,19 @@ OPERATOR_RULES: frozenset[Rule] = frozenset(
     | {(API_GROUP, "databaseusers/status", "patch")}
     | {(API_GROUP, "databaseroles", verb) for verb in ("get", "list", "watch", "patch")}
     | {(API_GROUP, "databaseroles/status", "patch")}
+    | {(API_GROUP, "mysqlservers", verb) for verb in ("get", "list", "watch", "patch")}
+    | {(API_GROUP, "mysqlservers/status", "patch")}
     | {("", "secrets", verb) for verb in ("list", "watch", "get", "create", "patch", "delete")}
     | {("", "events", verb) for verb in ("create", "patch")}
     | {("", "pods", "list"), ("apps", "deployments", "patch"), ("apps", "statefulsets", "patch")}
 )
+# ClusterMySQLServers are cluster-scoped: in the ClusterRole, or (watchNamespaces) a ClusterRole of their own.
+CLUSTER_SERVER_RULES: frozenset[Rule] = frozenset(
+    {(API_GROUP, "clustermysqlservers", verb) for verb in ("get", "list", "watch", "patch")}
+    | {(API_GROUP, "clustermysqlservers/status", "patch")}
+)
+# Their admin Secrets, in the cluster resource namespace when it is not a watched one: read one by one.
+SERVER_SECRET_RULES: frozenset[Rule] = frozenset({("", "secrets", "get")})
 LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
     {("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")}
 )

@@ -27,10 +27,12 @@ from dbuser_operator.settings import Settings
 from tests.conftest import REPO
 from tests.unit.chart.chart import (
     CHART,
+    CLUSTER_SERVER_RULES,
     COMBINATIONS,
     KUBE_VERSION,
     LEADER_ELECTION_RULES,
     OPERATOR_RULES,
+    SERVER_SECRET_RULES,
     default_values,
     leaves,
     manager,
@@ -282,23 +284,46 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
     roles = {(r["metadata"].get("namespace"), r["metadata"]["name"]): r for r in of_kind(objects, "Role")}
     bindings = of_kind(objects, "RoleBinding")
 
+    secrets_namespace = values["clusterResourceNamespace"] or "ops"
+    server_secrets = roles.get((secrets_namespace, "dbu-dbuser-operator-server-secrets"))
     if values["watchNamespaces"]:
-        assert of_kind(objects, "ClusterRole") == []
-        assert of_kind(objects, "ClusterRoleBinding") == []
+        # ClusterMySQLServers only, cluster-wide; the rest in the watched namespaces.
+        cluster_role = one(objects, "ClusterRole")
+        assert cluster_role["metadata"]["name"] == "dbu-dbuser-operator-cluster-servers"
+        assert rules(cluster_role) == CLUSTER_SERVER_RULES
+        cluster_binding = one(objects, "ClusterRoleBinding")
+        assert cluster_binding["roleRef"]["name"] == "dbu-dbuser-operator-cluster-servers"
+        assert cluster_binding["subjects"] == subject
         for namespace in values["watchNamespaces"]:
             assert rules(roles[(namespace, "dbu-dbuser-operator")]) == OPERATOR_RULES
-            (binding,) = [b for b in bindings if b["metadata"]["namespace"] == namespace]
+            (binding,) = [
+                b
+                for b in bindings
+                if b["metadata"]["namespace"] == namespace and b["metadata"]["name"] == "dbu-dbuser-operator"
+            ]
             assert binding["roleRef"] == {
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "Role",
                 "name": "dbu-dbuser-operator",
             }
             assert binding["subjects"] == subject
+        # The ClusterMySQLServers' admin Secrets: readable in the cluster resource namespace, written never.
+        if secrets_namespace in values["watchNamespaces"]:
+            assert server_secrets is None
+        else:
+            assert server_secrets is not None
+            assert rules(server_secrets) == SERVER_SECRET_RULES
+            name = "dbu-dbuser-operator-server-secrets"
+            (binding,) = [b for b in bindings if b["metadata"]["name"] == name]
+            assert binding["metadata"]["namespace"] == secrets_namespace
+            assert binding["roleRef"]["name"] == name
+            assert binding["subjects"] == subject
     else:
-        assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES
+        assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES | CLUSTER_SERVER_RULES
         binding = one(objects, "ClusterRoleBinding")
         assert binding["roleRef"]["name"] == one(objects, "ClusterRole")["metadata"]["name"]
         assert binding["subjects"] == subject
+        assert server_secrets is None  # the ClusterRole reads Secrets everywhere
 
     lease_role = roles.get(("ops", "dbu-dbuser-operator-leader-election"))
     if _leader_elect(values):
@@ -309,7 +334,7 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
         assert binding["subjects"] == subject
     else:
         assert lease_role is None
-    expected_roles = len(values["watchNamespaces"]) + _leader_elect(values)
+    expected_roles = len(values["watchNamespaces"]) + _leader_elect(values) + (server_secrets is not None)
     assert len(roles) == len(bindings) == expected_roles
 
 
@@ -566,7 +591,7 @@ def test_kustomize_builds_config_default_like_the_chart(
     installed = sorted(of_kind(objects, "CustomResourceDefinition"), key=lambda obj: obj["metadata"]["name"])
     generated = sorted(map(yaml.safe_load, crd.generate().values()), key=lambda obj: obj["metadata"]["name"])
     assert installed == generated, "config/ installs the generated CRDs"
-    assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES
+    assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES | CLUSTER_SERVER_RULES
     assert rules(one(objects, "Role")) == LEADER_ELECTION_RULES
     account = one(objects, "ServiceAccount")["metadata"]
     assert account == {**account, "name": "dbuser-operator-controller-manager", "namespace": namespace}
