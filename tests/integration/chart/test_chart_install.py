@@ -232,8 +232,8 @@ async def test_install_with_watch_namespaces_creates_roles_there(
     # namespace (not watched), by a read-only Role.
     cluster_servers = await rbac.read_cluster_role(f"{name}-cluster-servers", _request_timeout=30)
     assert rules(kube_api.sanitize_for_serialization(cluster_servers)) == CLUSTER_SERVER_RULES
-    binding = await rbac.read_cluster_role_binding(f"{name}-cluster-servers", _request_timeout=30)
-    assert [(s.name, s.namespace) for s in binding.subjects] == [(name, namespace)]
+    cluster_binding = await rbac.read_cluster_role_binding(f"{name}-cluster-servers", _request_timeout=30)
+    assert [(s.name, s.namespace) for s in cluster_binding.subjects] == [(name, namespace)]
     server_secrets = await rbac.read_namespaced_role(f"{name}-server-secrets", namespace, _request_timeout=30)
     assert rules(kube_api.sanitize_for_serialization(server_secrets)) == SERVER_SECRET_RULES
     helm("uninstall", release, "--namespace", namespace, "--wait", "--timeout", "60s")
@@ -311,7 +311,7 @@ def test_a_fresh_install_creates_the_crd_and_uninstall_keeps_it(
         # columns, defaults, a refusal; a DatabaseUser's serverRef cannot be changed afterwards.
         for crd_of_kind in (server_crd, cluster_server_crd):
             kubectl("wait", "--for=condition=Established", f"crd/{crd_of_kind}", "--timeout=60s")
-        server_spec = {
+        server_spec: dict[str, Any] = {
             "host": "mysql-reporting.databases.svc",
             "credentials": {
                 "user": {"name": "reporting-admin", "key": "user"},
@@ -336,12 +336,12 @@ def test_a_fresh_install_creates_the_crd_and_uninstall_keeps_it(
         manifest.write_text(yaml.safe_dump_all(servers))
         kubectl("apply", "-f", str(manifest))
         columns = ["NAME", "HOST", "PORT", "READY", "REASON", "FLAVOUR", "VERSION", "ACCOUNTS", "AGE"]
-        table = kubectl("get", f"mysqlservers.{group}", "-n", namespace).stdout.splitlines()
-        assert table[0].split() == columns
+        rows = kubectl("get", f"mysqlservers.{group}", "-n", namespace).stdout.splitlines()
+        assert rows[0].split() == columns
         # The port is defaulted.
-        assert table[1].split()[:3] == ["reporting", "mysql-reporting.databases.svc", "3306"]
-        table = kubectl("get", f"clustermysqlservers.{group}", cluster_name).stdout.splitlines()
-        assert table[0].split() == columns
+        assert rows[1].split()[:3] == ["reporting", "mysql-reporting.databases.svc", "3306"]
+        rows = kubectl("get", f"clustermysqlservers.{group}", cluster_name).stdout.splitlines()
+        assert rows[0].split() == columns
         stored = yaml.safe_load(
             kubectl("get", f"clustermysqlservers.{group}", cluster_name, "-o", "yaml").stdout
         )
@@ -349,8 +349,14 @@ def test_a_fresh_install_creates_the_crd_and_uninstall_keeps_it(
         bad_server = {**servers[0], "spec": {**server_spec, "host": "bad host; DROP"}}
         manifest.write_text(yaml.safe_dump(bad_server))
         assert kubectl("apply", "-f", str(manifest), check=False).returncode != 0
-        on_server = {**user, "metadata": {"name": "on-server", "namespace": namespace}}
-        on_server["spec"] = {**user["spec"], "serverRef": {"name": "reporting"}}
+        on_server = {
+            **user,
+            "metadata": {"name": "on-server", "namespace": namespace},
+            "spec": {
+                "password": {"name": "app-db-password", "key": "password"},
+                "serverRef": {"name": "reporting"},
+            },
+        }
         manifest.write_text(yaml.safe_dump(on_server))
         kubectl("apply", "-f", str(manifest))
         moved = kubectl(

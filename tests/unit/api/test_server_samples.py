@@ -43,4 +43,3 @@ def test_the_clustermysqlserver_sample_has_a_policy() -> None:
     assert tenants.databases == ["{namespace}_*"]
     assert tenants.allow_global_privileges is False
     assert platform.allow_global_privileges is True
-
