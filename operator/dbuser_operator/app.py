@@ -19,11 +19,13 @@ from dbuser_operator.controllers.generated import GeneratedPasswordStep
 from dbuser_operator.controllers.grants import GrantsStep, PrivilegeCheckStep
 from dbuser_operator.controllers.guard import GuardStep
 from dbuser_operator.controllers.hosts import HostsStep
+from dbuser_operator.controllers.namespaces import NAMESPACE_EVENTS, resources_in
 from dbuser_operator.controllers.observe import Observer
 from dbuser_operator.controllers.options import OptionsStep
 from dbuser_operator.controllers.owned_secrets import OwnedSecrets
 from dbuser_operator.controllers.ownership import LiveOwners, OwnershipStep
 from dbuser_operator.controllers.password import PasswordStep
+from dbuser_operator.controllers.policy_step import PolicyGate, PolicyStep, policy_gate
 from dbuser_operator.controllers.reconciler import DatabaseUserReconciler
 from dbuser_operator.controllers.resources import (
     ACCOUNT_INDEX,
@@ -143,6 +145,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
     users.add_index(ACCOUNT_INDEX, named_account)
     users.add_index(ROLE_INDEX, referenced_roles)
     roles = Informer(reader, DATABASE_ROLES, namespaces=settings.namespaces, label_selector=scope.selector)
+    policy = policy_gate(reader, users, roles)
     secrets = Informer(reader, SECRETS, namespaces=settings.namespaces)
 
     def users_of(secret: dict[str, Any]) -> list[ObjectKey]:
@@ -181,6 +184,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
     steps: list[Step] = [
         FinalizerStep(kube, scope),
         guard,
+        PolicyStep(policy),  # before any SQL
         PrivilegeCheckStep(target),
         GeneratedPasswordStep(owned_secrets),
         PasswordStep(secrets),
@@ -212,6 +216,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         scope=scope,
         observer=Observer(target, [*settings.reserved_users, settings.mysql_user]),
         observe_period=settings.resync_period,
+        policy=policy,
     )
     controller = Controller(
         CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
@@ -221,6 +226,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
     controller.watch_mapped(secrets, users_of)
     controller.watch_mapped(users, claimants_of, DELETED)
     controller.watch_mapped(roles, users_of_role(users))  # every change, status included: Ready or gone
+    controller.watch_mapped(policy.namespaces.informer, resources_in(users), NAMESPACE_EVENTS)
 
     manager = Manager(
         reader,
@@ -231,7 +237,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         shutdown_timeout=settings.shutdown_timeout,
     )
     manager.add_controller(controller)
-    manager.add_controller(role_controller(settings, kube, roles, recorder, target, scope, guard))
+    manager.add_controller(role_controller(settings, kube, roles, recorder, target, scope, guard, policy))
     manager.add_runnable(Runnable("event recorder", recorder.run))
 
     async def close_recorder() -> None:  # write pending Events while the lease is held, else drop them
@@ -256,15 +262,26 @@ def role_controller(  # noqa: PLR0917 - what the role controller shares with the
     target: Target,
     scope: Scope,
     guard: GuardStep,
+    policy: PolicyGate | None = None,
 ) -> Controller:
-    """The DatabaseRole controller: the same target, scope, guard and fenced clients as the user one."""
+    """The DatabaseRole controller: the same target, scope, guard, policy and fenced clients as the user
+    one."""
     reconciler = DatabaseRoleReconciler(
-        kube, roles, recorder, target=target, scope=scope, guard=guard, resync_period=settings.resync_period
+        kube,
+        roles,
+        recorder,
+        target=target,
+        scope=scope,
+        guard=guard,
+        resync_period=settings.resync_period,
+        policy=policy,
     )
     controller = Controller(
         ROLE_CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
     )
     controller.watch(roles, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED))
+    if policy is not None:
+        controller.watch_mapped(policy.namespaces.informer, resources_in(roles), NAMESPACE_EVENTS)
     return controller
 
 

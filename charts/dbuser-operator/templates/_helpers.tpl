@@ -108,10 +108,14 @@ and connection Secrets it owns), Events (record).
 {{- end }}
 
 {{/*
-ClusterMySQLServers are cluster-scoped: a ClusterRole grants them, also when watchNamespaces limits the rest
-(read; finalizers and status by patch).
+What the operator reads of cluster-scoped resources, whatever namespaces it watches: Namespaces (get, list,
+watch: the labels the servers' spec.policy selects namespaces by) and ClusterMySQLServers (read; finalizers
+and status by patch).
 */}}
-{{- define "dbuser-operator.clusterServerRules" -}}
+{{- define "dbuser-operator.clusterRules" -}}
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["get", "list", "watch"]
 - apiGroups: ["mysql.dbuser-operator.dev"]
   resources: ["clustermysqlservers"]
   verbs: ["get", "list", "watch", "patch"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated, Final, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
 from dbuser_operator.api.v1alpha1 import (
     API_VERSION,
@@ -58,6 +58,8 @@ MAX_POLICY_ENTRIES: Final = 32
 MAX_DATABASE_PATTERNS: Final = 32
 MAX_POOL_SIZE: Final = 128
 LABEL_SELECTOR_OPERATORS = Literal["In", "NotIn", "Exists", "DoesNotExist"]
+VALUES_REQUIRED_MESSAGE: Final = "values must be non-empty when operator is In or NotIn"
+VALUES_FORBIDDEN_MESSAGE: Final = "values must be empty when operator is Exists or DoesNotExist"
 
 PRINTER_COLUMNS: Final[tuple[dict[str, object], ...]] = (
     {"name": "Host", "type": "string", "jsonPath": ".spec.host", "description": "Server host"},
@@ -136,6 +138,24 @@ class ServerTLS(_Model):
 class LabelSelectorRequirement(_Model):
     """A label selector requirement: a key, an operator and values (metav1.LabelSelectorRequirement)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!(self.operator in ['In', 'NotIn'])"
+                    " || (has(self.values) && size(self.values) > 0)",
+                    "message": VALUES_REQUIRED_MESSAGE,
+                    "fieldPath": ".values",
+                },
+                {
+                    "rule": "self.operator in ['In', 'NotIn'] || !has(self.values) || size(self.values) == 0",
+                    "message": VALUES_FORBIDDEN_MESSAGE,
+                    "fieldPath": ".values",
+                },
+            ]
+        }
+    )
+
     key: str = Field(min_length=1, max_length=316)
     """The label key."""
 
@@ -144,6 +164,15 @@ class LabelSelectorRequirement(_Model):
 
     values: list[str] | None = None
     """The values of In and NotIn (non-empty); none for Exists and DoesNotExist."""
+
+    @model_validator(mode="after")
+    def _values_match_the_operator(self) -> LabelSelectorRequirement:
+        """The CEL rules on values, with their messages (Kubernetes refuses such selectors too)."""
+        if self.operator in {"In", "NotIn"} and not self.values:
+            raise ValueError(VALUES_REQUIRED_MESSAGE)
+        if self.operator in {"Exists", "DoesNotExist"} and self.values:
+            raise ValueError(VALUES_FORBIDDEN_MESSAGE)
+        return self
 
 
 class LabelSelector(_Model):

@@ -36,9 +36,10 @@ from dbuser_operator.api.v1alpha1 import (
 )
 from dbuser_operator.controllers.grants import desired_grants
 from dbuser_operator.controllers.guard import GuardStep, is_reserved
+from dbuser_operator.controllers.policy_step import PolicyGate
 from dbuser_operator.controllers.resources import FIELD_MANAGER
 from dbuser_operator.controllers.scope import Scope
-from dbuser_operator.controllers.steps import ConditionError
+from dbuser_operator.controllers.steps import ConditionError, ServerBinding
 from dbuser_operator.controllers.target import Target, mysql_condition
 from dbuser_operator.mysql import grants, ownership, roles
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
@@ -87,6 +88,7 @@ class DatabaseRoleReconciler:
         scope: Scope,
         guard: GuardStep,
         resync_period: float,
+        policy: PolicyGate | None = None,
     ) -> None:
         self.kube = kube
         self.roles = roles_informer
@@ -95,6 +97,7 @@ class DatabaseRoleReconciler:
         self.scope = scope
         self.guard = guard
         self.resync_period = resync_period
+        self.policy = policy
         self._table_ready = False
 
     async def __call__(self, key: ObjectKey) -> Result:
@@ -132,13 +135,21 @@ class DatabaseRoleReconciler:
         await self._write(obj, status, events)
         return Result(requeue_after=self.resync_period)
 
-    async def _ensure(self, role: DatabaseRole, status: DatabaseRoleStatus, events: Events) -> None:
+    async def _ensure(
+        self,
+        role: DatabaseRole,
+        status: DatabaseRoleStatus,
+        events: Events,
+        binding: ServerBinding | None = None,
+    ) -> None:
         name = role.effective_role()
         if is_reserved(name, self.guard.reserved):
             raise ConditionError("ReservedAccount", f"role {name} is reserved: never managed", retry=False)
         refusal = self.guard.grant_refusal(as_grants_spec(role.spec))
         if refusal is not None:
             raise ConditionError("PrivilegeNotAllowed", f"role {name}: {refusal}", retry=False)
+        if self.policy is not None:  # before any SQL
+            self.policy.check_role(binding, role)
         db = self.target.db
         try:
             await self._ensure_table()

@@ -5,8 +5,9 @@ Deletion runs the steps' delete halves in reverse, then the finalizer comes off.
 if the server answers quickly) and the resource is released at once, even while MySQL is down.
 
 ``spec.managementPolicy`` Observe reads the accounts into status and writes nothing to MySQL (deletion
-lets go, as under Retain); Paused does nothing at all, deletion included, until the policy changes or the
-release annotation lets go.
+lets go, as under Retain), unless the server's policy refuses the resource (it would read a server, or
+accounts, the namespace may not use: the violation is reported instead); Paused does nothing at all,
+deletion included, until the policy changes or the release annotation lets go.
 
 A resource that leaves the instance's scope (its target label changed or removed) while it carries the
 instance's finalizer is let go of: the finalizer comes off, the account stays in MySQL and stays recorded
@@ -35,6 +36,7 @@ from dbuser_operator.controllers.finalizer import FinalizerStep
 from dbuser_operator.controllers.hosts import accounts_of, ready_message
 from dbuser_operator.controllers.observe import Observer, summary
 from dbuser_operator.controllers.ownership import owner
+from dbuser_operator.controllers.policy_step import PolicyGate
 from dbuser_operator.controllers.resources import DATABASE_USERS, FIELD_MANAGER
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.steps import ConditionError, Context, Releasing, Step
@@ -72,6 +74,7 @@ class DatabaseUserReconciler:
         scope: Scope,
         observer: Observer | None = None,
         observe_period: float = 0.0,
+        policy: PolicyGate | None = None,
     ) -> None:
         self.kube = kube
         self.users = users
@@ -82,6 +85,7 @@ class DatabaseUserReconciler:
         self.finalizer = FinalizerStep(kube, scope)
         self.observer = observer or Observer(target, ())
         self.observe_period = observe_period  # seconds between two looks at an observed account (0: none)
+        self.policy = policy  # checked before observing (the Manage path has it among the steps)
 
     async def __call__(self, key: ObjectKey) -> Result:
         cached = self.users.get(key)
@@ -205,6 +209,8 @@ class DatabaseUserReconciler:
     async def _observe(self, ctx: Context) -> None:
         """managementPolicy Observe: the live accounts into status; Ready says Observed or Diverged."""
         _clear_policy_status(ctx)
+        if self.policy is not None:
+            self.policy.check_user(ctx)
         if await self.observer.observe(ctx):
             message = f"{ready_message(ctx)} (observed: the operator changes nothing)"
             self._set_ready(ctx, "True", "Observed", message)

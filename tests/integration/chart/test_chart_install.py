@@ -20,7 +20,7 @@ from dbuser_operator.envtest import install_crds
 from tests.conftest import REPO, Runner
 from tests.unit.chart.chart import (
     CHART,
-    CLUSTER_SERVER_RULES,
+    CLUSTER_RULES,
     COMBINATIONS,
     KUBE_VERSION,
     LEADER_ELECTION_RULES,
@@ -172,7 +172,7 @@ async def test_install_upgrade_uninstall(
     assert await core.read_namespaced_service_account(name, namespace, _request_timeout=30)
     assert await core.read_namespaced_service(f"{name}-metrics", namespace, _request_timeout=30)
     cluster_role = await rbac.read_cluster_role(name, _request_timeout=30)
-    assert rules(kube_api.sanitize_for_serialization(cluster_role)) == OPERATOR_RULES | CLUSTER_SERVER_RULES
+    assert rules(kube_api.sanitize_for_serialization(cluster_role)) == OPERATOR_RULES | CLUSTER_RULES
     binding = await rbac.read_cluster_role_binding(name, _request_timeout=30)
     assert [(s.kind, s.name, s.namespace) for s in binding.subjects] == [("ServiceAccount", name, namespace)]
     assert await _read(rbac.read_namespaced_role, f"{name}-leader-election", namespace) is None
@@ -228,18 +228,18 @@ async def test_install_with_watch_namespaces_creates_roles_there(
         binding = await rbac.read_namespaced_role_binding(name, watched, _request_timeout=30)
         assert [(s.name, s.namespace) for s in binding.subjects] == [(name, namespace)]
     assert await _read(rbac.read_cluster_role, name) is None
-    # ClusterMySQLServers (cluster-scoped) by a ClusterRole of their own; their Secrets, in the release
-    # namespace (not watched), by a read-only Role.
-    cluster_servers = await rbac.read_cluster_role(f"{name}-cluster-servers", _request_timeout=30)
-    assert rules(kube_api.sanitize_for_serialization(cluster_servers)) == CLUSTER_SERVER_RULES
-    cluster_binding = await rbac.read_cluster_role_binding(f"{name}-cluster-servers", _request_timeout=30)
+    # Namespaces and ClusterMySQLServers (cluster-scoped) by a ClusterRole of their own; the
+    # ClusterMySQLServers' Secrets, in the release namespace (not watched), by a Role that may only get them.
+    cluster_role = await rbac.read_cluster_role(f"{name}-cluster", _request_timeout=30)
+    assert rules(kube_api.sanitize_for_serialization(cluster_role)) == CLUSTER_RULES
+    cluster_binding = await rbac.read_cluster_role_binding(f"{name}-cluster", _request_timeout=30)
     assert [(s.name, s.namespace) for s in cluster_binding.subjects] == [(name, namespace)]
     server_secrets = await rbac.read_namespaced_role(f"{name}-server-secrets", namespace, _request_timeout=30)
     assert rules(kube_api.sanitize_for_serialization(server_secrets)) == SERVER_SECRET_RULES
     helm("uninstall", release, "--namespace", namespace, "--wait", "--timeout", "60s")
     for watched in extra_namespaces:
         assert await _read(rbac.read_namespaced_role, name, watched) is None
-    assert await _read(rbac.read_cluster_role, f"{name}-cluster-servers") is None
+    assert await _read(rbac.read_cluster_role, f"{name}-cluster") is None
     assert await _read(rbac.read_namespaced_role, f"{name}-server-secrets", namespace) is None
 
 
@@ -381,7 +381,10 @@ def test_a_fresh_install_creates_the_crd_and_uninstall_keeps_it(
             assert kubectl("get", "crd", name, "-o", "name", check=False).returncode == 0
     finally:
         for name in (crd_name, role_crd, server_crd, cluster_server_crd):
-            kubectl("delete", "crd", name, "--ignore-not-found", "--wait=false", check=False)
+            kubectl("delete", "crd", name, "--ignore-not-found", "--timeout=60s", check=False)
+        # kubectl's discovery cache still knows the copies' short names (dbu, ...): refresh it, so that later
+        # tests' `kubectl get dbu` finds the real kind, not a deleted copy.
+        kubectl("api-resources", check=False)
 
 
 def test_the_api_server_keeps_every_field_the_chart_sets(

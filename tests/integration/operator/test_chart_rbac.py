@@ -275,7 +275,10 @@ async def test_the_operator_runs_with_exactly_the_charts_permissions(
             "read Leases elsewhere": lambda: coordination.list_namespaced_lease(
                 namespace_, _request_timeout=30
             ),
-            "list Namespaces": lambda: core.list_namespace(_request_timeout=30),
+            "label a Namespace": lambda: core.patch_namespace(
+                other, {"metadata": {"labels": {"team": "intruder"}}}, _request_timeout=30
+            ),
+            "delete a Namespace": lambda: core.delete_namespace(other, _request_timeout=30),
         }
         if release.watched:  # namespaced: nothing outside the watched namespaces
             refused["list Secrets in another namespace"] = lambda: core.list_namespaced_secret(
@@ -292,3 +295,5 @@ async def test_the_operator_runs_with_exactly_the_charts_permissions(
         # ... while what the operator needs is allowed (the token is valid).
         secrets = await core.list_namespaced_secret(namespace, _request_timeout=30)
         assert [s.metadata.name for s in secrets.items] == ["app-pw"]
+        listed = await core.list_namespace(_request_timeout=30)  # their labels, for the servers' policies
+        assert {namespace, other} <= {n.metadata.name for n in listed.items}

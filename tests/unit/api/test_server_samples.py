@@ -32,14 +32,19 @@ def test_the_mysqlserver_sample_and_its_secret() -> None:
     assert "mysql_v1alpha1_clustermysqlserver.yaml" not in resources  # its Secret is in the operator's
 
 
-def test_the_clustermysqlserver_sample_has_a_policy() -> None:
-    (document,) = _documents(SAMPLES / "mysql_v1alpha1_clustermysqlserver.yaml")
-    server = ClusterMySQLServer.model_validate(document)
+def test_the_clustermysqlserver_samples() -> None:
+    """One without a policy (its Secret named in the comments), one with (README "Server policy"); both
+    labelled for the default target, as the operator's informers select server resources by it."""
+    (plain,) = _documents(SAMPLES / "mysql_v1alpha1_clustermysqlserver.yaml")
+    (with_policy,) = _documents(SAMPLES / "mysql_v1alpha1_clustermysqlserver_policy.yaml")
+    server = ClusterMySQLServer.model_validate(plain)
     assert server.metadata.namespace is None
+    assert server.spec.policy is None
     assert server.spec.tls is not None
     assert server.spec.tls.mode == "VERIFY_IDENTITY"
-    assert server.spec.policy is not None
-    tenants, platform = server.spec.policy.namespaces
-    assert tenants.databases == ["{namespace}_*"]
-    assert tenants.allow_global_privileges is False
-    assert platform.allow_global_privileges is True
+    text = (SAMPLES / "mysql_v1alpha1_clustermysqlserver.yaml").read_text()
+    assert f"create secret generic {server.spec.credentials.password.name}" in text
+    assert ClusterMySQLServer.model_validate(with_policy).spec.policy is not None
+    assert plain["metadata"]["name"] != with_policy["metadata"]["name"]
+    for document in (plain, with_policy):
+        assert document["metadata"]["labels"] == {"dbuser-operator.dev/target": "default"}

@@ -31,13 +31,15 @@ OPERATOR_RULES: frozenset[Rule] = frozenset(
     | {("", "events", verb) for verb in ("create", "patch")}
     | {("", "pods", "list"), ("apps", "deployments", "patch"), ("apps", "statefulsets", "patch")}
 )
-# ClusterMySQLServers are cluster-scoped: in the ClusterRole, or (watchNamespaces) a ClusterRole of their own.
-CLUSTER_SERVER_RULES: frozenset[Rule] = frozenset(
-    {(API_GROUP, "clustermysqlservers", verb) for verb in ("get", "list", "watch", "patch")}
+CLUSTER_RULES: frozenset[Rule] = frozenset(
+    {("", "namespaces", verb) for verb in ("get", "list", "watch")}
+    | {(API_GROUP, "clustermysqlservers", verb) for verb in ("get", "list", "watch", "patch")}
     | {(API_GROUP, "clustermysqlservers/status", "patch")}
 )
-# Their admin Secrets, in the cluster resource namespace when it is not a watched one: read one by one.
+"""What the operator reads of cluster-scoped resources, whatever namespaces it watches: Namespaces (their
+labels, for the servers' policies) and ClusterMySQLServers."""
 SERVER_SECRET_RULES: frozenset[Rule] = frozenset({("", "secrets", "get")})
+"""The ClusterMySQLServers' admin Secrets, in the cluster resource namespace when it is not a watched one."""
 LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
     {("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")}
 )

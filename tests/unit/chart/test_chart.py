@@ -27,7 +27,7 @@ from dbuser_operator.settings import Settings
 from tests.conftest import REPO
 from tests.unit.chart.chart import (
     CHART,
-    CLUSTER_SERVER_RULES,
+    CLUSTER_RULES,
     COMBINATIONS,
     KUBE_VERSION,
     LEADER_ELECTION_RULES,
@@ -287,13 +287,11 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
     secrets_namespace = values["clusterResourceNamespace"] or "ops"
     server_secrets = roles.get((secrets_namespace, "dbu-dbuser-operator-server-secrets"))
     if values["watchNamespaces"]:
-        # ClusterMySQLServers only, cluster-wide; the rest in the watched namespaces.
         cluster_role = one(objects, "ClusterRole")
-        assert cluster_role["metadata"]["name"] == "dbu-dbuser-operator-cluster-servers"
-        assert rules(cluster_role) == CLUSTER_SERVER_RULES
-        cluster_binding = one(objects, "ClusterRoleBinding")
-        assert cluster_binding["roleRef"]["name"] == "dbu-dbuser-operator-cluster-servers"
-        assert cluster_binding["subjects"] == subject
+        assert cluster_role["metadata"]["name"] == "dbu-dbuser-operator-cluster"
+        assert rules(cluster_role) == CLUSTER_RULES
+        assert one(objects, "ClusterRoleBinding")["roleRef"]["name"] == "dbu-dbuser-operator-cluster"
+        assert one(objects, "ClusterRoleBinding")["subjects"] == subject
         for namespace in values["watchNamespaces"]:
             assert rules(roles[(namespace, "dbu-dbuser-operator")]) == OPERATOR_RULES
             (binding,) = [
@@ -319,7 +317,7 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
             assert binding["roleRef"]["name"] == name
             assert binding["subjects"] == subject
     else:
-        assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES | CLUSTER_SERVER_RULES
+        assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES | CLUSTER_RULES
         binding = one(objects, "ClusterRoleBinding")
         assert binding["roleRef"]["name"] == one(objects, "ClusterRole")["metadata"]["name"]
         assert binding["subjects"] == subject
@@ -591,7 +589,7 @@ def test_kustomize_builds_config_default_like_the_chart(
     installed = sorted(of_kind(objects, "CustomResourceDefinition"), key=lambda obj: obj["metadata"]["name"])
     generated = sorted(map(yaml.safe_load, crd.generate().values()), key=lambda obj: obj["metadata"]["name"])
     assert installed == generated, "config/ installs the generated CRDs"
-    assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES | CLUSTER_SERVER_RULES
+    assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES | CLUSTER_RULES
     assert rules(one(objects, "Role")) == LEADER_ELECTION_RULES
     account = one(objects, "ServiceAccount")["metadata"]
     assert account == {**account, "name": "dbuser-operator-controller-manager", "namespace": namespace}

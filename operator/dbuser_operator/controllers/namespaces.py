@@ -1,0 +1,69 @@
+"""Namespace labels for the servers' policies: a cluster-wide cache of namespaces, holding only their names
+and labels, and which DatabaseUsers and DatabaseRoles to look at again when a namespace's labels change.
+
+Namespaces are cluster-scoped, so the cache watches all of them (RBAC: get, list and watch on namespaces,
+cluster-wide), even when the operator watches only some namespaces' resources; the objects it keeps are a
+name, a resourceVersion and labels, a few hundred bytes each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dbuser_operator.controllers.resources import DEFAULT_SERVER, server_key
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.runtime.predicates import LABELS_CHANGED, Predicate
+from dbuser_operator.runtime.resources import NAMESPACES, ObjectKey
+
+POLICY_NAMESPACE_INDEX = "policy-namespace"
+"""Index of DatabaseUsers and DatabaseRoles on a server resource (the ones a policy may concern): their
+namespace."""
+
+NAMESPACE_EVENTS = Predicate(update=LABELS_CHANGED.update, delete=lambda obj: False)
+"""A namespace that appears (its resources may have waited for it) or whose labels change."""
+
+
+def labels_only(obj: dict[str, Any]) -> dict[str, Any]:
+    """What the cache keeps of a namespace: its name, resourceVersion and labels."""
+    metadata = obj.get("metadata") or {}
+    kept = {key: metadata[key] for key in ("name", "resourceVersion", "labels") if key in metadata}
+    return {"metadata": kept}
+
+
+def on_a_server(obj: dict[str, Any]) -> list[str]:
+    """Index value: the namespace of a DatabaseUser or DatabaseRole with spec.serverRef (none without:
+    the settings' server has no policy)."""
+    if server_key(obj) == DEFAULT_SERVER:
+        return []
+    return [obj["metadata"].get("namespace", "")]
+
+
+class NamespaceLabels:
+    """The labels of every namespace, from a cache of namespaces kept current by a watch."""
+
+    def __init__(self, kube: KubeClient) -> None:
+        self.informer = Informer(kube, NAMESPACES, transform=labels_only)
+
+    def labels(self, namespace: str) -> dict[str, str] | None:
+        """The namespace's labels; None if the cache does not hold it (not created, or not listed yet)."""
+        obj = self.informer.get(ObjectKey("", namespace))
+        if obj is None:
+            return None
+        return dict(obj["metadata"].get("labels") or {})
+
+
+def resources_in(*informers: Informer) -> Callable[[dict[str, Any]], list[ObjectKey]]:
+    """A mapping for a namespace watch: the resources on a server resource in that namespace (indexed by
+    :data:`POLICY_NAMESPACE_INDEX`) of each informer."""
+
+    def to_keys(namespace: dict[str, Any]) -> list[ObjectKey]:
+        name = namespace["metadata"]["name"]
+        return [
+            ObjectKey.of(obj)
+            for informer in informers
+            for obj in informer.store.by_index(POLICY_NAMESPACE_INDEX, name)
+        ]
+
+    return to_keys
