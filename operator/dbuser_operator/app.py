@@ -29,10 +29,14 @@ from dbuser_operator.controllers.policy_step import PolicyGate, PolicyStep, poli
 from dbuser_operator.controllers.reconciler import DatabaseUserReconciler
 from dbuser_operator.controllers.resources import (
     ACCOUNT_INDEX,
+    CLUSTER_MYSQL_SERVERS,
     DATABASE_USERS,
+    MYSQL_SERVERS,
     SECRET_INDEX,
+    SERVER_INDEX,
     named_account,
     referenced_secret,
+    referenced_server,
 )
 from dbuser_operator.controllers.resync import DriftCheck
 from dbuser_operator.controllers.role_drift import RoleDriftCheck
@@ -40,6 +44,10 @@ from dbuser_operator.controllers.rollout import RolloutStep
 from dbuser_operator.controllers.rotation import DiscardStep, StrategyStep
 from dbuser_operator.controllers.scheduled import ScheduledRotationStep
 from dbuser_operator.controllers.scope import Scope
+from dbuser_operator.controllers.server_binding import ServerResolver
+from dbuser_operator.controllers.server_connection import DatabaseFactory, SecretReader, ServerDefaults
+from dbuser_operator.controllers.server_watch import watch_servers
+from dbuser_operator.controllers.servers import ServerRegistry
 from dbuser_operator.controllers.steps import Step
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.controllers.user_roles import (
@@ -54,6 +62,7 @@ from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.fencing import SessionFence
 from dbuser_operator.runtime.client import KubeClient, api_client
 from dbuser_operator.runtime.controller import Controller
+from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.fence import Fence, open_fence
 from dbuser_operator.runtime.informer import Informer
@@ -118,20 +127,33 @@ def fence_for(election: LeaderElectionConfig | None) -> Fence:
 
 def fenced_database(settings: Settings, fence: Fence) -> Database:
     """The MySQL connection, its writes behind ``fence``, its sessions under the leader epoch."""
-    if not fence.fenced:
-        return Database(connection_settings(settings))
-    sessions = SessionFence(
-        schema=settings.ownership_schema,
-        election=f"{settings.leader_election_namespace}/{settings.leader_election_id}",
-        holder=settings.leader_election_identity,
-        epoch=lambda: fence.epoch,
-        on_superseded=fence.revoke,
-    )
-    return Database(connection_settings(settings), before_write=fence.check, on_connect=sessions.register)
+    return database_factory(settings, fence)(connection_settings(settings), settings.ownership_schema)
 
 
-def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fence | None = None) -> Manager:
-    """A manager running the DatabaseUser controller as the settings say.
+def database_factory(settings: Settings, fence: Fence) -> DatabaseFactory:
+    """Opens a server's Database: writes behind ``fence``, sessions registered under the leader epoch in
+    that server's bookkeeping schema (the epoch is the one Lease's; the sessions are per server)."""
+
+    def open_database(connection: ConnectionSettings, schema: str) -> Database:
+        if not fence.fenced:
+            return Database(connection)
+        sessions = SessionFence(
+            schema=schema,
+            election=f"{settings.leader_election_namespace}/{settings.leader_election_id}",
+            holder=settings.leader_election_identity,
+            epoch=lambda: fence.epoch,
+            on_superseded=fence.revoke,
+        )
+        return Database(connection, before_write=fence.check, on_connect=sessions.register)
+
+    return open_database
+
+
+def build_manager(
+    settings: Settings, kube: KubeClient, db: Database | None, fence: Fence | None = None
+) -> Manager:
+    """A manager running the DatabaseUser controller as the settings say (``db``: the settings' server, None
+    without a default server).
 
     ``kube`` is the unfenced client (reads, and the Lease itself); every write of the controllers, the
     leader tasks and the Event recorder goes through a client that checks ``fence`` first.
@@ -171,7 +193,10 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
             controller.queue.add(ObjectKey.of(other))
 
     recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
-    target = Target(db, settings.ownership_schema)
+    resolver = ServerResolver(
+        server_registry(settings, db, secret_reader(reader, secrets), fence),
+        *servers_of(reader, settings, scope, users, roles),
+    )
     guard = GuardStep(
         [*settings.reserved_users, settings.mysql_user],
         settings.allowed_global_privileges,
@@ -179,42 +204,44 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
     )
     owned_secrets = OwnedSecrets(kube, secrets)
     renderer = TemplateRenderer()
-    connection_host = settings.connection_host or settings.mysql_host
-    connection_port = settings.connection_port or settings.mysql_port
     steps: list[Step] = [
         FinalizerStep(kube, scope),
         guard,
         PolicyStep(policy),  # before any SQL
-        PrivilegeCheckStep(target),
+        PrivilegeCheckStep(),
         GeneratedPasswordStep(owned_secrets),
         PasswordStep(secrets),
-        StrategyStep(target),
+        StrategyStep(),
         HostsStep(  # the steps of one account, run for each host
-            target,
             [
-                RoleAccountGuardStep(target),
-                OwnershipStep(target, LiveOwners(kube)),
-                AuthenticationStep(target),
-                ScheduledRotationStep(target, owned_secrets),
-                AccountStep(target),
-                OptionsStep(target),
-                GrantsStep(target),
-                RolesStep(target, roles),
+                RoleAccountGuardStep(),
+                OwnershipStep(LiveOwners(kube)),
+                AuthenticationStep(),
+                ScheduledRotationStep(owned_secrets),
+                AccountStep(),
+                OptionsStep(),
+                GrantsStep(),
+                RolesStep(roles),
             ],
             on_release=requeue_claimants,
         ),
-        ConnectionSecretStep(owned_secrets, renderer, connection_host, connection_port),
+        ConnectionSecretStep(
+            owned_secrets,
+            renderer,
+            settings.connection_host or settings.mysql_host,
+            settings.connection_port or settings.mysql_port,
+        ),
         RolloutStep(kube),
-        DiscardStep(target, reader),  # after the connection Secret has the new password
+        DiscardStep(reader),  # after the connection Secret has the new password
     ]
     reconciler = DatabaseUserReconciler(
         kube,
         users,
         steps,
         recorder,
-        target=target,
+        servers=resolver,
         scope=scope,
-        observer=Observer(target, [*settings.reserved_users, settings.mysql_user]),
+        observer=Observer([*settings.reserved_users, settings.mysql_user]),
         observe_period=settings.resync_period,
         policy=policy,
     )
@@ -227,6 +254,7 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
     controller.watch_mapped(users, claimants_of, DELETED)
     controller.watch_mapped(roles, users_of_role(users))  # every change, status included: Ready or gone
     controller.watch_mapped(policy.namespaces.informer, resources_in(users), NAMESPACE_EVENTS)
+    watch_servers(controller, users, resolver.informers.values())
 
     manager = Manager(
         reader,
@@ -237,7 +265,8 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
         shutdown_timeout=settings.shutdown_timeout,
     )
     manager.add_controller(controller)
-    manager.add_controller(role_controller(settings, kube, roles, recorder, target, scope, guard, policy))
+    manager.add_controller(role_controller(settings, kube, roles, recorder, resolver, scope, guard, policy))
+    add_servers(manager, resolver.registry)
     manager.add_runnable(Runnable("event recorder", recorder.run))
 
     async def close_recorder() -> None:  # write pending Events while the lease is held, else drop them
@@ -245,9 +274,11 @@ def build_manager(settings: Settings, kube: KubeClient, db: Database, fence: Fen
 
     manager.on_shutdown(close_recorder)
     manager.on_shutdown(renderer.close)
-    drift = DriftCheck(target, users, controller.queue, settings.resync_period)
+    drift = DriftCheck(resolver.registry.targets, users, controller.queue, settings.resync_period)
     manager.add_leader_task("drift check", drift.run)
-    role_drift = RoleDriftCheck(target, users, roles, controller.queue, settings.resync_period)
+    role_drift = RoleDriftCheck(
+        resolver.registry.targets, users, roles, controller.queue, settings.resync_period
+    )
     manager.add_leader_task("role drift check", role_drift.run)
     departed = DepartedSweep(kube, scope, settings.namespaces, controller.queue)
     manager.add_leader_task("departed sweep", departed.run)
@@ -259,18 +290,18 @@ def role_controller(  # noqa: PLR0917 - what the role controller shares with the
     kube: KubeClient,
     roles: Informer,
     recorder: EventRecorder,
-    target: Target,
+    servers: ServerResolver,
     scope: Scope,
     guard: GuardStep,
     policy: PolicyGate | None = None,
 ) -> Controller:
-    """The DatabaseRole controller: the same target, scope, guard, policy and fenced clients as the user
+    """The DatabaseRole controller: the same servers, scope, guard, policy and fenced clients as the user
     one."""
     reconciler = DatabaseRoleReconciler(
         kube,
         roles,
         recorder,
-        target=target,
+        servers=servers,
         scope=scope,
         guard=guard,
         resync_period=settings.resync_period,
@@ -282,7 +313,57 @@ def role_controller(  # noqa: PLR0917 - what the role controller shares with the
     controller.watch(roles, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED))
     if policy is not None:
         controller.watch_mapped(policy.namespaces.informer, resources_in(roles), NAMESPACE_EVENTS)
+    watch_servers(controller, roles, servers.informers.values())
     return controller
+
+
+def servers_of(
+    reader: KubeClient, settings: Settings, scope: Scope, *dependents: Informer
+) -> tuple[Informer, Informer]:
+    """The informers of MySQLServers and ClusterMySQLServers (of this instance's target label), and the
+    server index on the informers of the resources that name them."""
+    for informer in dependents:
+        informer.add_index(SERVER_INDEX, referenced_server)
+    namespaced = Informer(
+        reader, MYSQL_SERVERS, namespaces=settings.namespaces, label_selector=scope.selector
+    )
+    return namespaced, Informer(reader, CLUSTER_MYSQL_SERVERS, label_selector=scope.selector)
+
+
+def add_servers(manager: Manager, registry: ServerRegistry) -> None:
+    """The registry's pool sweeper, and its pools closed at shutdown."""
+    manager.add_runnable(Runnable("server pool sweeper", registry.run_sweeper))
+    manager.on_shutdown(registry.close)
+
+
+def server_registry(
+    settings: Settings, db: Database | None, read_secret: SecretReader, fence: Fence
+) -> ServerRegistry:
+    """The servers' Targets: the settings' server (``db``, if any) and those of server resources, which
+    take what they leave unset from the settings."""
+    defaults = ServerDefaults(
+        pool_size=settings.max_concurrent_reconciles,
+        schema=settings.ownership_schema,
+        connect_timeout=settings.mysql_connect_timeout,
+        cluster_namespace=settings.cluster_resource_namespace,
+    )
+    default = Target(db, settings.ownership_schema) if db is not None else None
+    return ServerRegistry(default, defaults, read_secret, database_factory(settings, fence))
+
+
+def secret_reader(kube: KubeClient, secrets: Informer) -> SecretReader:
+    """Reads a server resource's Secret from the cache, else from the API (a namespace not watched)."""
+
+    async def read(namespace: str, name: str) -> dict[str, Any] | None:
+        cached = secrets.get(ObjectKey(namespace, name))
+        if cached is not None:
+            return cached
+        try:
+            return await kube.get(SECRETS, name, namespace)
+        except NotFound:
+            return None
+
+    return read
 
 
 async def api_configuration(settings: Settings) -> client.Configuration:
@@ -300,8 +381,8 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
     """Run the operator until SIGTERM/SIGINT (or ``stop``)."""
     configuration = await api_configuration(settings)
     fence = fence_for(leader_election(settings))
-    db = fenced_database(settings, fence)
-    for hint in settings.mysql_tls_hints():
+    db = fenced_database(settings, fence) if settings.default_server else None
+    for hint in settings.mysql_tls_hints() if settings.default_server else ():
         log.warning(hint)
     async with api_client(configuration) as api:
         manager = build_manager(settings, KubeClient(api), db, fence)
@@ -309,14 +390,15 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
             "starting",
             target=f"{settings.target_label}={settings.target}",
             namespaces=settings.namespaces or "all",
-            mysql=f"{settings.mysql_host}:{settings.mysql_port}",
-            mysql_ssl_mode=str(db.settings.mode),
+            mysql=f"{settings.mysql_host}:{settings.mysql_port}" if db else "none (server resources only)",
+            mysql_ssl_mode=str(db.settings.mode) if db else None,
             leader_election=settings.leader_elect,
         )
         try:
             await manager.run(stop)
         finally:
-            await db.close()
+            if db is not None:
+                await db.close()
 
 
 def main(settings: Settings) -> int:

@@ -101,6 +101,21 @@ class Settings(BaseSettings):
         False, description="deprecated: refuse a MySQL connection without TLS (use --mysql-ssl-mode)"
     )
 
+    default_server: bool = Field(
+        True,
+        description="manage the server the --mysql-* flags name for resources without spec.serverRef; false: "
+        "only MySQLServer and ClusterMySQLServer resources (resources without serverRef are refused)",
+    )
+    cluster_resource_namespace: str = Field(
+        default_factory=lambda: os.environ.get("POD_NAMESPACE", "default"),
+        min_length=1,
+        max_length=63,
+        description="namespace of the Secrets of ClusterMySQLServers (default: $POD_NAMESPACE, else default)",
+    )
+    server_check_period: float = Field(
+        30.0, gt=0, description="seconds between health checks of each MySQLServer and ClusterMySQLServer"
+    )
+
     ownership_schema: str = Field(
         "dbuser_operator",
         description="MySQL schema of the operator's bookkeeping table (which accounts it owns)",

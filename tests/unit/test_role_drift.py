@@ -42,7 +42,7 @@ def check(*roles: dict[str, Any]) -> RoleDriftCheck:
     for obj in roles:
         informer.store.put(obj)
     queue = cast(RateLimitingQueue[ObjectKey], None)
-    return RoleDriftCheck(cast(Target, None), informer, informer, queue, 0)
+    return RoleDriftCheck(dict[str, Target], informer, informer, queue, 0)
 
 
 def user(roles: list[str], defaults: list[str]) -> DatabaseUser:

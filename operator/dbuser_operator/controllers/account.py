@@ -13,7 +13,7 @@ from dbuser_operator.api.v1alpha1 import AppliedSecret
 from dbuser_operator.controllers import rotation
 from dbuser_operator.controllers.ownership import not_ours, owner
 from dbuser_operator.controllers.steps import Context
-from dbuser_operator.controllers.target import Target, mysql_condition
+from dbuser_operator.controllers.target import mysql_condition
 from dbuser_operator.mysql import accounts, ownership
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
 
@@ -22,9 +22,6 @@ class AccountStep:
     """Creates the account, sets its password when the Secret changed or someone changed it by hand."""
 
     name = "account"
-
-    def __init__(self, target: Target) -> None:
-        self.target = target
 
     async def ensure(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.host
@@ -35,8 +32,8 @@ class AccountStep:
             raise RuntimeError("the ownership step must run before the account step")
         try:
             if await self._set_password(ctx, user, host, ctx.password, ctx.secret):
-                server = await self.target.server()
-                await ownership.record_fingerprint(self.target.db, self.target.schema, user, host, server)
+                server = await ctx.target.server()
+                await ownership.record_fingerprint(ctx.target.db, ctx.target.schema, user, host, server)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.applied_secret = ctx.secret
@@ -59,7 +56,7 @@ class AccountStep:
             earlier = "" if ctx.claimed or reason == "AccountRecreated" else ", claimed by an earlier pass"
             ctx.event("Normal", reason, f"created account {ctx.account}{earlier}")
         elif method is not None and ctx.plugin != method.plugin:
-            await accounts.set_password(self.target.db, user, host, password, method)
+            await accounts.set_password(ctx.target.db, user, host, password, method)
             kept = ", same password" if method.takes_password else ""
             ctx.event(
                 "Normal",
@@ -92,10 +89,10 @@ class AccountStep:
         """Set the password with the rotation strategy in force (a plugin without one: its plugin)."""
         if password is None or secret is None:
             await accounts.set_password(
-                self.target.db, ctx.user.effective_user(), ctx.host, None, ctx.authentication
+                ctx.target.db, ctx.user.effective_user(), ctx.host, None, ctx.authentication
             )
         else:
-            await rotation.set_password(self.target, ctx, password, secret, restore=restore)
+            await rotation.set_password(ctx.target, ctx, password, secret, restore=restore)
 
     async def _create(self, ctx: Context, user: str, host: str, password: str | None) -> bool:
         """``CREATE USER``; whether it created the account.
@@ -103,14 +100,14 @@ class AccountStep:
         If somebody made the account since the ownership step looked: a claim of this pass is withdrawn
         (not ours); under a row that was ours before this pass, the account is looked at again (False).
         """
-        db, schema = self.target.db, self.target.schema
+        db, schema = ctx.target.db, ctx.target.schema
         try:
             await accounts.create(db, user, host, password, ctx.authentication)
         except AccountExistsError:
             if ctx.claimed:  # claimed in this pass, for an account we did not create: not ours
                 await ownership.forget(db, schema, user, host, owner(ctx).uid)
                 raise not_ours(ctx, retry=True) from None  # the next pass looks again
-            found = await ownership.lookup(db, schema, user, host, await self.target.server())
+            found = await ownership.lookup(db, schema, user, host, await ctx.target.server())
             if found.owner is None or found.owner.uid != owner(ctx).uid:
                 raise not_ours(ctx, retry=True) from None  # our row went meanwhile: look again
             ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
@@ -121,7 +118,7 @@ class AccountStep:
 
     async def delete(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.host
-        db, schema = self.target.db, self.target.schema
+        db, schema = ctx.target.db, ctx.target.schema
         try:
             current = await ownership.owner_of(db, schema, user, host)
             if current is None or current.uid != owner(ctx).uid:

@@ -10,7 +10,7 @@ resource. The server's plugins are read only when the account is to be created o
 from __future__ import annotations
 
 from dbuser_operator.controllers.steps import ConditionError, Context
-from dbuser_operator.controllers.target import Target, mysql_condition
+from dbuser_operator.controllers.target import mysql_condition
 from dbuser_operator.mysql import authentication
 from dbuser_operator.mysql.errors import MySQLError
 
@@ -26,17 +26,14 @@ class AuthenticationStep:
 
     name = "authentication"
 
-    def __init__(self, target: Target) -> None:
-        self.target = target
-
     async def ensure(self, ctx: Context) -> None:
         plugin = wanted_plugin(ctx)
         if plugin is None:
             return
         try:
-            server = await self.target.server()
+            server = await ctx.target.server()
             if not ctx.account_exists or ctx.plugin != plugin:
-                active = await authentication.active_plugins(self.target.db)
+                active = await authentication.active_plugins(ctx.target.db)
                 refusal = authentication.unavailable(plugin, server, active)
                 if refusal is not None:
                     raise ConditionError("PluginUnavailable", f"{ctx.account}: {refusal}")

@@ -39,6 +39,7 @@ from dbuser_operator.controllers.guard import GuardStep, is_reserved
 from dbuser_operator.controllers.policy_step import PolicyGate
 from dbuser_operator.controllers.resources import FIELD_MANAGER
 from dbuser_operator.controllers.scope import Scope
+from dbuser_operator.controllers.server_binding import ServerResolver
 from dbuser_operator.controllers.steps import ConditionError, ServerBinding
 from dbuser_operator.controllers.target import Target, mysql_condition
 from dbuser_operator.mysql import grants, ownership, roles
@@ -84,7 +85,7 @@ class DatabaseRoleReconciler:
         roles_informer: Informer,
         recorder: EventRecorder,
         *,
-        target: Target,
+        servers: ServerResolver,
         scope: Scope,
         guard: GuardStep,
         resync_period: float,
@@ -93,12 +94,11 @@ class DatabaseRoleReconciler:
         self.kube = kube
         self.roles = roles_informer
         self.recorder = recorder
-        self.target = target
+        self.servers = servers
         self.scope = scope
         self.guard = guard
         self.resync_period = resync_period
         self.policy = policy
-        self._table_ready = False
 
     async def __call__(self, key: ObjectKey) -> Result:
         cached = self.roles.get(key)
@@ -124,7 +124,8 @@ class DatabaseRoleReconciler:
             obj = await add_finalizer(
                 self.kube, DATABASE_ROLES, obj, self.scope.finalizer, field_manager=FIELD_MANAGER
             )
-            await self._ensure(role, status, events)
+            binding, target = await self.servers.resolve(obj)
+            await self._ensure(target, role, status, events, binding)
         except ConditionError as error:
             await self._report(obj, status, error, events)
             if error.retry:
@@ -137,6 +138,7 @@ class DatabaseRoleReconciler:
 
     async def _ensure(
         self,
+        target: Target,
         role: DatabaseRole,
         status: DatabaseRoleStatus,
         events: Events,
@@ -150,18 +152,18 @@ class DatabaseRoleReconciler:
             raise ConditionError("PrivilegeNotAllowed", f"role {name}: {refusal}", retry=False)
         if self.policy is not None:  # before any SQL
             self.policy.check_role(binding, role)
-        db = self.target.db
+        db = target.db
         try:
-            await self._ensure_table()
-            server = await self.target.server()
-            claimed = await self._claim(role, name)
+            await self._ensure_table(target)
+            server = await target.server()
+            claimed = await self._claim(target, role, name)
             created = False
             if not await roles.exists(db, name, server):
                 try:
                     await roles.create(db, name, server)
                 except AccountExistsError:
                     if claimed:  # our claim of this pass, for a role somebody else made meanwhile
-                        await self._forget(role, name)
+                        await self._forget(target, role, name)
                     raise _not_ours(name, retry=True) from None
                 created = True
                 events.append(("Normal", "RoleCreated", f"created role {name}"))
@@ -175,18 +177,18 @@ class DatabaseRoleReconciler:
             events.append(("Normal", "GrantsChanged", f"role {name}: {'; '.join(summary)}"))
         status.role = name
 
-    async def _claim(self, role: DatabaseRole, name: str) -> bool:
+    async def _claim(self, target: Target, role: DatabaseRole, name: str) -> bool:
         """Make sure the role is this resource's; whether this call recorded it."""
-        db, schema, me = self.target.db, self.target.schema, owner_of(role)
+        db, schema, me = target.db, target.schema, owner_of(role)
         table = ownership.ROLES_TABLE
         current = await ownership.owner_of(db, schema, name, ROLE_HOST, table_name=table)
         adopting = (role.metadata.annotations or {}).get(ADOPT_ANNOTATION) == "true"
         inserted = False
         if current is None:
-            if await roles.exists(db, name, await self.target.server()):
+            if await roles.exists(db, name, await target.server()):
                 if not adopting:
                     raise _not_ours(name)
-                await self._refuse_an_account(name)
+                await self._refuse_an_account(target, name)
             claim = await ownership.claim(db, schema, name, ROLE_HOST, me, table_name=table)
             current, inserted = claim.owner, claim.inserted
         elif current.uid != me.uid and adopting and not await self._owner_exists(current):
@@ -201,16 +203,16 @@ class DatabaseRoleReconciler:
             )
         return inserted
 
-    async def _refuse_an_account(self, name: str) -> None:
+    async def _refuse_an_account(self, target: Target, name: str) -> None:
         """Adoption takes over roles only: never an account a DatabaseUser owns, nor (MySQL) an account that
         logs in, which a role's grants and deletion would change for whoever uses it."""
-        db, schema = self.target.db, self.target.schema
+        db, schema = target.db, target.schema
         account = await ownership.owner_of(db, schema, name, ROLE_HOST)
         if account is not None:
             holder = f"DatabaseUser {account.namespace}/{account.name}"
             message = f"'{name}'@'%' is the account of {holder}, not a role: it cannot be adopted as one"
             raise ConditionError("RoleClaimed", message, retry=False)
-        if await roles.can_log_in(db, name, await self.target.server()):
+        if await roles.can_log_in(db, name, await target.server()):
             message = f"'{name}'@'%' is an account that can log in, not a role: it cannot be adopted as one"
             raise ConditionError("RoleExists", message, retry=False)
 
@@ -223,21 +225,18 @@ class DatabaseRoleReconciler:
             return True
         return bool(obj["metadata"].get("uid") == owner.uid)
 
-    async def _forget(self, role: DatabaseRole, name: str) -> bool:
+    async def _forget(self, target: Target, role: DatabaseRole, name: str) -> bool:
         return await ownership.forget(
-            self.target.db,
-            self.target.schema,
+            target.db,
+            target.schema,
             name,
             ROLE_HOST,
             owner_of(role).uid,
             table_name=ownership.ROLES_TABLE,
         )
 
-    async def _ensure_table(self) -> None:
-        await self.target.ensure_schema()
-        if not self._table_ready:
-            await ownership.ensure_roles_table(self.target.db, self.target.schema)
-            self._table_ready = True
+    async def _ensure_table(self, target: Target) -> None:
+        await target.ensure_roles_table()
 
     async def _finalize(self, obj: dict[str, Any], role: DatabaseRole, events: Events) -> None:
         if not self.scope.holds(obj):
@@ -246,22 +245,24 @@ class DatabaseRoleReconciler:
         released = (role.metadata.annotations or {}).get(RELEASE_ANNOTATION) == "true"
         if released or role.spec.deletion_policy == "Retain":
             try:
+                _, target = await self.servers.resolve(obj, deleting=True)
                 async with asyncio.timeout(FORGET_TIMEOUT):
-                    await self._ensure_table()
-                    await self._forget(role, name)
-            except (MySQLError, TimeoutError) as error:
+                    await self._ensure_table(target)
+                    await self._forget(target, role, name)
+            except (MySQLError, TimeoutError, ConditionError) as error:
                 log.warning("could not forget the role's ownership", role=name, error=str(error))
             reason = "Released" if released else "Retained"
             events.append(("Warning" if released else "Normal", reason, f"role {name} was left in MySQL"))
         else:
+            _, target = await self.servers.resolve(obj, deleting=True)
             try:
-                await self._ensure_table()
+                await self._ensure_table(target)
                 current = await ownership.owner_of(
-                    self.target.db, self.target.schema, name, ROLE_HOST, table_name=ownership.ROLES_TABLE
+                    target.db, target.schema, name, ROLE_HOST, table_name=ownership.ROLES_TABLE
                 )
                 if current is not None and current.uid == owner_of(role).uid:
-                    await roles.drop(self.target.db, name, await self.target.server())
-                    await self._forget(role, name)
+                    await roles.drop(target.db, name, await target.server())
+                    await self._forget(target, role, name)
                     events.append(("Normal", "RoleDropped", f"dropped role {name}"))
             except MySQLError as error:
                 raise mysql_condition(error, f"cannot drop role {name}") from None

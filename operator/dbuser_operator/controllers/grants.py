@@ -6,7 +6,7 @@ from __future__ import annotations
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.api.v1alpha1 import Grant as GrantSpec
 from dbuser_operator.controllers.steps import Context
-from dbuser_operator.controllers.target import Target, mysql_condition
+from dbuser_operator.controllers.target import mysql_condition
 from dbuser_operator.mysql import grants
 from dbuser_operator.mysql.errors import MySQLError, PrivilegeUnknownError
 
@@ -43,16 +43,13 @@ class PrivilegeCheckStep:
 
     name = "privilege-check"
 
-    def __init__(self, target: Target) -> None:
-        self.target = target
-
     async def ensure(self, ctx: Context) -> None:
         wanted = desired_grants(ctx.user.spec)
         try:
             try:
-                grants.check(wanted, await self.target.server())
+                grants.check(wanted, await ctx.target.server())
             except PrivilegeUnknownError:  # the server may have gained it since it was read: ask again
-                grants.check(wanted, await self.target.server_reread())
+                grants.check(wanted, await ctx.target.server_reread())
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
 
@@ -66,15 +63,12 @@ class GrantsStep:
 
     name = "grants"
 
-    def __init__(self, target: Target) -> None:
-        self.target = target
-
     async def ensure(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.host
         try:
             wanted = desired_grants(ctx.user.spec)
-            server = await self.target.server()
-            account = grants.AccountGrants(self.target.db, user, host, server)
+            server = await ctx.target.server()
+            account = grants.AccountGrants(ctx.target.db, user, host, server)
             if ctx.created:
                 account.assume(())  # a new account has no grants
             summary = await account.converge(wanted)

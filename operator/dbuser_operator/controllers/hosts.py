@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 from dbuser_operator.controllers.ownership import owner
 from dbuser_operator.controllers.steps import ConditionError, Context, Step
-from dbuser_operator.controllers.target import Target, mysql_condition
+from dbuser_operator.controllers.target import mysql_condition
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.errors import MySQLError
 
@@ -77,11 +77,9 @@ class HostsStep:
 
     def __init__(
         self,
-        target: Target,
         steps: Sequence[Step],
         on_release: Callable[[str, str], None] | None = None,
     ) -> None:
-        self.target = target
         self.steps = list(steps)
         self.on_release = on_release  # (user, host) of an account this resource no longer holds
 
@@ -150,8 +148,8 @@ class HostsStep:
         """The hosts of the user's accounts that this resource owns (the bookkeeping table's word)."""
         user = ctx.user.effective_user()
         try:
-            await self.target.ensure_schema()
-            return await ownership.owned_hosts(self.target.db, self.target.schema, user, owner(ctx).uid)
+            await ctx.target.ensure_schema()
+            return await ownership.owned_hosts(ctx.target.db, ctx.target.schema, user, owner(ctx).uid)
         except MySQLError as error:
             raise mysql_condition(error, f"cannot list the accounts of '{user}'") from None
 
@@ -162,7 +160,7 @@ class HostsStep:
             return
         try:
             await ownership.forget(
-                self.target.db, self.target.schema, ctx.user.effective_user(), ctx.host, owner(ctx).uid
+                ctx.target.db, ctx.target.schema, ctx.user.effective_user(), ctx.host, owner(ctx).uid
             )
         except MySQLError as error:
             raise mysql_condition(error, f"cannot release {ctx.account}") from None

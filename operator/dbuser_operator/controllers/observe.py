@@ -15,7 +15,7 @@ from dbuser_operator.controllers.grants import desired_grants
 from dbuser_operator.controllers.guard import is_reserved
 from dbuser_operator.controllers.options import desired_options
 from dbuser_operator.controllers.steps import ConditionError, Context
-from dbuser_operator.controllers.target import Target, mysql_condition
+from dbuser_operator.controllers.target import mysql_condition
 from dbuser_operator.mysql import grants
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.limits import AccountOptions
@@ -100,8 +100,7 @@ def summary(ctx: Context, accounts: list[ObservedAccount]) -> str:
 class Observer:
     """Reads the spec's accounts into ``status.observed``; tells whether they match the spec."""
 
-    def __init__(self, target: Target, reserved: Iterable[str]) -> None:
-        self.target = target
+    def __init__(self, reserved: Iterable[str]) -> None:
         self.reserved = frozenset(reserved)
 
     async def observe(self, ctx: Context) -> bool:
@@ -112,9 +111,9 @@ class Observer:
                 "ReservedAccount", f"{ctx.account} is reserved: the operator never manages it", retry=False
             )
         try:
-            server = await self.target.server()
+            server = await ctx.target.server()
             accounts = [
-                observed(host, await read_account(self.target.db, user, host, server), ctx.user.spec, server)
+                observed(host, await read_account(ctx.target.db, user, host, server), ctx.user.spec, server)
                 for host in ctx.user.spec.account_hosts()
             ]
         except MySQLError as error:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.controllers.steps import Context
-from dbuser_operator.controllers.target import Target, mysql_condition
+from dbuser_operator.controllers.target import mysql_condition
 from dbuser_operator.mysql import limits
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.tls_identity import TLSIdentity
@@ -39,16 +39,13 @@ class OptionsStep:
 
     name = "options"
 
-    def __init__(self, target: Target) -> None:
-        self.target = target
-
     async def ensure(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.host
         desired = desired_options(ctx.user.spec)
         if ctx.created and desired == limits.AccountOptions():
             return  # a new account has the default options
         try:
-            changed = await limits.apply_options(self.target.db, user, host, desired)
+            changed = await limits.apply_options(ctx.target.db, user, host, desired)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         if changed:

@@ -22,7 +22,7 @@ from typing import Protocol
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.controllers.resources import DATABASE_USERS
 from dbuser_operator.controllers.steps import ConditionError, Context
-from dbuser_operator.controllers.target import Target, mysql_condition
+from dbuser_operator.controllers.target import mysql_condition
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.client import KubeClient
@@ -80,17 +80,16 @@ class OwnershipStep:
 
     name = "ownership"
 
-    def __init__(self, target: Target, owners: Owners) -> None:
-        self.target = target
+    def __init__(self, owners: Owners) -> None:
         self.owners = owners
 
     async def ensure(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.host
         me = owner(ctx)
-        db, schema = self.target.db, self.target.schema
+        db, schema = ctx.target.db, ctx.target.schema
         try:
-            await self.target.ensure_schema()
-            found = await ownership.lookup(db, schema, user, host, await self.target.server())
+            await ctx.target.ensure_schema()
+            found = await ownership.lookup(db, schema, user, host, await ctx.target.server())
             ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
             ctx.plugin = found.plugin
             current = found.owner
@@ -122,13 +121,13 @@ class OwnershipStep:
 
     async def _claim(self, ctx: Context, user: str, host: str) -> ownership.Owner:
         """Claim the account; ``ctx.claimed`` only if this call wrote the row. Who owns it now."""
-        claim = await ownership.claim(self.target.db, self.target.schema, user, host, owner(ctx))
+        claim = await ownership.claim(ctx.target.db, ctx.target.schema, user, host, owner(ctx))
         ctx.claimed = claim.inserted
         return claim.owner
 
     async def delete(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.host
         try:
-            await ownership.forget(self.target.db, self.target.schema, user, host, owner(ctx).uid)
+            await ownership.forget(ctx.target.db, ctx.target.schema, user, host, owner(ctx).uid)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None

@@ -39,8 +39,8 @@ from dbuser_operator.controllers.ownership import owner
 from dbuser_operator.controllers.policy_step import PolicyGate
 from dbuser_operator.controllers.resources import DATABASE_USERS, FIELD_MANAGER
 from dbuser_operator.controllers.scope import Scope
+from dbuser_operator.controllers.server_binding import ServerResolver
 from dbuser_operator.controllers.steps import ConditionError, Context, Releasing, Step
-from dbuser_operator.controllers.target import Target
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.client import KubeClient
@@ -70,7 +70,7 @@ class DatabaseUserReconciler:
         steps: list[Step],
         recorder: EventRecorder,
         *,
-        target: Target,
+        servers: ServerResolver,
         scope: Scope,
         observer: Observer | None = None,
         observe_period: float = 0.0,
@@ -80,10 +80,10 @@ class DatabaseUserReconciler:
         self.users = users
         self.steps = steps
         self.recorder = recorder
-        self.target = target
+        self.servers = servers
         self.scope = scope
         self.finalizer = FinalizerStep(kube, scope)
-        self.observer = observer or Observer(target, ())
+        self.observer = observer or Observer(())
         self.observe_period = observe_period  # seconds between two looks at an observed account (0: none)
         self.policy = policy  # checked before observing (the Manage path has it among the steps)
 
@@ -109,9 +109,11 @@ class DatabaseUserReconciler:
             elif policy == "Paused":
                 await self._pause(ctx, "the operator changes nothing in MySQL, drift included")
             elif policy == "Observe":
+                ctx.server, ctx.target = await self.servers.resolve(obj)
                 await self._observe(ctx)
                 return Result(requeue_after=self.observe_period)
             else:
+                ctx.server, ctx.target = await self.servers.resolve(obj)
                 _clear_policy_status(ctx)
                 for step in self.steps:
                     await step.ensure(ctx)
@@ -154,13 +156,19 @@ class DatabaseUserReconciler:
                 f"{RELEASE_ANNOTATION}=true to let go and leave the accounts in MySQL",
             )
         elif released or policy == "Observe" or ctx.user.spec.deletion_policy == "Retain":
-            await self._let_go(ctx, released)
+            try:  # letting go needs no server; ownership is forgotten where there is one
+                ctx.server, ctx.target = await self.servers.resolve(ctx.obj, deleting=True)
+                bound = True
+            except ConditionError:
+                bound = False
+            await self._let_go(ctx, released, bound=bound)
         else:
+            ctx.server, ctx.target = await self.servers.resolve(ctx.obj, deleting=True)
             for step in reversed(self.steps):
                 await step.delete(ctx)
         self._record_events(ctx)
 
-    async def _let_go(self, ctx: Context, released: bool) -> None:
+    async def _let_go(self, ctx: Context, released: bool, *, bound: bool = True) -> None:
         """Remove the finalizer without touching the accounts; forget ownership if MySQL answers.
 
         The accounts are the bookkeeping table's (every host this resource owns), not status's: status may
@@ -169,10 +177,12 @@ class DatabaseUserReconciler:
         user = ctx.user.effective_user()
         forgotten: bool | None = None  # None: MySQL did not answer
         try:
-            async with asyncio.timeout(FORGET_TIMEOUT):
-                forgotten = (
-                    await ownership.forget_owner(self.target.db, self.target.schema, user, owner(ctx).uid) > 0
-                )
+            if bound:  # else the server is gone or unusable: as if MySQL did not answer
+                async with asyncio.timeout(FORGET_TIMEOUT):
+                    target = ctx.target
+                    forgotten = (
+                        await ownership.forget_owner(target.db, target.schema, user, owner(ctx).uid) > 0
+                    )
         except (MySQLError, TimeoutError) as error:
             log.warning(
                 "could not forget ownership; it stays recorded", account=ctx.account, error=str(error)

@@ -11,7 +11,7 @@ dropped.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 import pydantic
@@ -21,6 +21,7 @@ from prometheus_client import Counter, Gauge
 from dbuser_operator.api.v1alpha1 import DatabaseUser
 from dbuser_operator.controllers.grants import desired_grants
 from dbuser_operator.controllers.options import desired_options
+from dbuser_operator.controllers.resources import server_key
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.mysql import grants
 from dbuser_operator.mysql.errors import MySQLError
@@ -70,9 +71,13 @@ class DriftCheck:
     """Compares every owned account with its resource and queues the ones that drifted."""
 
     def __init__(
-        self, target: Target, users: Informer, queue: RateLimitingQueue[ObjectKey], period: float
+        self,
+        targets: Callable[[], Mapping[str, Target]],
+        users: Informer,
+        queue: RateLimitingQueue[ObjectKey],
+        period: float,
     ) -> None:
-        self.target = target
+        self.targets = targets  # the servers in use, by server key
         self.users = users
         self.queue = queue
         self.period = period
@@ -82,17 +87,38 @@ class DriftCheck:
         await check_periodically(self.period, self.check, "drift check")
 
     async def check(self) -> DriftReport:
-        """One pass: queue drifted resources, report orphans."""
-        await self.target.ensure_schema()
-        server = await self.target.server()
-        states = await inventory(self.target.db, self.target.schema)
-        by_uid = {obj["metadata"].get("uid"): obj for obj in self.users.store}
+        """One pass over every server in use: queue drifted resources, report orphans. A server that
+        fails is logged and checked again next period; the others are checked all the same."""
         report = DriftReport()
+        failed: MySQLError | None = None
+        for server, target in self.targets().items():
+            try:
+                await self._check_server(server, target, report)
+            except MySQLError as error:
+                log.warning(
+                    "drift check of a server failed", server=target.name or "default", error=str(error)
+                )
+                failed = error
+        ORPHANS.set(len(report.orphans))
+        for key in report.drifted:
+            DRIFTED.inc()
+            log.info("account drifted; repairing", namespace=key.namespace, name=key.name)
+            self.queue.add(key)
+        if failed is not None and len(self.targets()) == 1:
+            raise failed  # one server, as before servers were resources: the caller logs it
+        return report
+
+    async def _check_server(self, key: str, target: Target, report: DriftReport) -> None:
+        await target.ensure_schema()
+        server = await target.server()
+        states = await inventory(target.db, target.schema)
+        by_uid = {obj["metadata"].get("uid"): obj for obj in self.users.store if server_key(obj) == key}
+        orphans: list[tuple[str, str]] = []
         for (user, host), state in sorted(states.items()):
             obj = by_uid.get(state.owner.uid)
             if obj is None:
                 if self._in_scope(state):
-                    report.orphans.append((user, host))
+                    orphans.append((user, host))
                 continue
             try:
                 resource = DatabaseUser.model_validate(obj)
@@ -102,19 +128,15 @@ class DriftCheck:
                 continue
             if self._drifted(state, resource, server) or not _wants(resource, host):
                 report.drifted.append(ObjectKey.of(obj))
-        ORPHANS.set(len(report.orphans))
-        for user, host in report.orphans:
+        report.orphans += orphans
+        for user, host in orphans:
             owner = states[(user, host)].owner
             log.warning(
                 "orphaned account: owned, but its DatabaseUser is gone or no longer carries the target label",
                 account=f"'{user}'@'{host}'",
                 owner=f"{owner.namespace}/{owner.name}",
+                server=target.name or None,
             )
-        for key in report.drifted:
-            DRIFTED.inc()
-            log.info("account drifted; repairing", namespace=key.namespace, name=key.name)
-            self.queue.add(key)
-        return report
 
     def _in_scope(self, state: AccountState) -> bool:
         """Whether the owner would be in this instance's cache (its namespaces) had it not been deleted."""

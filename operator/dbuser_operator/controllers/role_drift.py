@@ -7,11 +7,14 @@ DatabaseRole is Ready counts as wanted; one whose DatabaseRole exists but is not
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import pydantic
 import structlog
 
 from dbuser_operator.api.databaserole import DatabaseRole
 from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.controllers.resources import server_key
 from dbuser_operator.controllers.resync import check_periodically
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.mysql import roles
@@ -30,13 +33,13 @@ class RoleDriftCheck:
 
     def __init__(
         self,
-        target: Target,
+        targets: Callable[[], Mapping[str, Target]],
         users: Informer,
         roles_informer: Informer,
         queue: RateLimitingQueue[ObjectKey],
         period: float,
     ) -> None:
-        self.target = target
+        self.targets = targets  # the servers in use, by server key
         self.users = users
         self.roles = roles_informer
         self.queue = queue
@@ -47,12 +50,30 @@ class RoleDriftCheck:
         await check_periodically(self.period, self.check, "role drift check")
 
     async def check(self) -> list[ObjectKey]:
-        """One pass: queue and return the users whose roles drifted."""
-        server = await self.target.server()
-        live = await roles.every_grant(self.target.db, server)
+        """One pass over every server in use: queue and return the users whose roles drifted."""
+        drifted: list[ObjectKey] = []
+        failed: MySQLError | None = None
+        for server, target in self.targets().items():
+            try:
+                drifted += await self._check_server(server, target)
+            except MySQLError as error:
+                log.warning(
+                    "role drift check of a server failed", server=target.name or "default", error=str(error)
+                )
+                failed = error
+        for key in drifted:
+            log.info("roles drifted; repairing", namespace=key.namespace, name=key.name)
+            self.queue.add(key)
+        if failed is not None and len(self.targets()) == 1:
+            raise failed  # one server, as before servers were resources: the caller logs it
+        return drifted
+
+    async def _check_server(self, key: str, target: Target) -> list[ObjectKey]:
+        server = await target.server()
+        live = await roles.every_grant(target.db, server)
         drifted = []
         for obj in self.users.store:
-            if obj["metadata"].get("deletionTimestamp"):
+            if obj["metadata"].get("deletionTimestamp") or server_key(obj) != key:
                 continue
             try:
                 user = DatabaseUser.model_validate(obj)
@@ -66,9 +87,6 @@ class RoleDriftCheck:
                 if self._drifted(user, held, defaults, server):
                     drifted.append(ObjectKey.of(obj))
                     break
-        for key in drifted:
-            log.info("roles drifted; repairing", namespace=key.namespace, name=key.name)
-            self.queue.add(key)
         return drifted
 
     def _drifted(

@@ -66,11 +66,8 @@ class StrategyStep:
 
     name = "rotation-strategy"
 
-    def __init__(self, target: Target) -> None:
-        self.target = target
-
     async def ensure(self, ctx: Context) -> None:
-        await strategy_for(self.target, ctx)
+        await strategy_for(ctx.target, ctx)
 
     async def delete(self, ctx: Context) -> None:
         """Nothing to undo."""
@@ -147,8 +144,7 @@ class DiscardStep:
 
     name = "rotation-discard"
 
-    def __init__(self, target: Target, kube: KubeClient) -> None:
-        self.target = target
+    def __init__(self, kube: KubeClient) -> None:
         self.kube = kube
 
     async def ensure(self, ctx: Context) -> None:
@@ -160,7 +156,7 @@ class DiscardStep:
         elapsed = (now() - since).total_seconds()
         grace, max_wait = parse_duration(spec.grace_period), parse_duration(spec.max_wait)
         forced = ""
-        if await strategy_for(self.target, ctx) == "DualPassword":
+        if await strategy_for(ctx.target, ctx) == "DualPassword":
             if elapsed < grace:
                 ctx.requeue(grace - elapsed)
                 return
@@ -172,7 +168,7 @@ class DiscardStep:
                 forced = holders
         try:
             for host in ctx.status.hosts or [ctx.host]:  # every account the resource holds
-                await dual_password.discard_old_password(self.target.db, ctx.user.effective_user(), host)
+                await dual_password.discard_old_password(ctx.target.db, ctx.user.effective_user(), host)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.rotation = rotation.model_copy(update={"phase": "Discarded"})
@@ -205,7 +201,7 @@ class DiscardStep:
         if watermark is None:
             return 0
         try:
-            found = await dual_password.sessions_up_to(self.target.db, ctx.user.effective_user(), watermark)
+            found = await dual_password.sessions_up_to(ctx.target.db, ctx.user.effective_user(), watermark)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         return 0 if found.uptime < elapsed else found.count  # restarted since: every session is newer

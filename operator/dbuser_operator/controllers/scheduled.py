@@ -29,7 +29,7 @@ from dbuser_operator.controllers.generated import generated_password_spec
 from dbuser_operator.controllers.owned_secrets import OwnedSecrets, decoded, encode
 from dbuser_operator.controllers.rotation import now, parse_time, rotation_spec, strategy_for
 from dbuser_operator.controllers.steps import ConditionError, Context
-from dbuser_operator.controllers.target import Target, mysql_condition
+from dbuser_operator.controllers.target import mysql_condition
 from dbuser_operator.credentials.generate import generate_password
 from dbuser_operator.mysql import accounts, dual_password, ownership
 from dbuser_operator.mysql.errors import MySQLError
@@ -47,8 +47,7 @@ class ScheduledRotationStep:
 
     name = "rotation-schedule"
 
-    def __init__(self, target: Target, secrets: OwnedSecrets) -> None:
-        self.target = target
+    def __init__(self, secrets: OwnedSecrets) -> None:
         self.secrets = secrets
 
     async def ensure(self, ctx: Context) -> None:
@@ -133,10 +132,10 @@ class ScheduledRotationStep:
 
     async def _apply(self, ctx: Context, password: str, nonce: str) -> None:
         """Give the account the pending password, marked with its id (once: a retry finds the mark)."""
-        db, user, host = self.target.db, ctx.user.effective_user(), ctx.host
-        strategy = await strategy_for(self.target, ctx)
+        db, user, host = ctx.target.db, ctx.user.effective_user(), ctx.host
+        strategy = await strategy_for(ctx.target, ctx)
         try:
-            server = await self.target.server()
+            server = await ctx.target.server()
             if dual_password.supports_dual_passwords(server):
                 state = await dual_password.read_state(db, user, host)
                 if state is None or state.credential != nonce:
@@ -146,7 +145,7 @@ class ScheduledRotationStep:
                     )
             else:
                 await accounts.set_password(db, user, host, password, ctx.authentication)
-            await ownership.record_fingerprint(db, self.target.schema, user, host, server)
+            await ownership.record_fingerprint(db, ctx.target.schema, user, host, server)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.password_intact = True

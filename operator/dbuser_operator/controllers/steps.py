@@ -8,12 +8,15 @@ raises :class:`ConditionError`: the resource becomes ``Ready=False`` with that r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
 
 from dbuser_operator.api.mysqlserver import MySQLServerSpec
 from dbuser_operator.api.v1alpha1 import AppliedSecret, DatabaseUser, DatabaseUserStatus
 from dbuser_operator.mysql.authentication import Method
 from dbuser_operator.runtime.controller import ReconcileError
+
+if TYPE_CHECKING:
+    from dbuser_operator.controllers.target import Target
 
 EventType = Literal["Normal", "Warning"]
 
@@ -37,6 +40,11 @@ class ServerBinding:
     name: str
     spec: MySQLServerSpec
     generation: int | None = None
+
+    @property
+    def key(self) -> str:
+        """The server's key, as :func:`~.resources.server_key` gives it for the resources on it."""
+        return f"{self.kind}/{self.namespace}/{self.name}" if self.namespace else f"{self.kind}/{self.name}"
 
     def __str__(self) -> str:
         """``MySQLServer team-a/main``, ``ClusterMySQLServer shared``: for conditions and Events."""
@@ -65,6 +73,8 @@ class Context:
     credential_id: str | None = None  # id of a generated password's rotation (its Secret's annotation)
     requeue_after: float | None = None  # look again after this many seconds (the earliest a step asked)
     server: ServerBinding | None = None  # spec.serverRef resolved (None: the settings' server)
+    # The server this pass works on: its pool, bookkeeping schema and info (filled before the steps run).
+    target: Target = field(default=cast("Target", None), repr=False)
 
     def __post_init__(self) -> None:
         self.host = self.host or self.user.spec.host

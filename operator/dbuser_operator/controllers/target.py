@@ -22,14 +22,20 @@ log = structlog.get_logger(__name__)
 
 
 class Target:
-    """One MySQL server: its connection, the operator's schema there, and its version (read once)."""
+    """One MySQL server: its connection, the operator's schema there, and its version (read once).
 
-    def __init__(self, db: Database, schema: str) -> None:
+    ``key`` and ``name`` say which server resource it is (empty for the server of the settings).
+    """
+
+    def __init__(self, db: Database, schema: str, key: str = "", name: str = "") -> None:
         self.db = db
         self.schema = schema
+        self.key = key  # the server's key (controllers.resources.server_key); "" for the settings' server
+        self.name = name  # for logs and messages: "MySQLServer team-a/main"; "" for the settings' server
         self._server: ServerInfo | None = None
         self._read_at = 0.0  # monotonic time of the last read
         self._schema_ready = False
+        self._roles_table_ready = False
         self._lock = asyncio.Lock()
 
     async def server(self) -> ServerInfo:
@@ -40,6 +46,7 @@ class Target:
             log.info(
                 "managing MySQL server",
                 server=str(self._server),
+                resource=self.name or None,
                 flavour=self._server.flavour,
                 version=".".join(str(part) for part in self._server.version),
             )
@@ -60,6 +67,13 @@ class Target:
             if not self._schema_ready:
                 await ownership.ensure_schema(self.db, self.schema)
                 self._schema_ready = True
+
+    async def ensure_roles_table(self) -> None:
+        """The bookkeeping schema, and its table of roles, on first use."""
+        await self.ensure_schema()
+        if not self._roles_table_ready:
+            await ownership.ensure_roles_table(self.db, self.schema)
+            self._roles_table_ready = True
 
 
 def mysql_condition(error: MySQLError, context: str) -> ConditionError:

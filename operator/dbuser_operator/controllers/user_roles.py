@@ -52,8 +52,7 @@ class RolesStep:
 
     name = "roles"
 
-    def __init__(self, target: Target, roles_informer: Informer) -> None:
-        self.target = target
+    def __init__(self, roles_informer: Informer) -> None:
         self.roles = roles_informer
 
     async def ensure(self, ctx: Context) -> None:
@@ -61,7 +60,7 @@ class RolesStep:
         user, host = ctx.user.effective_user(), ctx.host
         namespace = ctx.user.metadata.namespace or ""
         try:
-            server = await self.target.server()
+            server = await ctx.target.server()
             if server.flavour == "mariadb" and len(spec.default_roles) > 1:
                 raise ConditionError(
                     "TooManyDefaultRoles",
@@ -73,7 +72,7 @@ class RolesStep:
             kept: set[roles.Role] = set()  # ours, but unavailable for now: neither granted nor revoked
             missing: list[str] = []
             for name in spec.roles:
-                role_name, why = await self._resolve(namespace, name)
+                role_name, why = await self._resolve(ctx.target, namespace, name)
                 if role_name is not None and not why:
                     resolved[name] = roles.role_of(role_name, server)
                     continue
@@ -84,7 +83,7 @@ class RolesStep:
             if all(name in resolved for name in spec.default_roles):
                 defaults = {resolved[name] for name in spec.default_roles}
             summary = await roles.converge(
-                self.target.db,
+                ctx.target.db,
                 user,
                 host,
                 server,
@@ -101,7 +100,7 @@ class RolesStep:
                 "RoleNotFound", f"{ctx.account}: missing role {'; '.join(missing)}", retry=False
             )
 
-    async def _resolve(self, namespace: str, name: str) -> tuple[str | None, str]:
+    async def _resolve(self, target: Target, namespace: str, name: str) -> tuple[str | None, str]:
         """``(MySQL role, "")`` when DatabaseRole ``namespace/name`` may be granted; ``(MySQL role, why not)``
         when it owns its role but is not available now (being deleted, not Ready); ``(None, why not)``
         when it is missing or does not own its role."""
@@ -110,7 +109,7 @@ class RolesStep:
             return None, f"no DatabaseRole {name} in namespace {namespace} served by this operator"
         role_name = DatabaseRole.model_validate(obj).effective_role()
         owner = await ownership.owner_of(
-            self.target.db, self.target.schema, role_name, ROLE_HOST, table_name=ownership.ROLES_TABLE
+            target.db, target.schema, role_name, ROLE_HOST, table_name=ownership.ROLES_TABLE
         )
         if owner is None or owner.uid != obj["metadata"].get("uid"):
             return None, f"DatabaseRole {name} does not own a role {role_name}"
@@ -130,26 +129,19 @@ class RoleAccountGuardStep:
 
     name = "role-account-guard"
 
-    def __init__(self, target: Target) -> None:
-        self.target = target
-        self._table_ready = False
-
     async def ensure(self, ctx: Context) -> None:
         adopting = (ctx.user.metadata.annotations or {}).get(ADOPT_ANNOTATION) == "true"
         if not adopting or ctx.host != ROLE_HOST:
             return
-        db, schema = self.target.db, self.target.schema
+        db, schema = ctx.target.db, ctx.target.schema
         try:
-            if not self._table_ready:
-                await self.target.ensure_schema()
-                await ownership.ensure_roles_table(db, schema)
-                self._table_ready = True
+            await ctx.target.ensure_roles_table()
             owner = await ownership.owner_of(
                 db, schema, ctx.user.effective_user(), ROLE_HOST, table_name=ownership.ROLES_TABLE
             )
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
-        if owner is not None and (await self.target.server()).flavour == "mysql":
+        if owner is not None and (await ctx.target.server()).flavour == "mysql":
             raise ConditionError(
                 "AccountClaimed",
                 f"{ctx.account} is the role of DatabaseRole {owner.namespace}/{owner.name}: never adopted as "

@@ -28,7 +28,7 @@ class NoOwners:
         return False
 
 
-def context(user: str, uid: str = "0b5c2a52-1d0e-4a53-9d7b-4b8a6f1f0c11") -> Context:
+def context(user: str, target: Target, uid: str = "0b5c2a52-1d0e-4a53-9d7b-4b8a6f1f0c11") -> Context:
     obj: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "DatabaseUser",
@@ -37,12 +37,12 @@ def context(user: str, uid: str = "0b5c2a52-1d0e-4a53-9d7b-4b8a6f1f0c11") -> Con
     }
     ctx = Context(obj=obj, user=DatabaseUser.model_validate(obj), status=DatabaseUserStatus())
     ctx.password, ctx.secret = "ours", SECRET
+    ctx.target = target
     return ctx
 
 
-def steps(db: Database, schema: str) -> tuple[OwnershipStep, AccountStep]:
-    target = Target(db, schema)
-    return OwnershipStep(target, NoOwners()), AccountStep(target)
+def steps(db: Database, schema: str) -> tuple[OwnershipStep, AccountStep, Target]:
+    return OwnershipStep(NoOwners()), AccountStep(), Target(db, schema)
 
 
 async def test_a_new_account_costs_four_statements(
@@ -50,10 +50,10 @@ async def test_a_new_account_costs_four_statements(
 ) -> None:
     """One look (owner, existence, fingerprint), the claim, CREATE USER, the fingerprint."""
     user = accounts_made.track(accounts_made.name(), "%")
-    ownership_step, account_step = steps(db, owned_schema)
-    ctx = context(user)
-    await ownership_step.target.server()  # read once per process, not per account
-    await ownership_step.target.ensure_schema()  # created once per process
+    ownership_step, account_step, target = steps(db, owned_schema)
+    ctx = context(user, target)
+    await target.server()  # read once per process, not per account
+    await target.ensure_schema()  # created once per process
     read, written = db.statements_read, db.statements_written
     await ownership_step.ensure(ctx)
     await account_step.ensure(ctx)
@@ -61,7 +61,7 @@ async def test_a_new_account_costs_four_statements(
     assert ctx.created
     assert login(mysql, user, "ours") == f"{user}@%"
 
-    again = context(user)  # the next pass: one look, nothing written
+    again = context(user, target)  # the next pass: one look, nothing written
     read, written = db.statements_read, db.statements_written
     await ownership_step.ensure(again)
     again.status.applied_secret = SECRET
@@ -74,8 +74,8 @@ async def test_an_account_made_by_hand_after_the_look_is_not_taken_over(
     db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str
 ) -> None:
     user = accounts_made.track(accounts_made.name(), "%")
-    ownership_step, account_step = steps(db, owned_schema)
-    ctx = context(user)
+    ownership_step, account_step, target = steps(db, owned_schema)
+    ctx = context(user, target)
     await ownership_step.ensure(ctx)  # claims: no account yet
     assert ctx.claimed
     assert ctx.account_exists is False
@@ -91,7 +91,7 @@ async def test_an_account_made_by_hand_after_the_look_is_not_taken_over(
     assert login_error(mysql, user, "ours") == 1045
 
     with pytest.raises(ConditionError) as next_pass:
-        await ownership_step.ensure(context(user))
+        await ownership_step.ensure(context(user, target))
     assert next_pass.value.reason == "AccountExists"
     assert not next_pass.value.retry  # now it waits for the adopt annotation
 
@@ -106,8 +106,8 @@ async def test_a_row_of_an_earlier_pass_without_its_account_creates_the_account_
 ) -> None:
     """An earlier pass claimed, then crashed before CREATE USER: this pass did not claim, but creates."""
     user = accounts_made.track(accounts_made.name(), "%")
-    ownership_step, account_step = steps(db, owned_schema)
-    ctx = context(user)
+    ownership_step, account_step, target = steps(db, owned_schema)
+    ctx = context(user, target)
     assert (await claim(db, owned_schema, user, "%", me(ctx))).inserted  # the crashed pass's row
     await ownership_step.ensure(ctx)
     assert not ctx.claimed  # the row was there: not this pass's claim
@@ -119,7 +119,7 @@ async def test_a_row_of_an_earlier_pass_without_its_account_creates_the_account_
     ]
     assert login(mysql, user, "ours") == f"{user}@%"
 
-    again = context(user)  # the next pass sees the account: no second CREATE USER
+    again = context(user, target)  # the next pass sees the account: no second CREATE USER
     again.status.applied_secret = SECRET
     written = db.statements_written
     await ownership_step.ensure(again)
@@ -135,8 +135,8 @@ async def test_an_account_appearing_under_a_row_already_ours_is_observed_not_for
     """Another replica (or a late earlier pass) creates the account between this pass's look and its
     CREATE USER: the row was ours before this pass, so it is kept, and the live account gets the password."""
     user = accounts_made.track(accounts_made.name(), "%")
-    ownership_step, account_step = steps(db, owned_schema)
-    ctx = context(user)
+    ownership_step, account_step, target = steps(db, owned_schema)
+    ctx = context(user, target)
     await claim(db, owned_schema, user, "%", me(ctx))  # the other writer's claim, before this pass
     await ownership_step.ensure(ctx)
     assert not ctx.claimed
