@@ -34,6 +34,7 @@ from dbuser_operator.controllers.resources import (
     MYSQL_SERVERS,
     SECRET_INDEX,
     SERVER_INDEX,
+    account_key,
     named_account,
     referenced_secret,
     referenced_server,
@@ -46,6 +47,7 @@ from dbuser_operator.controllers.scheduled import ScheduledRotationStep
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.server_binding import ServerResolver
 from dbuser_operator.controllers.server_connection import DatabaseFactory, SecretReader, ServerDefaults
+from dbuser_operator.controllers.server_controller import server_controllers
 from dbuser_operator.controllers.server_watch import watch_servers
 from dbuser_operator.controllers.servers import ServerRegistry
 from dbuser_operator.controllers.steps import Step
@@ -187,9 +189,9 @@ def build_manager(
         )
         return [other for other in named if other != key]
 
-    def requeue_claimants(user: str, host: str) -> None:
+    def requeue_claimants(server: str, user: str, host: str) -> None:
         """A resource let go of ``'user'@'host'`` (a host left its spec): the others naming it may have it."""
-        for other in users.store.by_index(ACCOUNT_INDEX, f"{user}@{host.lower()}"):
+        for other in users.store.by_index(ACCOUNT_INDEX, account_key(server, user, host)):
             controller.queue.add(ObjectKey.of(other))
 
     recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
@@ -266,7 +268,9 @@ def build_manager(
     )
     manager.add_controller(controller)
     manager.add_controller(role_controller(settings, kube, roles, recorder, resolver, scope, guard, policy))
-    add_servers(manager, resolver.registry)
+    add_servers(
+        manager, kube, resolver, [users, roles], secrets, recorder, scope, settings.server_check_period
+    )
     manager.add_runnable(Runnable("event recorder", recorder.run))
 
     async def close_recorder() -> None:  # write pending Events while the lease is held, else drop them
@@ -330,10 +334,21 @@ def servers_of(
     return namespaced, Informer(reader, CLUSTER_MYSQL_SERVERS, label_selector=scope.selector)
 
 
-def add_servers(manager: Manager, registry: ServerRegistry) -> None:
-    """The registry's pool sweeper, and its pools closed at shutdown."""
-    manager.add_runnable(Runnable("server pool sweeper", registry.run_sweeper))
-    manager.on_shutdown(registry.close)
+def add_servers(  # noqa: PLR0917 - what the server controllers share with the others
+    manager: Manager,
+    kube: KubeClient,
+    resolver: ServerResolver,
+    dependents: list[Informer],
+    secrets: Informer,
+    recorder: EventRecorder,
+    scope: Scope,
+    check_period: float,
+) -> None:
+    """The server controllers, the registry's pool sweeper, and its pools closed at shutdown."""
+    for controller in server_controllers(kube, resolver, dependents, secrets, recorder, scope, check_period):
+        manager.add_controller(controller)
+    manager.add_runnable(Runnable("server pool sweeper", resolver.registry.run_sweeper))
+    manager.on_shutdown(resolver.registry.close)
 
 
 def server_registry(

@@ -67,6 +67,12 @@ class ConnectionSecretStep:
         self.host = host
         self.port = port
 
+    def _address(self, ctx: Context) -> tuple[str, int]:
+        """Where applications connect: the server resource's host and port, else the settings'."""
+        if ctx.server is not None:
+            return ctx.server.spec.host, ctx.server.spec.port
+        return self.host, self.port
+
     async def ensure(self, ctx: Context) -> None:
         spec = ctx.user.spec.connection_secret
         if spec is None:
@@ -74,7 +80,7 @@ class ConnectionSecretStep:
         if ctx.password is None:
             raise RuntimeError("the password step must run before the connection-Secret step")
         values = connection_values(
-            ctx.user.effective_user(), ctx.password, self.host, self.port, connection_database(ctx.user, spec)
+            ctx.user.effective_user(), ctx.password, *self._address(ctx), connection_database(ctx.user, spec)
         )
         try:
             # Templates see the standard values, database too (empty when there is none).

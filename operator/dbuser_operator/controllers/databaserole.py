@@ -150,6 +150,9 @@ class DatabaseRoleReconciler:
         refusal = self.guard.grant_refusal(as_grants_spec(role.spec))
         if refusal is not None:
             raise ConditionError("PrivilegeNotAllowed", f"role {name}: {refusal}", retry=False)
+        server_refusal = self.guard.server_refusal(target, name, as_grants_spec(role.spec))
+        if server_refusal is not None:
+            raise ConditionError(server_refusal[0], f"role {name}: {server_refusal[1]}", retry=False)
         if self.policy is not None:  # before any SQL
             self.policy.check_role(binding, role)
         db = target.db

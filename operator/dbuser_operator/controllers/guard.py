@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.controllers.steps import ConditionError, Context
+from dbuser_operator.controllers.target import Target
 
 ALWAYS_RESERVED = frozenset({"root", "mariadb.sys", "debian-sys-maint", "mysql"})
 SYSTEM_SCHEMAS = frozenset({"mysql", "sys", "information_schema", "performance_schema"})
@@ -42,6 +43,23 @@ class GuardStep:
         refusal = self.grant_refusal(ctx.user.spec)
         if refusal is not None:
             raise ConditionError("PrivilegeNotAllowed", f"{ctx.account}: {refusal}", retry=False)
+        server_refusal = self.server_refusal(ctx.target, ctx.user.effective_user(), ctx.user.spec)
+        if server_refusal is not None:
+            reason, message = server_refusal
+            raise ConditionError(reason, f"{ctx.account}: {message}", retry=False)
+
+    @staticmethod
+    def server_refusal(target: Target | None, name: str, spec: DatabaseUserSpec) -> tuple[str, str] | None:
+        """On a server resource: its admin account and its bookkeeping schema are protected as the
+        settings' are (a reason and why), else None."""
+        if target is None or not target.key:
+            return None
+        if name == target.db.settings.user:
+            return "ReservedAccount", f"the admin account of {target.name} is reserved: never managed"
+        for item in spec.privileges:
+            if item.database.lower() == target.schema.lower():
+                return "PrivilegeNotAllowed", f"grants on the {item.database} schema are not allowed"
+        return None
 
     def grant_refusal(self, spec: DatabaseUserSpec) -> str | None:
         """Why the spec's grants are not allowed, or None."""

@@ -78,10 +78,10 @@ class HostsStep:
     def __init__(
         self,
         steps: Sequence[Step],
-        on_release: Callable[[str, str], None] | None = None,
+        on_release: Callable[[str, str, str], None] | None = None,
     ) -> None:
         self.steps = list(steps)
-        self.on_release = on_release  # (user, host) of an account this resource no longer holds
+        self.on_release = on_release  # (server key, user, host) of an account it no longer holds
 
     async def ensure(self, ctx: Context) -> None:
         errors: list[ConditionError] = []
@@ -125,7 +125,7 @@ class HostsStep:
                     errors.append(error)
                 else:
                     if self.on_release is not None:
-                        self.on_release(ctx.user.effective_user(), host)
+                        self.on_release(ctx.target.key, ctx.user.effective_user(), host)
                     continue
             kept.append(host)
         return kept

@@ -38,14 +38,23 @@ def referenced_secret(obj: dict[str, Any]) -> list[str]:
 
 
 def named_account(obj: dict[str, Any]) -> list[str]:
-    """Index values: the MySQL accounts ``user@host`` a DatabaseUser names, one per host of ``spec.host``
-    and ``spec.hosts`` (lower-cased, as MySQL compares them); none for an object without a usable name."""
+    """Index values: the MySQL accounts a DatabaseUser names (:func:`account_key`), one per host of
+    ``spec.host`` and ``spec.hosts``; none for an object without a usable name."""
     spec = obj.get("spec") or {}
     user = spec.get("user") or obj["metadata"].get("name")
     hosts = [spec.get("host") or "%", *(spec.get("hosts") or [])]
     if not isinstance(user, str) or not user:
         return []
-    return sorted({f"{user}@{str(host).lower()}" for host in hosts})
+    server = server_key(obj)
+    return sorted({account_key(server, user, str(host)) for host in hosts})
+
+
+def account_key(server: str, user: str, host: str) -> str:
+    """An account as ACCOUNT_INDEX names it: ``user@host`` (host lower-cased, as MySQL compares them) on
+    the settings' server, ``<server key>:user@host`` on a server resource: the same name on two servers
+    is two accounts."""
+    account = f"{user}@{host.lower()}"
+    return f"{server}:{account}" if server else account
 
 
 def server_key(obj: dict[str, Any]) -> str:
@@ -62,3 +71,12 @@ def server_key(obj: dict[str, Any]) -> str:
 def referenced_server(obj: dict[str, Any]) -> list[str]:
     """Index values: the :func:`server_key` of a DatabaseUser or DatabaseRole."""
     return [server_key(obj)]
+
+
+def describe_server(key: str) -> str:
+    """A server key for people: ``MySQLServer team-a/main``, ``ClusterMySQLServer shared``, or the
+    operator's own server."""
+    if key == DEFAULT_SERVER:
+        return "the operator's default server"
+    kind, _, rest = key.partition("/")
+    return f"{kind} {rest}"

@@ -59,13 +59,23 @@ def secret_namespace(binding: ServerBinding, defaults: ServerDefaults) -> str:
     return binding.namespace or defaults.cluster_namespace
 
 
-def referenced_secrets(binding: ServerBinding, defaults: ServerDefaults) -> list[str]:
-    """``namespace/name`` of every Secret the server's connection is built from."""
-    spec, namespace = binding.spec, secret_namespace(binding, defaults)
-    names = [spec.credentials.user.name, spec.credentials.password.name]
-    if spec.tls is not None:
-        names += [spec.tls.ca.name if spec.tls.ca else "", spec.tls.client_certificate_secret or ""]
-    return [f"{namespace}/{name}" for name in dict.fromkeys(names) if name]
+def referenced_secrets(cluster_namespace: str) -> Callable[[dict[str, Any]], list[str]]:
+    """Index function over server resources: ``namespace/name`` of every Secret a server's connection is
+    built from (a ClusterMySQLServer's are in ``cluster_namespace``)."""
+
+    def index(obj: dict[str, Any]) -> list[str]:
+        spec = obj.get("spec") or {}
+        namespace = obj["metadata"].get("namespace") or cluster_namespace
+        credentials, tls = spec.get("credentials") or {}, spec.get("tls") or {}
+        names = [
+            (credentials.get("user") or {}).get("name"),
+            (credentials.get("password") or {}).get("name"),
+            (tls.get("ca") or {}).get("name"),
+            tls.get("clientCertificateSecret"),
+        ]
+        return [f"{namespace}/{name}" for name in dict.fromkeys(names) if isinstance(name, str) and name]
+
+    return index
 
 
 @dataclass

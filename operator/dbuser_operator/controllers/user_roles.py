@@ -17,6 +17,7 @@ from typing import Any
 from dbuser_operator.api.databaserole import DatabaseRole
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.controllers.databaserole import ROLE_HOST
+from dbuser_operator.controllers.resources import describe_server, server_key
 from dbuser_operator.controllers.steps import ConditionError, Context
 from dbuser_operator.controllers.target import Target, mysql_condition
 from dbuser_operator.mysql import ownership, roles
@@ -107,6 +108,12 @@ class RolesStep:
         obj = self.roles.get(ObjectKey(namespace, name))
         if obj is None:
             return None, f"no DatabaseRole {name} in namespace {namespace} served by this operator"
+        if server_key(obj) != target.key:
+            where, here = describe_server(server_key(obj)), describe_server(target.key)
+            return None, (
+                f"DatabaseRole {name} is on {where}, this user on {here}: a role and the users granted it "
+                "must be on the same server"
+            )
         role_name = DatabaseRole.model_validate(obj).effective_role()
         owner = await ownership.owner_of(
             target.db, target.schema, role_name, ROLE_HOST, table_name=ownership.ROLES_TABLE

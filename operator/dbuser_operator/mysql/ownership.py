@@ -302,3 +302,15 @@ def compare_fingerprints(recorded: object, current: object) -> bool | None:
     if recorded is None or current is None:
         return None
     return str(recorded).lower() == str(current).lower()
+
+
+async def count_owned(db: Database, schema: str) -> int:
+    """How many accounts and roles the bookkeeping records (both tables must exist)."""
+    rows = await db.fetch(
+        Statement(
+            "SELECT (SELECT COUNT(*) FROM {accounts}) + (SELECT COUNT(*) FROM {roles})",
+            accounts=table(schema),
+            roles=table(schema, ROLES_TABLE),
+        )
+    )
+    return int(rows[0][0])

@@ -3,20 +3,36 @@ real MySQL server, real logins), each server's bookkeeping in its own schema."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, DATABASE_USERS, MYSQL_SERVERS
-from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.runtime.client import KubeClient
-from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator, create_secret
+from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.errors import NotFound
+from dbuser_operator.runtime.resources import SECRETS
+from tests.conftest import Runner
+from tests.integration.operator.conftest import (
+    TARGET,
+    PasswordLedger,
+    RunningOperator,
+    StartOperator,
+    create_secret,
+)
 from tests.integration.operator.helpers import (
     can_log_in,
     database_user,
     mysql_query,
+    ready,
     unique,
     wait_for_ready,
+    wait_until_gone,
 )
 
 pytestmark = pytest.mark.integration
@@ -132,3 +148,276 @@ async def test_server_not_found_until_it_appears(
     )
     await wait_for_ready(kube_client, namespace, name, limit=60)  # requeued by the server's creation
     assert can_log_in(mysql, name, password)
+
+
+async def wait_for_server(
+    kube: KubeClient, namespace: str, name: str, status: str, reason: str | None = None, limit: float = 60
+) -> dict[str, Any]:
+    """Poll the MySQLServer until its Ready condition has ``status`` (and ``reason``)."""
+    deadline = time.monotonic() + limit
+    obj: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        obj = await kube.get(MYSQL_SERVERS, name, namespace)
+        condition = ready(obj)
+        if condition and condition["status"] == status and reason in {None, condition["reason"]}:
+            return obj
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"MySQLServer {namespace}/{name} never got Ready={status} {reason}: {ready(obj)}")
+
+
+async def test_server_status_and_printer_columns(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    kubectl: Runner,
+) -> None:
+    schema = f"dbu_{unique('st').replace('-', '_')}"
+    await admin_secrets(kube_client, namespace, mysql, "admin")
+    body = server_object("MySQLServer", "main", server_spec(mysql, "admin", schema))
+    await kube_client.create(MYSQL_SERVERS, body, namespace)
+
+    obj = await wait_for_server(kube_client, namespace, "main", "True", "Connected")
+    status = obj["status"]
+    (version,) = mysql_query(mysql, "SELECT VERSION()")[0]
+    mariadb = "mariadb" in str(version).lower()
+    assert status["flavour"] == ("MariaDB" if mariadb else "MySQL")
+    assert str(version).startswith(status["version"])
+    assert status["capabilities"]["dualPasswords"] is (not mariadb)
+    assert status["capabilities"]["manyDefaultRoles"] is (not mariadb)
+    assert status["capabilities"]["plugins"]  # the active authentication plugins
+    assert status["accounts"] == 0
+    assert status["observedGeneration"] == obj["metadata"]["generation"]
+    assert f"{mysql.host}:{mysql.port}" in ready(obj)["message"]  # type: ignore[index]
+    assert obj["metadata"]["finalizers"] == [f"mysql.dbuser-operator.dev/server-{TARGET}"]
+    assert mysql_query(mysql, "SHOW DATABASES LIKE %s", schema) == [(schema,)]  # the bookkeeping schema
+
+    header, row = kubectl("get", "mysqlservers", "-n", namespace).stdout.splitlines()
+    assert header.split() == [
+        "NAME",
+        "HOST",
+        "PORT",
+        "READY",
+        "REASON",
+        "FLAVOUR",
+        "VERSION",
+        "ACCOUNTS",
+        "AGE",
+    ]
+    assert row.split()[:8] == [
+        "main",
+        mysql.host,
+        str(mysql.port),
+        "True",
+        "Connected",
+        status["flavour"],
+        status["version"],
+        "0",
+    ]
+
+
+async def test_a_wrong_admin_password_makes_the_server_and_its_users_wait_until_the_secret_is_fixed(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    schema = f"dbu_{unique('pw').replace('-', '_')}"
+    wrong = passwords.new("wrong-admin")
+    await create_secret(kube_client, namespace, "admin", {"user": mysql.user, "password": wrong})
+    spec = server_spec(mysql, "admin", schema)
+    if mysql.ca_file is not None:
+        await create_secret(kube_client, namespace, "admin-ca", {"ca.crt": mysql.ca_file.read_text()})
+        spec["tls"]["ca"]["name"] = "admin-ca"
+    await kube_client.create(MYSQL_SERVERS, server_object("MySQLServer", "main", spec), namespace)
+    server = await wait_for_server(kube_client, namespace, "main", "False", "AccessDenied")
+    assert f"{mysql.host}:{mysql.port}" in ready(server)["message"]  # type: ignore[index]
+
+    name, password = unique("waiting"), passwords.new()
+    await create_secret(kube_client, namespace, "app-pw", {"password": password})
+    await kube_client.create(
+        DATABASE_USERS, database_user(name, "app-pw", serverRef={"name": "main"}), namespace
+    )
+    user = await wait_for_ready(kube_client, namespace, name, "False", "ServerNotReady")
+    assert f"MySQLServer {namespace}/main" in ready(user)["message"]  # type: ignore[index]
+    assert not can_log_in(mysql, name, password)
+
+    # The admin Secret fixed: reconnect without a restart, the server Ready, the user too.
+    await kube_client.patch(
+        SECRETS, "admin", {"stringData": {"password": mysql.password}}, PatchType.MERGE, namespace=namespace
+    )
+    await wait_for_server(kube_client, namespace, "main", "True", "Connected")
+    await wait_for_ready(kube_client, namespace, name, limit=60)
+    assert can_log_in(mysql, name, password)
+
+
+async def test_server_deletion_waits_for_its_users_then_lets_go(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    schema = f"dbu_{unique('del').replace('-', '_')}"
+    await admin_secrets(kube_client, namespace, mysql, "admin")
+    body = server_object("MySQLServer", "main", server_spec(mysql, "admin", schema))
+    await kube_client.create(MYSQL_SERVERS, body, namespace)
+    name, password = unique("kept"), passwords.new()
+    await create_secret(kube_client, namespace, "app-pw", {"password": password})
+    await kube_client.create(
+        DATABASE_USERS, database_user(name, "app-pw", serverRef={"name": "main"}), namespace
+    )
+    await wait_for_ready(kube_client, namespace, name, limit=60)
+
+    await kube_client.delete(MYSQL_SERVERS, "main", namespace)
+    server = await wait_for_server(kube_client, namespace, "main", "False", "Deleting")
+    assert "1 DatabaseUser(s)" in ready(server)["message"]  # type: ignore[index]
+    user = await wait_for_ready(kube_client, namespace, name, "False", "ServerDeleting")
+    assert f"MySQLServer {namespace}/main" in ready(user)["message"]  # type: ignore[index]
+    assert can_log_in(mysql, name, password)  # nothing done to the account
+
+    # The user deleted: its account dropped on the server being deleted; then the server goes.
+    await kube_client.delete(DATABASE_USERS, name, namespace)
+    await wait_until_gone(kube_client, namespace, name)
+    assert not can_log_in(mysql, name, password)
+    await wait_until_server_gone(kube_client, namespace, "main")
+
+
+async def test_the_release_annotation_lets_a_server_go_at_once(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    schema = f"dbu_{unique('rel').replace('-', '_')}"
+    await admin_secrets(kube_client, namespace, mysql, "admin")
+    body = server_object("MySQLServer", "main", server_spec(mysql, "admin", schema))
+    await kube_client.create(MYSQL_SERVERS, body, namespace)
+    name, password = unique("stays"), passwords.new()
+    await create_secret(kube_client, namespace, "app-pw", {"password": password})
+    await kube_client.create(
+        DATABASE_USERS, database_user(name, "app-pw", serverRef={"name": "main"}), namespace
+    )
+    await wait_for_ready(kube_client, namespace, name, limit=60)
+    await kube_client.delete(MYSQL_SERVERS, "main", namespace)
+    await wait_for_server(kube_client, namespace, "main", "False", "Deleting")
+
+    release = {"metadata": {"annotations": {"mysql.dbuser-operator.dev/release": "true"}}}
+    await kube_client.patch(MYSQL_SERVERS, "main", release, PatchType.MERGE, namespace=namespace)
+    await wait_until_server_gone(kube_client, namespace, "main")
+    released = await warning_event(kube_client, namespace, "MySQLServer", "Released")
+    assert "1 DatabaseUser(s)" in released["message"]
+    assert can_log_in(mysql, name, password)  # left in MySQL
+    await wait_for_ready(kube_client, namespace, name, "False", "ServerNotFound")
+
+
+async def wait_until_server_gone(kube: KubeClient, namespace: str, name: str, limit: float = 60) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            await kube.get(MYSQL_SERVERS, name, namespace)
+        except NotFound:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"MySQLServer {namespace}/{name} was not deleted")
+
+
+async def warning_event(kube: KubeClient, namespace: str, kind: str, reason: str) -> dict[str, Any]:
+    """The Warning Event ``reason`` about an object of ``kind`` in ``namespace``, once it is recorded."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        events = (await kube.request("GET", f"/api/v1/namespaces/{namespace}/events"))["items"]
+        for event in events:
+            if (event["involvedObject"]["kind"], event["reason"], event["type"]) == (kind, reason, "Warning"):
+                return dict(event)
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no Warning Event {reason} about a {kind} in {namespace}")
+
+
+@pytest.fixture(scope="module")
+def second_mysql(envtest_workdir: Path) -> Iterator[MySQLServer]:
+    """A second real server of the session's flavour, for this module's tests."""
+    server = LocalMySQLServer(envtest_workdir / "second-mysql")
+    server.start()
+    yield server.admin
+    server.stop()
+
+
+async def test_the_same_account_name_on_two_servers_is_two_accounts(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    second_mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """Two DatabaseUsers naming one account name, each on its own server: both Ready (no AccountClaimed),
+    each password logs in on its own server only, each server's bookkeeping records its own."""
+    schema = f"dbu_{unique('two').replace('-', '_')}"
+    for name, server in (("first", mysql), ("second", second_mysql)):
+        await admin_secrets(kube_client, namespace, server, f"{name}-admin")
+        body = server_object("MySQLServer", name, server_spec(server, f"{name}-admin", schema))
+        await kube_client.create(MYSQL_SERVERS, body, namespace)
+    account = unique("shared-name")
+    first_password, second_password = passwords.new(), passwords.new()
+    await create_secret(kube_client, namespace, "first-pw", {"password": first_password})
+    await create_secret(kube_client, namespace, "second-pw", {"password": second_password})
+    for name in ("first", "second"):
+        user = database_user(f"{name}-app", f"{name}-pw", user=account, serverRef={"name": name})
+        await kube_client.create(DATABASE_USERS, user, namespace)
+
+    await wait_for_ready(kube_client, namespace, "first-app", limit=60)
+    await wait_for_ready(kube_client, namespace, "second-app", limit=60)
+    assert can_log_in(mysql, account, first_password)
+    assert not can_log_in(mysql, account, second_password)
+    assert can_log_in(second_mysql, account, second_password)
+    assert not can_log_in(second_mysql, account, first_password)
+    assert owned_in(mysql, schema, account) == [(namespace, "first-app")]
+    assert owned_in(second_mysql, schema, account) == [(namespace, "second-app")]
+
+    # Deleting one drops its account on its own server only.
+    await kube_client.delete(DATABASE_USERS, "first-app", namespace)
+    await wait_until_gone(kube_client, namespace, "first-app")
+    assert not can_log_in(mysql, account, first_password)
+    assert can_log_in(second_mysql, account, second_password)
+
+
+async def test_without_a_default_server_only_server_resources_are_served(
+    start_operator: StartOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """--default-server=false (the --mysql-* flags, pointing nowhere here, are not used): a user without
+    serverRef is refused with a condition saying so; one on a MySQLServer converges; connection Secrets
+    carry the server resource's host and port."""
+    target = "no-default"
+    instance = await start_operator(target=target, default_server=False, mysql_host="192.0.2.1")
+    try:
+        name, password = unique("no-ref"), passwords.new()
+        await create_secret(kube_client, namespace, "app-pw", {"password": password})
+        await kube_client.create(DATABASE_USERS, database_user(name, "app-pw", target=target), namespace)
+        refused = await wait_for_ready(kube_client, namespace, name, "False", "ServerNotFound")
+        assert "no default server" in ready(refused)["message"]  # type: ignore[index]
+
+        schema = f"dbu_{unique('nd').replace('-', '_')}"
+        await admin_secrets(kube_client, namespace, mysql, "admin")
+        body = server_object("MySQLServer", "main", server_spec(mysql, "admin", schema))
+        body["metadata"]["labels"]["dbuser-operator.dev/target"] = target
+        await kube_client.create(MYSQL_SERVERS, body, namespace)
+        served = unique("on-ref")
+        spec: dict[str, Any] = {"serverRef": {"name": "main"}, "connectionSecret": {"name": "served-db"}}
+        await kube_client.create(
+            DATABASE_USERS, database_user(served, "app-pw", target=target, **spec), namespace
+        )
+        await wait_for_ready(kube_client, namespace, served, limit=60)
+        assert can_log_in(mysql, served, password)
+        connection = await kube_client.get(SECRETS, "served-db", namespace)
+        host, port = (base64.b64decode(connection["data"][key]).decode() for key in ("host", "port"))
+        assert (host, port) == (mysql.host, str(mysql.port))
+    finally:
+        instance.stop.set()
+        await asyncio.wait_for(instance.task, timeout=30)
