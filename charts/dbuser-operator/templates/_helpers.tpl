@@ -150,6 +150,8 @@ and status by patch).
 {{- with .Values.clusterResourceNamespace }}
 {{- $args = append $args (printf "--cluster-resource-namespace=%s" .) }}
 {{- end }}
+{{- $args = append $args (printf "--server-check-period=%v" .Values.serverCheckPeriod) }}
+{{- $args = append $args (ternary "--default-server" "--no-default-server" .Values.defaultServer) }}
 {{- $args = append $args (printf "--mysql-host=%s" .Values.mysql.host) }}
 {{- $args = append $args (printf "--mysql-port=%d" (int .Values.mysql.port)) }}
 {{- $args = append $args (printf "--mysql-user=%s" .Values.mysql.user) }}
@@ -159,12 +161,14 @@ and status by patch).
 {{- with .Values.connection.port }}
 {{- $args = append $args (printf "--connection-port=%d" (int .)) }}
 {{- end }}
+{{- if .Values.defaultServer }}
 {{- $args = append $args (printf "--mysql-password-file=%s/%s" (include "dbuser-operator.adminSecretDir" .) .Values.mysql.adminSecret.key) }}
+{{- end }}
 {{- $args = append $args (printf "--mysql-connect-timeout=%v" .Values.mysql.connectTimeout) }}
-{{- if and $tls.secretName $tls.caKey }}
+{{- if and .Values.defaultServer $tls.secretName $tls.caKey }}
 {{- $args = append $args (printf "--mysql-tls-ca=%s/%s" (include "dbuser-operator.tlsSecretDir" .) $tls.caKey) }}
 {{- end }}
-{{- if and $tls.secretName $tls.certKey }}
+{{- if and .Values.defaultServer $tls.secretName $tls.certKey }}
 {{- $args = append $args (printf "--mysql-tls-cert=%s/%s" (include "dbuser-operator.tlsSecretDir" .) $tls.certKey) }}
 {{- $args = append $args (printf "--mysql-tls-key=%s/%s" (include "dbuser-operator.tlsSecretDir" .) $tls.keyKey) }}
 {{- end }}

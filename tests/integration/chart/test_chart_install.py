@@ -104,6 +104,8 @@ async def test_every_rendered_object_passes_a_server_side_dry_run(
     values = dict(COMBINATIONS[combination])
     if "watchNamespaces" in values:
         values["watchNamespaces"] = extra_namespaces
+    if values.get("clusterResourceNamespace"):  # one that exists, and is not watched
+        values["clusterResourceNamespace"] = namespace
     rendered = helm(
         "template", "dry", str(CHART), "--namespace", namespace, "--include-crds",
         "--kube-version", KUBE_VERSION, "--values", str(_values_file(tmp_path, values)),

@@ -74,6 +74,13 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
             },
         }
     },
+    # One release for many servers: none of its own, ClusterMySQLServer Secrets in a namespace not watched.
+    "servers-only": {
+        "defaultServer": False,
+        "serverCheckPeriod": 7.5,
+        "clusterResourceNamespace": "platform",
+        "watchNamespaces": ["team-a"],
+    },
     "everything-else": {
         "image": {"repository": "registry.example.com/dbuser-operator", "digest": "sha256:" + "ab" * 32},
         "imagePullSecrets": [{"name": "regcred"}],

@@ -384,6 +384,15 @@ def test_args_are_the_operators_flags(
         mysql["port"],
         mysql["user"],
     )
+    assert settings.default_server is values["defaultServer"]
+    assert settings.server_check_period == values["serverCheckPeriod"]
+    assert settings.cluster_resource_namespace == (values["clusterResourceNamespace"] or "ops")
+    if not values["defaultServer"]:  # no server of its own: no admin Secret, no TLS files mounted
+        pod = deployment["spec"]["template"]["spec"]
+        assert [volume["name"] for volume in pod["volumes"]] == ["tmp"]
+        assert settings.mysql_password_file is None
+        assert (settings.mysql_tls_ca, settings.mysql_tls_cert, settings.mysql_tls_key) == (None, None, None)
+        return
     password_file = PASSWORD_DIR / mysql["adminSecret"]["key"]
     assert settings.mysql_password_file == password_file
     secret = mysql["adminSecret"]["name"] or "dbu-dbuser-operator-mysql-admin"
