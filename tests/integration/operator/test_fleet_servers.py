@@ -42,6 +42,7 @@ from tests.integration.operator.helpers import (
     account_exists,
     can_log_in,
     mysql_query,
+    ready,
     unique,
     wait_until_gone,
 )
@@ -237,10 +238,13 @@ async def test_a_server_deleted_under_its_users_waits_for_them_or_lets_go_when_r
         await kube_client.delete(waits.resource, waits.name, waits.namespace)
         condition = await wait_for_user_message(kube_client, namespace, kept, "False", str(waits))
         assert condition["reason"] == "ServerDeleting"
+        # The server says what it waits for (kubectl get mysqlservers: Ready False, reason Deleting).
+        obj = await wait_for_server(kube_client, waits, "False", "Deleting")
+        assert "1 DatabaseUser(s)" in (ready(obj) or {})["message"]
         await asyncio.sleep(3)  # health checks and drift checks go on: it still waits
         obj = await get_server(kube_client, waits)
         assert obj["metadata"].get("deletionTimestamp")
-        assert obj["metadata"].get("finalizers")
+        assert obj["metadata"]["finalizers"] == [f"mysql.dbuser-operator.dev/server-{fleet_operator.target}"]
         # The user's own deletion still goes through on that server (its account dropped), then the server
         # goes.
         await kube_client.delete(DATABASE_USERS, kept, namespace)
@@ -259,6 +263,9 @@ async def test_a_server_deleted_under_its_users_waits_for_them_or_lets_go_when_r
         while not warnings_of(kubectl, namespace, released.name):
             assert time.monotonic() < deadline, f"no Warning Event about {released}"
             await asyncio.sleep(0.2)
+        (event,) = warnings_of(kubectl, namespace, released.name)
+        assert event["reason"] == "Released"
+        assert "1 DatabaseUser(s)" in event["message"]
         assert can_log_in(released.mysql, orphan, orphan_password)
         condition = await wait_for_user_message(kube_client, namespace, orphan, "False", str(released))
         assert condition["reason"] == "ServerNotFound"
