@@ -27,11 +27,13 @@ from dbuser_operator.controllers.server_connection import (
     ServerDefaults,
     referenced_secrets,
 )
+from dbuser_operator.controllers.server_health import failure_reason
 from dbuser_operator.controllers.servers import ServerRegistry
 from dbuser_operator.controllers.steps import ConditionError, ServerBinding
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
+from dbuser_operator.mysql.errors import AccessDeniedError, DatabaseUnavailableError, MySQLError, TLSError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.informer import Informer
 
@@ -312,3 +314,27 @@ def test_a_server_resources_admin_and_bookkeeping_schema_are_protected() -> None
     assert GuardStep.server_refusal(target, "app", plain) is None
     default = Target(Database(settings), "books")  # the settings' server: the guard's own lists apply
     assert GuardStep.server_refusal(default, "dba", plain) is None
+
+
+async def test_health_checks_do_not_keep_a_pool_open(secrets: Secrets) -> None:
+    """refresh (the server controller's) is no use: a server no reconcile used stays idle."""
+    registry = ServerRegistry(None, DEFAULTS, secrets, made, idle_timeout=60.0)
+    assert registry.idle("MySQLServer/team-a/main")
+    await registry.refresh(binding())
+    registry._entries["MySQLServer/team-a/main"].used -= 120  # two idle minutes ago
+    await registry.refresh(binding())
+    assert registry.idle("MySQLServer/team-a/main")
+    await registry.target(binding())
+    assert not registry.idle("MySQLServer/team-a/main")
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (DatabaseUnavailableError("cannot connect"), "Unreachable"),
+        (AccessDeniedError("access denied"), "AccessDenied"),
+        (TLSError("certificate verify failed"), "TLSError"),
+    ],
+)
+def test_a_failed_health_check_says_why(error: MySQLError, reason: str) -> None:
+    assert failure_reason(error) == reason

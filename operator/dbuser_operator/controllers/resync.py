@@ -112,7 +112,7 @@ class DriftCheck:
         await target.ensure_schema()
         server = await target.server()
         states = await inventory(target.db, target.schema)
-        by_uid = {obj["metadata"].get("uid"): obj for obj in self.users.store if server_key(obj) == key}
+        by_uid = {obj["metadata"].get("uid"): obj for obj in self.users.store}
         orphans: list[tuple[str, str]] = []
         for (user, host), state in sorted(states.items()):
             obj = by_uid.get(state.owner.uid)
@@ -120,6 +120,8 @@ class DriftCheck:
                 if self._in_scope(state):
                     orphans.append((user, host))
                 continue
+            if server_key(obj) != key:
+                continue  # another server resource with the same server and schema: checked there
             try:
                 resource = DatabaseUser.model_validate(obj)
             except pydantic.ValidationError:

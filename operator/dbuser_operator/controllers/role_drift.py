@@ -90,17 +90,19 @@ class RoleDriftCheck:
         return drifted
 
     def _drifted(
-        self, user: DatabaseUser, held: set[roles.Role], defaults: set[roles.Role], server: ServerInfo
+        self, user: DatabaseUser, held: set[roles.Role], defaults: set[roles.Role], info: ServerInfo
     ) -> bool:
         namespace = user.metadata.namespace or ""
+        ref = user.spec.server_ref.model_dump(mode="json") if user.spec.server_ref else None
+        server = server_key({"metadata": {"namespace": namespace}, "spec": {"serverRef": ref}})
         wanted: dict[str, roles.Role] = {}
         unsure: set[roles.Role] = set()
         for name in user.spec.roles:
             obj = self.roles.get(ObjectKey(namespace, name))
-            if obj is None:
-                continue
+            if obj is None or server_key(obj) != server:
+                continue  # missing, or on another server: never granted, nothing to repair
             try:
-                role = roles.role_of(DatabaseRole.model_validate(obj).effective_role(), server)
+                role = roles.role_of(DatabaseRole.model_validate(obj).effective_role(), info)
             except (pydantic.ValidationError, ValueError, MySQLError):
                 continue
             ready = is_true((obj.get("status") or {}).get("conditions"), "Ready")
@@ -110,7 +112,7 @@ class RoleDriftCheck:
                 unsure.add(role)
         if held - set(wanted.values()) - unsure or set(wanted.values()) - held:
             return True
-        if server.flavour == "mariadb" and len(user.spec.default_roles) > 1:
+        if info.flavour == "mariadb" and len(user.spec.default_roles) > 1:
             return False  # refused: nothing to repair
         if not all(name in wanted for name in user.spec.default_roles) or not (held or wanted):
             return False

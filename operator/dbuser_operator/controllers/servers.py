@@ -83,13 +83,15 @@ class ServerRegistry:
         connection.
         """
         entry = self._entries.get(binding.key)
-        if entry is not None and entry.generation == binding.generation:
-            entry.used = time.monotonic()
-            return entry.target
-        return await self.refresh(binding)
+        if entry is None or entry.generation != binding.generation:
+            await self.refresh(binding)
+            entry = self._entries[binding.key]
+        entry.used = time.monotonic()
+        return entry.target
 
     async def refresh(self, binding: ServerBinding) -> Target:
-        """Read the server's Secrets again; rebuild its Target when they or the spec changed."""
+        """Read the server's Secrets again; rebuild its Target when they or the spec changed (a use by a
+        reconcile is :meth:`target`'s: this does not count as one)."""
         key = binding.key
         async with self._locks.setdefault(key, asyncio.Lock()):
             material = await read_material(binding, self.defaults, self.read_secret)
@@ -97,12 +99,12 @@ class ServerRegistry:
             entry = self._entries.get(key)
             if entry is not None and entry.fingerprint == fingerprint:
                 entry.generation = binding.generation
-                entry.used = time.monotonic()
                 return entry.target
             db = open_database(binding, self.defaults, material, self.make_database, self._private_dir())
             schema = binding.spec.bookkeeping_schema or self.defaults.schema
             target = Target(db, schema, key=key, name=str(binding))
-            self._entries[key] = _Entry(target, fingerprint, binding.generation)
+            used = entry.used if entry is not None else time.monotonic()
+            self._entries[key] = _Entry(target, fingerprint, binding.generation, used)
             if entry is not None:
                 log.info("server connection changed; reconnecting", server=str(binding))
                 self._retiring.append((time.monotonic() + RETIRE_AFTER, entry.target))

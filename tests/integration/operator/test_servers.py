@@ -6,16 +6,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dbuser_operator.controllers.databaserole import DATABASE_ROLES
 from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, DATABASE_USERS, MYSQL_SERVERS
+from dbuser_operator.controllers.server_watch import server_kinds_served
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
+from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
 from tests.integration.operator.conftest import (
@@ -79,6 +83,40 @@ def owned_in(mysql: MySQLServer, schema: str, user: str) -> list[tuple[Any, ...]
     return mysql_query(mysql, f"SELECT namespace, name FROM `{schema}`.`accounts` WHERE user = %s", user)
 
 
+def new_schema() -> str:
+    """A bookkeeping schema of its own for one test's server."""
+    return f"dbu_{unique('s').replace('-', '_')}"
+
+
+async def create_server(
+    kube: KubeClient, namespace: str, mysql: MySQLServer, name: str = "main", target: str = TARGET
+) -> str:
+    """A MySQLServer ``name`` reaching ``mysql``, its admin Secret ``<name>-admin``; its schema."""
+    schema = new_schema()
+    await admin_secrets(kube, namespace, mysql, f"{name}-admin")
+    body = server_object("MySQLServer", name, server_spec(mysql, f"{name}-admin", schema))
+    body["metadata"]["labels"]["dbuser-operator.dev/target"] = target
+    await kube.create(MYSQL_SERVERS, body, namespace)
+    return schema
+
+
+async def ready_user_on(
+    kube: KubeClient,
+    namespace: str,
+    passwords: PasswordLedger,
+    server: str = "main",
+    target: str = TARGET,
+    **spec: Any,
+) -> tuple[str, str]:
+    """A DatabaseUser on MySQLServer ``server``, once Ready: its name and password."""
+    name, password = unique("app"), passwords.new()
+    await create_secret(kube, namespace, f"{name}-pw", {"password": password})
+    user = database_user(name, f"{name}-pw", target=target, serverRef={"name": server}, **spec)
+    await kube.create(DATABASE_USERS, user, namespace)
+    await wait_for_ready(kube, namespace, name, limit=60)
+    return name, password
+
+
 async def test_a_user_on_a_mysqlserver_gets_ready_and_logs_in(
     operator: RunningOperator,
     kube_client: KubeClient,
@@ -86,18 +124,8 @@ async def test_a_user_on_a_mysqlserver_gets_ready_and_logs_in(
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
-    schema = f"dbu_{unique('srv').replace('-', '_')}"
-    await admin_secrets(kube_client, namespace, mysql, "admin")
-    await kube_client.create(
-        MYSQL_SERVERS, server_object("MySQLServer", "main", server_spec(mysql, "admin", schema)), namespace
-    )
-    name, password = unique("on-server"), passwords.new()
-    await create_secret(kube_client, namespace, "app-pw", {"password": password})
-    await kube_client.create(
-        DATABASE_USERS, database_user(name, "app-pw", serverRef={"name": "main"}), namespace
-    )
-
-    await wait_for_ready(kube_client, namespace, name, limit=60)
+    schema = await create_server(kube_client, namespace, mysql)
+    name, password = await ready_user_on(kube_client, namespace, passwords)
     assert can_log_in(mysql, name, password)
     assert owned_in(mysql, schema, name) == [(namespace, name)]  # recorded in this server's schema
 
@@ -172,10 +200,7 @@ async def test_server_status_and_printer_columns(
     mysql: MySQLServer,
     kubectl: Runner,
 ) -> None:
-    schema = f"dbu_{unique('st').replace('-', '_')}"
-    await admin_secrets(kube_client, namespace, mysql, "admin")
-    body = server_object("MySQLServer", "main", server_spec(mysql, "admin", schema))
-    await kube_client.create(MYSQL_SERVERS, body, namespace)
+    schema = await create_server(kube_client, namespace, mysql)
 
     obj = await wait_for_server(kube_client, namespace, "main", "True", "Connected")
     status = obj["status"]
@@ -259,16 +284,8 @@ async def test_server_deletion_waits_for_its_users_then_lets_go(
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
-    schema = f"dbu_{unique('del').replace('-', '_')}"
-    await admin_secrets(kube_client, namespace, mysql, "admin")
-    body = server_object("MySQLServer", "main", server_spec(mysql, "admin", schema))
-    await kube_client.create(MYSQL_SERVERS, body, namespace)
-    name, password = unique("kept"), passwords.new()
-    await create_secret(kube_client, namespace, "app-pw", {"password": password})
-    await kube_client.create(
-        DATABASE_USERS, database_user(name, "app-pw", serverRef={"name": "main"}), namespace
-    )
-    await wait_for_ready(kube_client, namespace, name, limit=60)
+    await create_server(kube_client, namespace, mysql)
+    name, password = await ready_user_on(kube_client, namespace, passwords)
 
     await kube_client.delete(MYSQL_SERVERS, "main", namespace)
     server = await wait_for_server(kube_client, namespace, "main", "False", "Deleting")
@@ -291,16 +308,8 @@ async def test_the_release_annotation_lets_a_server_go_at_once(
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
-    schema = f"dbu_{unique('rel').replace('-', '_')}"
-    await admin_secrets(kube_client, namespace, mysql, "admin")
-    body = server_object("MySQLServer", "main", server_spec(mysql, "admin", schema))
-    await kube_client.create(MYSQL_SERVERS, body, namespace)
-    name, password = unique("stays"), passwords.new()
-    await create_secret(kube_client, namespace, "app-pw", {"password": password})
-    await kube_client.create(
-        DATABASE_USERS, database_user(name, "app-pw", serverRef={"name": "main"}), namespace
-    )
-    await wait_for_ready(kube_client, namespace, name, limit=60)
+    await create_server(kube_client, namespace, mysql)
+    name, password = await ready_user_on(kube_client, namespace, passwords)
     await kube_client.delete(MYSQL_SERVERS, "main", namespace)
     await wait_for_server(kube_client, namespace, "main", "False", "Deleting")
 
@@ -403,21 +412,137 @@ async def test_without_a_default_server_only_server_resources_are_served(
         refused = await wait_for_ready(kube_client, namespace, name, "False", "ServerNotFound")
         assert "no default server" in ready(refused)["message"]  # type: ignore[index]
 
-        schema = f"dbu_{unique('nd').replace('-', '_')}"
-        await admin_secrets(kube_client, namespace, mysql, "admin")
-        body = server_object("MySQLServer", "main", server_spec(mysql, "admin", schema))
-        body["metadata"]["labels"]["dbuser-operator.dev/target"] = target
-        await kube_client.create(MYSQL_SERVERS, body, namespace)
-        served = unique("on-ref")
-        spec: dict[str, Any] = {"serverRef": {"name": "main"}, "connectionSecret": {"name": "served-db"}}
-        await kube_client.create(
-            DATABASE_USERS, database_user(served, "app-pw", target=target, **spec), namespace
+        await create_server(kube_client, namespace, mysql, target=target)
+        spec: dict[str, Any] = {"connectionSecret": {"name": "served-db"}}
+        served, served_password = await ready_user_on(
+            kube_client, namespace, passwords, target=target, **spec
         )
-        await wait_for_ready(kube_client, namespace, served, limit=60)
-        assert can_log_in(mysql, served, password)
+        assert can_log_in(mysql, served, served_password)
         connection = await kube_client.get(SECRETS, "served-db", namespace)
         host, port = (base64.b64decode(connection["data"][key]).decode() for key in ("host", "port"))
         assert (host, port) == (mysql.host, str(mysql.port))
     finally:
         instance.stop.set()
         await asyncio.wait_for(instance.task, timeout=30)
+
+
+async def test_a_role_on_a_server_is_granted_there_and_refused_to_a_user_of_another_server(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """A DatabaseRole on a MySQLServer is made there (its bookkeeping in that server's schema) and granted to
+    a user on the same server; a user on the default server naming it is refused, saying why."""
+    schema = await create_server(kube_client, namespace, mysql)
+    role = unique("srv-reader")
+    grant = {"privileges": ["SELECT"], "database": "app"}
+    role_body = {
+        "apiVersion": DATABASE_ROLES.api_version,
+        "kind": "DatabaseRole",
+        "metadata": {"name": role, "labels": {"dbuser-operator.dev/target": TARGET}},
+        "spec": {"privileges": [grant], "serverRef": {"name": "main"}},
+    }
+    await kube_client.create(DATABASE_ROLES, role_body, namespace)
+    password = passwords.new()
+    await create_secret(kube_client, namespace, "app-pw", {"password": password})
+    same, other = unique("same-server"), unique("other-server")
+    same_spec: dict[str, Any] = {"serverRef": {"name": "main"}, "roles": [role]}
+    await kube_client.create(DATABASE_USERS, database_user(same, "app-pw", **same_spec), namespace)
+    await kube_client.create(DATABASE_USERS, database_user(other, "app-pw", roles=[role]), namespace)
+
+    await wait_for_ready(kube_client, namespace, same, limit=60)
+    assert mysql_query(mysql, f"SELECT name FROM `{schema}`.`roles` WHERE user = %s", role) == [(role,)]
+    refused = await wait_for_ready(kube_client, namespace, other, "False", "RoleNotFound", limit=60)
+    message = ready(refused)["message"]  # type: ignore[index]
+    assert f"is on MySQLServer {namespace}/main, this user on the operator's default server" in message
+    assert "must be on the same server" in message
+
+
+async def test_with_leader_election_each_servers_sessions_are_fenced_in_its_own_schema(
+    start_operator: StartOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """A leader's connections to a server resource record the leader epoch and register their sessions in
+    that server's bookkeeping schema (the epoch of the one Lease; the sessions per server)."""
+    target = "fenced-servers"
+    election = f"servers-{uuid.uuid4().hex[:8]}"
+    instance = await start_operator(
+        target=target,
+        leader_elect=True,
+        leader_election_id=election,
+        leader_election_namespace=namespace,
+        leader_election_identity=f"servers-test-{uuid.uuid4().hex[:6]}",
+    )
+    try:
+        schema = await create_server(kube_client, namespace, mysql, target=target)
+        name, password = await ready_user_on(kube_client, namespace, passwords, target=target)
+        assert can_log_in(mysql, name, password)
+
+        lease = f"{namespace}/{election}"
+        epochs = mysql_query(mysql, f"SELECT epoch FROM `{schema}`.`leader_epoch` WHERE election = %s", lease)
+        assert len(epochs) == 1
+        sessions = mysql_query(
+            mysql, f"SELECT epoch FROM `{schema}`.`leader_sessions` WHERE election = %s", lease
+        )
+        assert sessions
+        assert {epoch for (epoch,) in sessions} == {epochs[0][0]}
+    finally:
+        instance.stop.set()
+        await asyncio.wait_for(instance.task, timeout=30)
+
+
+async def test_the_drift_check_repairs_an_account_on_a_server_resource(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """The session operator checks for drift every second, on every server in use: a password changed by
+    hand on an account of a MySQLServer is set back."""
+    await create_server(kube_client, namespace, mysql)
+    name, password = await ready_user_on(kube_client, namespace, passwords)
+
+    by_hand = passwords.new("by-hand")
+    mysql_query(mysql, f"ALTER USER `{name}`@'%%' IDENTIFIED BY %s", by_hand)
+    assert not can_log_in(mysql, name, password)
+    deadline = time.monotonic() + 60
+    while not can_log_in(mysql, name, password):
+        assert time.monotonic() < deadline, "the drift check never set the password back"
+        await asyncio.sleep(0.2)
+    assert not can_log_in(mysql, name, by_hand)
+
+
+async def test_a_health_check_that_finds_nothing_new_writes_nothing(
+    start_operator: StartOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+) -> None:
+    """Checked every 0.2 s, a healthy server's status is written once; its metrics say it is up."""
+    target = "quick-checks"
+    instance = await start_operator(target=target, server_check_period=0.2)
+    try:
+        await create_server(kube_client, namespace, mysql, target=target)
+        obj = await wait_for_server(kube_client, namespace, "main", "True", "Connected")
+        version = obj["metadata"]["resourceVersion"]
+        server = f"MySQLServer/{namespace}/main"
+        assert REGISTRY.get_sample_value("dbuser_operator_mysql_server_up", {"server": server}) == 1
+        await asyncio.sleep(2)  # about ten checks
+        again = await kube_client.get(MYSQL_SERVERS, "main", namespace)
+        assert again["metadata"]["resourceVersion"] == version
+        assert REGISTRY.get_sample_value("dbuser_operator_mysql_server_pool_size", {"server": server}) == 16
+    finally:
+        instance.stop.set()
+        await asyncio.wait_for(instance.task, timeout=30)
+
+
+async def test_the_server_kinds_are_found_served(kube_client: KubeClient, crds: list[str]) -> None:
+    """Discovery finds both kinds once their CRDs are installed (without them the operator runs as before
+    server resources, logging why)."""
+    assert await server_kinds_served(kube_client)
