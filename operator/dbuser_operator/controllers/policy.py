@@ -12,7 +12,7 @@ grant by the ceiling (ALL only if the ceiling lists ALL).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from dbuser_operator.api.databaserole import DatabaseRoleSpec
@@ -139,17 +139,24 @@ def grant_problems(entry: NamespacePolicy, grants: Iterable[Grant], namespace: s
     return problems
 
 
-def _admission(
-    policy: ServerPolicy, namespace: str, labels: Mapping[str, str]
-) -> tuple[str, NamespacePolicy] | Violation:
-    """The rule and entry that apply to ``namespace``, or the violation that none does."""
+def _evaluate(
+    policy: ServerPolicy | None,
+    namespace: str,
+    labels: Mapping[str, str],
+    problems: Callable[[NamespacePolicy], list[str]],
+) -> list[Violation]:
+    """No policy: nothing. No entry selects the namespace: that. Else ``problems`` of the entry that does."""
+    if policy is None:
+        return []
     found = entry_for(policy, labels)
     if found is None:
-        return Violation(
-            "", f"namespace {namespace} may not use it (no entry of spec.policy.namespaces selects it)"
-        )
+        return [
+            Violation(
+                "", f"namespace {namespace} may not use it (no entry of spec.policy.namespaces selects it)"
+            )
+        ]
     index, entry = found
-    return f"policy.namespaces[{index}]", entry
+    return [Violation(f"policy.namespaces[{index}]", problem) for problem in problems(entry)]
 
 
 def user_violations(
@@ -157,22 +164,20 @@ def user_violations(
 ) -> list[Violation]:
     """How a DatabaseUser of ``namespace`` (with ``labels``) breaks ``policy``; empty if it does not (or
     there is no policy)."""
-    if policy is None:
-        return []
-    admitted = _admission(policy, namespace, labels)
-    if isinstance(admitted, Violation):
-        return [admitted]
-    rule, entry = admitted
-    problems = grant_problems(entry, spec.privileges, namespace)
-    roles = list(dict.fromkeys([*spec.roles, *spec.default_roles]))
-    if roles and not entry.allow_roles:
-        problems.append(f"roles are not allowed (allowRoles is false): spec.roles names {', '.join(roles)}")
-    if spec.authentication is not None and not entry.allow_plugins:
-        problems.append(
-            "choosing the authentication plugin is not allowed (allowPlugins is false): "
-            f"spec.authentication.plugin is {spec.authentication.plugin}"
-        )
-    return [Violation(rule, problem) for problem in problems]
+
+    def problems(entry: NamespacePolicy) -> list[str]:
+        found = grant_problems(entry, spec.privileges, namespace)
+        roles = list(dict.fromkeys([*spec.roles, *spec.default_roles]))
+        if roles and not entry.allow_roles:
+            found.append(f"roles are not allowed (allowRoles is false): spec.roles names {', '.join(roles)}")
+        if spec.authentication is not None and not entry.allow_plugins:
+            found.append(
+                "choosing the authentication plugin is not allowed (allowPlugins is false): "
+                f"spec.authentication.plugin is {spec.authentication.plugin}"
+            )
+        return found
+
+    return _evaluate(policy, namespace, labels, problems)
 
 
 def role_violations(
@@ -180,12 +185,10 @@ def role_violations(
 ) -> list[Violation]:
     """How a DatabaseRole of ``namespace`` (with ``labels``) breaks ``policy``: roles must be allowed, and
     its grants obey the same rules as a DatabaseUser's."""
-    if policy is None:
-        return []
-    admitted = _admission(policy, namespace, labels)
-    if isinstance(admitted, Violation):
-        return [admitted]
-    rule, entry = admitted
-    if not entry.allow_roles:
-        return [Violation(rule, "DatabaseRoles are not allowed (allowRoles is false)")]
-    return [Violation(rule, problem) for problem in grant_problems(entry, spec.privileges, namespace)]
+
+    def problems(entry: NamespacePolicy) -> list[str]:
+        if not entry.allow_roles:
+            return ["DatabaseRoles are not allowed (allowRoles is false)"]
+        return grant_problems(entry, spec.privileges, namespace)
+
+    return _evaluate(policy, namespace, labels, problems)

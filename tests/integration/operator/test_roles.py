@@ -77,17 +77,19 @@ def default_roles_of(mysql: MySQLServer, user: str) -> set[str]:
 
 
 async def wait_role_ready(
-    kube: KubeClient, namespace: str, name: str, status: str = "True"
+    kube: KubeClient, namespace: str, name: str, status: str = "True", reason: str | None = None
 ) -> dict[str, Any]:
     deadline = time.monotonic() + 60
     obj: dict[str, Any] = {}
     while time.monotonic() < deadline:
         obj = await kube.get(DATABASE_ROLES, name, namespace)
         condition = ready(obj)
-        if condition and condition["status"] == status:
+        if condition and condition["status"] == status and reason in {None, condition["reason"]}:
             return obj
         await asyncio.sleep(0.1)
-    raise AssertionError(f"DatabaseRole {namespace}/{name} never got Ready={status}: {ready(obj)}")
+    raise AssertionError(
+        f"DatabaseRole {namespace}/{name} never got Ready={status} {reason or ''}: {ready(obj)}"
+    )
 
 
 async def eventually(check: Any, what: str, limit: float = 60) -> None:

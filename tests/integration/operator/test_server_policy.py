@@ -1,0 +1,377 @@
+"""A server's spec.policy end to end: one operator, a real API server and a real MySQL/MariaDB server behind a
+ClusterMySQLServer with a policy. Every refusal is reported (Ready=False, PolicyViolation, naming the rule)
+and leaves MySQL exactly as it was (the grant tables, mysql.user and the bookkeeping tables, compared before
+and after); tightening a policy stops a Ready user without revoking anything (drift is not repaired either),
+loosening it brings the user back; namespace labels are followed; a refused user is still deleted cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from dbuser_operator.api.mysqlserver import CLUSTER_KIND
+from dbuser_operator.controllers.databaserole import DATABASE_ROLES
+from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, DATABASE_USERS
+from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.resources import NAMESPACES
+from tests.conftest import Runner
+from tests.integration.operator.conftest import PasswordLedger, StartOperator, create_secret
+from tests.integration.operator.helpers import (
+    account_exists,
+    database_user,
+    mysql_query,
+    privileges_of,
+    ready,
+    unique,
+    wait_for_ready,
+    wait_until_gone,
+)
+from tests.integration.operator.test_roles import role_exists, wait_role_ready
+from tests.integration.operator.test_servers import admin_secrets, server_object, server_spec
+
+pytestmark = pytest.mark.integration
+
+GRANT_TABLES = (
+    "user",
+    "global_priv",
+    "db",
+    "tables_priv",
+    "columns_priv",
+    "procs_priv",
+    "proxies_priv",
+    "role_edges",
+    "default_roles",
+    "roles_mapping",
+)
+
+
+@dataclass
+class Tenancy:
+    """One operator instance, a ClusterMySQLServer with a policy, a tenant namespace it admits and one it
+    does not."""
+
+    kube: KubeClient
+    mysql: MySQLServer
+    target: str
+    server: str
+    tenant: str  # selected by policy.namespaces[0]
+    outsider: str  # selected by no entry
+    label: str  # the label (key) entry 0 selects the tenant by (value "tenant")
+    schema: str  # the server's bookkeeping schema
+
+    def user(self, name: str, **spec: Any) -> dict[str, Any]:
+        obj = database_user(name, "pw", target=self.target, **spec)
+        obj["spec"]["serverRef"] = {"kind": CLUSTER_KIND, "name": self.server}
+        return obj
+
+    def role(self, name: str, **spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": DATABASE_ROLES.api_version,
+            "kind": "DatabaseRole",
+            "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": self.target}},
+            "spec": {"serverRef": {"kind": CLUSTER_KIND, "name": self.server}, **spec},
+        }
+
+    def policy(self, **entry: Any) -> dict[str, Any]:
+        """The server's policy: entry 0 selects the tenant namespace by its label, with ``entry``'s bounds."""
+        selector = {"matchLabels": {self.label: "tenant"}}
+        return {"namespaces": [{"namespaceSelector": selector, **entry}]}
+
+    async def set_policy(self, **entry: Any) -> None:
+        patch = {"spec": {"policy": self.policy(**entry)}}
+        await self.kube.patch(CLUSTER_MYSQL_SERVERS, self.server, patch, PatchType.MERGE)
+
+
+BOUNDS: dict[str, Any] = {
+    "databases": ["{namespace}_*"],
+    "privileges": ["SELECT", "UPDATE"],
+    "allowRoles": False,
+}
+
+
+def snapshot(env: Tenancy, names: set[str]) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of the grant tables, mysql.user and the server's bookkeeping tables that names one of
+    ``names``."""
+    mysql, schema_name = env.mysql, env.schema
+    existing = {
+        (str(schema), str(table))
+        for schema, table in mysql_query(
+            mysql,
+            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (%s, %s)",
+            "mysql",
+            schema_name,
+        )
+    }
+    tables = [("mysql", table) for table in GRANT_TABLES if ("mysql", table) in existing]
+    tables += sorted(item for item in existing if item[0] == schema_name)  # the bookkeeping tables
+    found: dict[str, list[tuple[Any, ...]]] = {}
+    for schema, table in tables:
+        rows = mysql_query(mysql, f"SELECT * FROM `{schema}`.`{table}`")
+        mine = [row for row in rows if any(_text(cell) in names for cell in row)]
+        if mine:
+            found[f"{schema}.{table}"] = sorted(mine, key=repr)
+    return found
+
+
+def escaped(database: str) -> str:
+    """A database as information_schema shows a database-level grant on it: '_' escaped."""
+    return database.replace("_", "\\_")
+
+
+def _text(cell: Any) -> str:
+    return cell.decode("utf-8", "replace") if isinstance(cell, bytes | bytearray) else str(cell)
+
+
+async def _namespace(core: client.CoreV1Api, name: str, labels: dict[str, str]) -> None:
+    meta = client.V1ObjectMeta(name=name, labels=labels)
+    await core.create_namespace(client.V1Namespace(metadata=meta), _request_timeout=30)
+
+
+@pytest.fixture
+async def tenancy(
+    start_operator: StartOperator,
+    kube_api: client.ApiClient,
+    kube_client: KubeClient,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> AsyncIterator[Tenancy]:
+    suffix = uuid.uuid4().hex[:6]
+    core = client.CoreV1Api(kube_api)
+    operator_ns, tenant, outsider = f"ops-{suffix}", f"team-{suffix}", f"other-{suffix}"
+    label = f"policy-test-{suffix}"
+    await _namespace(core, operator_ns, {})
+    await _namespace(core, tenant, {label: "tenant"})
+    await _namespace(core, outsider, {label: "outsider"})
+    await admin_secrets(kube_client, operator_ns, mysql, "admin")
+    for namespace in (tenant, outsider):
+        await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
+    target, schema = f"policy-{suffix}", f"dbu_policy_{suffix}"
+    state = Tenancy(kube_client, mysql, target, f"shared-{suffix}", tenant, outsider, label, schema)
+    server = server_object(CLUSTER_KIND, state.server, server_spec(mysql, "admin", schema))
+    server["metadata"]["labels"] = {"dbuser-operator.dev/target": target}
+    server["spec"]["policy"] = state.policy(**BOUNDS)
+    await kube_client.create(CLUSTER_MYSQL_SERVERS, server)
+    await start_operator(target=target, cluster_resource_namespace=operator_ns, resync_period=1.0)
+    yield state
+    for namespace in (tenant, outsider):  # let go of what is left (a failed test), then the server
+        for resource in (DATABASE_USERS, DATABASE_ROLES):
+            for obj in (await kube_client.list(resource, namespace))["items"]:
+                await kube_client.delete(resource, obj["metadata"]["name"], namespace)
+    await asyncio.sleep(1)
+    await kube_client.delete(CLUSTER_MYSQL_SERVERS, state.server)
+    for namespace in (operator_ns, tenant, outsider):
+        await core.delete_namespace(namespace, _request_timeout=30)
+
+
+async def refused(
+    env: Tenancy, namespace: str, obj: dict[str, Any], expected: str, *, role: bool = False
+) -> dict[str, Any]:
+    """Create ``obj``; it must be refused with PolicyViolation and ``expected`` in the message, and nothing
+    that names it may appear in MySQL."""
+    name = obj["metadata"]["name"]
+    names = {name, obj["spec"].get("user") or name, obj["spec"].get("role") or name}
+    before = snapshot(env, names)
+    assert before == {}, f"{name} is new: nothing in MySQL names it"
+    await env.kube.create(DATABASE_ROLES if role else DATABASE_USERS, obj, namespace)
+    if role:
+        found = await wait_role_ready(env.kube, namespace, name, "False", "PolicyViolation")
+    else:
+        found = await wait_for_ready(env.kube, namespace, name, "False", "PolicyViolation", limit=60)
+    condition = ready(found)
+    assert condition is not None
+    assert expected in condition["message"], condition["message"]
+    assert condition["message"].startswith(f"ClusterMySQLServer {env.server}")
+    await asyncio.sleep(1.5)  # a drift check period and more: still nothing
+    assert snapshot(env, names) == before
+    assert not account_exists(env.mysql, name)
+    return found
+
+
+async def test_each_refusal_is_reported_and_writes_nothing(tenancy: Tenancy, kubectl: Runner) -> None:
+    env, ns, rule = tenancy, tenancy.tenant, f"ClusterMySQLServer {tenancy.server} policy.namespaces[0]"
+    await env.set_policy(**BOUNDS)
+
+    # A server it may not use: no entry selects the namespace.
+    outside = unique("pol-out")
+    found = await refused(env, env.outsider, env.user(outside), "may not use it")
+    message = ready(found)["message"]  # type: ignore[index]
+    assert message == (
+        f"ClusterMySQLServer {env.server}: namespace {env.outsider} may not use it "
+        "(no entry of spec.policy.namespaces selects it)"
+    )
+    # ... as a real kubectl shows it.
+    header, row = kubectl("get", "dbu", outside, "-n", env.outsider).stdout.splitlines()
+    assert header.split()[:5] == ["NAME", "USER", "HOST", "READY", "REASON"]
+    assert row.split()[:5] == [outside, outside, "%", "False", "PolicyViolation"]
+    described = " ".join(kubectl("describe", "dbu", outside, "-n", env.outsider).stdout.split())
+    assert f"namespace {env.outsider} may not use it" in described
+    # A database outside its pattern; table, column and routine grants check their database too.
+    found = await refused(
+        env,
+        ns,
+        env.user(unique("pol-db"), privileges=[{"database": "billing", "privileges": ["SELECT"]}]),
+        f'database "billing" is outside {ns}_* (pattern {{namespace}}_*)',
+    )
+    assert ready(found)["message"].startswith(rule)  # type: ignore[index]
+    await refused(
+        env,
+        ns,
+        env.user(
+            unique("pol-tb"),
+            privileges=[{"database": "billing", "table": "invoices", "privileges": ["SELECT"]}],
+        ),
+        'database "billing" is outside',
+    )
+    # A privilege above the ceiling, on a database it may use.
+    await refused(
+        env,
+        ns,
+        env.user(
+            unique("pol-ceil"), privileges=[{"database": f"{ns}_app", "privileges": ["SELECT", "INSERT"]}]
+        ),
+        "INSERT is above the privilege ceiling SELECT, UPDATE",
+    )
+    await refused(
+        env,
+        ns,
+        env.user(unique("pol-all"), privileges=[{"database": f"{ns}_app", "privileges": ["ALL"]}]),
+        "ALL is above the privilege ceiling SELECT, UPDATE",
+    )
+    # Global privileges.
+    await refused(
+        env,
+        ns,
+        env.user(unique("pol-glob"), privileges=[{"database": "*", "privileges": ["PROCESS"]}]),
+        "grants on *.* are not allowed (allowGlobalPrivileges is false)",
+    )
+    # Roles: granted to a user, and a DatabaseRole itself.
+    await refused(
+        env,
+        ns,
+        env.user(unique("pol-roles"), roles=["reader"]),
+        "roles are not allowed (allowRoles is false)",
+    )
+    await refused(
+        env,
+        ns,
+        env.role(unique("pol-role"), privileges=[{"database": f"{ns}_app", "privileges": ["SELECT"]}]),
+        f"{rule}: DatabaseRoles are not allowed (allowRoles is false)",
+        role=True,
+    )
+    # A chosen authentication plugin.
+    await refused(
+        env,
+        ns,
+        env.user(unique("pol-plug"), authentication={"plugin": "caching_sha2_password"}),
+        "choosing the authentication plugin is not allowed (allowPlugins is false)",
+    )
+    # managementPolicy Observe is refused the same way (it would read accounts of a server it may not use).
+    await refused(
+        env, env.outsider, env.user(unique("pol-obs"), managementPolicy="Observe"), "may not use it"
+    )
+    # ... while what the policy allows converges.
+    allowed = unique("pol-ok")
+    await env.kube.create(
+        DATABASE_USERS,
+        env.user(allowed, privileges=[{"database": f"{ns}_app", "privileges": ["SELECT", "UPDATE"]}]),
+        ns,
+    )
+    await wait_for_ready(env.kube, ns, allowed, limit=60)
+    assert privileges_of(env.mysql, allowed) == {
+        (escaped(f"{ns}_app"), "*", "SELECT", False),
+        (escaped(f"{ns}_app"), "*", "UPDATE", False),
+    }
+    await env.kube.delete(DATABASE_USERS, allowed, ns)
+    await wait_until_gone(env.kube, ns, allowed, limit=60)
+    assert not account_exists(env.mysql, allowed)
+
+
+async def test_tightening_stops_a_ready_user_and_loosening_brings_it_back(tenancy: Tenancy) -> None:
+    env, ns = tenancy, tenancy.tenant
+    await env.set_policy(**BOUNDS)
+    name = unique("pol-tight")
+    app = f"{ns}_app"
+    granted = {(escaped(app), "*", "SELECT", False), (escaped(app), "*", "UPDATE", False)}
+    await env.kube.create(
+        DATABASE_USERS, env.user(name, privileges=[{"database": app, "privileges": ["SELECT", "UPDATE"]}]), ns
+    )
+    await wait_for_ready(env.kube, ns, name, limit=60)
+    assert privileges_of(env.mysql, name) == granted
+    before = snapshot(env, {name})
+    assert before  # the account and its ownership row
+
+    # Tightened: the user reports the violation; nothing is revoked.
+    await env.set_policy(**(BOUNDS | {"privileges": ["SELECT"]}))
+    found = await wait_for_ready(env.kube, ns, name, "False", "PolicyViolation", limit=60)
+    assert ready(found)["message"] == (  # type: ignore[index]
+        f"ClusterMySQLServer {env.server} policy.namespaces[0]: UPDATE is above the privilege ceiling SELECT"
+    )
+    await asyncio.sleep(2)
+    assert snapshot(env, {name}) == before
+    # ... and it stops converging: drift made by hand is not repaired (the drift check runs every second).
+    mysql_query(env.mysql, f"REVOKE UPDATE ON `{escaped(app)}`.* FROM '{name}'@'%'")
+    drifted = snapshot(env, {name})
+    await asyncio.sleep(3)
+    assert snapshot(env, {name}) == drifted
+    assert privileges_of(env.mysql, name) == {(escaped(app), "*", "SELECT", False)}
+
+    # Loosened: Ready again, and the drift is repaired.
+    await env.set_policy(**BOUNDS)
+    await wait_for_ready(env.kube, ns, name, limit=60)
+    deadline = time.monotonic() + 30
+    while privileges_of(env.mysql, name) != granted:
+        assert time.monotonic() < deadline, "the drift was not repaired after loosening"
+        await asyncio.sleep(0.1)
+
+    # The namespace's labels are followed: unlabelled, it may not use the server; labelled again, Ready.
+    unlabel = {"metadata": {"labels": {env.label: None}}}
+    await env.kube.patch(NAMESPACES, ns, unlabel, PatchType.MERGE)
+    found = await wait_for_ready(env.kube, ns, name, "False", "PolicyViolation", limit=60)
+    assert f"namespace {ns} may not use it" in ready(found)["message"]  # type: ignore[index]
+    assert privileges_of(env.mysql, name) == granted
+    await env.kube.patch(NAMESPACES, ns, {"metadata": {"labels": {env.label: "tenant"}}}, PatchType.MERGE)
+    await wait_for_ready(env.kube, ns, name, limit=60)
+
+    # A user refused by a tightened policy is still deleted cleanly: its own account is dropped.
+    await env.set_policy(**(BOUNDS | {"privileges": ["SELECT"]}))
+    await wait_for_ready(env.kube, ns, name, "False", "PolicyViolation", limit=60)
+    await env.kube.delete(DATABASE_USERS, name, ns)
+    await wait_until_gone(env.kube, ns, name, limit=60)
+    assert not account_exists(env.mysql, name)
+    assert snapshot(env, {name}) == {}
+
+
+async def test_tightening_stops_a_ready_role_without_dropping_it(tenancy: Tenancy) -> None:
+    env, ns = tenancy, tenancy.tenant
+    await env.set_policy(**(BOUNDS | {"allowRoles": True}))
+    name = unique("pol-reader")
+    app = f"{ns}_app"
+    await env.kube.create(
+        DATABASE_ROLES, env.role(name, privileges=[{"database": app, "privileges": ["SELECT"]}]), ns
+    )
+    await wait_role_ready(env.kube, ns, name)
+    assert role_exists(env.mysql, name)
+    before = snapshot(env, {name})
+
+    # Roles no longer allowed: the role reports it, and stays in MySQL with its grants and ownership.
+    await env.set_policy(**BOUNDS)  # allowRoles false
+    found = await wait_role_ready(env.kube, ns, name, "False", "PolicyViolation")
+    assert ready(found)["message"] == (  # type: ignore[index]
+        f"ClusterMySQLServer {env.server} policy.namespaces[0]: "
+        "DatabaseRoles are not allowed (allowRoles is false)"
+    )
+    await asyncio.sleep(2)
+    assert snapshot(env, {name}) == before
+
+    # Allowed again: Ready, unchanged.
+    await env.set_policy(**(BOUNDS | {"allowRoles": True}))
+    await wait_role_ready(env.kube, ns, name)
+    assert snapshot(env, {name}) == before
