@@ -19,7 +19,7 @@ from dbuser_operator.controllers.generated import GeneratedPasswordStep
 from dbuser_operator.controllers.grants import GrantsStep, PrivilegeCheckStep
 from dbuser_operator.controllers.guard import GuardStep
 from dbuser_operator.controllers.hosts import HostsStep
-from dbuser_operator.controllers.namespaces import NAMESPACE_EVENTS, resources_in
+from dbuser_operator.controllers.namespaces import namespaces_readable
 from dbuser_operator.controllers.observe import Observer
 from dbuser_operator.controllers.options import OptionsStep
 from dbuser_operator.controllers.owned_secrets import OwnedSecrets
@@ -164,10 +164,12 @@ def build_manager(
     fence: Fence | None = None,
     *,
     server_resources: bool = True,
+    namespace_labels: bool = True,
 ) -> Manager:
     """A manager running the DatabaseUser controller as the settings say (``db``: the settings' server, None
     without a default server; ``server_resources``: whether the MySQLServer and ClusterMySQLServer kinds are
-    served, else only the settings' server is).
+    served, else only the settings' server is; ``namespace_labels``: whether namespaces may be read, for the
+    servers' policies).
 
     ``kube`` is the unfenced client (reads, and the Lease itself); every write of the controllers, the
     leader tasks and the Event recorder goes through a client that checks ``fence`` first.
@@ -181,7 +183,7 @@ def build_manager(
     users.add_index(ACCOUNT_INDEX, named_account)
     users.add_index(ROLE_INDEX, referenced_roles)
     roles = Informer(reader, DATABASE_ROLES, namespaces=settings.namespaces, label_selector=scope.selector)
-    policy = policy_gate(reader, users, roles)
+    policy = policy_gate(reader if namespace_labels else None, users, roles)
     secrets = Informer(reader, SECRETS, namespaces=settings.namespaces)
 
     def users_of(secret: dict[str, Any]) -> list[ObjectKey]:
@@ -267,7 +269,7 @@ def build_manager(
     controller.watch_mapped(secrets, users_of)
     controller.watch_mapped(users, claimants_of, DELETED)
     controller.watch_mapped(roles, users_of_role(users))  # every change, status included: Ready or gone
-    controller.watch_mapped(policy.namespaces.informer, resources_in(users), NAMESPACE_EVENTS)
+    policy.namespaces.watch(controller, users)
     watch_servers(controller, users, resolver.informers.values())
 
     manager = Manager(
@@ -328,7 +330,7 @@ def role_controller(  # noqa: PLR0917 - what the role controller shares with the
     )
     controller.watch(roles, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED))
     if policy is not None:
-        controller.watch_mapped(policy.namespaces.informer, resources_in(roles), NAMESPACE_EVENTS)
+        policy.namespaces.watch(controller, roles)
     watch_servers(controller, roles, servers.informers.values())
     return controller
 
@@ -422,7 +424,15 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
                 "the MySQLServer and ClusterMySQLServer CRDs are not installed: server resources are off, "
                 "resources with spec.serverRef get ServerNotFound (apply crds/ and restart to turn them on)"
             )
-        manager = build_manager(settings, kube, db, fence, server_resources=server_resources)
+        namespace_labels = server_resources and await namespaces_readable(kube)
+        if server_resources and not namespace_labels:
+            log.warning(
+                "the operator may not list namespaces: resources on a server resource with spec.policy get "
+                "NamespacesUnreadable (grant get, list and watch on namespaces and restart)"
+            )
+        manager = build_manager(
+            settings, kube, db, fence, server_resources=server_resources, namespace_labels=namespace_labels
+        )
         log.info(
             "starting",
             target=f"{settings.target_label}={settings.target}",

@@ -18,7 +18,13 @@ from dbuser_operator.api.mysqlserver import (
     ServerPolicy,
 )
 from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec, DatabaseUserStatus
-from dbuser_operator.controllers.namespaces import NAMESPACE_EVENTS, labels_only, on_a_server
+from dbuser_operator.controllers.namespaces import (
+    NAMESPACE_EVENTS,
+    NamespaceLabels,
+    labels_only,
+    namespaces_readable,
+    on_a_server,
+)
 from dbuser_operator.controllers.policy import (
     Violation,
     database_matches,
@@ -30,6 +36,8 @@ from dbuser_operator.controllers.policy import (
 )
 from dbuser_operator.controllers.policy_step import PolicyGate, PolicyStep
 from dbuser_operator.controllers.steps import ConditionError, Context, ServerBinding
+from dbuser_operator.runtime.errors import Forbidden, Unavailable
+from dbuser_operator.runtime.resources import NAMESPACES
 from tests.conftest import REPO
 
 PASSWORD = {"password": {"name": "s", "key": "k"}}
@@ -349,6 +357,8 @@ def test_messages_name_the_server_and_the_rule() -> None:
 class FakeNamespaces:
     """The labels source of the step: a dict instead of the namespace cache."""
 
+    available = True
+
     def __init__(self, labels: dict[str, dict[str, str]]) -> None:
         self._labels = labels
 
@@ -479,3 +489,41 @@ def test_the_policy_sample_is_valid_and_does_what_its_comments_say() -> None:
     assert user_violations(rules, "team-a", tenant | {"frozen": "yes"}, ok)[0].rule == ""
     platform = {"kubernetes.io/metadata.name": "platform"}
     assert user_violations(rules, "platform", platform, spec(privileges=[grant("*", "PROCESS")])) == []
+
+
+class ListingKube:
+    """A KubeClient stand-in whose namespace LIST answers with ``error`` (or a list)."""
+
+    def __init__(self, error: Exception | None) -> None:
+        self.error = error
+
+    async def list(self, resource: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        assert resource == NAMESPACES
+        if self.error is not None:
+            raise self.error
+        return {"items": []}
+
+
+@pytest.mark.parametrize(
+    ("error", "readable"),
+    [(None, True), (Forbidden(403, "Forbidden"), False), (Unavailable(503, "down"), True)],
+)
+async def test_whether_namespaces_may_be_read(error: Exception | None, readable: bool) -> None:
+    assert await namespaces_readable(ListingKube(error)) is readable  # type: ignore[arg-type]
+
+
+async def test_without_namespace_labels_a_policy_admits_nothing_and_no_policy_everything() -> None:
+    unreadable = PolicyGate(NamespaceLabels(None))
+    assert unreadable.namespaces.labels("team-a") is None
+    step = PolicyStep(unreadable)
+    ctx = context(None)
+    await step.ensure(ctx)  # the settings' server
+    ctx.server = binding(None)
+    await step.ensure(ctx)  # a server without a policy
+    ctx.server = binding({"namespaces": [{"namespaceSelector": {}}]})
+    with pytest.raises(ConditionError) as refused:
+        await step.ensure(ctx)
+    assert (refused.value.reason, refused.value.retry) == ("NamespacesUnreadable", False)
+    assert refused.value.message.startswith("ClusterMySQLServer shared: its spec.policy cannot be checked")
+    with pytest.raises(ConditionError, match="cannot be checked"):
+        unreadable.check_role(ctx.server, role())

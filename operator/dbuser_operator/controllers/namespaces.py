@@ -13,6 +13,8 @@ from typing import Any
 
 from dbuser_operator.controllers.resources import DEFAULT_SERVER, server_key
 from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.controller import Controller
+from dbuser_operator.runtime.errors import ApiError, Forbidden
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.predicates import LABELS_CHANGED, Predicate
 from dbuser_operator.runtime.resources import NAMESPACES, ObjectKey
@@ -40,18 +42,42 @@ def on_a_server(obj: dict[str, Any]) -> list[str]:
     return [obj["metadata"].get("namespace", "")]
 
 
-class NamespaceLabels:
-    """The labels of every namespace, from a cache of namespaces kept current by a watch."""
+async def namespaces_readable(kube: KubeClient) -> bool:
+    """Whether the operator may list namespaces (False: RBAC forbids it, e.g. an install from before server
+    policies with its own RBAC); True when it cannot tell (the informer then retries as for any resource)."""
+    try:
+        await kube.list(NAMESPACES, limit=1)
+    except Forbidden:
+        return False
+    except ApiError:
+        return True
+    return True
 
-    def __init__(self, kube: KubeClient) -> None:
-        self.informer = Informer(kube, NAMESPACES, transform=labels_only)
+
+class NamespaceLabels:
+    """The labels of every namespace, from a cache of namespaces kept current by a watch; without ``kube``
+    (namespaces may not be read), none: a policy cannot be checked."""
+
+    def __init__(self, kube: KubeClient | None) -> None:
+        self.informer = Informer(kube, NAMESPACES, transform=labels_only) if kube is not None else None
+
+    @property
+    def available(self) -> bool:
+        """Whether namespaces are read at all."""
+        return self.informer is not None
 
     def labels(self, namespace: str) -> dict[str, str] | None:
         """The namespace's labels; None if the cache does not hold it (not created, or not listed yet)."""
-        obj = self.informer.get(ObjectKey("", namespace))
+        obj = self.informer.get(ObjectKey("", namespace)) if self.informer is not None else None
         if obj is None:
             return None
         return dict(obj["metadata"].get("labels") or {})
+
+    def watch(self, controller: Controller, *informers: Informer) -> None:
+        """Requeue ``controller``'s resources (those of ``informers`` on a server resource) in a namespace
+        that appears or whose labels change."""
+        if self.informer is not None:
+            controller.watch_mapped(self.informer, resources_in(*informers), NAMESPACE_EVENTS)
 
 
 def resources_in(*informers: Informer) -> Callable[[dict[str, Any]], list[ObjectKey]]:

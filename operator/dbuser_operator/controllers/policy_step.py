@@ -18,6 +18,7 @@ from dbuser_operator.runtime.informer import Informer
 
 POLICY_VIOLATION = "PolicyViolation"
 NAMESPACE_UNKNOWN = "NamespaceUnknown"
+NAMESPACES_UNREADABLE = "NamespacesUnreadable"
 
 
 class PolicyGate:
@@ -27,6 +28,13 @@ class PolicyGate:
         self.namespaces = namespaces
 
     def _labels(self, server: ServerBinding, namespace: str) -> dict[str, str]:
+        if not self.namespaces.available:  # fail closed: a policy that cannot be checked admits nothing
+            raise ConditionError(
+                NAMESPACES_UNREADABLE,
+                f"{server}: its spec.policy cannot be checked: the operator may not read namespaces "
+                "(it needs get, list and watch on namespaces; restart it once it may)",
+                retry=False,
+            )
         labels = self.namespaces.labels(namespace)
         if labels is None:  # the namespace watch requeues the resource when the namespace shows up
             raise ConditionError(
@@ -73,9 +81,10 @@ class PolicyStep:
         """Nothing to undo: deleting a refused resource still drops the account it owns, if any."""
 
 
-def policy_gate(kube: KubeClient, *informers: Informer) -> PolicyGate:
-    """A gate reading a new namespace cache through ``kube``, and ``informers`` (of DatabaseUsers and
-    DatabaseRoles) indexed by :data:`POLICY_NAMESPACE_INDEX` for the namespace watch's mapping."""
+def policy_gate(kube: KubeClient | None, *informers: Informer) -> PolicyGate:
+    """A gate reading a new namespace cache through ``kube`` (None: namespaces may not be read), and
+    ``informers`` (of DatabaseUsers and DatabaseRoles) indexed by :data:`POLICY_NAMESPACE_INDEX` for the
+    namespace watch's mapping."""
     for informer in informers:
         informer.add_index(POLICY_NAMESPACE_INDEX, on_a_server)
     return PolicyGate(NamespaceLabels(kube))

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from dbuser_operator.api.mysqlserver import CLUSTER_KIND
+from dbuser_operator.api.mysqlserver import CLUSTER_KIND, KIND
 from dbuser_operator.controllers.databaserole import DATABASE_ROLES
-from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, DATABASE_USERS
+from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, DATABASE_USERS, MYSQL_SERVERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import NAMESPACES
@@ -375,3 +375,34 @@ async def test_tightening_stops_a_ready_role_without_dropping_it(tenancy: Tenanc
     await env.set_policy(**(BOUNDS | {"allowRoles": True}))
     await wait_role_ready(env.kube, ns, name)
     assert snapshot(env, {name}) == before
+
+
+async def test_a_mysqlservers_policy_bounds_its_own_namespace(tenancy: Tenancy) -> None:
+    env, ns = tenancy, tenancy.tenant
+    schema = f"{env.schema}_ns"
+    await admin_secrets(env.kube, ns, env.mysql, "own-admin")
+    server = server_object(KIND, "own", server_spec(env.mysql, "own-admin", schema))
+    server["metadata"]["labels"] = {"dbuser-operator.dev/target": env.target}
+    server["spec"]["policy"] = env.policy(databases=["{namespace}_*"])
+    await env.kube.create(MYSQL_SERVERS, server, ns)
+    try:
+        name = unique("pol-own")
+        obj = env.user(name, privileges=[{"database": "billing", "privileges": ["SELECT"]}])
+        obj["spec"]["serverRef"] = {"kind": KIND, "name": "own"}
+        await env.kube.create(DATABASE_USERS, obj, ns)
+        found = await wait_for_ready(env.kube, ns, name, "False", "PolicyViolation", limit=60)
+        assert ready(found)["message"] == (  # type: ignore[index]
+            f'MySQLServer {ns}/own policy.namespaces[0]: database "billing" is outside {ns}_* '
+            "(pattern {namespace}_*)"
+        )
+        assert not account_exists(env.mysql, name)
+        # Within the pattern: Ready.
+        fixed = {"spec": {"privileges": [{"database": f"{ns}_billing", "privileges": ["SELECT"]}]}}
+        await env.kube.patch(DATABASE_USERS, name, fixed, PatchType.MERGE, namespace=ns)
+        await wait_for_ready(env.kube, ns, name, limit=60)
+        assert privileges_of(env.mysql, name) == {(escaped(f"{ns}_billing"), "*", "SELECT", False)}
+        await env.kube.delete(DATABASE_USERS, name, ns)
+        await wait_until_gone(env.kube, ns, name, limit=60)
+        assert not account_exists(env.mysql, name)
+    finally:
+        await env.kube.delete(MYSQL_SERVERS, "own", ns)
