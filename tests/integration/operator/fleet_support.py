@@ -76,6 +76,7 @@ class ServerHandle:
     secret: str  # the admin Secret (keys user, password, ca.crt), in secret_namespace
     secret_namespace: str
     admin: Admin
+    schema: str  # its bookkeeping schema: the test's own, so that status.accounts counts only its accounts
 
     @property
     def resource(self) -> Resource:
@@ -182,12 +183,14 @@ async def create_server(
     **spec: Any,
 ) -> ServerHandle:
     """A MySQLServer in ``namespace`` (its Secret there), or, without a namespace, a ClusterMySQLServer
-    (its Secret in the operator's cluster resource namespace); labelled for ``operator``."""
+    (its Secret in the operator's cluster resource namespace); labelled for ``operator``, with a bookkeeping
+    schema of its own unless ``spec`` names one."""
     kind = KIND if namespace is not None else CLUSTER_KIND
     where = namespace if namespace is not None else operator.secrets_namespace
     secret = f"{name}-admin"
+    spec.setdefault("bookkeepingSchema", f"fleet_{secrets.token_hex(5)}")
     await create_secret(kube, where, secret, admin_secret_data(admin.connection))
-    handle = ServerHandle(kind, name, namespace, secret, where, admin)
+    handle = ServerHandle(kind, name, namespace, secret, where, admin, spec["bookkeepingSchema"])
     manifest = server_manifest(kind, name, admin.connection, secret, operator.target, **spec)
     await kube.create(handle.resource, manifest, namespace)
     return handle
@@ -280,8 +283,8 @@ async def create_servers(
 
 
 async def remove_servers(kube: KubeClient, namespace: str, handles: dict[str, ServerHandle]) -> None:
-    """Delete the DatabaseUsers of ``namespace``, then the server resources, then their admin accounts:
-    what a test leaves behind, gone (the fleet's servers must all be running)."""
+    """Delete the DatabaseUsers of ``namespace``, then the server resources, then their admin accounts and
+    bookkeeping schemas: what a test leaves behind, gone (the fleet's servers must all be running)."""
     listed = await kube.list(DATABASE_USERS, namespace)
     names = [item["metadata"]["name"] for item in listed["items"]]
     for name in names:
@@ -291,7 +294,14 @@ async def remove_servers(kube: KubeClient, namespace: str, handles: dict[str, Se
         await kube.delete(handle.resource, handle.name, handle.namespace)
     await asyncio.gather(*(server_gone(kube, handle) for handle in handles.values()))
     for handle in handles.values():
-        drop_admin(handle.admin)
+        forget_server(handle)
+
+
+def forget_server(server: ServerHandle) -> None:
+    """Drop the admin account and the bookkeeping schema of a server resource that is gone."""
+    drop_admin(server.admin)
+    with server.mysql.connect() as connection, connection.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS `{server.schema}`")
 
 
 @asynccontextmanager

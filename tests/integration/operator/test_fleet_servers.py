@@ -25,7 +25,7 @@ from tests.integration.operator.fleet_support import (
     add_user,
     create_admin,
     create_server,
-    drop_admin,
+    forget_server,
     get_server,
     logs_in_soon,
     remove_servers,
@@ -193,7 +193,7 @@ async def release_everything(kube: KubeClient, namespace: str, servers: list[Ser
             await kube.delete(server.resource, server.name, server.namespace)
         except NotFound:
             pass
-        drop_admin(server.admin)
+        forget_server(server)
 
 
 def warnings_of(kubectl: Runner, namespace: str, name: str) -> list[dict[str, str]]:
