@@ -34,7 +34,9 @@ from tests.integration.operator.fleet_support import (
     create_admin,
     create_server,
     drop_admin,
+    forget_server,
     remove_servers,
+    server_gone,
     wait_for_server,
     wait_for_users,
 )
@@ -43,6 +45,7 @@ from tests.integration.operator.helpers import (
     can_log_in,
     database_user,
     finalizers_become,
+    mysql_query,
     unique,
     wait_for_ready,
     wait_until_gone,
@@ -357,6 +360,29 @@ async def test_the_charts_permissions_cover_server_resources(
         await wait_for_users(kube_client, namespace, [name for name, _ in users.values()])
         for name, password in users.values():
             assert can_log_in(mysql, name, password)
+
+        # A ClusterMySQLServer released while a user is on it: its Warning Event goes to the namespace
+        # default (a cluster-scoped object's), which the namespaced release does not watch.
+        released = await create_server(kube_client, operator, admin, f"rbac-released-{suffix}")
+        left, _ = await add_user(kube_client, operator, namespace, released, passwords, "rbac-left")
+        await wait_for_users(kube_client, namespace, [left])
+        release_annotation = {"metadata": {"annotations": {"mysql.dbuser-operator.dev/release": "true"}}}
+        await kube_client.patch(released.resource, released.name, release_annotation, PatchType.MERGE)
+        await kube_client.delete(released.resource, released.name)
+        await server_gone(kube_client, released)
+        deadline = time.monotonic() + 30
+        while not await _event_count(kube_api, "default", released.name, "Released"):
+            assert time.monotonic() < deadline, "no Released Event in the namespace default"
+            await asyncio.sleep(0.2)
+        await kube_client.patch(
+            DATABASE_USERS, left, release_annotation, PatchType.MERGE, namespace=namespace
+        )
+        await kube_client.delete(DATABASE_USERS, left, namespace)
+        await wait_until_gone(kube_client, namespace, left)
+        assert account_exists(mysql, left)  # released: left in MySQL
+        mysql_query(mysql, f"DROP USER '{left}'@'%'")
+        forget_server(released)
+
         await remove_servers(kube_client, namespace, servers)  # users, then servers (finalizers off)
         for name, _ in users.values():
             assert not account_exists(mysql, name)

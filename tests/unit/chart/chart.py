@@ -39,6 +39,9 @@ CLUSTER_RULES: frozenset[Rule] = frozenset(
 """What the operator reads of cluster-scoped resources, whatever namespaces it watches: Namespaces (their
 labels, for the servers' policies) and ClusterMySQLServers."""
 SERVER_SECRET_RULES: frozenset[Rule] = frozenset({("", "secrets", "get")})
+CLUSTER_EVENT_RULES: frozenset[Rule] = frozenset({("", "events", verb) for verb in ("create", "patch")})
+"""Events about ClusterMySQLServers, in the namespace default (where cluster-scoped objects' Events go), when
+it is not a watched one."""
 """The ClusterMySQLServers' admin Secrets, in the cluster resource namespace when it is not a watched one."""
 LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
     {("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")}

@@ -27,6 +27,7 @@ from dbuser_operator.settings import Settings
 from tests.conftest import REPO
 from tests.unit.chart.chart import (
     CHART,
+    CLUSTER_EVENT_RULES,
     CLUSTER_RULES,
     COMBINATIONS,
     KUBE_VERSION,
@@ -332,7 +333,21 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
         assert binding["subjects"] == subject
     else:
         assert lease_role is None
-    expected_roles = len(values["watchNamespaces"]) + _leader_elect(values) + (server_secrets is not None)
+    cluster_events = roles.get(("default", "dbu-dbuser-operator-cluster-events"))
+    if values["watchNamespaces"] and "default" not in values["watchNamespaces"]:
+        assert cluster_events is not None
+        assert rules(cluster_events) == CLUSTER_EVENT_RULES
+        (binding,) = [b for b in bindings if b["metadata"]["name"] == "dbu-dbuser-operator-cluster-events"]
+        assert binding["metadata"]["namespace"] == "default"
+        assert binding["subjects"] == subject
+    else:
+        assert cluster_events is None  # the ClusterRole or the Role of the watched default has them
+    expected_roles = (
+        len(values["watchNamespaces"])
+        + _leader_elect(values)
+        + (server_secrets is not None)
+        + (cluster_events is not None)
+    )
     assert len(roles) == len(bindings) == expected_roles
 
 
