@@ -20,6 +20,7 @@ from dbuser_operator.envtest import install_crds
 from tests.conftest import REPO, Runner
 from tests.unit.chart.chart import (
     CHART,
+    CLUSTER_EVENT_RULES,
     CLUSTER_RULES,
     COMBINATIONS,
     KUBE_VERSION,
@@ -238,11 +239,14 @@ async def test_install_with_watch_namespaces_creates_roles_there(
     assert [(s.name, s.namespace) for s in cluster_binding.subjects] == [(name, namespace)]
     server_secrets = await rbac.read_namespaced_role(f"{name}-server-secrets", namespace, _request_timeout=30)
     assert rules(kube_api.sanitize_for_serialization(server_secrets)) == SERVER_SECRET_RULES
+    cluster_events = await rbac.read_namespaced_role(f"{name}-cluster-events", "default", _request_timeout=30)
+    assert rules(kube_api.sanitize_for_serialization(cluster_events)) == CLUSTER_EVENT_RULES
     helm("uninstall", release, "--namespace", namespace, "--wait", "--timeout", "60s")
     for watched in extra_namespaces:
         assert await _read(rbac.read_namespaced_role, name, watched) is None
     assert await _read(rbac.read_cluster_role, f"{name}-cluster") is None
     assert await _read(rbac.read_namespaced_role, f"{name}-server-secrets", namespace) is None
+    assert await _read(rbac.read_namespaced_role, f"{name}-cluster-events", "default") is None
 
 
 @pytest.fixture
