@@ -42,7 +42,7 @@ ROLE_MAX_LENGTH: Final = USER_MAX_LENGTH
 MAX_ROLES: Final = 32
 """Most roles one DatabaseUser may be granted."""
 
-PRINTER_COLUMNS: Final[tuple[dict[str, str], ...]] = (
+PRINTER_COLUMNS: Final[tuple[dict[str, object], ...]] = (
     {"name": "Role", "type": "string", "jsonPath": ".status.role", "description": "MySQL role name"},
     {
         "name": "Ready",
@@ -55,6 +55,13 @@ PRINTER_COLUMNS: Final[tuple[dict[str, str], ...]] = (
         "type": "string",
         "jsonPath": '.status.conditions[?(@.type=="Ready")].reason',
         "description": "Why the role is (not) ready",
+    },
+    {
+        "name": "Server",
+        "type": "string",
+        "jsonPath": ".spec.serverRef.name",
+        "description": "The server resource of spec.serverRef (empty: the operator's own server)",
+        "priority": 1,
     },
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 )

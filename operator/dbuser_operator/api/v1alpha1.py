@@ -55,7 +55,7 @@ CREDENTIAL_VERSION_ANNOTATION: Final = f"{GROUP}/credential-version"
 password in the Secret changes, for tools and rollouts that restart workloads on a new credential."""
 
 # Columns of `kubectl get dbu` (additionalPrinterColumns of the CRD).
-PRINTER_COLUMNS: Final[tuple[dict[str, str], ...]] = (
+PRINTER_COLUMNS: Final[tuple[dict[str, object], ...]] = (
     {"name": "User", "type": "string", "jsonPath": ".status.user", "description": "MySQL user name"},
     {"name": "Host", "type": "string", "jsonPath": ".spec.host", "description": "MySQL host"},
     {
@@ -69,6 +69,13 @@ PRINTER_COLUMNS: Final[tuple[dict[str, str], ...]] = (
         "type": "string",
         "jsonPath": '.status.conditions[?(@.type=="Ready")].reason',
         "description": "Why the account is (not) ready",
+    },
+    {
+        "name": "Server",
+        "type": "string",
+        "jsonPath": ".spec.serverRef.name",
+        "description": "The server resource of spec.serverRef (empty: the operator's own server)",
+        "priority": 1,
     },
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 )

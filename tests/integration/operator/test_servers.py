@@ -123,9 +123,12 @@ async def test_a_user_on_a_mysqlserver_gets_ready_and_logs_in(
     namespace: str,
     mysql: MySQLServer,
     passwords: PasswordLedger,
+    kubectl: Runner,
 ) -> None:
     schema = await create_server(kube_client, namespace, mysql)
     name, password = await ready_user_on(kube_client, namespace, passwords)
+    header, row = kubectl("get", "dbu", name, "-n", namespace, "-o", "wide").stdout.splitlines()
+    assert dict(zip(header.split(), row.split(), strict=True))["SERVER"] == "main"
     assert can_log_in(mysql, name, password)
     assert owned_in(mysql, schema, name) == [(namespace, name)]  # recorded in this server's schema
 
@@ -546,3 +549,43 @@ async def test_the_server_kinds_are_found_served(kube_client: KubeClient, crds: 
     """Discovery finds both kinds once their CRDs are installed (without them the operator runs as before
     server resources, logging why)."""
     assert await server_kinds_served(kube_client)
+
+
+async def test_an_admin_that_requires_x509_connects_with_the_client_certificate_secret(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    mysql_provider: MySQLServer | LocalMySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """An admin account REQUIRE X509: AccessDenied without a client certificate; with
+    tls.clientCertificateSecret (a kubernetes.io/tls Secret) added to the spec, the server reconnects at
+    once and its users converge."""
+    assert isinstance(mysql_provider, LocalMySQLServer)  # its CA signs the client certificates it trusts
+    admin, admin_password = unique("x509admin").replace("-", "_"), passwords.new()
+    mysql_query(mysql, f"CREATE USER `{admin}`@'%%' IDENTIFIED BY %s REQUIRE X509", admin_password)
+    try:
+        privileges = "CREATE USER, CREATE, DROP, ALTER, INDEX, SELECT, INSERT, UPDATE, DELETE, PROCESS"
+        mysql_query(mysql, f"GRANT {privileges} ON *.* TO `{admin}`@'%' WITH GRANT OPTION")
+        pair = mysql_provider.ca.issue_client(admin)
+        tls_secret = {
+            "metadata": {"name": "admin-client"},
+            "type": "kubernetes.io/tls",
+            "stringData": {"tls.crt": pair.cert_pem.decode(), "tls.key": pair.key_pem.decode()},
+        }
+        await kube_client.create(SECRETS, tls_secret, namespace)
+        data = {"user": admin, "password": admin_password, "ca.crt": mysql_provider.ca_file.read_text()}
+        await create_secret(kube_client, namespace, "main-admin", data)
+        spec = server_spec(mysql, "main-admin", new_schema())
+        spec["tls"] = {"mode": "VERIFY_CA", "ca": {"name": "main-admin", "key": "ca.crt"}}
+        await kube_client.create(MYSQL_SERVERS, server_object("MySQLServer", "main", spec), namespace)
+        await wait_for_server(kube_client, namespace, "main", "False", "AccessDenied")
+
+        patch = {"spec": {"tls": {"clientCertificateSecret": "admin-client"}}}
+        await kube_client.patch(MYSQL_SERVERS, "main", patch, PatchType.MERGE, namespace=namespace)
+        await wait_for_server(kube_client, namespace, "main", "True", "Connected")
+        name, password = await ready_user_on(kube_client, namespace, passwords)
+        assert can_log_in(mysql, name, password)
+    finally:
+        mysql_query(mysql, f"DROP USER IF EXISTS `{admin}`@'%'")

@@ -86,6 +86,7 @@ def test_names_scope_subresources_and_printer_columns() -> None:
         "Host": ("string", ".spec.host"),
         "Ready": ("string", '.status.conditions[?(@.type=="Ready")].status'),
         "Reason": ("string", '.status.conditions[?(@.type=="Ready")].reason'),
+        "Server": ("string", ".spec.serverRef.name"),
         "Age": ("date", ".metadata.creationTimestamp"),
     }
 

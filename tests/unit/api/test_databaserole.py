@@ -36,6 +36,7 @@ def test_the_role_crd_names_columns_and_rules() -> None:
         "Role",
         "Ready",
         "Reason",
+        "Server",
         "Age",
     ]
     schema = version["schema"]["openAPIV3Schema"]
