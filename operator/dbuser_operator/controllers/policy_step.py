@@ -9,9 +9,12 @@ converging; nothing is revoked or dropped.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 from dbuser_operator.api.databaserole import DatabaseRole
+from dbuser_operator.api.mysqlserver import ServerPolicy
 from dbuser_operator.controllers.namespaces import POLICY_NAMESPACE_INDEX, NamespaceLabels, on_a_server
-from dbuser_operator.controllers.policy import describe, role_violations, user_violations
+from dbuser_operator.controllers.policy import Violation, describe, role_violations, user_violations
 from dbuser_operator.controllers.steps import ConditionError, Context, ServerBinding
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.informer import Informer
@@ -19,6 +22,9 @@ from dbuser_operator.runtime.informer import Informer
 POLICY_VIOLATION = "PolicyViolation"
 NAMESPACE_UNKNOWN = "NamespaceUnknown"
 NAMESPACES_UNREADABLE = "NamespacesUnreadable"
+
+Evaluation = Callable[[ServerPolicy, str, Mapping[str, str]], list[Violation]]
+"""A resource's violations of a policy, given its namespace's name and labels."""
 
 
 class PolicyGate:
@@ -46,22 +52,24 @@ class PolicyGate:
     def check_user(self, ctx: Context) -> None:
         """Raise PolicyViolation if ``ctx.user`` breaks its server's policy (no server resource, or no
         policy: nothing to check)."""
-        server = ctx.server
-        if server is None or server.spec.policy is None:
-            return
-        namespace = ctx.user.metadata.namespace or ""
-        labels = self._labels(server, namespace)
-        violations = user_violations(server.spec.policy, namespace, labels, ctx.user.spec)
-        if violations:
-            raise ConditionError(POLICY_VIOLATION, describe(str(server), violations), retry=False)
+        spec = ctx.user.spec
+        self._check(
+            ctx.server,
+            ctx.user.metadata.namespace,
+            lambda p, ns, labels: user_violations(p, ns, labels, spec),
+        )
 
     def check_role(self, server: ServerBinding | None, role: DatabaseRole) -> None:
         """Raise PolicyViolation if ``role`` breaks its server's policy."""
+        self._check(
+            server, role.metadata.namespace, lambda p, ns, labels: role_violations(p, ns, labels, role.spec)
+        )
+
+    def _check(self, server: ServerBinding | None, namespace: str | None, evaluate: Evaluation) -> None:
         if server is None or server.spec.policy is None:
             return
-        namespace = role.metadata.namespace or ""
-        labels = self._labels(server, namespace)
-        violations = role_violations(server.spec.policy, namespace, labels, role.spec)
+        labels = self._labels(server, namespace or "")
+        violations = evaluate(server.spec.policy, namespace or "", labels)
         if violations:
             raise ConditionError(POLICY_VIOLATION, describe(str(server), violations), retry=False)
 

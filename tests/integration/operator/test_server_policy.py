@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,8 @@ from kubernetes_asyncio import client
 from dbuser_operator.api.mysqlserver import CLUSTER_KIND, KIND
 from dbuser_operator.controllers.databaserole import DATABASE_ROLES
 from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, DATABASE_USERS, MYSQL_SERVERS
-from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.envtest import KubeCluster, MySQLServer
+from dbuser_operator.envtest.kubeconfig import current_cluster
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import NAMESPACES
 from tests.conftest import Runner
@@ -34,8 +36,10 @@ from tests.integration.operator.helpers import (
     wait_for_ready,
     wait_until_gone,
 )
+from tests.integration.operator.test_chart_rbac import service_account_token, write_token_kubeconfig
 from tests.integration.operator.test_roles import role_exists, wait_role_ready
 from tests.integration.operator.test_servers import admin_secrets, server_object, server_spec
+from tests.unit.chart.chart import OPERATOR_RULES
 
 pytestmark = pytest.mark.integration
 
@@ -406,3 +410,74 @@ async def test_a_mysqlservers_policy_bounds_its_own_namespace(tenancy: Tenancy) 
         assert not account_exists(env.mysql, name)
     finally:
         await env.kube.delete(MYSQL_SERVERS, "own", ns)
+
+
+async def test_without_rbac_on_namespaces_the_operator_runs_and_policies_fail_closed(
+    tenancy: Tenancy,
+    start_operator: StartOperator,
+    kube: KubeCluster,
+    kube_api: client.ApiClient,
+    tmp_path: Path,
+) -> None:
+    """An install whose RBAC predates server policies (no namespaces): the operator starts and manages
+    accounts as before; only resources on a server with spec.policy are refused, NamespacesUnreadable."""
+    env, ns = tenancy, tenancy.tenant
+    suffix = uuid.uuid4().hex[:6]
+    name, target = f"old-rbac-{suffix}", f"old-rbac-{suffix}"
+    core, rbac = client.CoreV1Api(kube_api), client.RbacAuthorizationV1Api(kube_api)
+    account_body: Any = {"metadata": {"name": name}}
+    await core.create_namespaced_service_account(ns, account_body, _request_timeout=30)
+    by_resource: dict[tuple[str, str], list[str]] = {}
+    for group, resource, verb in sorted(OPERATOR_RULES):  # the chart's rules, without namespaces
+        by_resource.setdefault((group, resource), []).append(verb)
+    rules = [
+        {"apiGroups": [group], "resources": [resource], "verbs": verbs}
+        for (group, resource), verbs in by_resource.items()
+    ]
+    role_body: Any = {"metadata": {"name": name}, "rules": rules}
+    await rbac.create_cluster_role(role_body, _request_timeout=30)
+    binding: Any = {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}],
+    }
+    await rbac.create_cluster_role_binding(binding, _request_timeout=30)
+    try:
+        token = await service_account_token(kube_api, name, ns)
+        account = f"system:serviceaccount:{ns}:{name}"
+        kubeconfig = write_token_kubeconfig(
+            tmp_path / "sa.kubeconfig", current_cluster(kube.kubeconfig), account, token
+        )
+        server_ns = (
+            env.tenant
+        )  # the restricted operator's --cluster-resource-namespace: the admin Secret there
+        await admin_secrets(env.kube, server_ns, env.mysql, "old-admin")
+        server = server_object(CLUSTER_KIND, name, server_spec(env.mysql, "old-admin", f"dbu_old_{suffix}"))
+        server["metadata"]["labels"] = {"dbuser-operator.dev/target": target}
+        server["spec"]["policy"] = env.policy()
+        await env.kube.create(CLUSTER_MYSQL_SERVERS, server)
+        await start_operator(kubeconfig=kubeconfig, target=target, cluster_resource_namespace=server_ns)
+
+        plain = unique("pol-plain")
+        await env.kube.create(DATABASE_USERS, database_user(plain, "pw", target=target), ns)
+        await wait_for_ready(env.kube, ns, plain, limit=60)  # the settings' server: as before
+        assert account_exists(env.mysql, plain)
+
+        on_server = database_user(unique("pol-fenced"), "pw", target=target)
+        on_server["spec"]["serverRef"] = {"kind": CLUSTER_KIND, "name": name}
+        await env.kube.create(DATABASE_USERS, on_server, ns)
+        found = await wait_for_ready(
+            env.kube, ns, on_server["metadata"]["name"], "False", "NamespacesUnreadable", limit=60
+        )
+        assert ready(found)["message"].startswith(  # type: ignore[index]
+            f"ClusterMySQLServer {name}: its spec.policy cannot be checked"
+        )
+        assert not account_exists(env.mysql, on_server["metadata"]["name"])
+        for user in (plain, on_server["metadata"]["name"]):
+            await env.kube.delete(DATABASE_USERS, user, ns)
+            await wait_until_gone(env.kube, ns, user, limit=60)
+        assert not account_exists(env.mysql, plain)
+        await env.kube.delete(CLUSTER_MYSQL_SERVERS, name)
+    finally:
+        await rbac.delete_cluster_role_binding(name, _request_timeout=30)
+        await rbac.delete_cluster_role(name, _request_timeout=30)
