@@ -173,6 +173,11 @@ async def test_a_stopped_server_holds_only_its_own_users(
             # The users on the stopped server are still waiting, not failed for good.
             for name, _ in [*before[down], new[down]]:
                 await wait_for_user_message(kube_client, namespace, name, "False", str(stopped))
+            # kubectl get dbu -o wide: which users wait, and on which server.
+            users = printed_table(kubectl("get", "dbu", "-n", namespace, "-o", "wide").stdout)
+            waiting = {row["NAME"] for row in users if row["READY"] == "False"}
+            assert waiting == {name for name, _ in [*before[down], new[down]]}
+            assert {row["SERVER"] for row in users if row["NAME"] in waiting} == {stopped.name}
 
         # Back: everything converges, what was asked meanwhile included, without anyone touching it.
         await wait_for_server(kube_client, stopped, "True")
