@@ -309,15 +309,17 @@ async def test_tightening_stops_a_ready_user_and_loosening_brings_it_back(tenanc
     )
     await wait_for_ready(env.kube, ns, name, limit=60)
     assert privileges_of(env.mysql, name) == granted
-    before = snapshot(env, {name})
-    assert before  # the account and its ownership row
 
-    # Tightened: the user reports the violation; nothing is revoked.
+    # Tightened: the user reports the violation; nothing is revoked, and from then on nothing is written.
+    # (``before`` is taken once the violation is reported: a pass that began under the old policy may end.)
     await env.set_policy(**(BOUNDS | {"privileges": ["SELECT"]}))
     found = await wait_for_ready(env.kube, ns, name, "False", "PolicyViolation", limit=60)
     assert ready(found)["message"] == (  # type: ignore[index]
         f"ClusterMySQLServer {env.server} policy.namespaces[0]: UPDATE is above the privilege ceiling SELECT"
     )
+    before = snapshot(env, {name})
+    assert {"mysql.user", f"{env.schema}.accounts"} <= set(before)  # the account and its ownership row
+    assert privileges_of(env.mysql, name) == granted
     await asyncio.sleep(2)
     assert snapshot(env, {name}) == before
     # ... and it stops converging: drift made by hand is not repaired (the drift check runs every second).
@@ -363,11 +365,13 @@ async def test_tightening_stops_a_ready_role_without_dropping_it(tenancy: Tenanc
     )
     await wait_role_ready(env.kube, ns, name)
     assert role_exists(env.mysql, name)
-    before = snapshot(env, {name})
+    granted = snapshot(env, {name})
 
     # Roles no longer allowed: the role reports it, and stays in MySQL with its grants and ownership.
     await env.set_policy(**BOUNDS)  # allowRoles false
     found = await wait_role_ready(env.kube, ns, name, "False", "PolicyViolation")
+    before = snapshot(env, {name})
+    assert before == granted
     assert ready(found)["message"] == (  # type: ignore[index]
         f"ClusterMySQLServer {env.server} policy.namespaces[0]: "
         "DatabaseRoles are not allowed (allowRoles is false)"
