@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up (hack/setup.sh), lint, type-check and run the test suite against real servers.
 #
-#   hack/test.sh                 the full suite on MySQL 9.7, then the MySQL-layer, API and operator
-#                                integration suites on MariaDB 11.8 and on MariaDB 10.11
+#   hack/test.sh                 the full suite on MySQL 9.7 (with the tests marked fleet, which run a server of
+#                                every flavour at once, and only in that pass), then the MySQL-layer, API and
+#                                operator integration suites on MariaDB 11.8 and on MariaDB 10.11
 #   hack/test.sh -k mysql -x     one run, arguments to pytest, on DBUSER_OPERATOR_MYSQL_FLAVOUR (default
 #                                mysql-9.7): also what runs when that variable or MYSQL_URL is set
 #

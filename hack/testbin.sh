@@ -6,7 +6,8 @@
 #   hack/testbin.sh --dir    print that directory only (builds nothing)
 #
 # The server roots built are those the tests will run: none with MYSQL_URL, the one that
-# DBUSER_OPERATOR_MYSQL_FLAVOUR names (none for mariadb-10.11, the machine's package), else all of them.
+# DBUSER_OPERATOR_MYSQL_FLAVOUR names (none for mariadb-10.11, the machine's package), else all of them
+# (also for mysql-9.7, the default: its pass runs the tests marked fleet, with a server of every flavour).
 #
 # Binaries that KUBEBUILDER_ASSETS already holds (etcd, kube-apiserver, kubectl) are not built: the test
 # environment takes them from there first. Everything else is built from the Go module proxy into a cache
@@ -133,7 +134,7 @@ log "test binaries ready in $BIN ($((SECONDS - start)) s)"
 if [[ -z "${MYSQL_URL:-}" ]]; then
   case "${DBUSER_OPERATOR_MYSQL_FLAVOUR:-}" in
     mariadb-10.11) ;;
-    "") "$(dirname "${BASH_SOURCE[0]}")/mysqlroots.sh" >/dev/null ;;
+    "" | mysql-9.7) "$(dirname "${BASH_SOURCE[0]}")/mysqlroots.sh" >/dev/null ;;
     *) "$(dirname "${BASH_SOURCE[0]}")/mysqlroots.sh" "$DBUSER_OPERATOR_MYSQL_FLAVOUR" >/dev/null ;;
   esac
 fi

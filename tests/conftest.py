@@ -30,7 +30,8 @@ from dbuser_operator.envtest import (
     install_crds,
     provide_mysql,
 )
-from dbuser_operator.envtest.flavours import selected_flavour
+from dbuser_operator.envtest.flavours import DEFAULT_FLAVOUR, selected_flavour
+from dbuser_operator.envtest.fleet import Fleet, provide_fleet
 from dbuser_operator.envtest.mysql import GENERAL_LOG
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,12 +71,23 @@ def envtest_workdir(request: pytest.FixtureRequest) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def fleet_pass() -> bool:
+    """Whether this session runs the ``fleet`` tests (three local servers of every flavour at once, whatever
+    the selected flavour): the default flavour's pass only, without MYSQL_URL, so that hack/test.sh runs
+    them once and not again in each flavour's pass."""
+    return not os.environ.get("MYSQL_URL") and selected_flavour() == DEFAULT_FLAVOUR
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On a MariaDB server started here, the tests of MySQL's dual passwords are deselected, not skipped:
-    MariaDB's side of each (the refusal, Immediate rotation) is a test of its own."""
-    if os.environ.get("MYSQL_URL") or not selected_flavour().startswith("mariadb"):
+    MariaDB's side of each (the refusal, Immediate rotation) is a test of its own. The ``fleet`` tests are
+    deselected outside the default flavour's pass (:func:`fleet_pass`)."""
+    unwanted = set() if fleet_pass() else {"fleet"}
+    if not os.environ.get("MYSQL_URL") and selected_flavour().startswith("mariadb"):
+        unwanted.add("dual_passwords")
+    if not unwanted:
         return
-    kept = [item for item in items if item.get_closest_marker("dual_passwords") is None]
+    kept = [item for item in items if not any(item.get_closest_marker(name) for name in unwanted)]
     if len(kept) != len(items):
         config.hook.pytest_deselected(items=[item for item in items if item not in kept])
         items[:] = kept
@@ -135,6 +147,15 @@ def mysql_provider(envtest_workdir: Path) -> Iterator[MySQLServer | LocalMySQLSe
     """Where the MySQL server comes from: ``MYSQL_URL``, a container, or a local server we control."""
     with provide_mysql(envtest_workdir / "mysql") as provided:
         yield provided
+
+
+@pytest.fixture(scope="session")
+def fleet(envtest_workdir: Path) -> Iterator[Fleet]:
+    """Three local servers at once, one of each flavour (MySQL 9.7, MariaDB 11.8, MariaDB 10.11), each
+    with its own data directory and port, any of them stoppable and restartable (``fleet.stopped(name)``);
+    for the tests marked ``fleet`` (see :func:`fleet_pass`)."""
+    with provide_fleet(envtest_workdir / "fleet") as servers:
+        yield servers
 
 
 @pytest.fixture(scope="session")

@@ -158,7 +158,7 @@ def database_factory(settings: Settings, fence: Fence) -> DatabaseFactory:
     return open_database
 
 
-def build_manager(  # noqa: PLR0915 - the wiring of every part, in one place
+def build_manager(
     settings: Settings,
     kube: KubeClient,
     db: Database | None,
@@ -224,8 +224,6 @@ def build_manager(  # noqa: PLR0915 - the wiring of every part, in one place
     )
     owned_secrets = OwnedSecrets(kube, secrets)
     renderer = TemplateRenderer()
-    connection_host = settings.connection_host or settings.mysql_host
-    connection_port = settings.connection_port or settings.mysql_port
     steps: list[Step] = [
         FinalizerStep(kube, scope),
         guard,
@@ -247,7 +245,12 @@ def build_manager(  # noqa: PLR0915 - the wiring of every part, in one place
             ],
             on_release=requeue_claimants,
         ),
-        ConnectionSecretStep(owned_secrets, renderer, connection_host, connection_port),
+        ConnectionSecretStep(
+            owned_secrets,
+            renderer,
+            settings.connection_host or settings.mysql_host,
+            settings.connection_port or settings.mysql_port,
+        ),
         RolloutStep(kube),
         DiscardStep(reader),  # after the connection Secret has the new password
     ]
@@ -335,9 +338,9 @@ def role_controller(  # noqa: PLR0917 - what the role controller shares with the
         ROLE_CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
     )
     controller.watch(roles, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED))
-    watch_servers(controller, roles, servers.informers.values())
     if policy is not None:
         policy.namespaces.watch(controller, roles)
+    watch_servers(controller, roles, servers.informers.values())
     return controller
 
 

@@ -70,10 +70,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/*
 What the operator does with the Kubernetes API, and nothing more (a test runs the operator with exactly
-these rules): DatabaseUsers, DatabaseRoles, MySQLServers and ClusterMySQLServers (read; finalizers and
-status by patch), Secrets (list and watch:
-the passwords come from the cache; get, create, patch and delete: the generated-password and connection
-Secrets it owns), Events (record).
+these rules): DatabaseUsers, DatabaseRoles and MySQLServers (read; finalizers and status by patch), Secrets
+(list and watch: the passwords come from the cache; get, create, patch and delete: the generated-password
+and connection Secrets it owns), Events (record).
 */}}
 {{- define "dbuser-operator.rules" -}}
 - apiGroups: ["mysql.dbuser-operator.dev"]
@@ -89,10 +88,10 @@ Secrets it owns), Events (record).
   resources: ["databaseroles/status"]
   verbs: ["patch"]
 - apiGroups: ["mysql.dbuser-operator.dev"]
-  resources: ["mysqlservers", "clustermysqlservers"]
+  resources: ["mysqlservers"]
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["mysql.dbuser-operator.dev"]
-  resources: ["mysqlservers/status", "clustermysqlservers/status"]
+  resources: ["mysqlservers/status"]
   verbs: ["patch"]
 - apiGroups: [""]
   resources: ["secrets"]
@@ -110,12 +109,24 @@ Secrets it owns), Events (record).
 
 {{/*
 What the operator reads of cluster-scoped resources, whatever namespaces it watches: Namespaces (get, list,
-watch: the labels the servers' spec.policy selects namespaces by).
+watch: the labels the servers' spec.policy selects namespaces by) and ClusterMySQLServers (read; finalizers
+and status by patch).
 */}}
 {{- define "dbuser-operator.clusterRules" -}}
 - apiGroups: [""]
   resources: ["namespaces"]
   verbs: ["get", "list", "watch"]
+- apiGroups: ["mysql.dbuser-operator.dev"]
+  resources: ["clustermysqlservers"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["mysql.dbuser-operator.dev"]
+  resources: ["clustermysqlservers/status"]
+  verbs: ["patch"]
+{{- end }}
+
+{{/* Where the Secrets of ClusterMySQLServers are (`--cluster-resource-namespace`): the release namespace. */}}
+{{- define "dbuser-operator.clusterResourceNamespace" -}}
+{{- default .Release.Namespace .Values.clusterResourceNamespace }}
 {{- end }}
 
 {{/* Mount points of the Secrets (the password file path is part of the operator's documented contract). */}}
@@ -136,6 +147,11 @@ watch: the labels the servers' spec.policy selects namespaces by).
 {{- with .Values.watchNamespaces }}
 {{- $args = append $args (printf "--namespaces=%s" (join "," .)) }}
 {{- end }}
+{{- with .Values.clusterResourceNamespace }}
+{{- $args = append $args (printf "--cluster-resource-namespace=%s" .) }}
+{{- end }}
+{{- $args = append $args (printf "--server-check-period=%v" .Values.serverCheckPeriod) }}
+{{- $args = append $args (ternary "--default-server" "--no-default-server" .Values.defaultServer) }}
 {{- $args = append $args (printf "--mysql-host=%s" .Values.mysql.host) }}
 {{- $args = append $args (printf "--mysql-port=%d" (int .Values.mysql.port)) }}
 {{- $args = append $args (printf "--mysql-user=%s" .Values.mysql.user) }}
@@ -145,12 +161,14 @@ watch: the labels the servers' spec.policy selects namespaces by).
 {{- with .Values.connection.port }}
 {{- $args = append $args (printf "--connection-port=%d" (int .)) }}
 {{- end }}
+{{- if .Values.defaultServer }}
 {{- $args = append $args (printf "--mysql-password-file=%s/%s" (include "dbuser-operator.adminSecretDir" .) .Values.mysql.adminSecret.key) }}
+{{- end }}
 {{- $args = append $args (printf "--mysql-connect-timeout=%v" .Values.mysql.connectTimeout) }}
-{{- if and $tls.secretName $tls.caKey }}
+{{- if and .Values.defaultServer $tls.secretName $tls.caKey }}
 {{- $args = append $args (printf "--mysql-tls-ca=%s/%s" (include "dbuser-operator.tlsSecretDir" .) $tls.caKey) }}
 {{- end }}
-{{- if and $tls.secretName $tls.certKey }}
+{{- if and .Values.defaultServer $tls.secretName $tls.certKey }}
 {{- $args = append $args (printf "--mysql-tls-cert=%s/%s" (include "dbuser-operator.tlsSecretDir" .) $tls.certKey) }}
 {{- $args = append $args (printf "--mysql-tls-key=%s/%s" (include "dbuser-operator.tlsSecretDir" .) $tls.keyKey) }}
 {{- end }}

@@ -100,6 +100,12 @@ async def test_the_sample_is_accepted_and_host_defaults_to_any(
     assert "databaseuser.mysql.dbuser-operator.dev/app created" in applied.stdout
     assert "secret/app-db-password created" in applied.stdout
     assert "databaserole.mysql.dbuser-operator.dev/app-reader created" in applied.stdout
+    assert "mysqlserver.mysql.dbuser-operator.dev/reporting created" in applied.stdout
+    assert "secret/reporting-mysql-admin created" in applied.stdout
+    # The ClusterMySQLServer sample (applied on its own: its Secret is in the operator's namespace).
+    cluster = REPO / "config" / "samples" / "mysql_v1alpha1_clustermysqlserver.yaml"
+    checked = kubectl("apply", "--dry-run=server", "--validate=strict", "-f", str(cluster))
+    assert "clustermysqlserver.mysql.dbuser-operator.dev/analytics created (server dry run)" in checked.stdout
 
     obj = await client.CustomObjectsApi(kube_api).get_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, "app", _request_timeout=TIMEOUT

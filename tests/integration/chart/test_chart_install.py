@@ -20,11 +20,13 @@ from dbuser_operator.envtest import install_crds
 from tests.conftest import REPO, Runner
 from tests.unit.chart.chart import (
     CHART,
+    CLUSTER_EVENT_RULES,
     CLUSTER_RULES,
     COMBINATIONS,
     KUBE_VERSION,
     LEADER_ELECTION_RULES,
     OPERATOR_RULES,
+    SERVER_SECRET_RULES,
     manager,
     of_kind,
     parse,
@@ -103,6 +105,8 @@ async def test_every_rendered_object_passes_a_server_side_dry_run(
     values = dict(COMBINATIONS[combination])
     if "watchNamespaces" in values:
         values["watchNamespaces"] = extra_namespaces
+    if values.get("clusterResourceNamespace"):  # one that exists, and is not watched
+        values["clusterResourceNamespace"] = namespace
     rendered = helm(
         "template", "dry", str(CHART), "--namespace", namespace, "--include-crds",
         "--kube-version", KUBE_VERSION, "--values", str(_values_file(tmp_path, values)),
@@ -227,12 +231,22 @@ async def test_install_with_watch_namespaces_creates_roles_there(
         binding = await rbac.read_namespaced_role_binding(name, watched, _request_timeout=30)
         assert [(s.name, s.namespace) for s in binding.subjects] == [(name, namespace)]
     assert await _read(rbac.read_cluster_role, name) is None
-    cluster_role = await rbac.read_cluster_role(f"{name}-cluster-servers", _request_timeout=30)
-    assert rules(kube_api.sanitize_for_serialization(cluster_role)) >= CLUSTER_RULES  # namespaces' labels
+    # Namespaces and ClusterMySQLServers (cluster-scoped) by a ClusterRole of their own; the
+    # ClusterMySQLServers' Secrets, in the release namespace (not watched), by a Role that may only get them.
+    cluster_role = await rbac.read_cluster_role(f"{name}-cluster", _request_timeout=30)
+    assert rules(kube_api.sanitize_for_serialization(cluster_role)) == CLUSTER_RULES
+    cluster_binding = await rbac.read_cluster_role_binding(f"{name}-cluster", _request_timeout=30)
+    assert [(s.name, s.namespace) for s in cluster_binding.subjects] == [(name, namespace)]
+    server_secrets = await rbac.read_namespaced_role(f"{name}-server-secrets", namespace, _request_timeout=30)
+    assert rules(kube_api.sanitize_for_serialization(server_secrets)) == SERVER_SECRET_RULES
+    cluster_events = await rbac.read_namespaced_role(f"{name}-cluster-events", "default", _request_timeout=30)
+    assert rules(kube_api.sanitize_for_serialization(cluster_events)) == CLUSTER_EVENT_RULES
     helm("uninstall", release, "--namespace", namespace, "--wait", "--timeout", "60s")
     for watched in extra_namespaces:
         assert await _read(rbac.read_namespaced_role, name, watched) is None
-    assert await _read(rbac.read_cluster_role, f"{name}-cluster-servers") is None
+    assert await _read(rbac.read_cluster_role, f"{name}-cluster") is None
+    assert await _read(rbac.read_namespaced_role, f"{name}-server-secrets", namespace) is None
+    assert await _read(rbac.read_namespaced_role, f"{name}-cluster-events", "default") is None
 
 
 @pytest.fixture
@@ -255,6 +269,7 @@ def test_a_fresh_install_creates_the_crd_and_uninstall_keeps_it(
 ) -> None:
     chart, group = renamed_chart
     crd_name, role_crd = f"databaseusers.{group}", f"databaseroles.{group}"
+    server_crd, cluster_server_crd = f"mysqlservers.{group}", f"clustermysqlservers.{group}"
     release = f"crd-{uuid.uuid4().hex[:6]}"
     try:
         helm("install", release, str(chart), "--namespace", namespace)
@@ -298,6 +313,65 @@ def test_a_fresh_install_creates_the_crd_and_uninstall_keeps_it(
         manifest.write_text(yaml.safe_dump(bad_role))
         assert kubectl("apply", "-f", str(manifest), check=False).returncode != 0
 
+        # The server kinds: a MySQLServer and a ClusterMySQLServer as the samples write them, their printer
+        # columns, defaults, a refusal; a DatabaseUser's serverRef cannot be changed afterwards.
+        for crd_of_kind in (server_crd, cluster_server_crd):
+            kubectl("wait", "--for=condition=Established", f"crd/{crd_of_kind}", "--timeout=60s")
+        server_spec: dict[str, Any] = {
+            "host": "mysql-reporting.databases.svc",
+            "credentials": {
+                "user": {"name": "reporting-admin", "key": "user"},
+                "password": {"name": "reporting-admin", "key": "password"},
+            },
+        }
+        cluster_name = f"shared-{uuid.uuid4().hex[:6]}"
+        servers = [
+            {
+                "apiVersion": f"{group}/v1alpha1",
+                "kind": "MySQLServer",
+                "metadata": {"name": "reporting", "namespace": namespace},
+                "spec": server_spec,
+            },
+            {
+                "apiVersion": f"{group}/v1alpha1",
+                "kind": "ClusterMySQLServer",
+                "metadata": {"name": cluster_name},
+                "spec": {**server_spec, "policy": {"namespaces": [{"namespaceSelector": {}}]}},
+            },
+        ]
+        manifest.write_text(yaml.safe_dump_all(servers))
+        kubectl("apply", "-f", str(manifest))
+        columns = ["NAME", "HOST", "PORT", "READY", "REASON", "FLAVOUR", "VERSION", "ACCOUNTS", "AGE"]
+        rows = kubectl("get", f"mysqlservers.{group}", "-n", namespace).stdout.splitlines()
+        assert rows[0].split() == columns
+        # The port is defaulted.
+        assert rows[1].split()[:3] == ["reporting", "mysql-reporting.databases.svc", "3306"]
+        rows = kubectl("get", f"clustermysqlservers.{group}", cluster_name).stdout.splitlines()
+        assert rows[0].split() == columns
+        stored = yaml.safe_load(
+            kubectl("get", f"clustermysqlservers.{group}", cluster_name, "-o", "yaml").stdout
+        )
+        assert stored["spec"]["policy"]["namespaces"][0]["allowGlobalPrivileges"] is False  # defaulted
+        bad_server = {**servers[0], "spec": {**server_spec, "host": "bad host; DROP"}}
+        manifest.write_text(yaml.safe_dump(bad_server))
+        assert kubectl("apply", "-f", str(manifest), check=False).returncode != 0
+        on_server = {
+            **user,
+            "metadata": {"name": "on-server", "namespace": namespace},
+            "spec": {
+                "password": {"name": "app-db-password", "key": "password"},
+                "serverRef": {"name": "reporting"},
+            },
+        }
+        manifest.write_text(yaml.safe_dump(on_server))
+        kubectl("apply", "-f", str(manifest))
+        moved = kubectl(
+            "patch", f"databaseusers.{group}", "on-server", "-n", namespace, "--type=merge",
+            "-p", '{"spec": {"serverRef": {"name": "elsewhere"}}}', check=False,
+        )  # fmt: skip
+        assert moved.returncode != 0
+        assert "serverRef" in moved.stderr
+
         # A second release with the CRD present: Helm skips it and installs the rest.
         second = helm(
             "install", f"{release}-2", str(chart), "--namespace", namespace, "--set", "target=second"
@@ -309,10 +383,14 @@ def test_a_fresh_install_creates_the_crd_and_uninstall_keeps_it(
         assert kept.stdout.strip() == f"customresourcedefinition.apiextensions.k8s.io/{crd_name}", (
             "helm uninstall must keep the CRD (and the users' resources)"
         )
-        assert kubectl("get", "crd", role_crd, "-o", "name", check=False).returncode == 0
+        for name in (role_crd, server_crd, cluster_server_crd):
+            assert kubectl("get", "crd", name, "-o", "name", check=False).returncode == 0
     finally:
-        for name in (crd_name, role_crd):
-            kubectl("delete", "crd", name, "--ignore-not-found", "--wait=false", check=False)
+        for name in (crd_name, role_crd, server_crd, cluster_server_crd):
+            kubectl("delete", "crd", name, "--ignore-not-found", "--timeout=60s", check=False)
+        # kubectl's discovery cache still knows the copies' short names (dbu, ...): refresh it, so that later
+        # tests' `kubectl get dbu` finds the real kind, not a deleted copy.
+        kubectl("api-resources", check=False)
 
 
 def test_the_api_server_keeps_every_field_the_chart_sets(

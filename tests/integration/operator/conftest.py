@@ -133,15 +133,19 @@ async def no_password_leaks(
     kube: KubeCluster,
     envtest_workdir: Path,
 ) -> AsyncIterator[None]:
-    """After the suite: no password in any log line, Event, DatabaseUser status or component log."""
+    """After the suite: no password in any log line, Event, status (DatabaseUsers, server resources) or
+    component log."""
     yield
     if not passwords.values:
         return
     async with kube.api_client() as api:
         kube_client = KubeClient(api)
         events = await kube_client.request("GET", "/api/v1/events")
-        users = await kube_client.request("GET", "/apis/mysql.dbuser-operator.dev/v1alpha1/databaseusers")
-    statuses = [item.get("status") for item in users.get("items", [])]
+        listed = [
+            await kube_client.request("GET", f"/apis/mysql.dbuser-operator.dev/v1alpha1/{plural}")
+            for plural in ("databaseusers", "mysqlservers", "clustermysqlservers")
+        ]
+    statuses = [item.get("status") for items in listed for item in items.get("items", [])]
     texts = {
         "events": json.dumps(events),
         "statuses": json.dumps(statuses),

@@ -27,11 +27,25 @@ from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
 from tests.integration.operator.conftest import PasswordLedger, StartOperator, create_secret
+from tests.integration.operator.fleet_support import (
+    FleetOperator,
+    ServerHandle,
+    add_user,
+    create_admin,
+    create_server,
+    drop_admin,
+    forget_server,
+    remove_servers,
+    server_gone,
+    wait_for_server,
+    wait_for_users,
+)
 from tests.integration.operator.helpers import (
     account_exists,
     can_log_in,
     database_user,
     finalizers_become,
+    mysql_query,
     unique,
     wait_for_ready,
     wait_until_gone,
@@ -297,3 +311,83 @@ async def test_the_operator_runs_with_exactly_the_charts_permissions(
         assert [s.metadata.name for s in secrets.items] == ["app-pw"]
         listed = await core.list_namespace(_request_timeout=30)  # their labels, for the servers' policies
         assert {namespace, other} <= {n.metadata.name for n in listed.items}
+
+
+async def test_the_charts_permissions_cover_server_resources(
+    release: Release,
+    kube: KubeCluster,
+    kube_api: client.ApiClient,
+    kube_client: KubeClient,
+    start_operator: StartOperator,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+    tmp_path: Path,
+) -> None:
+    """A MySQLServer (its Secret in the watched namespace) and a ClusterMySQLServer (its Secret in the
+    release namespace, which the namespaced release does not watch) on the test's server: their status,
+    users on each Ready and logging in, the servers' finalizers on and off: with the chart's token, no
+    403."""
+    token = await service_account_token(kube_api, release.name, release.namespace)
+    account = f"system:serviceaccount:{release.namespace}:{release.name}"
+    kubeconfig = write_token_kubeconfig(
+        tmp_path / "sa.kubeconfig", current_cluster(kube.kubeconfig), account, token
+    )
+    forbidden_before = forbidden_responses()
+    instance = await start_operator(
+        kubeconfig=kubeconfig,
+        target=release.target,
+        namespaces=release.watched,
+        cluster_resource_namespace=release.namespace,
+        server_check_period=1.0,
+        resync_period=1.0,
+    )
+    operator = FleetOperator(instance, release.target, release.namespace)
+    namespace, admin = release.app_namespace, create_admin(mysql, passwords, "rbac_adm")
+    suffix = uuid.uuid4().hex[:6]
+    servers: dict[str, ServerHandle] = {}
+    try:
+        servers["namespaced"] = await create_server(
+            kube_client, operator, admin, f"rbac-{suffix}", namespace=namespace
+        )
+        servers["cluster"] = await create_server(kube_client, operator, admin, f"rbac-cluster-{suffix}")
+        for server in servers.values():
+            status = (await wait_for_server(kube_client, server))["status"]
+            assert status["version"]
+        users = {
+            kind: await add_user(kube_client, operator, namespace, server, passwords, "rbac")
+            for kind, server in servers.items()
+        }
+        await wait_for_users(kube_client, namespace, [name for name, _ in users.values()])
+        for name, password in users.values():
+            assert can_log_in(mysql, name, password)
+
+        # A ClusterMySQLServer released while a user is on it: its Warning Event goes to the namespace
+        # default (a cluster-scoped object's), which the namespaced release does not watch.
+        released = await create_server(kube_client, operator, admin, f"rbac-released-{suffix}")
+        left, _ = await add_user(kube_client, operator, namespace, released, passwords, "rbac-left")
+        await wait_for_users(kube_client, namespace, [left])
+        release_annotation = {"metadata": {"annotations": {"mysql.dbuser-operator.dev/release": "true"}}}
+        await kube_client.patch(released.resource, released.name, release_annotation, PatchType.MERGE)
+        await kube_client.delete(released.resource, released.name)
+        await server_gone(kube_client, released)
+        deadline = time.monotonic() + 30
+        while not await _event_count(kube_api, "default", released.name, "Released"):
+            assert time.monotonic() < deadline, "no Released Event in the namespace default"
+            await asyncio.sleep(0.2)
+        await kube_client.patch(
+            DATABASE_USERS, left, release_annotation, PatchType.MERGE, namespace=namespace
+        )
+        await kube_client.delete(DATABASE_USERS, left, namespace)
+        await wait_until_gone(kube_client, namespace, left)
+        assert account_exists(mysql, left)  # released: left in MySQL
+        mysql_query(mysql, f"DROP USER '{left}'@'%'")
+        forget_server(released)
+
+        await remove_servers(kube_client, namespace, servers)  # users, then servers (finalizers off)
+        for name, _ in users.values():
+            assert not account_exists(mysql, name)
+        assert forbidden_responses() == forbidden_before, "the operator was refused something it needed"
+    finally:
+        instance.stop.set()
+        await asyncio.wait_for(instance.task, timeout=30)
+        drop_admin(admin)

@@ -25,18 +25,24 @@ OPERATOR_RULES: frozenset[Rule] = frozenset(
     | {(API_GROUP, "databaseusers/status", "patch")}
     | {(API_GROUP, "databaseroles", verb) for verb in ("get", "list", "watch", "patch")}
     | {(API_GROUP, "databaseroles/status", "patch")}
-    | {
-        (API_GROUP, kind, verb)
-        for kind in ("mysqlservers", "clustermysqlservers")
-        for verb in ("get", "list", "watch", "patch")
-    }
-    | {(API_GROUP, f"{kind}/status", "patch") for kind in ("mysqlservers", "clustermysqlservers")}
+    | {(API_GROUP, "mysqlservers", verb) for verb in ("get", "list", "watch", "patch")}
+    | {(API_GROUP, "mysqlservers/status", "patch")}
     | {("", "secrets", verb) for verb in ("list", "watch", "get", "create", "patch", "delete")}
     | {("", "events", verb) for verb in ("create", "patch")}
     | {("", "pods", "list"), ("apps", "deployments", "patch"), ("apps", "statefulsets", "patch")}
 )
-CLUSTER_RULES: frozenset[Rule] = frozenset({("", "namespaces", verb) for verb in ("get", "list", "watch")})
-"""What the operator reads of cluster-scoped resources, whatever namespaces it watches."""
+CLUSTER_RULES: frozenset[Rule] = frozenset(
+    {("", "namespaces", verb) for verb in ("get", "list", "watch")}
+    | {(API_GROUP, "clustermysqlservers", verb) for verb in ("get", "list", "watch", "patch")}
+    | {(API_GROUP, "clustermysqlservers/status", "patch")}
+)
+"""What the operator reads of cluster-scoped resources, whatever namespaces it watches: Namespaces (their
+labels, for the servers' policies) and ClusterMySQLServers."""
+SERVER_SECRET_RULES: frozenset[Rule] = frozenset({("", "secrets", "get")})
+CLUSTER_EVENT_RULES: frozenset[Rule] = frozenset({("", "events", verb) for verb in ("create", "patch")})
+"""Events about ClusterMySQLServers, in the namespace default (where cluster-scoped objects' Events go), when
+it is not a watched one."""
+"""The ClusterMySQLServers' admin Secrets, in the cluster resource namespace when it is not a watched one."""
 LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
     {("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")}
 )
@@ -70,6 +76,13 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
                 "serverName": "db.example.com",
             },
         }
+    },
+    # One release for many servers: none of its own, ClusterMySQLServer Secrets in a namespace not watched.
+    "servers-only": {
+        "defaultServer": False,
+        "serverCheckPeriod": 7.5,
+        "clusterResourceNamespace": "platform",
+        "watchNamespaces": ["team-a"],
     },
     "everything-else": {
         "image": {"repository": "registry.example.com/dbuser-operator", "digest": "sha256:" + "ab" * 32},

@@ -27,11 +27,13 @@ from dbuser_operator.settings import Settings
 from tests.conftest import REPO
 from tests.unit.chart.chart import (
     CHART,
+    CLUSTER_EVENT_RULES,
     CLUSTER_RULES,
     COMBINATIONS,
     KUBE_VERSION,
     LEADER_ELECTION_RULES,
     OPERATOR_RULES,
+    SERVER_SECRET_RULES,
     default_values,
     leaves,
     manager,
@@ -283,32 +285,44 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
     roles = {(r["metadata"].get("namespace"), r["metadata"]["name"]): r for r in of_kind(objects, "Role")}
     bindings = of_kind(objects, "RoleBinding")
 
+    secrets_namespace = values["clusterResourceNamespace"] or "ops"
+    server_secrets = roles.get((secrets_namespace, "dbu-dbuser-operator-server-secrets"))
     if values["watchNamespaces"]:
-        # Only the cluster-scoped ClusterMySQLServers, and Namespaces (their labels), are read cluster-wide.
-        (cluster_role,) = of_kind(objects, "ClusterRole")
-        assert {resource for _, resource, _ in rules(cluster_role)} == {
-            "clustermysqlservers",
-            "clustermysqlservers/status",
-            "namespaces",
-        }
-        assert rules(cluster_role) >= CLUSTER_RULES
-        (cluster_binding,) = of_kind(objects, "ClusterRoleBinding")
-        assert cluster_binding["roleRef"]["name"] == cluster_role["metadata"]["name"]
-        assert cluster_binding["subjects"] == subject
+        cluster_role = one(objects, "ClusterRole")
+        assert cluster_role["metadata"]["name"] == "dbu-dbuser-operator-cluster"
+        assert rules(cluster_role) == CLUSTER_RULES
+        assert one(objects, "ClusterRoleBinding")["roleRef"]["name"] == "dbu-dbuser-operator-cluster"
+        assert one(objects, "ClusterRoleBinding")["subjects"] == subject
         for namespace in values["watchNamespaces"]:
             assert rules(roles[(namespace, "dbu-dbuser-operator")]) == OPERATOR_RULES
-            (binding,) = [b for b in bindings if b["metadata"]["namespace"] == namespace]
+            (binding,) = [
+                b
+                for b in bindings
+                if b["metadata"]["namespace"] == namespace and b["metadata"]["name"] == "dbu-dbuser-operator"
+            ]
             assert binding["roleRef"] == {
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "Role",
                 "name": "dbu-dbuser-operator",
             }
             assert binding["subjects"] == subject
+        # The ClusterMySQLServers' admin Secrets: readable in the cluster resource namespace, written never.
+        if secrets_namespace in values["watchNamespaces"]:
+            assert server_secrets is None
+        else:
+            assert server_secrets is not None
+            assert rules(server_secrets) == SERVER_SECRET_RULES
+            name = "dbu-dbuser-operator-server-secrets"
+            (binding,) = [b for b in bindings if b["metadata"]["name"] == name]
+            assert binding["metadata"]["namespace"] == secrets_namespace
+            assert binding["roleRef"]["name"] == name
+            assert binding["subjects"] == subject
     else:
         assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES | CLUSTER_RULES
         binding = one(objects, "ClusterRoleBinding")
         assert binding["roleRef"]["name"] == one(objects, "ClusterRole")["metadata"]["name"]
         assert binding["subjects"] == subject
+        assert server_secrets is None  # the ClusterRole reads Secrets everywhere
 
     lease_role = roles.get(("ops", "dbu-dbuser-operator-leader-election"))
     if _leader_elect(values):
@@ -319,7 +333,21 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
         assert binding["subjects"] == subject
     else:
         assert lease_role is None
-    expected_roles = len(values["watchNamespaces"]) + _leader_elect(values)
+    cluster_events = roles.get(("default", "dbu-dbuser-operator-cluster-events"))
+    if values["watchNamespaces"] and "default" not in values["watchNamespaces"]:
+        assert cluster_events is not None
+        assert rules(cluster_events) == CLUSTER_EVENT_RULES
+        (binding,) = [b for b in bindings if b["metadata"]["name"] == "dbu-dbuser-operator-cluster-events"]
+        assert binding["metadata"]["namespace"] == "default"
+        assert binding["subjects"] == subject
+    else:
+        assert cluster_events is None  # the ClusterRole or the Role of the watched default has them
+    expected_roles = (
+        len(values["watchNamespaces"])
+        + _leader_elect(values)
+        + (server_secrets is not None)
+        + (cluster_events is not None)
+    )
     assert len(roles) == len(bindings) == expected_roles
 
 
@@ -371,6 +399,15 @@ def test_args_are_the_operators_flags(
         mysql["port"],
         mysql["user"],
     )
+    assert settings.default_server is values["defaultServer"]
+    assert settings.server_check_period == values["serverCheckPeriod"]
+    assert settings.cluster_resource_namespace == (values["clusterResourceNamespace"] or "ops")
+    if not values["defaultServer"]:  # no server of its own: no admin Secret, no TLS files mounted
+        pod = deployment["spec"]["template"]["spec"]
+        assert [volume["name"] for volume in pod["volumes"]] == ["tmp"]
+        assert settings.mysql_password_file is None
+        assert (settings.mysql_tls_ca, settings.mysql_tls_cert, settings.mysql_tls_key) == (None, None, None)
+        return
     password_file = PASSWORD_DIR / mysql["adminSecret"]["key"]
     assert settings.mysql_password_file == password_file
     secret = mysql["adminSecret"]["name"] or "dbu-dbuser-operator-mysql-admin"
