@@ -77,6 +77,7 @@ from dbuser_operator.runtime.predicates import (
     Predicate,
     any_of,
 )
+from dbuser_operator.runtime.referenced import ReferencedInformer
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey
 from dbuser_operator.settings import Settings
 
@@ -167,7 +168,8 @@ def build_manager(
     users.add_index(ACCOUNT_INDEX, named_account)
     users.add_index(ROLE_INDEX, referenced_roles)
     roles = Informer(reader, DATABASE_ROLES, namespaces=settings.namespaces, label_selector=scope.selector)
-    secrets = Informer(reader, SECRETS, namespaces=settings.namespaces)
+    secrets = ReferencedInformer(reader, SECRETS, namespaces=settings.namespaces)
+    secrets.keep_referenced(users, SECRET_INDEX)  # only the Secrets DatabaseUsers name (their own included)
 
     def users_of(secret: dict[str, Any]) -> list[ObjectKey]:
         key = ObjectKey.of(secret)
@@ -243,7 +245,12 @@ def build_manager(
         CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
     )
     # Our own status writes change neither generation, labels, annotations nor deletion: no echo reconcile.
-    controller.watch(users, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED))
+    # A user waits while a Secret it names is fetched; the fetch's event (through users_of) brings it back.
+    controller.watch(
+        users,
+        any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED),
+        secrets.settled(users, SECRET_INDEX),
+    )
     controller.watch_mapped(secrets, users_of)
     controller.watch_mapped(users, claimants_of, DELETED)
     controller.watch_mapped(roles, users_of_role(users))  # every change, status included: Ready or gone

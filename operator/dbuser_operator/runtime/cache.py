@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -17,22 +17,110 @@ def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def strip_unread(obj: dict[str, Any]) -> dict[str, Any]:
+    """Drop what no controller reads: ``managedFields`` and kubectl's last-applied annotation (a copy of
+    the whole object as it was applied: for a Secret, its data again)."""
+    metadata = obj.get("metadata", {})
+    metadata.pop("managedFields", None)
+    annotations = metadata.get("annotations")
+    if annotations and annotations.pop(LAST_APPLIED, None) is not None and not annotations:
+        del metadata["annotations"]
+    return obj
+
+
+SHARED_VALUE_LENGTH = 32  # shorter strings are shared between objects (names, reasons, timestamps; not UIDs)
+
+
+def compact(value: Any) -> Any:
+    """The same JSON value, its dictionary keys and short strings interned: equal strings of different
+    objects become one (a parsed object has its own copy of every key: "metadata", "resourceVersion", …)."""
+    if isinstance(value, dict):
+        return {sys.intern(key): compact(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [compact(item) for item in value]
+    if isinstance(value, str) and len(value) <= SHARED_VALUE_LENGTH:
+        return sys.intern(value)
+    return value
+
+
+def strip_unread_compact(obj: dict[str, Any]) -> dict[str, Any]:
+    """:func:`strip_unread`, then :func:`compact`: the informers' default transform."""
+    result: dict[str, Any] = compact(strip_unread(obj))
+    return result
+
+
+class _Index:
+    """Index values to keys: a value that lists one key holds the key itself (a set costs ~200 bytes)."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[str, ObjectKey | set[ObjectKey]] = {}
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._entries
+
+    def keys(self, value: str) -> Iterable[ObjectKey]:
+        entry = self._entries.get(value)
+        if entry is None:
+            return ()
+        return (entry,) if isinstance(entry, ObjectKey) else list(entry)
+
+    def add(self, value: str, key: ObjectKey) -> None:
+        entry = self._entries.get(value)
+        if entry is None:
+            self._entries[value] = key
+        elif isinstance(entry, ObjectKey):
+            if entry != key:
+                self._entries[value] = {entry, key}
+        else:
+            entry.add(key)
+
+    def discard(self, value: str, key: ObjectKey) -> None:
+        entry = self._entries.get(value)
+        if entry is None:
+            return
+        if isinstance(entry, ObjectKey):
+            if entry == key:
+                del self._entries[value]
+            return
+        entry.discard(key)
+        if len(entry) == 1:
+            self._entries[value] = next(iter(entry))
+        elif not entry:
+            del self._entries[value]
+
+
 class Store:
     """Objects by :class:`ObjectKey`, plus named indexes from a computed value to keys."""
 
     def __init__(self) -> None:
         self._objects: dict[ObjectKey, dict[str, Any]] = {}
         self._index_funcs: dict[str, IndexFunc] = {}
-        self._indexes: dict[str, defaultdict[str, set[ObjectKey]]] = {}
+        self._indexes: dict[str, _Index] = {}
 
     def add_index(self, name: str, func: IndexFunc) -> None:
         """Maintain index ``name``: each object is listed under every value ``func`` returns for it."""
         self._index_funcs[name] = func
-        index: defaultdict[str, set[ObjectKey]] = defaultdict(set)
+        index = _Index()
         for key, obj in self._objects.items():
             for value in func(obj):
-                index[value].add(key)
+                index.add(value, key)
         self._indexes[name] = index
+
+    def index_func(self, name: str) -> IndexFunc:
+        """The function of index ``name``."""
+        return self._index_funcs[name]
+
+    def indexed(self, name: str, value: str) -> bool:
+        """Whether index ``name`` lists any object under ``value``."""
+        return value in self._indexes[name]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._objects
 
     def get(self, key: ObjectKey) -> dict[str, Any] | None:
         """The cached object, or None. Callers must not modify it: copy before changing."""
@@ -40,7 +128,7 @@ class Store:
 
     def by_index(self, name: str, value: str) -> list[dict[str, Any]]:
         """The objects that index ``name`` lists under ``value``."""
-        return [self._objects[key] for key in self._indexes[name].get(value, ())]
+        return [self._objects[key] for key in self._indexes[name].keys(value)]
 
     def object_keys(self) -> list[ObjectKey]:
         """Every key, in no particular order."""
@@ -60,8 +148,9 @@ class Store:
             self._unindex(key, old)
         self._objects[key] = obj
         for name, func in self._index_funcs.items():
+            index = self._indexes[name]
             for value in func(obj):
-                self._indexes[name][value].add(key)
+                index.add(value, key)
         return old
 
     def remove(self, key: ObjectKey) -> dict[str, Any] | None:
@@ -75,8 +164,4 @@ class Store:
         for name, func in self._index_funcs.items():
             index = self._indexes[name]
             for value in func(obj):
-                keys = index.get(value)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del index[value]
+                index.discard(value, key)

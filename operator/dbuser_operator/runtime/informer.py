@@ -22,7 +22,7 @@ import structlog
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime.backoff import Backoff
-from dbuser_operator.runtime.cache import IndexFunc, Store, strip_managed_fields
+from dbuser_operator.runtime.cache import IndexFunc, Store, strip_unread_compact
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import Gone, api_error, describe
 from dbuser_operator.runtime.resources import ObjectKey, Resource
@@ -67,7 +67,7 @@ class Informer:
         *,
         namespaces: Sequence[str] = (),
         label_selector: str | None = None,
-        transform: Transform = strip_managed_fields,
+        transform: Transform = strip_unread_compact,
         inactivity_timeout: float = INACTIVITY_TIMEOUT,
         watch_timeout_range: tuple[int, int] = WATCH_TIMEOUT_RANGE,
     ) -> None:
@@ -155,35 +155,75 @@ class Informer:
                 await asyncio.sleep(delay)
 
     async def _list(self, namespace: str | None) -> str:
-        """List every page, replace this scope's objects in the cache, and return the resourceVersion."""
-        items, resource_version = await self.kube.list_all(
-            self.resource, namespace, label_selector=self.label_selector, page_size=LIST_PAGE_SIZE
-        )
-        self._replace(namespace, items)
-        return resource_version
+        """List page by page, replace this scope's objects in the cache, and return the resourceVersion.
 
-    def _replace(self, namespace: str | None, items: list[dict[str, Any]]) -> None:
+        Each page is filtered (:meth:`_keep`) before the next one is read, so that objects the cache does
+        not keep are never all in memory at once.
+        """
         listed: dict[ObjectKey, dict[str, Any]] = {}
-        for item in items:
-            # List items omit kind and apiVersion; handlers expect whole objects.
-            item.setdefault("kind", self.resource.kind)
-            item.setdefault("apiVersion", self.resource.api_version)
-            obj = self._transform(item)
-            listed[ObjectKey.of(obj)] = obj
+        continue_token: str | None = None
+        while True:
+            try:
+                page = await self.kube.list(
+                    self.resource,
+                    namespace,
+                    label_selector=self.label_selector,
+                    limit=LIST_PAGE_SIZE,
+                    continue_token=continue_token,
+                )
+            except Gone:
+                if not continue_token:
+                    raise
+                listed, continue_token = {}, None  # the continue token expired: start over
+                continue
+            for item in page.get("items") or []:
+                # List items omit kind and apiVersion; handlers expect whole objects.
+                item.setdefault("kind", self.resource.kind)
+                item.setdefault("apiVersion", self.resource.api_version)
+                if self._keep(item):
+                    obj = self._transform(item)
+                    listed[ObjectKey.of(obj)] = obj
+                else:
+                    self._dropped(item)
+            del page["items"]
+            continue_token = page["metadata"].get("continue") or None
+            if not continue_token:
+                resource_version: str = page["metadata"]["resourceVersion"]
+                self._replace(namespace, listed, resource_version)
+                return resource_version
+
+    def _keep(self, obj: dict[str, Any]) -> bool:
+        """Whether the cache keeps ``obj`` (a listed object, or one of a watch event): all, here."""
+        return True
+
+    def _dropped(self, obj: dict[str, Any]) -> None:
+        """``obj`` was listed and not kept."""
+
+    def _vanished(self, key: ObjectKey, resource_version: str) -> bool:
+        """Whether a cached object a list at ``resource_version`` lacks is gone: yes, here."""
+        return True
+
+    def _replace(
+        self, namespace: str | None, listed: dict[ObjectKey, dict[str, Any]], resource_version: str
+    ) -> None:
         in_scope = [
             key for key in self.store.object_keys() if namespace is None or key.namespace == namespace
         ]
         for key in in_scope:
-            if key not in listed:
+            if key not in listed and self._vanished(key, resource_version):
                 gone = self.store.remove(key)
                 if gone is not None:
                     self._dispatch_delete(gone)
         for obj in listed.values():
-            old = self.store.put(obj)
-            if old is None:
-                self._dispatch_add(obj)
-            elif _resource_version(old) != _resource_version(obj):
-                self._dispatch_update(old, obj)
+            self._put(obj)
+
+    def _put(self, obj: dict[str, Any]) -> None:
+        """Cache ``obj``; tell the handlers (nothing when its resourceVersion is the cached one's)."""
+        old = self.store.put(obj)
+        if old is None:
+            self._dispatch_add(obj)
+        elif _resource_version(old) != _resource_version(obj):
+            self._dispatch_update(old, obj)
 
     async def _watch(self, namespace: str | None, resource_version: str) -> str:
         """Apply watch events until the server ends the watch; return the last resourceVersion seen."""
@@ -226,7 +266,7 @@ class Informer:
                 raise ResourceVersionExpiredError
             raise api_error(obj.get("code"), obj.get("reason"), json.dumps(obj).encode())
         new_version = _resource_version(obj) or resource_version
-        if kind == "BOOKMARK":
+        if kind == "BOOKMARK" or not self._admit(str(kind), obj):
             return new_version
         obj = self._transform(obj)
         if kind in ("ADDED", "MODIFIED"):
@@ -239,6 +279,10 @@ class Informer:
             self.store.remove(ObjectKey.of(obj))
             self._dispatch_delete(obj)
         return new_version
+
+    def _admit(self, kind: str, obj: dict[str, Any]) -> bool:
+        """Whether a watch event (ADDED, MODIFIED, DELETED) of ``obj`` is applied: every one, here."""
+        return True
 
     def _mark_synced(self, namespace: str | None) -> None:
         self._synced_scopes.add(namespace)
