@@ -150,7 +150,7 @@ def database_factory(settings: Settings, fence: Fence) -> DatabaseFactory:
     return open_database
 
 
-def build_manager(
+def build_manager(  # noqa: PLR0915 - servers and the Secret cache merged: one wiring function
     settings: Settings, kube: KubeClient, db: Database | None, fence: Fence | None = None
 ) -> Manager:
     """A manager running the DatabaseUser controller as the settings say (``db``: the settings' server, None
