@@ -177,8 +177,9 @@ class Bench:
         self.run_id = secrets.token_hex(2)
         self.fleet = fleet or [mysql]  # with many servers (--servers K), each has its MySQLServer resource
         self.servers = server_pids(workdir)  # empty when the servers are not ours (KUBECONFIG, MYSQL_URL)
-        for index, pid in enumerate(mysql_pids or []):
-            self.servers[f"mysqld-{self.fleet[index].name}"] = pid
+        if mysql_pids:  # by name: one of them may also be the "mysqld" found above
+            self.servers.pop("mysqld", None)
+            self.servers.update({f"mysqld-{self.fleet[i].name}": pid for i, pid in enumerate(mysql_pids)})
         self.random = random.Random(20240601)  # noqa: S311 - sampling, not security
 
     # --- environment -------------------------------------------------------------------------------------
