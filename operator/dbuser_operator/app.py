@@ -32,6 +32,7 @@ from dbuser_operator.controllers.resources import (
     MYSQL_SERVERS,
     SECRET_INDEX,
     SERVER_INDEX,
+    SERVER_SECRET_INDEX,
     account_key,
     named_account,
     referenced_secret,
@@ -44,9 +45,14 @@ from dbuser_operator.controllers.rotation import DiscardStep, StrategyStep
 from dbuser_operator.controllers.scheduled import ScheduledRotationStep
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.server_binding import ServerResolver
-from dbuser_operator.controllers.server_connection import DatabaseFactory, SecretReader, ServerDefaults
+from dbuser_operator.controllers.server_connection import (
+    DatabaseFactory,
+    SecretReader,
+    ServerDefaults,
+    referenced_secrets,
+)
 from dbuser_operator.controllers.server_controller import server_controllers
-from dbuser_operator.controllers.server_watch import watch_servers
+from dbuser_operator.controllers.server_watch import server_kinds_served, watch_servers
 from dbuser_operator.controllers.servers import ServerRegistry
 from dbuser_operator.controllers.steps import Step
 from dbuser_operator.controllers.target import Target
@@ -151,10 +157,16 @@ def database_factory(settings: Settings, fence: Fence) -> DatabaseFactory:
 
 
 def build_manager(  # noqa: PLR0915 - servers and the Secret cache merged: one wiring function
-    settings: Settings, kube: KubeClient, db: Database | None, fence: Fence | None = None
+    settings: Settings,
+    kube: KubeClient,
+    db: Database | None,
+    fence: Fence | None = None,
+    *,
+    server_resources: bool = True,
 ) -> Manager:
     """A manager running the DatabaseUser controller as the settings say (``db``: the settings' server, None
-    without a default server).
+    without a default server; ``server_resources``: whether the MySQLServer and ClusterMySQLServer kinds are
+    served, else only the settings' server is).
 
     ``kube`` is the unfenced client (reads, and the Lease itself); every write of the controllers, the
     leader tasks and the Event recorder goes through a client that checks ``fence`` first.
@@ -196,7 +208,7 @@ def build_manager(  # noqa: PLR0915 - servers and the Secret cache merged: one w
     recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
     resolver = ServerResolver(
         server_registry(settings, db, secret_reader(reader, secrets), fence),
-        *servers_of(reader, settings, scope, users, roles),
+        *servers_of(reader, settings, scope, users, roles) if server_resources else (),
     )
     guard = GuardStep(
         [*settings.reserved_users, settings.mysql_user],
@@ -311,14 +323,17 @@ def role_controller(  # noqa: PLR0917 - what the role controller shares with the
 def servers_of(
     reader: KubeClient, settings: Settings, scope: Scope, *dependents: Informer
 ) -> tuple[Informer, Informer]:
-    """The informers of MySQLServers and ClusterMySQLServers (of this instance's target label), and the
-    server index on the informers of the resources that name them."""
+    """The informers of MySQLServers and ClusterMySQLServers (of this instance's target label; indexed by
+    the Secrets they name), and the server index on the informers of the resources that name them."""
     for informer in dependents:
         informer.add_index(SERVER_INDEX, referenced_server)
     namespaced = Informer(
         reader, MYSQL_SERVERS, namespaces=settings.namespaces, label_selector=scope.selector
     )
-    return namespaced, Informer(reader, CLUSTER_MYSQL_SERVERS, label_selector=scope.selector)
+    cluster = Informer(reader, CLUSTER_MYSQL_SERVERS, label_selector=scope.selector)
+    for informer in (namespaced, cluster):  # the Secrets each names, for the Secret cache and watch
+        informer.add_index(SERVER_SECRET_INDEX, referenced_secrets(settings.cluster_resource_namespace))
+    return namespaced, cluster
 
 
 def add_servers(  # noqa: PLR0917 - what the server controllers share with the others
@@ -387,7 +402,14 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
     for hint in settings.mysql_tls_hints() if settings.default_server else ():
         log.warning(hint)
     async with api_client(configuration) as api:
-        manager = build_manager(settings, KubeClient(api), db, fence)
+        kube = KubeClient(api)
+        server_resources = await server_kinds_served(kube)
+        if not server_resources:
+            log.warning(
+                "the MySQLServer and ClusterMySQLServer CRDs are not installed: server resources are off, "
+                "resources with spec.serverRef get ServerNotFound (apply crds/ and restart to turn them on)"
+            )
+        manager = build_manager(settings, kube, db, fence, server_resources=server_resources)
         log.info(
             "starting",
             target=f"{settings.target_label}={settings.target}",

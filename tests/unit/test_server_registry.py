@@ -27,11 +27,13 @@ from dbuser_operator.controllers.server_connection import (
     ServerDefaults,
     referenced_secrets,
 )
+from dbuser_operator.controllers.server_health import failure_reason
 from dbuser_operator.controllers.servers import ServerRegistry
 from dbuser_operator.controllers.steps import ConditionError, ServerBinding
 from dbuser_operator.controllers.target import Target
 from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
+from dbuser_operator.mysql.errors import AccessDeniedError, DatabaseUnavailableError, MySQLError, TLSError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.informer import Informer
 
@@ -324,3 +326,15 @@ async def test_health_checks_do_not_keep_a_pool_open(secrets: Secrets) -> None:
     assert registry.idle("MySQLServer/team-a/main")
     await registry.target(binding())
     assert not registry.idle("MySQLServer/team-a/main")
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (DatabaseUnavailableError("cannot connect"), "Unreachable"),
+        (AccessDeniedError("access denied"), "AccessDenied"),
+        (TLSError("certificate verify failed"), "TLSError"),
+    ],
+)
+def test_a_failed_health_check_says_why(error: MySQLError, reason: str) -> None:
+    assert failure_reason(error) == reason

@@ -17,6 +17,7 @@ FIELD_MANAGER = "dbuser-operator"
 SECRET_INDEX = "secret"  # noqa: S105 - an index name, not a password
 ACCOUNT_INDEX = "account"
 SERVER_INDEX = "server"
+SERVER_SECRET_INDEX = "server-secret"  # noqa: S105 - an index of servers: namespace/name of their Secrets
 DEFAULT_SERVER = ""
 """The SERVER_INDEX value of resources without serverRef: the server the operator's settings name."""
 

@@ -14,7 +14,7 @@ from typing import Any
 import pydantic
 
 from dbuser_operator.api.mysqlserver import CLUSTER_KIND, KIND, MySQLServerSpec
-from dbuser_operator.controllers.resources import DEFAULT_SERVER, server_key
+from dbuser_operator.controllers.resources import DEFAULT_SERVER, describe_server, server_key
 from dbuser_operator.controllers.server_connection import ServerConfigError
 from dbuser_operator.controllers.servers import ServerRegistry
 from dbuser_operator.controllers.steps import ConditionError, ServerBinding
@@ -63,13 +63,11 @@ class ServerResolver:
             return parsed[1]
         kind = key.partition("/")[0]
         meta = obj["metadata"]
-        name = f"{kind} {meta.get('namespace', '')}/{meta['name']}".replace(" /", " ")
         try:
             spec = MySQLServerSpec.model_validate(obj.get("spec") or {})
         except pydantic.ValidationError as error:
-            raise ConditionError(
-                "ServerNotReady", f"{name}: invalid spec: {error.errors()[0]['msg']}"
-            ) from None
+            why = f"{describe_server(key)}: invalid spec: {error.errors()[0]['msg']}"
+            raise ConditionError("ServerNotReady", why) from None
         binding = ServerBinding(kind, meta.get("namespace", ""), meta["name"], spec, meta.get("generation"))
         self._parsed[key] = (version, binding)
         return binding
@@ -89,8 +87,11 @@ class ServerResolver:
             return None, self.registry.default
         server = self.server_object(key)
         if server is None:
-            kind, _, rest = key.partition("/")
-            raise ConditionError("ServerNotFound", f"{kind} {rest} does not exist", retry=False)
+            informer = self.informers.get(key.partition("/")[0])
+            selector = informer.label_selector if informer is not None else None
+            unlabelled = f" (or is not labelled {selector}: another instance's)" if selector else ""
+            message = f"{describe_server(key)} does not exist{unlabelled}"
+            raise ConditionError("ServerNotFound", message, retry=False)
         binding = self.binding(key, server)
         if not deleting:
             if server["metadata"].get("deletionTimestamp"):

@@ -18,10 +18,16 @@ from prometheus_client import Gauge
 
 from dbuser_operator.api.mysqlserver import MySQLServerStatus
 from dbuser_operator.api.v1alpha1 import API_VERSION, GROUP, RELEASE_ANNOTATION, Condition
-from dbuser_operator.controllers.resources import FIELD_MANAGER, SERVER_INDEX, server_key
+from dbuser_operator.controllers.resources import (
+    FIELD_MANAGER,
+    SERVER_INDEX,
+    SERVER_SECRET_INDEX,
+    describe_server,
+    server_key,
+)
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.controllers.server_binding import ServerResolver
-from dbuser_operator.controllers.server_connection import ServerConfigError, referenced_secrets
+from dbuser_operator.controllers.server_connection import ServerConfigError
 from dbuser_operator.controllers.server_health import Health, check
 from dbuser_operator.controllers.server_watch import key_of_server
 from dbuser_operator.controllers.steps import ConditionError
@@ -45,7 +51,6 @@ from dbuser_operator.runtime.resources import ObjectKey, Resource
 log = structlog.get_logger(__name__)
 
 SERVER_FINALIZER_PREFIX = f"{GROUP}/server-"
-SERVER_SECRET_INDEX = "server-secret"  # noqa: S105 - an index name: namespace/name of a server's Secrets
 WAIT_FOR_DEPENDENTS = 5.0  # seconds between two looks while a deleted server waits for its users
 
 SERVER_UP = Gauge(
@@ -174,11 +179,7 @@ class ServerReconciler:
         if self.finalizer not in (obj["metadata"].get("finalizers") or []):
             return Result()
         users, roles = self._dependents(server)
-        name = (
-            f"{self.resource.kind} {obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}".replace(
-                " /", " "
-            )
-        )
+        name = describe_server(server)
         released = (obj["metadata"].get("annotations") or {}).get(RELEASE_ANNOTATION) == "true"
         if users + roles and not released:
             message = (
@@ -240,9 +241,6 @@ def server_controllers(  # noqa: PLR0917 - the wiring of both kinds
     controllers = []
     for kind, informer in resolver.informers.items():
         resource = informer.resource
-        informer.add_index(
-            SERVER_SECRET_INDEX, referenced_secrets(resolver.registry.defaults.cluster_namespace)
-        )
         reconciler = ServerReconciler(
             kube, resource, informer, resolver, dependents, recorder, scope, check_period
         )

@@ -7,9 +7,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from dbuser_operator.api.mysqlserver import CLUSTER_KIND, KIND
-from dbuser_operator.controllers.resources import SERVER_INDEX
+from dbuser_operator.api.v1alpha1 import GROUP, VERSION
+from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, MYSQL_SERVERS, SERVER_INDEX
+from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import find_condition
 from dbuser_operator.runtime.controller import Controller
+from dbuser_operator.runtime.errors import ApiError, NotFound
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.predicates import DELETION_STARTED, GENERATION_CHANGED, Predicate, any_of
 from dbuser_operator.runtime.resources import ObjectKey
@@ -48,3 +51,16 @@ def watch_servers(controller: Controller, dependents: Informer, informers: Itera
     """Requeue ``controller``'s resources (those of ``dependents``) when their server changes."""
     for informer in informers:
         controller.watch_mapped(informer, on_server(dependents), SERVER_CHANGED)
+
+
+async def server_kinds_served(kube: KubeClient) -> bool:
+    """Whether the API server serves MySQLServers and ClusterMySQLServers (their CRDs are installed); True
+    when it cannot tell (the informers then retry as for any resource)."""
+    try:
+        listed = await kube.request("GET", f"/apis/{GROUP}/{VERSION}")
+    except NotFound:
+        return False
+    except ApiError:
+        return True
+    names = {resource.get("name") for resource in listed.get("resources") or []}
+    return {MYSQL_SERVERS.plural, CLUSTER_MYSQL_SERVERS.plural} <= names

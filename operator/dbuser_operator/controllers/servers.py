@@ -83,11 +83,14 @@ class ServerRegistry:
         connection.
         """
         entry = self._entries.get(binding.key)
-        if entry is None or entry.generation != binding.generation:
-            await self.refresh(binding)
-            entry = self._entries[binding.key]
-        entry.used = time.monotonic()
-        return entry.target
+        if entry is not None and entry.generation == binding.generation:
+            entry.used = time.monotonic()
+            return entry.target
+        target = await self.refresh(binding)
+        entry = self._entries.get(binding.key)
+        if entry is not None:  # (unless the server went away meanwhile)
+            entry.used = time.monotonic()
+        return target
 
     async def refresh(self, binding: ServerBinding) -> Target:
         """Read the server's Secrets again; rebuild its Target when they or the spec changed (a use by a

@@ -15,9 +15,11 @@ import pytest
 
 from dbuser_operator.controllers.databaserole import DATABASE_ROLES
 from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, DATABASE_USERS, MYSQL_SERVERS
+from dbuser_operator.controllers.server_watch import server_kinds_served
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
+from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
 from tests.integration.operator.conftest import (
@@ -514,3 +516,33 @@ async def test_the_drift_check_repairs_an_account_on_a_server_resource(
         assert time.monotonic() < deadline, "the drift check never set the password back"
         await asyncio.sleep(0.2)
     assert not can_log_in(mysql, name, by_hand)
+
+
+async def test_a_health_check_that_finds_nothing_new_writes_nothing(
+    start_operator: StartOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+) -> None:
+    """Checked every 0.2 s, a healthy server's status is written once; its metrics say it is up."""
+    target = "quick-checks"
+    instance = await start_operator(target=target, server_check_period=0.2)
+    try:
+        await create_server(kube_client, namespace, mysql, target=target)
+        obj = await wait_for_server(kube_client, namespace, "main", "True", "Connected")
+        version = obj["metadata"]["resourceVersion"]
+        server = f"MySQLServer/{namespace}/main"
+        assert REGISTRY.get_sample_value("dbuser_operator_mysql_server_up", {"server": server}) == 1
+        await asyncio.sleep(2)  # about ten checks
+        again = await kube_client.get(MYSQL_SERVERS, "main", namespace)
+        assert again["metadata"]["resourceVersion"] == version
+        assert REGISTRY.get_sample_value("dbuser_operator_mysql_server_pool_size", {"server": server}) == 16
+    finally:
+        instance.stop.set()
+        await asyncio.wait_for(instance.task, timeout=30)
+
+
+async def test_the_server_kinds_are_found_served(kube_client: KubeClient, crds: list[str]) -> None:
+    """Discovery finds both kinds once their CRDs are installed (without them the operator runs as before
+    server resources, logging why)."""
+    assert await server_kinds_served(kube_client)
