@@ -180,8 +180,10 @@ def build_manager(  # noqa: PLR0915 - servers and the Secret cache merged: one w
     users.add_index(ACCOUNT_INDEX, named_account)
     users.add_index(ROLE_INDEX, referenced_roles)
     roles = Informer(reader, DATABASE_ROLES, namespaces=settings.namespaces, label_selector=scope.selector)
-    secrets = ReferencedInformer(reader, SECRETS, namespaces=settings.namespaces)
-    secrets.keep_referenced(users, SECRET_INDEX)  # only the Secrets DatabaseUsers name (their own included)
+    # Only the Secrets DatabaseUsers name (their own included); add_servers adds those servers name.
+    secrets = ReferencedInformer(
+        reader, SECRETS, namespaces=settings.namespaces, referenced_by=[(users, SECRET_INDEX)]
+    )
 
     def users_of(secret: dict[str, Any]) -> list[ObjectKey]:
         key = ObjectKey.of(secret)
@@ -341,12 +343,15 @@ def add_servers(  # noqa: PLR0917 - what the server controllers share with the o
     kube: KubeClient,
     resolver: ServerResolver,
     dependents: list[Informer],
-    secrets: Informer,
+    secrets: ReferencedInformer,
     recorder: EventRecorder,
     scope: Scope,
     check_period: float,
 ) -> None:
-    """The server controllers, the registry's pool sweeper, and its pools closed at shutdown."""
+    """The server controllers, the registry's pool sweeper, and its pools closed at shutdown; the Secret
+    cache keeps the Secrets server resources name (credentials, TLS)."""
+    for servers in resolver.informers.values():
+        secrets.keep_referenced(servers, SERVER_SECRET_INDEX)
     for controller in server_controllers(kube, resolver, dependents, secrets, recorder, scope, check_period):
         manager.add_controller(controller)
     manager.add_runnable(Runnable("server pool sweeper", resolver.registry.run_sweeper))

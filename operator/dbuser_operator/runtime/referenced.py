@@ -56,6 +56,7 @@ class ReferencedInformer(Informer):
         resource: Resource,
         *,
         namespaces: Sequence[str] = (),
+        referenced_by: Iterable[tuple[Informer, str]] = (),
         transform: Transform = strip_unread_compact,
         pending_limit: int = PENDING_LIMIT,
         pending_seconds: float = PENDING_SECONDS,
@@ -70,6 +71,8 @@ class ReferencedInformer(Informer):
         self._fetched: dict[ObjectKey, int] = {}  # resourceVersion of a GET's copy, until the watch passes it
         self._deferred: set[ObjectKey] = set()  # referenced while the first list ran
         self._listing = False
+        for source, index in referenced_by:
+            self.keep_referenced(source, index)
 
     def keep_referenced(self, source: Informer, index: str) -> None:
         """Keep the objects whose key is a value of ``source``'s index ``index`` (``namespace/name``)."""

@@ -13,7 +13,7 @@ from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.referenced import ReferencedInformer
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey, Resource
-from tests.support.kube import eventually
+from tests.support.kube import RecordingHandler, eventually
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget")
 INDEX = "secret"
@@ -82,29 +82,15 @@ def _copy(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": {**obj["metadata"], "annotations": dict(obj["metadata"]["annotations"])}}
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str]] = []
-
-    def on_add(self, obj: dict[str, Any]) -> None:
-        self.events.append(("add", obj["metadata"]["name"]))
-
-    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        self.events.append(("update", new["metadata"]["name"]))
-
-    def on_delete(self, obj: dict[str, Any]) -> None:
-        self.events.append(("delete", obj["metadata"]["name"]))
-
-
 async def setup(
     kube: FakeKube, *widgets: dict[str, Any], **options: Any
-) -> tuple[Informer, ReferencedInformer, Recorder]:
+) -> tuple[Informer, ReferencedInformer, RecordingHandler]:
     """A widget informer (synced with ``widgets``) and the Secret cache that follows it, listed once."""
     source = Informer(kube, WIDGETS)  # type: ignore[arg-type]
     source.add_index(INDEX, referenced)
     cache = ReferencedInformer(kube, SECRETS, **options)  # type: ignore[arg-type]
     cache.keep_referenced(source, INDEX)
-    recorder = Recorder()
+    recorder = RecordingHandler()
     cache.add_handler(recorder)
     for obj in widgets:
         add(source, obj)
@@ -283,7 +269,7 @@ async def test_a_fetch_cut_short_by_a_restart_is_made_again_after_the_next_list(
     source.add_index(INDEX, referenced)
     cache = ReferencedInformer(kube, SECRETS)  # type: ignore[arg-type]
     cache.keep_referenced(source, INDEX)
-    recorder = Recorder()
+    recorder = RecordingHandler()
     cache.add_handler(recorder)
     source._mark_synced(None)
     running = asyncio.create_task(cache.run())
@@ -300,3 +286,24 @@ async def test_a_fetch_cut_short_by_a_restart_is_made_again_after_the_next_list(
     finally:
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_objects_named_by_any_of_several_sources_are_kept() -> None:
+    kube = FakeKube(secret("user-pw", 1), secret("admin", 2), secret("other", 3))
+    users = Informer(kube, WIDGETS)  # type: ignore[arg-type]
+    users.add_index(INDEX, referenced)
+    servers = Informer(kube, Resource("example.com", "v1", "servers", "Server"))  # type: ignore[arg-type]
+    servers.add_index("server-secret", referenced)
+    cache = ReferencedInformer(kube, SECRETS, referenced_by=[(users, INDEX)])  # type: ignore[arg-type]
+    cache.keep_referenced(servers, "server-secret")
+    add(users, widget("u", "user-pw"))
+    add(servers, widget("s", "admin"))
+    for source in (users, servers):
+        source._mark_synced(None)
+    cache._listing = True
+    await cache._list(None)
+    cache._mark_synced(None)
+    assert sorted(key.name for key in cache.store.object_keys()) == ["admin", "user-pw"]
+    servers.store.remove(ObjectKey("ns", "s"))
+    servers._dispatch_delete(widget("s", "admin"))
+    assert sorted(key.name for key in cache.store.object_keys()) == ["user-pw"]
