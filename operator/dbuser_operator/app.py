@@ -156,7 +156,7 @@ def database_factory(settings: Settings, fence: Fence) -> DatabaseFactory:
     return open_database
 
 
-def build_manager(  # noqa: PLR0915 - servers and the Secret cache merged: one wiring function
+def build_manager(
     settings: Settings,
     kube: KubeClient,
     db: Database | None,
