@@ -67,6 +67,7 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
         _ceiling(results, n, "convergence", add)
         if operator:
             writes = operator.get("operator_api_writes_per_user", operator["api_writes_per_user"])
+            writes -= operator.get("server_resource_writes", 0) / n  # the servers' health, not the users'
             add(f"API writes per created user N={n}", f"≤ {API_WRITES_PER_USER:g}", writes, writes <= 3)
             dropped = operator.get("events_dropped")
             if dropped is not None:

@@ -494,6 +494,9 @@ class Bench:
             "api_writes": api_writes,
             "api_writes_per_user": api_writes / size,
             "apiserver_writes_by_resource": api_by_resource,
+            "server_resource_writes": sum(
+                v for k, v in api_by_resource.items() if k.startswith("mysqlservers")
+            ),
             "harness_writes": harness,
             "sql": sql,
             "sql_statements_per_user": sql["Questions"] / size,
