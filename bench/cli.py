@@ -18,7 +18,8 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 from bench import report
 from bench.common import MySQLAddress, admin_sql
 from bench.scenarios import Bench, Options
+from bench.servers import provide_servers
 from dbuser_operator.envtest import Binaries, LocalMySQLServer, connect_cluster, install_crds, provide_mysql
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.settings import Settings
@@ -93,6 +95,14 @@ def parser() -> argparse.ArgumentParser:
         default=False,
         help="run the operator with leader election, so every write is fenced (default: off, one replica)",
     )
+    arguments.add_argument(
+        "--servers",
+        type=int,
+        default=1,
+        help="local servers to spread the users over, by spec.serverRef to a MySQLServer each (default 1: "
+        "one server, no server resources); K > 1 starts MySQL 9.7, MariaDB 11.8, MariaDB 10.11 (cycling) "
+        "and turns the kopf peer off",
+    )
     arguments.add_argument("--smoke", action="store_true", help="tiny and quick: N=10, idle 10 s (for CI)")
     arguments.add_argument("--out", type=Path, default=REPO / "bench" / "results", help="where results go")
     arguments.add_argument(
@@ -120,6 +130,10 @@ def options_from(arguments: argparse.Namespace) -> Options:
         arguments.rotation_samples = min(arguments.rotation_samples, 5)
         arguments.resync_period = 5.0
         arguments.peer_max_n = 10
+    if arguments.servers < 1:
+        raise SystemExit("--servers: at least 1")
+    if arguments.servers > 1:
+        arguments.peer = False  # the kopf peer knows one server
     sizes: list[int] = arguments.n
     steady = arguments.steady_n or (1000 if 1000 in sizes else sizes[-1])
     return Options(
@@ -262,6 +276,8 @@ async def amain(
     *,
     kubeconfig: Path,
     mysql: MySQLAddress,
+    fleet: list[MySQLAddress] | None = None,
+    mysql_pids: list[int] | None = None,
     workdir: Path,
     options: Options,
     results: dict[str, Any],
@@ -274,9 +290,43 @@ async def amain(
         version = await KubeClient(api).request("GET", "/version")
         results["machine"]["kube_version"] = version.get("gitVersion")
         results["machine"]["mysql_version"] = (await admin_sql(mysql, "SELECT VERSION()"))[0][0]
-        bench = Bench(api=api, kubeconfig=kubeconfig, mysql=mysql, workdir=workdir, options=options, say=say)
+        if fleet:
+            results["machine"]["servers"] = [
+                {
+                    "name": s.name,
+                    "flavour": s.flavour,
+                    "version": (await admin_sql(s, "SELECT VERSION()"))[0][0],
+                }
+                for s in fleet
+            ]
+        bench = Bench(
+            api=api,
+            kubeconfig=kubeconfig,
+            mysql=mysql,
+            workdir=workdir,
+            options=options,
+            say=say,
+            fleet=fleet,
+            mysql_pids=mysql_pids,
+        )
         await bench.prepare()
         await Runner(bench, options, results, out).run()
+
+
+@contextmanager
+def measured_servers(
+    workdir: Path, count: int
+) -> Iterator[tuple[MySQLAddress, list[MySQLAddress] | None, list[int] | None]]:
+    """The server (``MYSQL_URL``, a container or a local one), or ``count`` > 1 local servers of several
+    flavours (:mod:`bench.servers`): the first server, all of them and their pids (None with one)."""
+    if count > 1:
+        with provide_servers(workdir, count) as (fleet, pids):
+            say(f"{count} servers: {', '.join(f'{s.name} {s.flavour} :{s.port}' for s in fleet)}")
+            yield fleet[0], fleet, pids
+        return
+    with provide_mysql(workdir, general_log=False) as provided:
+        server = provided.admin if isinstance(provided, LocalMySQLServer) else provided
+        yield MySQLAddress(server.host, server.port, server.user, server.password), None, None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -306,6 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "create_concurrency": options.create_concurrency,
             "resync_period": options.resync_period,
             "time_limit": options.time_limit,
+            "servers": arguments.servers,
         },
         "git": git_state(),
         "convergence": [],
@@ -319,13 +370,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     cluster = connect_cluster(binaries, workdir / "kube", audit=False)
     failed = True
     try:
-        with provide_mysql(workdir / "mysql", general_log=False) as provided:
-            server = provided.admin if isinstance(provided, LocalMySQLServer) else provided
-            mysql = MySQLAddress(server.host, server.port, server.user, server.password)
+        with measured_servers(workdir / "mysql", arguments.servers) as (mysql, fleet, pids):
             asyncio.run(
                 amain(
                     kubeconfig=cluster.kubeconfig,
                     mysql=mysql,
+                    fleet=fleet,
+                    mysql_pids=pids,
                     workdir=workdir,
                     options=options,
                     results=results,

@@ -7,7 +7,7 @@ import json
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,9 +44,10 @@ SQL_COUNTERS = (*SQL_WRITE_COUNTERS, "Com_select", "Questions")
 API_WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 
-def database_user(name: str, user: str, secret: str) -> dict[str, Any]:
-    """A DatabaseUser for the benchmark target: the password from ``secret``, SELECT on the bench database."""
-    return {
+def database_user(name: str, user: str, secret: str, server: str = "") -> dict[str, Any]:
+    """A DatabaseUser for the benchmark target: the password from ``secret``, SELECT on the bench database;
+    with ``server``, on that MySQLServer (``spec.serverRef``)."""
+    obj: dict[str, Any] = {
         "apiVersion": DATABASE_USERS.api_version,
         "kind": "DatabaseUser",
         "metadata": {"name": name, "labels": {TARGET_LABEL: TARGET}},
@@ -56,6 +57,9 @@ def database_user(name: str, user: str, secret: str) -> dict[str, Any]:
             "privileges": [{"privileges": ["SELECT"], "database": BENCH_DATABASE}],
         },
     }
+    if server:
+        obj["spec"]["serverRef"] = {"kind": "MySQLServer", "name": server}
+    return obj
 
 
 def secret(name: str, password: str) -> dict[str, Any]:
@@ -164,6 +168,17 @@ class MySQLAddress:
     port: int
     user: str
     password: str
+    name: str = ""  # with many servers: its MySQLServer resource's name (and the floor's pool's)
+    flavour: str = ""  # with many servers: its flavour (mysql-9.7, ...)
+
+
+async def sql_counters_of(servers: Sequence[MySQLAddress]) -> dict[str, int]:
+    """The statement counters of every server, summed."""
+    total = dict.fromkeys(SQL_COUNTERS, 0)
+    for counters in await asyncio.gather(*(sql_counters(server) for server in servers)):
+        for name, value in counters.items():
+            total[name] += value
+    return total
 
 
 async def sql_counters(server: MySQLAddress) -> dict[str, int]:

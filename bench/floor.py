@@ -7,6 +7,10 @@ It keeps Secrets in a list+watch cache, watches the benchmark's DatabaseUsers, a
 ``--concurrency`` workers and as many MySQL connections: adds a finalizer (one JSON Patch), reads the
 password from the cache, runs ``CREATE USER IF NOT EXISTS … IDENTIFIED BY`` and ``GRANT``, and writes the
 Ready condition (one status merge patch). No checks, no bookkeeping, no Events, no retries worth the name.
+
+With many servers (``BENCH_MYSQL_SERVERS``, :mod:`bench.servers`) it keeps one pool per server, of
+``--concurrency`` connections each (as the operator's per-server pool), and runs each user's statements on
+the server its ``spec.serverRef`` names; the workers are still ``--concurrency`` in all.
 """
 
 from __future__ import annotations
@@ -27,11 +31,13 @@ from bench.common import (
     BENCH_DATABASE,
     TARGET,
     TARGET_LABEL,
+    MySQLAddress,
     api_client,
     is_ready,
     list_and_watch,
     ready_status,
 )
+from bench.servers import FLEET_ENV, fleet_from_env
 from dbuser_operator.controllers.resources import DATABASE_USERS
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
@@ -40,9 +46,11 @@ FINALIZER = "bench.dbuser-operator.dev/floor"
 
 
 class Floor:
-    def __init__(self, kube: KubeClient, pool: aiomysql.Pool, namespace: str, concurrency: int) -> None:
+    def __init__(
+        self, kube: KubeClient, pools: dict[str, aiomysql.Pool], namespace: str, concurrency: int
+    ) -> None:
         self.kube = kube
-        self.pool = pool
+        self.pools = pools  # by server resource name; "" without spec.serverRef
         self.namespace = namespace
         self.concurrency = concurrency
         self.secrets: dict[str, dict[str, Any]] = {}
@@ -96,7 +104,8 @@ class Floor:
             )
         password = await self.password(spec["password"]["name"], spec["password"]["key"])
         user, host = spec.get("user") or name, spec.get("host") or "%"
-        async with self.pool.acquire() as connection, connection.cursor() as cursor:
+        pool = self.pools[(spec.get("serverRef") or {}).get("name", "")]
+        async with pool.acquire() as connection, connection.cursor() as cursor:
             await cursor.execute("CREATE USER IF NOT EXISTS %s@%s IDENTIFIED BY %s", (user, host, password))
             await cursor.execute(f"GRANT SELECT ON `{BENCH_DATABASE}`.* TO %s@%s", (user, host))
         status = ready_status(obj["metadata"].get("generation"), f"account '{user}'@'{host}' is ready")
@@ -140,25 +149,38 @@ async def amain(arguments: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    pool = await aiomysql.create_pool(
-        host=arguments.mysql_host,
-        port=arguments.mysql_port,
-        user=arguments.mysql_user,
-        password=os.environ.get(ADMIN_PASSWORD_ENV, ""),
-        minsize=arguments.concurrency,
-        maxsize=arguments.concurrency,
-        autocommit=True,
-    )
+    servers = [
+        MySQLAddress(
+            arguments.mysql_host,
+            arguments.mysql_port,
+            arguments.mysql_user,
+            os.environ.get(ADMIN_PASSWORD_ENV, ""),
+        )
+    ]
+    if os.environ.get(FLEET_ENV):
+        servers = fleet_from_env(os.environ[FLEET_ENV])
+    pools: dict[str, aiomysql.Pool] = {}
     try:
+        for server in servers:
+            pools[server.name] = await aiomysql.create_pool(
+                host=server.host,
+                port=server.port,
+                user=server.user,
+                password=server.password,
+                minsize=arguments.concurrency,
+                maxsize=arguments.concurrency,
+                autocommit=True,
+            )
         async with await api_client(arguments.kubeconfig) as api:
-            floor = Floor(KubeClient(api), pool, arguments.namespace, arguments.concurrency)
+            floor = Floor(KubeClient(api), pools, arguments.namespace, arguments.concurrency)
             running = asyncio.create_task(floor.run())
             await stop.wait()
             running.cancel()
             await asyncio.gather(running, return_exceptions=True)
     finally:
-        pool.close()
-        await pool.wait_closed()
+        for pool in pools.values():
+            pool.close()
+            await pool.wait_closed()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

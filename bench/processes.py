@@ -26,6 +26,8 @@ from bench.common import (
 )
 from dbuser_operator.envtest.ports import LOOPBACK, free_port
 
+USER_CONTROLLER = "databaseuser"  # the controller label of the DatabaseUser controller's metrics
+
 
 @dataclass
 class Implementation:
@@ -133,7 +135,7 @@ def _pythonpath() -> str:
 
 @dataclass(frozen=True)
 class OperatorMetrics:
-    """API requests by method, reconciles by result."""
+    """API requests by method, reconciles (of DatabaseUsers) by result."""
 
     requests: dict[str, float]
     reconciles: dict[str, float]
@@ -147,7 +149,7 @@ class OperatorMetrics:
         ):
             if name == "rest_client_requests_total":
                 requests[labels["method"]] = requests.get(labels["method"], 0) + value
-            else:
+            elif labels.get("controller", USER_CONTROLLER) == USER_CONTROLLER:  # not roles', servers'
                 reconciles[labels["result"]] = reconciles.get(labels["result"], 0) + value
         return cls(requests, reconciles)
 

@@ -41,9 +41,10 @@ from bench.common import (
     secret,
     server_pids,
     settle_writes,
-    sql_counters,
+    sql_counters_of,
 )
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from bench.servers import FLEET_ENV, admin_secret, fleet_env, mysql_server
+from dbuser_operator.controllers.resources import DATABASE_USERS, MYSQL_SERVERS
 from dbuser_operator.runtime.client import REQUESTS, KubeClient, PatchType
 from dbuser_operator.runtime.resources import NAMESPACES, SECRETS
 
@@ -133,6 +134,7 @@ class Population:
     namespace: str
     tag: str
     size: int
+    servers: list[MySQLAddress]  # user i is on servers[i mod len]
     passwords: dict[str, str] = field(default_factory=dict)  # MySQL user -> password
     created_at: dict[str, float] = field(default_factory=dict)  # object name -> monotonic time
 
@@ -145,6 +147,9 @@ class Population:
 
     def names(self) -> list[str]:
         return [self.name(i) for i in range(self.size)]
+
+    def server(self, index: int) -> MySQLAddress:
+        return self.servers[index % len(self.servers)]
 
 
 class Bench:
@@ -159,6 +164,8 @@ class Bench:
         workdir: Path,
         options: Options,
         say: Callable[[str], None],
+        fleet: list[MySQLAddress] | None = None,
+        mysql_pids: list[int] | None = None,
     ) -> None:
         self.api = api
         self.kube = KubeClient(api, timeout=60)
@@ -168,13 +175,31 @@ class Bench:
         self.options = options
         self.say = say
         self.run_id = secrets.token_hex(2)
+        self.fleet = fleet or [mysql]  # with many servers (--servers K), each has its MySQLServer resource
         self.servers = server_pids(workdir)  # empty when the servers are not ours (KUBECONFIG, MYSQL_URL)
+        if mysql_pids:  # by name: one of them may also be the "mysqld" found above
+            self.servers.pop("mysqld", None)
+            self.servers.update({f"mysqld-{self.fleet[i].name}": pid for i, pid in enumerate(mysql_pids)})
         self.random = random.Random(20240601)  # noqa: S311 - sampling, not security
 
     # --- environment -------------------------------------------------------------------------------------
 
     async def prepare(self) -> None:
-        await admin_sql(self.mysql, f"CREATE DATABASE IF NOT EXISTS `{BENCH_DATABASE}`")
+        for server in self.fleet:
+            await admin_sql(server, f"CREATE DATABASE IF NOT EXISTS `{BENCH_DATABASE}`")
+
+    @property
+    def many(self) -> bool:
+        """Whether the users are spread over several servers (by ``spec.serverRef``)."""
+        return len(self.fleet) > 1
+
+    async def create_server_resources(self, namespace: str) -> None:
+        """With many servers: a MySQLServer per server in ``namespace`` (and its admin Secret)."""
+        if not self.many:
+            return
+        for server in self.fleet:
+            await self.kube.create(SECRETS, admin_secret(server), namespace)
+            await self.kube.create(MYSQL_SERVERS, mysql_server(server), namespace)
 
     async def apiserver_writes(self) -> dict[str, float]:
         """Write requests the API server has served, by resource (Leases excluded)."""
@@ -193,6 +218,7 @@ class Bench:
     async def new_namespace(self, kind: str, size: int, mode: str = "") -> str:
         name = f"bench-{self.run_id}-{SHORT[kind]}{mode}-{size}"
         await self.kube.create(NAMESPACES, {"metadata": {"name": name}})
+        await self.create_server_resources(name)
         return name
 
     async def _parallel(self, count: int, work: Callable[[int], Awaitable[None]], width: int) -> None:
@@ -211,20 +237,27 @@ class Bench:
             population.passwords[user] = password
             await self.kube.create(SECRETS, secret(f"pw-{name}", password), population.namespace)
             population.created_at[name] = time.monotonic()
+            server = population.server(index).name if self.many else ""
             await self.kube.create(
-                DATABASE_USERS, database_user(name, user, f"pw-{name}"), population.namespace
+                DATABASE_USERS, database_user(name, user, f"pw-{name}", server), population.namespace
             )
 
         await self._parallel(population.size, create, self.options.create_concurrency)
 
+    def warm_up_names(self) -> list[str]:
+        """The warm-up objects: one per server (``warmup`` alone with one server)."""
+        return [WARMUP + (str(index) if index else "") for index in range(len(self.fleet))]
+
     async def warm_up(self, namespace: str, tag: str, watch: ReadyWatch, implementation: str) -> None:
-        """One object through the whole path first: connections, caches and schemas are warm."""
-        await self.kube.create(SECRETS, secret(f"pw-{WARMUP}", secrets.token_urlsafe(16)), namespace)
-        await self.kube.create(
-            DATABASE_USERS, database_user(WARMUP, f"{tag}_warm", f"pw-{WARMUP}"), namespace
-        )
-        if not await watch.wait_for(lambda: WARMUP in watch.ready_at, 120):
-            raise TimeoutError(f"{implementation}: the warm-up DatabaseUser was not Ready within 120 s")
+        """One object per server through the whole path first: connections, caches and schemas are warm."""
+        names = self.warm_up_names()
+        for index, name in enumerate(names):
+            await self.kube.create(SECRETS, secret(f"pw-{name}", secrets.token_urlsafe(16)), namespace)
+            server = self.fleet[index].name if self.many else ""
+            user = database_user(name, f"{tag}_warm{index or ''}", f"pw-{name}", server)
+            await self.kube.create(DATABASE_USERS, user, namespace)
+        if not await watch.wait_for(lambda: set(names) <= watch.ready_at.keys(), 120):
+            raise TimeoutError(f"{implementation}: the warm-up DatabaseUsers were not Ready within 120 s")
         await self.settle_writes()
 
     async def wait_all_ready(
@@ -251,15 +284,8 @@ class Bench:
 
     async def cleanup(self, namespace: str, tag: str) -> None:
         """Drop the run's accounts and ownership rows; remove its objects (finalizers first) and namespace."""
-        rows = await admin_sql(
-            self.mysql, ("SELECT User, Host FROM mysql.user WHERE User LIKE %s", (f"{tag}\\_%",))
-        )
-        for start in range(0, len(rows), 200):
-            accounts = ", ".join(f"'{user}'@'{host}'" for user, host in rows[start : start + 200])
-            await admin_sql(self.mysql, f"DROP USER IF EXISTS {accounts}")
-        with contextlib.suppress(Exception):
-            forget = f"DELETE FROM `{OWNERSHIP_SCHEMA}`.accounts WHERE user LIKE %s"  # noqa: S608 - a constant
-            await admin_sql(self.mysql, (forget, (f"{tag}\\_%",)))
+        for server in self.fleet:
+            await self._drop_accounts(server, tag)
         listed = await self.kube.list(DATABASE_USERS, namespace)
         items = [item for item in listed.get("items") or [] if item["metadata"].get("finalizers")]
 
@@ -274,10 +300,32 @@ class Bench:
                 )
 
         await self._parallel(len(items), release, 16)
-        for resource in (DATABASE_USERS, SECRETS):
+        for server in self.fleet if self.many else []:  # the operator is gone: nobody would remove it
+            with contextlib.suppress(client.ApiException):
+                await self.kube.patch(
+                    MYSQL_SERVERS,
+                    server.name,
+                    {"metadata": {"finalizers": None}},
+                    PatchType.MERGE,
+                    namespace=namespace,
+                )
+        for resource in (DATABASE_USERS, *([MYSQL_SERVERS] if self.many else []), SECRETS):
             await self.kube.request("DELETE", resource.path(namespace))
         with contextlib.suppress(client.ApiException):
             await self.kube.delete(NAMESPACES, namespace)
+
+    @staticmethod
+    async def _drop_accounts(server: MySQLAddress, tag: str) -> None:
+        """Drop the run's accounts on ``server`` and forget them in its ownership table."""
+        rows = await admin_sql(
+            server, ("SELECT User, Host FROM mysql.user WHERE User LIKE %s", (f"{tag}\\_%",))
+        )
+        for start in range(0, len(rows), 200):
+            accounts = ", ".join(f"'{user}'@'{host}'" for user, host in rows[start : start + 200])
+            await admin_sql(server, f"DROP USER IF EXISTS {accounts}")
+        with contextlib.suppress(Exception):
+            forget = f"DELETE FROM `{OWNERSHIP_SCHEMA}`.accounts WHERE user LIKE %s"  # noqa: S608 - a constant
+            await admin_sql(server, (forget, (f"{tag}\\_%",)))
 
     def implementation(self, kind: str, namespace: str, log_name: str) -> processes.Implementation:
         common = {"concurrency": self.options.concurrency, "log_name": log_name}
@@ -294,6 +342,8 @@ class Bench:
         else:
             factory = processes.floor if kind == "floor" else processes.kopf_peer
             implementation = factory(self.workdir, self.kubeconfig, self.mysql, namespace, **common)  # type: ignore[arg-type]
+            if kind == "floor" and self.many:
+                implementation.env[FLEET_ENV] = fleet_env(self.fleet)
         if self.options.profile_dir is not None:
             self.options.profile_dir.mkdir(parents=True, exist_ok=True)
             implementation.profile_path = self.options.profile_dir / f"{log_name}.txt"
@@ -305,7 +355,7 @@ class Bench:
         """Create ``size`` DatabaseUsers (and Secrets) and time them to Ready under one implementation."""
         namespace = await self.new_namespace(kind, size)
         tag = f"{SHORT[kind]}{size}{self.run_id}"
-        population = Population(namespace, tag, size)
+        population = Population(namespace, tag, size, self.fleet)
         watch = ReadyWatch(self.kube, namespace)
         await watch.start()
         implementation = self.implementation(kind, namespace, f"{SHORT[kind]}-{size}")
@@ -323,7 +373,7 @@ class Bench:
     async def backlog(self, kind: str, size: int) -> dict[str, Any]:
         """Processing alone: ``size`` DatabaseUsers created first, then the implementation started."""
         namespace = await self.new_namespace(kind, size, "b")
-        population = Population(namespace, f"{SHORT[kind]}b{size}{self.run_id}", size)
+        population = Population(namespace, f"{SHORT[kind]}b{size}{self.run_id}", size, self.fleet)
         watch = ReadyWatch(self.kube, namespace)
         await watch.start()
         implementation = self.implementation(kind, namespace, f"{SHORT[kind]}-backlog-{size}")
@@ -333,7 +383,7 @@ class Bench:
             await self.create_population(population)
             await asyncio.sleep(1.0)
             load_before = os.getloadavg()[0]
-            sql_before = await sql_counters(self.mysql)
+            sql_before = await sql_counters_of(self.fleet)
             api_before, harness_before = await self.apiserver_writes(), self.harness_writes()
             servers_before = cpu_seconds(self.servers)
             await implementation.start()
@@ -343,8 +393,8 @@ class Bench:
             process = implementation.sample()
             servers = counter_delta(servers_before, cpu_seconds(self.servers))
             settle = await self.settle_writes()  # trailing (background) Events are part of the work
-            sql = counter_delta(sql_before, await sql_counters(self.mysql))
-            sql["Questions"] -= 1
+            sql = counter_delta(sql_before, await sql_counters_of(self.fleet))
+            sql["Questions"] -= len(self.fleet)
             api_by_resource = {
                 k: v for k, v in counter_delta(api_before, await self.apiserver_writes()).items() if v
             }
@@ -395,7 +445,7 @@ class Bench:
         self.say(
             f"  {implementation.kind}: creating {size} DatabaseUsers and Secrets in {population.namespace}"
         )
-        sql_before = await sql_counters(self.mysql)
+        sql_before = await sql_counters_of(self.fleet)
         api_before, harness_before = await self.apiserver_writes(), self.harness_writes()
         metrics_before = await implementation.metrics() if implementation.metrics_port else None
         process_before = implementation.sample()
@@ -412,7 +462,7 @@ class Bench:
         process_after = implementation.sample()
         servers = counter_delta(servers_before, cpu_seconds(self.servers))
         settle = await self.settle_writes()  # trailing (background) Events are part of the work
-        sql_after = await sql_counters(self.mysql)
+        sql_after = await sql_counters_of(self.fleet)
         api_after, harness_after = await self.apiserver_writes(), self.harness_writes()
         metrics_after = await implementation.metrics() if implementation.metrics_port else None
         implementation.check_running()
@@ -420,7 +470,7 @@ class Bench:
         ready_names = names & watch.ready_at.keys()
         latencies = [watch.ready_at[name] - population.created_at[name] for name in ready_names]
         sql = counter_delta(sql_before, sql_after)
-        sql["Questions"] -= 1  # the second SHOW GLOBAL STATUS itself
+        sql["Questions"] -= len(self.fleet)  # the second SHOW GLOBAL STATUS itself
         api_by_resource = {k: v for k, v in counter_delta(api_before, api_after).items() if v}
         harness = harness_after - harness_before
         api_writes = sum(api_by_resource.values()) - harness
@@ -444,6 +494,9 @@ class Bench:
             "api_writes": api_writes,
             "api_writes_per_user": api_writes / size,
             "apiserver_writes_by_resource": api_by_resource,
+            "server_resource_writes": sum(
+                v for k, v in api_by_resource.items() if k.startswith("mysqlservers")
+            ),
             "harness_writes": harness,
             "sql": sql,
             "sql_statements_per_user": sql["Questions"] / size,
@@ -476,7 +529,7 @@ class Bench:
         ok = 0
         for index in indexes:
             user = population.user(index)
-            ok += await can_log_in(self.mysql, user, population.passwords[user])
+            ok += await can_log_in(population.server(index), user, population.passwords[user])
         return len(indexes), ok
 
     # --- rotation ----------------------------------------------------------------------------------------
@@ -486,7 +539,7 @@ class Bench:
         population = run.population
         samples = min(self.options.rotation_samples, population.size)
         self.say(f"  rotation: {samples} Secrets, one at a time (N={population.size} Ready)")
-        sql_before = await sql_counters(self.mysql)
+        sql_before = await sql_counters_of(self.fleet)
         metrics_before = await run.implementation.metrics()
         latencies: list[float] = []
         attempts = 0
@@ -505,7 +558,7 @@ class Bench:
             deadline = started + 30
             while True:
                 attempts += 1
-                if await can_log_in(self.mysql, user, password):
+                if await can_log_in(population.server(index), user, password):
                     latencies.append(time.monotonic() - started)
                     population.passwords[user] = password
                     break
@@ -514,7 +567,7 @@ class Bench:
                     break
                 await asyncio.sleep(0.002)
         await self.settle_writes()
-        sql = counter_delta(sql_before, await sql_counters(self.mysql))
+        sql = counter_delta(sql_before, await sql_counters_of(self.fleet))
         metrics_after = await run.implementation.metrics()
         result = {
             "n": population.size,
@@ -543,14 +596,14 @@ class Bench:
         self.say(f"  idle: {seconds:g} s with N={run.population.size} Ready, no changes")
         await self.settle_writes()  # the previous scenario's trailing work ends first
         await asyncio.sleep(2.0)
-        sql_before = await sql_counters(self.mysql)
+        sql_before = await sql_counters_of(self.fleet)
         metrics_before = await run.implementation.metrics()
         api_before, harness_before = await self.apiserver_writes(), self.harness_writes()
         process_before = run.implementation.sample()
         await asyncio.sleep(seconds)
         process_after = run.implementation.sample()
-        sql = counter_delta(sql_before, await sql_counters(self.mysql))
-        sql["Questions"] -= 1
+        sql = counter_delta(sql_before, await sql_counters_of(self.fleet))
+        sql["Questions"] -= len(self.fleet)
         metrics_after = await run.implementation.metrics()
         api_after, harness_after = await self.apiserver_writes(), self.harness_writes()
         wall = process_after.at - process_before.at
@@ -584,15 +637,30 @@ class Bench:
         )
         return result
 
+    async def wait_server_status(self, namespace: str, limit: float = 120.0) -> None:
+        """With many servers: until every MySQLServer's ``status.accounts`` is what its server records (the
+        periodic health check refreshes it): a count written late is not the restart's doing."""
+        deadline = time.monotonic() + limit
+        for server in self.fleet if self.many else []:
+            owned = await _owned(server)
+            while time.monotonic() < deadline:
+                current = await self.kube.get(MYSQL_SERVERS, server.name, namespace)
+                if (current.get("status") or {}).get("accounts") == owned:
+                    break
+                await asyncio.sleep(1.0)
+            else:
+                self.say(f"  {server.name}: status.accounts still not {owned} after {limit:g} s")
+
     # --- cold start --------------------------------------------------------------------------------------
 
     async def cold_start(self, run: Run) -> dict[str, Any]:
         """Restart the operator with everything Ready: time until every object was checked, and the cost."""
-        count = run.population.size + 1  # the warm-up object too
+        count = run.population.size + len(self.warm_up_names())  # the warm-up objects too
         self.say(f"  cold start: restarting the operator with {count} DatabaseUsers Ready")
+        await self.wait_server_status(run.population.namespace)
         await run.implementation.stop()
         await asyncio.sleep(1.0)
-        sql_before = await sql_counters(self.mysql)
+        sql_before = await sql_counters_of(self.fleet)
         api_before, harness_before = await self.apiserver_writes(), self.harness_writes()
         implementation = self.implementation(
             "operator", run.population.namespace, f"op-{run.population.size}-restart"
@@ -620,8 +688,8 @@ class Bench:
         await asyncio.sleep(2.0)
         sample = implementation.sample()
         metrics = await implementation.metrics()
-        sql = counter_delta(sql_before, await sql_counters(self.mysql))
-        sql["Questions"] -= 1
+        sql = counter_delta(sql_before, await sql_counters_of(self.fleet))
+        sql["Questions"] -= len(self.fleet)
         api_after, harness_after = await self.apiserver_writes(), self.harness_writes()
         result = {
             "n": count,
@@ -646,6 +714,14 @@ class Bench:
             f"peak RSS {result['peak_rss_mib']:.0f} MiB"
         )
         return result
+
+
+async def _owned(server: MySQLAddress) -> int:
+    """The accounts and roles the bookkeeping on ``server`` records (what a MySQLServer's status counts)."""
+    schema = f"`{OWNERSHIP_SCHEMA}`"
+    query = f"SELECT (SELECT COUNT(*) FROM {schema}.accounts) + (SELECT COUNT(*) FROM {schema}.roles)"  # noqa: S608 - constants
+    rows = await admin_sql(server, query)
+    return int(rows[0][0])
 
 
 async def _answers(implementation: processes.Implementation) -> bool:

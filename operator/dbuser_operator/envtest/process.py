@@ -34,6 +34,11 @@ class ManagedProcess:
         """Whether the process was started and has not exited."""
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        """The process id while it runs (of the final program, for a server in a root), else None."""
+        return self._process.pid if self.running and self._process is not None else None
+
     def start(self) -> None:
         """Start the process; its stdout and stderr are appended to the log file."""
         if self.running:
