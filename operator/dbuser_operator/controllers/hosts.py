@@ -10,8 +10,10 @@ The bookkeeping table, not status, says which accounts the resource owns (a clai
 first status write): a host removed from the spec whose account the resource still owns is dropped
 (deletionPolicy Delete) or released (Retain: ownership forgotten, the account left) on the next pass, and
 deletion handles every owned host, a removed one whose drop failed earlier included. ``status.hosts``
-shows them. Once the account of a removed host is gone or released, ``on_release`` is told, so that the
-resources refused for it (``AccountClaimed``) are looked at again.
+shows them. While ``metadata.generation`` is 1 the spec never changed, so no host can have left it: the
+owned hosts are the spec's that were not refused, and the table is not read. Once the account of a
+removed host is gone or released, ``on_release`` is told, so that the resources refused for it
+(``AccountClaimed``) are looked at again.
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ class HostsStep:
         before = after = ctx.status.applied_secret
         held = {host.lower() for host in (ctx.status.hosts if ctx.status.hosts is not None else [ctx.host])}
         failed_held = False
+        refused: set[str] = set()
         for host in ctx.user.spec.account_hosts():
             per_host = for_host(ctx, host)
             ctx.status.applied_secret = before if host.lower() in held else None
@@ -102,6 +105,7 @@ class HostsStep:
                     merge_back(ctx, per_host)
             except ConditionError as error:
                 errors.append(error)
+                refused.add(host.lower())
                 failed_held = failed_held or host.lower() in held
                 if error.reason not in PER_ACCOUNT_REFUSALS:
                     ctx.status.applied_secret = before
@@ -109,7 +113,11 @@ class HostsStep:
             else:
                 after = ctx.status.applied_secret
         ctx.status.applied_secret = before if failed_held else after
-        ctx.status.hosts = await self._remove_left(ctx, errors)
+        if ctx.user.metadata.generation == 1:  # the spec never changed: no host ever left it
+            owned = (h for h in ctx.user.spec.account_hosts() if h.lower() not in refused)
+            ctx.status.hosts = sorted(owned, key=str.lower)  # in the table's order
+        else:
+            ctx.status.hosts = await self._remove_left(ctx, errors)
         if errors:
             raise combined(errors)
 

@@ -6,6 +6,10 @@ account owned by another DatabaseUser is reported as claimed and left alone. Whe
 exists is asked of the API server, not of the cache: the cache holds only this instance's scope, and an
 owner under another target label or in an unwatched namespace is alive all the same.
 
+A resource's first pass (no status written yet) claims in one statement that writes the row only while
+the account does not exist (:func:`~dbuser_operator.mysql.ownership.claim_new`); a row of an earlier pass
+or an existing account sends it down the usual way: look, then claim.
+
 A claim is this pass's own only when this pass wrote the row (``ctx.claimed``); a row that already names
 this resource (an earlier pass that crashed, another replica) says the account is ours, not that this pass
 may assume anything about it: the account step looks at the live account instead.
@@ -89,6 +93,9 @@ class OwnershipStep:
         db, schema = ctx.target.db, ctx.target.schema
         try:
             await ctx.target.ensure_schema()
+            if ctx.status.observed_generation is None and await self._claim_new(ctx, user, host):
+                ctx.status.user, ctx.status.host = user, ctx.user.spec.host
+                return
             found = await ownership.lookup(db, schema, user, host, await ctx.target.server())
             ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
             ctx.plugin = found.plugin
@@ -118,6 +125,18 @@ class OwnershipStep:
             )
             raise ConditionError("AccountClaimed", f"{ctx.account} is managed by {holder}{hint}", retry=False)
         ctx.status.user, ctx.status.host = user, ctx.user.spec.host
+
+    @staticmethod
+    async def _claim_new(ctx: Context, user: str, host: str) -> bool:
+        """A resource's first pass: claim an account that nobody owns and that does not exist, in one
+        statement (no look first). False when either is there: then the usual look and claim."""
+        server = await ctx.target.server()
+        if not await ownership.claim_new(
+            ctx.target.db, ctx.target.schema, user, host, owner(ctx), server=server
+        ):
+            return False
+        ctx.account_exists, ctx.password_intact, ctx.plugin, ctx.claimed = False, None, None, True
+        return True
 
     async def _claim(self, ctx: Context, user: str, host: str) -> ownership.Owner:
         """Claim the account; ``ctx.claimed`` only if this call wrote the row. Who owns it now."""

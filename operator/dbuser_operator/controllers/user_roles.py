@@ -58,6 +58,8 @@ class RolesStep:
 
     async def ensure(self, ctx: Context) -> None:
         spec = ctx.user.spec
+        if ctx.created and not spec.roles:  # made by this pass: it holds no role, and none is wanted
+            return
         user, host = ctx.user.effective_user(), ctx.host
         namespace = ctx.user.metadata.namespace or ""
         try:

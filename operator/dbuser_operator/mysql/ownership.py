@@ -183,6 +183,36 @@ async def claim(
     raise ServerError(f"the ownership of '{user}'@'{host}' keeps changing")
 
 
+async def claim_new(
+    db: Database, schema: str, user: str, host: str, owner: Owner, *, server: ServerInfo
+) -> bool:
+    """Claim ``'user'@'host'`` for ``owner`` only if nobody owns it and the account does not exist, in one
+    statement; whether it did (False: look, then :func:`claim`, as for any other account).
+
+    The fast path of a new resource's first pass: the row is written only while the account is absent, so
+    a claim never lands on an account somebody else made, even if the process dies right after.
+    """
+    user, host = _key(user, host)
+    inserted = await db.execute(
+        Statement(
+            "INSERT INTO {table} (user, host, owner_uid, namespace, name)"
+            " SELECT %s, %s, %s, %s, %s FROM DUAL"
+            " WHERE NOT EXISTS (SELECT 1 FROM {accounts} u WHERE u.User = %s AND u.Host = %s)"
+            " ON DUPLICATE KEY UPDATE owner_uid = owner_uid",
+            user,
+            host,
+            owner.uid,
+            owner.namespace,
+            owner.name,
+            user,
+            host.lower(),
+            table=table(schema),
+            accounts=catalog.accounts_table(server),
+        )
+    )
+    return inserted == 1
+
+
 async def forget(
     db: Database, schema: str, user: str, host: str, owner_uid: str, *, table_name: str = TABLE
 ) -> bool:

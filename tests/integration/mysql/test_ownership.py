@@ -15,6 +15,7 @@ from dbuser_operator.mysql.ownership import (
     OwnedAccount,
     Owner,
     claim,
+    claim_new,
     ensure_schema,
     forget,
     list_owned,
@@ -103,6 +104,44 @@ async def test_claim_owner_of_forget_and_list(db: Database, owned_schema: str) -
     assert await forget(db, owned_schema, "app", "%", ALICE.uid) is False
     assert await owner_of(db, owned_schema, "app", "%") is None
     assert await claim(db, owned_schema, "app", "%", BOB) == Claim(BOB, inserted=True)  # free again
+
+
+async def test_claim_new_claims_only_a_free_absent_account_in_one_statement(
+    db: Database, accounts_made: Accounts, owned_schema: str, server: ServerInfo
+) -> None:
+    user = accounts_made.track(accounts_made.name(), "app.example.com", "%")
+    written = db.statements_written
+    assert await claim_new(db, owned_schema, user, "App.Example.com", ALICE, server=server) is True
+    assert db.statements_written == written + 1  # no look first
+    assert await owner_of(db, owned_schema, user, "app.example.com") == ALICE
+    # A row there already (an earlier pass, another owner): no claim, the row unchanged.
+    assert await claim_new(db, owned_schema, user, "app.example.com", ALICE, server=server) is False
+    assert await claim_new(db, owned_schema, user, "app.example.com", BOB, server=server) is False
+    assert await owner_of(db, owned_schema, user, "app.example.com") == ALICE
+    # An account nobody owns (made by hand): no row is written, whatever happens next.
+    await accounts.create(db, user, "%", "pw")
+    assert await claim_new(db, owned_schema, user, "%", BOB, server=server) is False
+    assert await owner_of(db, owned_schema, user, "%") is None
+
+
+async def test_claim_new_racing_create_user_never_claims_the_account_it_lost(
+    admin_settings: ConnectionSettings, accounts_made: Accounts, owned_schema: str, server: ServerInfo
+) -> None:
+    # Somebody creates the account while the operator claims it, 20 times: the row is written only if
+    # the account was not there when the claim ran, so a row next to a hand-made account never stays.
+    async with Database(admin_settings) as operator, Database(admin_settings) as somebody:
+        for _ in range(20):
+            user = accounts_made.track(accounts_made.name(), "%")
+            claimed, _ = await asyncio.gather(
+                claim_new(operator, owned_schema, user, "%", ALICE, server=server),
+                accounts.create(somebody, user, "%", "pw"),
+            )
+            found = await lookup(operator, owned_schema, user, "%", server)
+            assert found.exists
+            if not claimed:
+                assert found.owner is None
+            else:  # claimed before the account came: the operator's CREATE USER will fail and withdraw it
+                assert found.owner == ALICE
 
 
 async def test_user_names_are_case_sensitive_and_hosts_are_not(db: Database, owned_schema: str) -> None:

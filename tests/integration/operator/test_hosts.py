@@ -185,11 +185,17 @@ async def test_an_owned_account_of_a_host_no_longer_in_the_spec_is_found_and_dro
     operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer, secret: str
 ) -> None:
     """What the bookkeeping table says the resource owns counts, not status: an account left by a removal
-    whose drop failed (made here by hand) is dropped by the drift check's next pass."""
+    whose drop failed (made here by hand, after the removal) is dropped by the drift check's next pass."""
     name = unique("leftover")
-    await kube_client.create(DATABASE_USERS, database_user(name, "pw", host="10.1.%"), namespace)
+    body = database_user(name, "pw", host="10.1.%", hosts=["10.9.%"])
+    await kube_client.create(DATABASE_USERS, body, namespace)
     obj = await wait_for_ready(kube_client, namespace, name)
     uid = obj["metadata"]["uid"]
+    await kube_client.patch(
+        DATABASE_USERS, name, {"spec": {"hosts": None}}, PatchType.MERGE, namespace=namespace
+    )
+    await until(lambda: not account_exists(mysql, name, "10.9.%"), what="the removed host's account dropped")
+    # As if that drop had failed: the account and its row are back; status no longer names the host.
     mysql_query(mysql, f"CREATE USER '{name}'@'10.9.%' IDENTIFIED BY 'left-over-9'")
     mysql_query(
         mysql,
