@@ -87,6 +87,7 @@ from dbuser_operator.runtime.predicates import (
 )
 from dbuser_operator.runtime.referenced import ReferencedInformer
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey
+from dbuser_operator.runtime.workqueue import RateLimitingQueue
 from dbuser_operator.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -158,6 +159,18 @@ def database_factory(settings: Settings, fence: Fence) -> DatabaseFactory:
     return open_database
 
 
+def queue_and_recorder(
+    settings: Settings, kube: KubeClient
+) -> tuple[RateLimitingQueue[ObjectKey], EventRecorder]:
+    """The DatabaseUser controller's queue, and the Event recorder: Events wait while users are queued for
+    a reconcile (at most a minute), so that under a backlog status writes (what users wait for) go first."""
+    queue = RateLimitingQueue[ObjectKey](CONTROLLER_NAME)
+    recorder = EventRecorder(
+        kube, "dbuser-operator", host=settings.leader_election_identity, yield_to=lambda: len(queue) > 0
+    )
+    return queue, recorder
+
+
 def build_manager(
     settings: Settings,
     kube: KubeClient,
@@ -212,7 +225,7 @@ def build_manager(
         for other in users.store.by_index(ACCOUNT_INDEX, account_key(server, user, host)):
             controller.queue.add(ObjectKey.of(other))
 
-    recorder = EventRecorder(kube, "dbuser-operator", host=settings.leader_election_identity)
+    queue, recorder = queue_and_recorder(settings, kube)
     resolver = ServerResolver(
         server_registry(settings, db, secret_reader(reader, secrets), fence),
         *servers_of(reader, settings, scope, users, roles) if server_resources else (),
@@ -266,7 +279,7 @@ def build_manager(
         policy=policy,
     )
     controller = Controller(
-        CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
+        CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles, queue=queue
     )
     # Our own status writes change neither generation, labels, annotations nor deletion: no echo reconcile.
     # A user waits while a Secret it names is fetched; the fetch's event (through users_of) brings it back.

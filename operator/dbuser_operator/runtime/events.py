@@ -8,6 +8,12 @@ Event has expired meanwhile, a new one is created.
 ``emit`` queues an event for a few background writers: each object's events go to one writer, in order, so
 they aggregate exactly as if written one by one, while different objects' events are written concurrently.
 A queued event holds an ``ObjectReference`` (a handful of strings), not the object, so the bound is large.
+
+Events yield to the work they describe: given ``yield_to`` (a predicate, e.g. "reconciles are queued"),
+a writer holds its next event while the predicate is true, up to ``max_delay`` seconds after the event was
+emitted, so that under a backlog the API server serves status writes (what users wait for) before Events.
+Nothing is dropped for it, and an Event's timestamps are those of its emission, not of its write. Closing
+stops the yielding.
 Under a manager, ``run`` owns the writers (a supervised runnable: a writer that dies ends ``run`` with its
 error, and the manager restarts it); without one, ``emit`` starts them itself and logs a writer that dies.
 """
@@ -17,10 +23,12 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final, Literal, NamedTuple
 
 import aiohttp
@@ -41,6 +49,8 @@ DEFAULT_CACHE_SIZE: Final = 4096
 # cost about what the 1024 whole objects once queued did, and hold a burst of thousands of objects' events.
 PENDING_LIMIT: Final = 16384
 DEFAULT_WRITERS: Final = 4  # concurrent Event writes (one request each), beside the reconcile workers'
+DEFAULT_MAX_DELAY: Final = 60.0  # the longest an event yields to queued work (``yield_to``), in seconds
+_YIELD_POLL_SECONDS: Final = 0.1
 _MAX_NAME_LENGTH: Final = 253
 _NAME_SUFFIX_LENGTH: Final = 17  # "." and 16 hex digits
 
@@ -80,6 +90,8 @@ class _Pending(NamedTuple):
     type: EventType
     reason: str
     message: str
+    emitted: float  # time.monotonic() at emit: how long it has yielded
+    at: datetime  # when it happened: its timestamps
 
 
 class _Identity(NamedTuple):
@@ -108,7 +120,8 @@ class _Recorded:
 class EventRecorder:
     """Records core/v1 Events about objects on behalf of ``component`` (running on ``host``).
 
-    ``writers`` background tasks write emitted events; at most ``pending_limit`` may wait for them.
+    ``writers`` background tasks write emitted events; at most ``pending_limit`` may wait for them. While
+    ``yield_to()`` is true, a writer holds its next event, at most ``max_delay`` seconds after its emission.
     """
 
     def __init__(
@@ -120,6 +133,8 @@ class EventRecorder:
         *,
         writers: int = DEFAULT_WRITERS,
         pending_limit: int = PENDING_LIMIT,
+        yield_to: Callable[[], bool] | None = None,
+        max_delay: float = DEFAULT_MAX_DELAY,
     ) -> None:
         if writers < 1:
             raise ValueError(f"writers must be at least 1, not {writers}")
@@ -128,6 +143,8 @@ class EventRecorder:
         self.host = host
         self.cache_size = cache_size
         self.pending_limit = pending_limit
+        self.yield_to = yield_to
+        self.max_delay = max_delay
         self._recorded: OrderedDict[_Identity, _Recorded] = OrderedDict()
         self._locks: dict[_Identity, tuple[asyncio.Lock, int]] = {}
         # One queue per writer: an object's events all go to the same one, so they stay in order.
@@ -157,7 +174,16 @@ class EventRecorder:
             return
         involved = ObjectReference.of(obj)
         shard = self._shard(involved)
-        self._queues[shard].put_nowait(_Pending(involved, type_, reason, message[:MAX_MESSAGE_LENGTH]))
+        self._queues[shard].put_nowait(
+            _Pending(
+                involved,
+                type_,
+                reason,
+                message[:MAX_MESSAGE_LENGTH],
+                emitted=time.monotonic(),
+                at=datetime.now(UTC),
+            )
+        )
         if not self._supervised:
             writer = self._writers[shard]
             if writer is None or writer.done():
@@ -197,6 +223,7 @@ class EventRecorder:
         ``flush=False`` drops what is pending instead and cancels the writes under way (the leader lease
         is lost: no more writes).
         """
+        self._closed = True  # no more yielding: what is written is written now
         if not flush:
             dropped = self.pending
             for queue in self._queues:
@@ -211,7 +238,6 @@ class EventRecorder:
                     await self.flush()
             except TimeoutError:
                 _log.warning("events not recorded at shutdown", pending=self.pending)
-        self._closed = True
         writers = [writer for writer in self._writers if writer is not None]
         for writer in writers:
             writer.cancel()
@@ -227,16 +253,33 @@ class EventRecorder:
         while True:
             pending = await queue.get()
             try:
-                await self.event(pending.involved, pending.type, pending.reason, pending.message)
+                await self._wait_turn(pending.emitted)
+                await self.event(
+                    pending.involved, pending.type, pending.reason, pending.message, at=pending.at
+                )
             except Exception as error:  # the writer must outlive any one event
                 _log.warning("event not recorded", reason=pending.reason, error=type(error).__name__)
             finally:
                 queue.task_done()
 
+    async def _wait_turn(self, emitted: float) -> None:
+        """Hold while ``yield_to()`` says work is waiting, until ``max_delay`` after ``emitted``."""
+        if self.yield_to is None:
+            return
+        while not self._closed and self.yield_to() and time.monotonic() - emitted < self.max_delay:  # noqa: ASYNC110 - a predicate, polled
+            await asyncio.sleep(_YIELD_POLL_SECONDS)
+
     async def event(
-        self, obj: dict[str, Any] | ObjectReference, type_: EventType, reason: str, message: str
+        self,
+        obj: dict[str, Any] | ObjectReference,
+        type_: EventType,
+        reason: str,
+        message: str,
+        *,
+        at: datetime | None = None,
     ) -> None:
-        """Record an event about ``obj`` (or a reference to it); never raises for an API failure."""
+        """Record an event about ``obj`` (or a reference to it) that happened ``at`` (default: now); never
+        raises for an API failure."""
         if type_ not in EVENT_TYPES:
             raise ValueError(f"invalid event type {type_!r}: must be Normal or Warning")
         involved = ObjectReference.of(obj)
@@ -255,7 +298,7 @@ class EventRecorder:
         # One write at a time per identity, so that concurrent identical events aggregate too.
         async with self._lock(identity):
             try:
-                await self._write(identity, involved)
+                await self._write(identity, involved, at)
             except (ApiException, aiohttp.ClientError, OSError, TimeoutError, json.JSONDecodeError) as error:
                 _log.warning(
                     "event not recorded",
@@ -266,8 +309,8 @@ class EventRecorder:
                     error=f"HTTP {error.status}" if isinstance(error, ApiException) else type(error).__name__,
                 )
 
-    async def _write(self, identity: _Identity, involved: ObjectReference) -> None:
-        now = format_time()
+    async def _write(self, identity: _Identity, involved: ObjectReference, at: datetime | None) -> None:
+        now = format_time(at)
         recorded = self._recorded.get(identity)
         namespace = identity.namespace or "default"
         if recorded is not None:

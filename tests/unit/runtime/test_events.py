@@ -13,6 +13,7 @@ import pytest
 
 from dbuser_operator.runtime import events
 from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.conditions import format_time
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.events import DEFAULT_WRITERS, EventRecorder, ObjectReference
 from dbuser_operator.runtime.resources import Resource
@@ -287,3 +288,45 @@ async def test_closing_without_flush_drops_what_waits_and_writes_nothing_more(lo
     await asyncio.sleep(0.1)
     assert len(sink.events) == 0  # the writes under way were cancelled, the waiting ones dropped
     assert all(writer.done() for writer in writers)
+
+
+async def test_events_yield_to_queued_work_and_keep_the_time_they_were_emitted() -> None:
+    sink = SlowEvents()
+    busy = True
+    recorder = recorder_for(sink, yield_to=lambda: busy)
+    before = format_time()
+    recorder.emit(user(1), "Normal", "AccountCreated", "created")
+    after = format_time()
+    await asyncio.sleep(1.1)  # the write is a whole second later at least
+    assert sink.events == {}  # held while work waits
+    assert recorder.pending == 0  # taken by its writer, which holds it
+
+    busy = False
+    await eventually(lambda: len(sink.events) == 1)
+    (event,) = sink.events.values()
+    assert event["firstTimestamp"] in {before, after}  # when it was emitted, not written
+    await recorder.close()
+
+
+async def test_an_event_yields_at_most_max_delay() -> None:
+    sink = SlowEvents()
+    recorder = recorder_for(sink, yield_to=lambda: True, max_delay=0.3)
+    started = asyncio.get_running_loop().time()
+    recorder.emit(user(1), "Normal", "AccountCreated", "created")
+    await recorder.flush()
+    assert len(sink.events) == 1
+    assert asyncio.get_running_loop().time() - started >= 0.3
+    await recorder.close()
+
+
+async def test_close_writes_held_events_at_once() -> None:
+    sink = SlowEvents()
+    recorder = recorder_for(sink, yield_to=lambda: True, max_delay=3600)
+    for n in range(50):
+        recorder.emit(user(n), "Normal", "AccountCreated", "created")
+    await asyncio.sleep(0.2)
+    assert sink.events == {}
+
+    await recorder.close(timeout=5)
+
+    assert len(sink.events) == 50
