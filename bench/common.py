@@ -42,6 +42,7 @@ SQL_WRITE_COUNTERS = (
 )
 SQL_COUNTERS = (*SQL_WRITE_COUNTERS, "Com_select", "Questions")
 API_WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+API_READ_VERBS = ("GET", "LIST", "WATCH")
 
 
 def database_user(name: str, user: str, secret: str, server: str = "") -> dict[str, Any]:
@@ -307,6 +308,16 @@ def parse_metrics(text: str, names: set[str]) -> list[tuple[str, dict[str, str],
 
 async def apiserver_writes(api: client.ApiClient) -> dict[str, float]:
     """Write requests the API server has served, by resource (Leases excluded: its own heartbeats)."""
+    return await apiserver_requests(api, {*API_WRITE_METHODS, "APPLY"})
+
+
+async def apiserver_reads(api: client.ApiClient) -> dict[str, float]:
+    """Read requests (GET, LIST, WATCH) the API server has served, by resource (Leases excluded)."""
+    return await apiserver_requests(api, set(API_READ_VERBS))
+
+
+async def apiserver_requests(api: client.ApiClient, verbs: set[str]) -> dict[str, float]:
+    """Requests of ``verbs`` the API server has served, by resource (Leases excluded)."""
     response = await api.call_api(
         "/metrics",
         "GET",
@@ -318,14 +329,14 @@ async def apiserver_writes(api: client.ApiClient) -> dict[str, float]:
     )
     async with response:
         text = (await response.read()).decode()
-    writes: dict[str, float] = {}
+    counts: dict[str, float] = {}
     for _, labels, value in parse_metrics(text, {"apiserver_request_total"}):
-        if labels.get("verb") in {*API_WRITE_METHODS, "APPLY"} and labels.get("resource") != "leases":
+        if labels.get("verb") in verbs and labels.get("resource") != "leases":
             resource = labels.get("resource", "") + (
                 f"/{labels['subresource']}" if labels.get("subresource") else ""
             )
-            writes[resource] = writes.get(resource, 0) + value
-    return writes
+            counts[resource] = counts.get(resource, 0) + value
+    return counts
 
 
 async def settle_writes(api: client.ApiClient, *, interval: float = 1.0, limit: float = 120.0) -> float:

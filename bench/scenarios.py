@@ -31,6 +31,7 @@ from bench.common import (
     SQL_WRITE_COUNTERS,
     MySQLAddress,
     admin_sql,
+    apiserver_reads,
     apiserver_writes,
     can_log_in,
     counter_delta,
@@ -385,6 +386,7 @@ class Bench:
             load_before = os.getloadavg()[0]
             sql_before = await sql_counters_of(self.fleet)
             api_before, harness_before = await self.apiserver_writes(), self.harness_writes()
+            reads_before = await apiserver_reads(self.api)
             servers_before = cpu_seconds(self.servers)
             await implementation.start()
             names = set(population.names())
@@ -399,6 +401,9 @@ class Bench:
                 k: v for k, v in counter_delta(api_before, await self.apiserver_writes()).items() if v
             }
             api_writes = sum(api_by_resource.values()) - (self.harness_writes() - harness_before)
+            reads = {
+                k: v for k, v in counter_delta(reads_before, await apiserver_reads(self.api)).items() if v
+            }
             metrics = await implementation.metrics() if implementation.metrics_port else None
             implementation.check_running()
             logins = await self._check_logins(population)
@@ -417,6 +422,7 @@ class Bench:
                 "api_writes": api_writes,
                 "api_writes_per_user": api_writes / size,
                 "apiserver_writes_by_resource": api_by_resource,
+                "apiserver_reads_by_resource": reads,
                 "sql": sql,
                 "sql_statements_per_user": sql["Questions"] / size,
                 "cpu_seconds": process.cpu_seconds,
@@ -447,6 +453,7 @@ class Bench:
         )
         sql_before = await sql_counters_of(self.fleet)
         api_before, harness_before = await self.apiserver_writes(), self.harness_writes()
+        reads_before = await apiserver_reads(self.api)
         metrics_before = await implementation.metrics() if implementation.metrics_port else None
         process_before = implementation.sample()
         servers_before = cpu_seconds(self.servers)
@@ -464,6 +471,7 @@ class Bench:
         settle = await self.settle_writes()  # trailing (background) Events are part of the work
         sql_after = await sql_counters_of(self.fleet)
         api_after, harness_after = await self.apiserver_writes(), self.harness_writes()
+        reads = {k: v for k, v in counter_delta(reads_before, await apiserver_reads(self.api)).items() if v}
         metrics_after = await implementation.metrics() if implementation.metrics_port else None
         implementation.check_running()
 
@@ -494,6 +502,7 @@ class Bench:
             "api_writes": api_writes,
             "api_writes_per_user": api_writes / size,
             "apiserver_writes_by_resource": api_by_resource,
+            "apiserver_reads_by_resource": reads,
             "server_resource_writes": sum(
                 v for k, v in api_by_resource.items() if k.startswith("mysqlservers")
             ),

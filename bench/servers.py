@@ -10,6 +10,7 @@ the same servers (one pool each) in :data:`FLEET_ENV`.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -38,7 +39,9 @@ def provide_servers(workdir: Path, count: int) -> Iterator[tuple[list[MySQLAddre
         for index in range(count):
             flavour = FLEET_FLAVOURS[index % len(FLEET_FLAVOURS)]
             folder = workdir / f"mysql-{index}-{flavour}"
-            server = LocalMySQLServer(folder, locate(flavour), general_log=False)
+            server = LocalMySQLServer(
+                folder, locate(flavour), general_log=bool(os.environ.get("BENCH_GENERAL_LOG"))
+            )
             server.start()
             stack.callback(server.stop)
             admin = server.admin

@@ -9,9 +9,10 @@ Event has expired meanwhile, a new one is created.
 they aggregate exactly as if written one by one, while different objects' events are written concurrently.
 A queued event holds an ``ObjectReference`` (a handful of strings), not the object, so the bound is large.
 
-Events yield to the work they describe: given ``yield_to`` (a predicate, e.g. "reconciles are queued"),
-a writer holds its next event while the predicate is true, up to ``max_delay`` seconds after the event was
-emitted, so that under a backlog the API server serves status writes (what users wait for) before Events.
+Normal events yield to the work they describe: given ``yield_to`` (a predicate, e.g. "reconciles are
+queued"), a writer holds its next Normal event while the predicate is true, up to ``max_delay`` seconds
+after the event was emitted, so that under a backlog the API server serves status writes (what users wait
+for) before Events. Warnings (what somebody debugging looks for) never wait.
 Nothing is dropped for it, and an Event's timestamps are those of its emission, not of its write. Closing
 stops the yielding.
 Under a manager, ``run`` owns the writers (a supervised runnable: a writer that dies ends ``run`` with its
@@ -121,7 +122,8 @@ class EventRecorder:
     """Records core/v1 Events about objects on behalf of ``component`` (running on ``host``).
 
     ``writers`` background tasks write emitted events; at most ``pending_limit`` may wait for them. While
-    ``yield_to()`` is true, a writer holds its next event, at most ``max_delay`` seconds after its emission.
+    ``yield_to()`` is true, a writer holds its next Normal event, at most ``max_delay`` seconds after its
+    emission.
     """
 
     def __init__(
@@ -253,7 +255,8 @@ class EventRecorder:
         while True:
             pending = await queue.get()
             try:
-                await self._wait_turn(pending.emitted)
+                if pending.type == "Normal":
+                    await self._wait_turn(pending.emitted)
                 await self.event(
                     pending.involved, pending.type, pending.reason, pending.message, at=pending.at
                 )

@@ -330,3 +330,11 @@ async def test_close_writes_held_events_at_once() -> None:
     await recorder.close(timeout=5)
 
     assert len(sink.events) == 50
+
+
+async def test_warnings_never_wait() -> None:
+    sink = SlowEvents()
+    recorder = recorder_for(sink, yield_to=lambda: True, max_delay=3600)
+    recorder.emit(user(1), "Warning", "ServerNotReady", "the server is down")
+    await eventually(lambda: len(sink.events) == 1)
+    await recorder.close(flush=False)
