@@ -8,6 +8,11 @@ It keeps Secrets in a list+watch cache, watches the benchmark's DatabaseUsers, a
 password from the cache, runs ``CREATE USER IF NOT EXISTS … IDENTIFIED BY`` and ``GRANT``, and writes the
 Ready condition (one status merge patch). No checks, no bookkeeping, no Events, no retries worth the name.
 
+MySQL connections use TLS as the operator's default does (``--mysql-tls PREFERRED``: encrypted when the
+server offers it, unverified; the operator's own TLS code builds the context): the passwords of ``CREATE
+USER`` cross the network, so encryption is part of the job. ``--mysql-tls DISABLED`` speaks plain text, as
+the floor did before 2026-11-24.
+
 With many servers (``BENCH_MYSQL_SERVERS``, :mod:`bench.servers`) it keeps one pool per server, of
 ``--concurrency`` connections each (as the operator's per-server pool), and runs each user's statements on
 the server its ``spec.serverRef`` names; the workers are still ``--concurrency`` in all.
@@ -39,6 +44,7 @@ from bench.common import (
 )
 from bench.servers import FLEET_ENV, fleet_from_env
 from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.mysql.tls import SSLMode, TLSOptions, negotiate_tls_like_mysql_clients
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 
@@ -160,6 +166,7 @@ async def amain(arguments: argparse.Namespace) -> None:
     if os.environ.get(FLEET_ENV):
         servers = fleet_from_env(os.environ[FLEET_ENV])
     pools: dict[str, aiomysql.Pool] = {}
+    negotiate_tls_like_mysql_clients()  # PREFERRED: plain text when the server offers no TLS
     try:
         for server in servers:
             pools[server.name] = await aiomysql.create_pool(
@@ -170,6 +177,7 @@ async def amain(arguments: argparse.Namespace) -> None:
                 minsize=arguments.concurrency,
                 maxsize=arguments.concurrency,
                 autocommit=True,
+                ssl=TLSOptions(SSLMode(arguments.mysql_tls)).client_context(),
             )
         async with await api_client(arguments.kubeconfig) as api:
             floor = Floor(KubeClient(api), pools, arguments.namespace, arguments.concurrency)
@@ -191,6 +199,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mysql-port", type=int, default=3306)
     parser.add_argument("--mysql-user", default="root")
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument(
+        "--mysql-tls",
+        choices=[SSLMode.PREFERRED.value, SSLMode.DISABLED.value],
+        default=SSLMode.PREFERRED.value,
+        help="TLS towards MySQL, as the operator's --mysql-ssl-mode (default: the operator's default)",
+    )
     asyncio.run(amain(parser.parse_args(argv)))
     return 0
 
