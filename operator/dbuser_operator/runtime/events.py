@@ -22,6 +22,7 @@ error, and the manager restarts it); without one, ``emit`` starts them itself an
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import secrets
 import time
@@ -109,8 +110,12 @@ class _Identity(NamedTuple):
     reason: str
     message: str
 
+    def key(self) -> bytes:
+        """A 16-byte digest of the identity: what the LRU cache keeps (a fraction of the strings' size)."""
+        return hashlib.blake2b("\0".join(self).encode(), digest_size=16).digest()
 
-@dataclass
+
+@dataclass(slots=True)
 class _Recorded:
     """The Event last written for an identity."""
 
@@ -147,7 +152,7 @@ class EventRecorder:
         self.pending_limit = pending_limit
         self.yield_to = yield_to
         self.max_delay = max_delay
-        self._recorded: OrderedDict[_Identity, _Recorded] = OrderedDict()
+        self._recorded: OrderedDict[bytes, _Recorded] = OrderedDict()  # by identity key
         self._locks: dict[_Identity, tuple[asyncio.Lock, int]] = {}
         # One queue per writer: an object's events all go to the same one, so they stay in order.
         self._queues: list[asyncio.Queue[_Pending]] = [asyncio.Queue() for _ in range(writers)]
@@ -314,21 +319,22 @@ class EventRecorder:
 
     async def _write(self, identity: _Identity, involved: ObjectReference, at: datetime | None) -> None:
         now = format_time(at)
-        recorded = self._recorded.get(identity)
+        key = identity.key()
+        recorded = self._recorded.get(key)
         namespace = identity.namespace or "default"
         if recorded is not None:
-            self._recorded.move_to_end(identity)
+            self._recorded.move_to_end(key)
             patch = {"count": recorded.count + 1, "lastTimestamp": now}
             try:
                 await self.kube.patch(EVENTS, recorded.name, patch, PatchType.MERGE, namespace=namespace)
             except NotFound:
-                self._forget(identity)  # expired (events live an hour by default): start a new one
+                self._forget(key)  # expired (events live an hour by default): start a new one
             else:
                 recorded.count += 1
                 return
         name = _event_name(identity.name)
         await self.kube.create(EVENTS, self._new_event(name, namespace, identity, involved, now), namespace)
-        self._remember(identity, _Recorded(name, 1))
+        self._remember(key, _Recorded(name, 1))
 
     def _new_event(
         self, name: str, namespace: str, identity: _Identity, involved: ObjectReference, now: str
@@ -360,14 +366,14 @@ class EventRecorder:
             "count": 1,
         }
 
-    def _remember(self, identity: _Identity, recorded: _Recorded) -> None:
-        self._recorded[identity] = recorded
-        self._recorded.move_to_end(identity)
+    def _remember(self, key: bytes, recorded: _Recorded) -> None:
+        self._recorded[key] = recorded
+        self._recorded.move_to_end(key)
         while len(self._recorded) > self.cache_size:
             self._recorded.popitem(last=False)
 
-    def _forget(self, identity: _Identity) -> None:
-        self._recorded.pop(identity, None)
+    def _forget(self, key: bytes) -> None:
+        self._recorded.pop(key, None)
 
     @asynccontextmanager
     async def _lock(self, identity: _Identity) -> AsyncIterator[None]:
