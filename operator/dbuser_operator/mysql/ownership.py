@@ -123,6 +123,11 @@ async def ensure_roles_table(db: Database, schema: str = DEFAULT_SCHEMA) -> None
     await db.execute(Statement(_CREATE_TABLE, table=table(schema, ROLES_TABLE)))
 
 
+def _row(user: str, host: str, owner: Owner) -> tuple[str, str, str, str, str]:
+    """The values of a bookkeeping row (user and host validated by the caller)."""
+    return user, host, owner.uid, owner.namespace, owner.name
+
+
 def _key(user: str, host: str) -> tuple[str, str]:
     with checked_input():
         return validate_user(user), validate_host(host)
@@ -167,11 +172,7 @@ async def claim(
     insert = Statement(
         "INSERT INTO {table} (user, host, owner_uid, namespace, name) VALUES (%s, %s, %s, %s, %s)"
         " ON DUPLICATE KEY UPDATE owner_uid = owner_uid",
-        user,
-        host,
-        owner.uid,
-        owner.namespace,
-        owner.name,
+        *_row(user, host, owner),
         table=table(schema, table_name),
     )
     for _ in range(3):  # the owner may forget the account between our insert and our read
@@ -199,11 +200,7 @@ async def claim_new(
             " SELECT %s, %s, %s, %s, %s FROM DUAL"
             " WHERE NOT EXISTS (SELECT 1 FROM {accounts} u WHERE u.User = %s AND u.Host = %s)"
             " ON DUPLICATE KEY UPDATE owner_uid = owner_uid",
-            user,
-            host,
-            owner.uid,
-            owner.namespace,
-            owner.name,
+            *_row(user, host, owner),
             user,
             host.lower(),
             table=table(schema),
