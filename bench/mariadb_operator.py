@@ -261,7 +261,9 @@ async def amain(
         )
         bench = Bench(api=api, kubeconfig=kubeconfig, mysql=mysql, workdir=workdir, options=options, say=say)
         await bench.prepare()
-        for _ in range(arguments.rounds):
+        for round_ in range(arguments.rounds):
+            if round_:
+                bench.run_id = secrets.token_hex(2)  # new namespaces and accounts: the last ones may linger
             if "dbuser-operator" in arguments.implementations:
                 say(f"dbuser-operator N={arguments.n}")
                 row, run = await bench.convergence("operator", arguments.n)
