@@ -8,15 +8,14 @@ Event has expired meanwhile, a new one is created.
 ``emit`` queues an event for a few background writers: each object's events go to one writer, in order, so
 they aggregate exactly as if written one by one, while different objects' events are written concurrently.
 A queued event holds an ``ObjectReference`` (a handful of strings), not the object, so the bound is large.
+Under a manager, ``run`` owns the writers (a supervised runnable: a writer that dies ends ``run`` with its
+error, and the manager restarts it); without one, ``emit`` starts them itself and logs a writer that dies.
 
 Normal events yield to the work they describe: given ``yield_to`` (a predicate, e.g. "reconciles are
 queued"), a writer holds its next Normal event while the predicate is true, up to ``max_delay`` seconds
 after the event was emitted, so that under a backlog the API server serves status writes (what users wait
-for) before Events. Warnings (what somebody debugging looks for) never wait.
-Nothing is dropped for it, and an Event's timestamps are those of its emission, not of its write. Closing
-stops the yielding.
-Under a manager, ``run`` owns the writers (a supervised runnable: a writer that dies ends ``run`` with its
-error, and the manager restarts it); without one, ``emit`` starts them itself and logs a writer that dies.
+for) before Events. Warnings (what somebody debugging looks for) never wait. Nothing is dropped for it, and
+an Event's timestamps are those of its emission, not of its write. Closing stops the yielding.
 """
 
 from __future__ import annotations
