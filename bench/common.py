@@ -36,6 +36,7 @@ SQL_WRITE_COUNTERS = (
     "Com_grant",
     "Com_revoke",
     "Com_insert",
+    "Com_insert_select",
     "Com_update",
     "Com_delete",
     "Com_replace",
