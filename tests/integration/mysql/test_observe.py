@@ -24,6 +24,7 @@ WRITES = (
     "Com_grant",
     "Com_revoke",
     "Com_insert",
+    "Com_insert_select",
     "Com_update",
     "Com_delete",
     "Com_create_db",
