@@ -203,6 +203,11 @@ def counter_delta(before: Mapping[str, float], after: Mapping[str, float]) -> di
     return {name: after.get(name, 0) - before.get(name, 0) for name in after}
 
 
+def changed_counters(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    """:func:`counter_delta` without the counters that did not move."""
+    return {name: delta for name, delta in counter_delta(before, after).items() if delta}
+
+
 async def admin_sql(server: MySQLAddress, *statements: str | tuple[str, tuple[Any, ...]]) -> list[Any]:
     """Run statements as the admin; the rows of the last one."""
     connection = await aiomysql.connect(

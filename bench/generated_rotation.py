@@ -48,6 +48,7 @@ from bench.common import (
     api_client,
     apiserver_writes,
     can_log_in,
+    changed_counters,
     counter_delta,
     list_and_watch,
     settle_writes,
@@ -261,9 +262,7 @@ async def run(
         load.stop.set()
         metrics_after = await operator.metrics()
         sql = counter_delta(sql_before, await sql_counters(mysql))
-        api_by_resource = {
-            k: v for k, v in counter_delta(api_before, await apiserver_writes(api)).items() if v
-        }
+        api_by_resource = changed_counters(api_before, await apiserver_writes(api))
         harness = len(rotated)  # the annotation patches
         operator.check_running()
         samples = len(rotated)

@@ -34,6 +34,7 @@ from bench.common import (
     apiserver_reads,
     apiserver_writes,
     can_log_in,
+    changed_counters,
     counter_delta,
     cpu_seconds,
     database_user,
@@ -397,13 +398,9 @@ class Bench:
             settle = await self.settle_writes()  # trailing (background) Events are part of the work
             sql = counter_delta(sql_before, await sql_counters_of(self.fleet))
             sql["Questions"] -= len(self.fleet)
-            api_by_resource = {
-                k: v for k, v in counter_delta(api_before, await self.apiserver_writes()).items() if v
-            }
+            api_by_resource = changed_counters(api_before, await self.apiserver_writes())
             api_writes = sum(api_by_resource.values()) - (self.harness_writes() - harness_before)
-            reads = {
-                k: v for k, v in counter_delta(reads_before, await apiserver_reads(self.api)).items() if v
-            }
+            reads = changed_counters(reads_before, await apiserver_reads(self.api))
             metrics = await implementation.metrics() if implementation.metrics_port else None
             implementation.check_running()
             logins = await self._check_logins(population)
@@ -471,7 +468,7 @@ class Bench:
         settle = await self.settle_writes()  # trailing (background) Events are part of the work
         sql_after = await sql_counters_of(self.fleet)
         api_after, harness_after = await self.apiserver_writes(), self.harness_writes()
-        reads = {k: v for k, v in counter_delta(reads_before, await apiserver_reads(self.api)).items() if v}
+        reads = changed_counters(reads_before, await apiserver_reads(self.api))
         metrics_after = await implementation.metrics() if implementation.metrics_port else None
         implementation.check_running()
 
@@ -479,7 +476,7 @@ class Bench:
         latencies = [watch.ready_at[name] - population.created_at[name] for name in ready_names]
         sql = counter_delta(sql_before, sql_after)
         sql["Questions"] -= len(self.fleet)  # the second SHOW GLOBAL STATUS itself
-        api_by_resource = {k: v for k, v in counter_delta(api_before, api_after).items() if v}
+        api_by_resource = changed_counters(api_before, api_after)
         harness = harness_after - harness_before
         api_writes = sum(api_by_resource.values()) - harness
         logins = await self._check_logins(population)
