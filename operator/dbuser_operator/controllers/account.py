@@ -31,7 +31,8 @@ class AccountStep:
         if ctx.account_exists is None:
             raise RuntimeError("the ownership step must run before the account step")
         try:
-            if await self._set_password(ctx, user, host, ctx.password, ctx.secret):
+            set_now = await self._set_password(ctx, user, host, ctx.password, ctx.secret)
+            if set_now and not (ctx.created and ctx.fingerprint_claimed):
                 server = await ctx.target.server()
                 await ownership.record_fingerprint(ctx.target.db, ctx.target.schema, user, host, server)
         except MySQLError as error:

@@ -8,7 +8,8 @@ owner under another target label or in an unwatched namespace is alive all the s
 
 A resource's first pass (no status written yet) claims in one statement that writes the row only while
 the account does not exist (:func:`~dbuser_operator.mysql.ownership.claim_new`); a row of an earlier pass
-or an existing account sends it down the usual way: look, then claim.
+or an existing account sends it down the usual way: look, then claim. Where the new account's fingerprint
+is known beforehand (MariaDB's default hash), that statement records it too.
 
 A claim is this pass's own only when this pass wrote the row (``ctx.claimed``); a row that already names
 this resource (an earlier pass that crashed, another replica) says the account is ours, not that this pass
@@ -131,11 +132,17 @@ class OwnershipStep:
         """A resource's first pass: claim an account that nobody owns and that does not exist, in one
         statement (no look first). False when either is there: then the usual look and claim."""
         server = await ctx.target.server()
+        expected = (
+            ownership.expected_fingerprint(server, ctx.password)
+            if ctx.password is not None and ctx.authentication is None
+            else None
+        )
         if not await ownership.claim_new(
-            ctx.target.db, ctx.target.schema, user, host, owner(ctx), server=server
+            ctx.target.db, ctx.target.schema, user, host, owner(ctx), server=server, fingerprint=expected
         ):
             return False
         ctx.account_exists, ctx.password_intact, ctx.plugin, ctx.claimed = False, None, None, True
+        ctx.fingerprint_claimed = expected is not None
         return True
 
     async def _claim(self, ctx: Context, user: str, host: str) -> ownership.Owner:

@@ -65,6 +65,8 @@ class Context:
     account_exists: bool | None = None  # as last checked in this pass (None: not checked)
     password_intact: bool | None = None  # the account's password is the one we set (None: unknown)
     claimed: bool = False  # this pass recorded the resource as the account's owner
+    # The claim recorded the fingerprint the account gets from this pass's CREATE USER (known beforehand).
+    fingerprint_claimed: bool = False
     created: bool = False  # the account was created in this pass: it has default options and no grants
     plugin: str | None = None  # the account's authentication plugin as read in this pass (None: no account)
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server

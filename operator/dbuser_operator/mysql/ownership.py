@@ -17,11 +17,16 @@ inventory for all accounts at once). On MariaDB
 (``mysql_native_password``: an unsalted hash) setting the same password again keeps the fingerprint; on
 MySQL 8 (``caching_sha2_password``: salted) any ``ALTER USER ... IDENTIFIED BY`` changes it, even to the
 same password: record the fingerprint again after every password change of the operator's own.
+
+Where the hash is unsalted and the server's default (:attr:`~.server.ServerInfo.native_by_default`), a new
+account's fingerprint is known before it exists (:func:`expected_fingerprint`): the first claim records it,
+and the statement that would read it back after ``CREATE USER`` is not needed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass
 from typing import Final
 
@@ -184,23 +189,44 @@ async def claim(
     raise ServerError(f"the ownership of '{user}'@'{host}' keeps changing")
 
 
+def expected_fingerprint(server: ServerInfo, password: str) -> str | None:
+    """The fingerprint ``CREATE USER … IDENTIFIED BY password`` (no plugin named) will give the account,
+    when the server's default hash is unsalted (MariaDB: ``*`` and the upper-case hex of
+    ``SHA1(SHA1(password))``); None when it cannot be known beforehand (MySQL's salted default)."""
+    if not server.native_by_default:
+        return None
+    # The server's own (weak) hash format, computed only to compare: nothing is protected by it here.
+    inner = hashlib.sha1(password.encode(), usedforsecurity=False).digest()
+    stage = hashlib.sha1(inner, usedforsecurity=False).hexdigest().upper()
+    return hashlib.sha256(f"*{stage}".encode("ascii")).hexdigest()
+
+
 async def claim_new(
-    db: Database, schema: str, user: str, host: str, owner: Owner, *, server: ServerInfo
+    db: Database,
+    schema: str,
+    user: str,
+    host: str,
+    owner: Owner,
+    *,
+    server: ServerInfo,
+    fingerprint: str | None = None,
 ) -> bool:
     """Claim ``'user'@'host'`` for ``owner`` only if nobody owns it and the account does not exist, in one
     statement; whether it did (False: look, then :func:`claim`, as for any other account).
 
     The fast path of a new resource's first pass: the row is written only while the account is absent, so
     a claim never lands on an account somebody else made, even if the process dies right after.
+    ``fingerprint``: the one the account will have once this pass creates it (:func:`expected_fingerprint`).
     """
     user, host = _key(user, host)
     inserted = await db.execute(
         Statement(
-            "INSERT INTO {table} (user, host, owner_uid, namespace, name)"
-            " SELECT %s, %s, %s, %s, %s FROM DUAL"
+            "INSERT INTO {table} (user, host, owner_uid, namespace, name, auth_fingerprint)"
+            " SELECT %s, %s, %s, %s, %s, %s FROM DUAL"
             " WHERE NOT EXISTS (SELECT 1 FROM {accounts} u WHERE u.User = %s AND u.Host = %s)"
             " ON DUPLICATE KEY UPDATE owner_uid = owner_uid",
             *_row(user, host, owner),
+            fingerprint,
             user,
             host.lower(),
             table=table(schema),

@@ -1,4 +1,5 @@
-"""What server we talk to: MySQL or MariaDB, which version, and which privileges it knows."""
+"""What server we talk to: MySQL or MariaDB, which version, which privileges it knows, and whether
+``IDENTIFIED BY`` stores a hash the operator can compute (MariaDB's ``mysql_native_password``)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,14 @@ _NAMES = {"mysql": "MySQL", "mariadb": "MariaDB"}
 class ServerInfo:
     """The server's flavour and ``(major, minor, patch)`` version, parsed from ``SELECT VERSION()``; and,
     when :func:`read_server` made it, the privilege names of ``SHOW PRIVILEGES`` (upper case; empty when
-    not read). Two ServerInfo are equal when flavour and version are."""
+    not read) and ``native_by_default``: ``CREATE USER … IDENTIFIED BY`` stores the unsalted
+    ``mysql_native_password`` hash (MariaDB with ``old_passwords`` off; False when not read). Two ServerInfo
+    are equal when flavour and version are."""
 
     flavour: Flavour
     version: tuple[int, int, int]
     privileges: frozenset[str] = field(default=frozenset(), compare=False)
+    native_by_default: bool = field(default=False, compare=False)
 
     @classmethod
     def parse(cls, version: str) -> ServerInfo:
@@ -44,9 +48,14 @@ class ServerInfo:
 
 
 async def read_server(db: Database) -> ServerInfo:
-    """The live server's flavour, version and privilege names (``VERSION()``, ``SHOW PRIVILEGES``)."""
+    """The live server's flavour, version, privilege names (``VERSION()``, ``SHOW PRIVILEGES``) and, on
+    MariaDB, its default password hash (``@@old_passwords``: MySQL has no such variable since 5.7)."""
     [(version,)] = await db.fetch(Statement("SELECT VERSION()"))
     rows = await db.fetch(Statement("SHOW PRIVILEGES"))
     info = ServerInfo.parse(str(version))
     names = frozenset(" ".join(str(row[0]).upper().split()) for row in rows)
-    return ServerInfo(info.flavour, info.version, names)
+    native = False
+    if info.flavour == "mariadb":
+        [(old_passwords,)] = await db.fetch(Statement("SELECT @@old_passwords"))
+        native = str(old_passwords) in ("0", "OFF")
+    return ServerInfo(info.flavour, info.version, names, native)

@@ -17,12 +17,14 @@ from dbuser_operator.mysql.ownership import (
     claim,
     claim_new,
     ensure_schema,
+    expected_fingerprint,
     forget,
     list_owned,
     lookup,
     owner_of,
     record_fingerprint,
 )
+from dbuser_operator.mysql.server import read_server
 from tests.integration.mysql.support import Accounts, Databases, admin, admin_rows
 
 pytestmark = pytest.mark.integration
@@ -277,3 +279,45 @@ async def test_the_fingerprint_is_that_of_mysql_user(
     )
     assert recorded == from_view
     assert recorded[0][0] is not None
+
+
+@pytest.mark.parametrize(
+    "password",
+    ["pw", "pässwörd ✓ 密码", "x" * 200, "quote ' backslash \\ percent %s"],
+    ids=["ascii", "non-ascii", "long", "specials"],
+)
+async def test_a_new_accounts_fingerprint_is_claimed_beforehand_where_the_server_hash_is_unsalted(
+    db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str, password: str
+) -> None:
+    """MariaDB (``mysql_native_password`` by default): the claim records the fingerprint the account gets
+    from ``CREATE USER … IDENTIFIED BY``, byte for byte; MySQL (salted by default): nothing to predict."""
+    server = await read_server(db)
+    expected = expected_fingerprint(server, password)
+    assert server.native_by_default is (server.flavour == "mariadb")
+    assert (expected is None) is (server.flavour == "mysql")
+    user = accounts_made.track(accounts_made.name(), "%")
+    assert await claim_new(db, owned_schema, user, "%", ALICE, server=server, fingerprint=expected)
+    await accounts.create(db, user, "%", password)
+    assert await intact(db, owned_schema, user, "%", server) is (True if expected else None)
+    await record_fingerprint(db, owned_schema, user, "%", server)  # what the server has: the same
+    assert recorded_fingerprints(mysql, owned_schema, user) == [(expected,)] or expected is None
+    assert await intact(db, owned_schema, user, "%", server) is True
+    admin(mysql, f"ALTER USER '{user}'@'%' IDENTIFIED BY 'changed-by-hand'")
+    assert await intact(db, owned_schema, user, "%", server) is False
+
+
+async def test_no_fingerprint_is_predicted_when_old_passwords_is_on(
+    admin_settings: ConnectionSettings, mysql: MySQLServer
+) -> None:
+    """MariaDB with ``old_passwords=1`` stores the pre-4.1 hash: the operator reads the fingerprint back."""
+    async with Database(admin_settings) as db:
+        if (await read_server(db)).flavour == "mysql":
+            return  # no such variable: MySQL's default is salted, never predicted (test above)
+    admin(mysql, "SET GLOBAL old_passwords = 1")
+    try:
+        async with Database(admin_settings) as db:  # new sessions take the global value
+            server = await read_server(db)
+            assert server.native_by_default is False
+            assert expected_fingerprint(server, "pw") is None
+    finally:
+        admin(mysql, "SET GLOBAL old_passwords = 0")
