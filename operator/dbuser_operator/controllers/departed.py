@@ -15,7 +15,6 @@ import structlog
 from dbuser_operator.controllers.resources import DATABASE_USERS
 from dbuser_operator.controllers.scope import Scope
 from dbuser_operator.runtime.backoff import Backoff
-from dbuser_operator.runtime.cancellation import stop_if_cancelled
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import ApiError
 from dbuser_operator.runtime.resources import ObjectKey
@@ -49,7 +48,6 @@ class DepartedSweep:
                 delay = backoff.next()
                 log.warning("could not list departed resources; retrying", error=str(error), retry_in=delay)
                 await asyncio.sleep(delay)
-                stop_if_cancelled()
             else:
                 if departed:
                     log.info(

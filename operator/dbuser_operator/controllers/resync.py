@@ -27,7 +27,6 @@ from dbuser_operator.mysql import grants
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.inventory import AccountState, inventory
 from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.runtime.cancellation import stop_if_cancelled
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import ObjectKey
@@ -62,7 +61,6 @@ async def check_periodically(period: float, check: Callable[[], Awaitable[object
         return
     while True:
         await asyncio.sleep(period)
-        stop_if_cancelled()
         try:
             await check()
         except MySQLError as error:

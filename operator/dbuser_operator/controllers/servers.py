@@ -27,7 +27,6 @@ from dbuser_operator.controllers.server_connection import (
 )
 from dbuser_operator.controllers.steps import ServerBinding
 from dbuser_operator.controllers.target import Target
-from dbuser_operator.runtime.cancellation import stop_if_cancelled
 
 log = structlog.get_logger(__name__)
 
@@ -141,7 +140,6 @@ class ServerRegistry:
         """Sweep every ``period`` seconds until cancelled."""
         while True:
             await asyncio.sleep(period)
-            stop_if_cancelled()
             await self.sweep()
 
     async def close(self) -> None:

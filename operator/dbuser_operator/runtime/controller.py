@@ -21,7 +21,6 @@ import structlog
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime import metrics
-from dbuser_operator.runtime.cancellation import stop_if_cancelled
 from dbuser_operator.runtime.errors import describe
 from dbuser_operator.runtime.fence import FenceLost
 from dbuser_operator.runtime.informer import Informer
@@ -215,7 +214,6 @@ class Controller:
                     self.queue.add_rate_limited(key)
             finally:
                 self.queue.done(key)
-            stop_if_cancelled()
 
     async def _reconcile(self, key: ObjectKey) -> None:
         structlog.contextvars.bind_contextvars(

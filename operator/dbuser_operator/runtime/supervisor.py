@@ -28,7 +28,6 @@ import structlog
 from prometheus_client import Counter
 
 from dbuser_operator.runtime.backoff import Backoff
-from dbuser_operator.runtime.cancellation import stop_if_cancelled
 from dbuser_operator.runtime.errors import describe
 from dbuser_operator.runtime.metrics import REGISTRY
 
@@ -137,7 +136,6 @@ class Supervisor:
                 if error is not None:
                     logger.warning("runnable failed while stopping", error=describe(error, detail=False))
                 return
-            stop_if_cancelled()  # a cancellation the runnable swallowed ends it: no restart
             if error is None and runnable.finite:
                 return
             if self._clock() - started >= self.stable_after:
