@@ -22,7 +22,7 @@ import structlog
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime.backoff import Backoff
-from dbuser_operator.runtime.cache import IndexFunc, Store, encode, strip_unread
+from dbuser_operator.runtime.cache import IndexFunc, Store, strip_unread
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import Gone, api_error, describe
 from dbuser_operator.runtime.resources import ObjectKey, Resource
@@ -157,10 +157,10 @@ class Informer:
     async def _list(self, namespace: str | None) -> str:
         """List page by page, replace this scope's objects in the cache, and return the resourceVersion.
 
-        Each page is filtered (:meth:`_keep`) and kept in the cache's form (JSON) before the next one is
-        read, so that the listed objects are never all in memory as dictionaries at once.
+        Each page is filtered (:meth:`_keep`) before the next one is read, so that objects the cache does
+        not keep are never all in memory at once.
         """
-        listed: dict[ObjectKey, bytes] = {}
+        listed: dict[ObjectKey, dict[str, Any]] = {}
         continue_token: str | None = None
         while True:
             try:
@@ -182,7 +182,7 @@ class Informer:
                 item.setdefault("apiVersion", self.resource.api_version)
                 if self._keep(item):
                     obj = self._transform(item)
-                    listed[ObjectKey.of(obj)] = encode(obj)
+                    listed[ObjectKey.of(obj)] = obj
                 else:
                     self._dropped(item)
             del page["items"]
@@ -204,7 +204,7 @@ class Informer:
         return True
 
     def _replace(
-        self, namespace: str | None, listed: dict[ObjectKey, bytes], resource_version: str
+        self, namespace: str | None, listed: dict[ObjectKey, dict[str, Any]], resource_version: str
     ) -> None:
         in_scope = [
             key for key in self.store.object_keys() if namespace is None or key.namespace == namespace
@@ -214,8 +214,8 @@ class Informer:
                 gone = self.store.remove(key)
                 if gone is not None:
                     self._dispatch_delete(gone)
-        for key in list(listed):
-            self._put(json.loads(listed.pop(key)))
+        for obj in listed.values():
+            self._put(obj)
 
     def _put(self, obj: dict[str, Any]) -> None:
         """Cache ``obj``; tell the handlers (nothing when its resourceVersion is the cached one's)."""
