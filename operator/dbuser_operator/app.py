@@ -205,7 +205,9 @@ def build_manager(
 
     def users_of(secret: dict[str, Any]) -> list[ObjectKey]:
         key = ObjectKey.of(secret)
-        return users.store.keys_by_index(SECRET_INDEX, f"{key.namespace}/{key.name}")
+        return [
+            ObjectKey.of(user) for user in users.store.by_index(SECRET_INDEX, f"{key.namespace}/{key.name}")
+        ]
 
     def claimants_of(gone: dict[str, Any]) -> list[ObjectKey]:
         """The other resources naming the account of one that went away: refused while it owned the

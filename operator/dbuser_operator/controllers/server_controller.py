@@ -172,9 +172,7 @@ class ServerReconciler:
 
     def _dependents(self, server: str) -> tuple[int, int]:
         """How many DatabaseUsers and DatabaseRoles name the server."""
-        users, roles = (
-            len(informer.store.keys_by_index(SERVER_INDEX, server)) for informer in self.dependents
-        )
+        users, roles = (len(informer.store.by_index(SERVER_INDEX, server)) for informer in self.dependents)
         return users, roles
 
     async def _finalize(self, server: str, obj: dict[str, Any]) -> Result:

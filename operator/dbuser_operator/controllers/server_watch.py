@@ -40,7 +40,9 @@ def on_server(*dependents: Informer) -> Callable[[dict[str, Any]], list[ObjectKe
 
     def to_keys(server: dict[str, Any]) -> list[ObjectKey]:
         key = key_of_server(server)
-        return [found for informer in dependents for found in informer.store.keys_by_index(SERVER_INDEX, key)]
+        return [
+            ObjectKey.of(obj) for informer in dependents for obj in informer.store.by_index(SERVER_INDEX, key)
+        ]
 
     return to_keys
 

@@ -41,7 +41,9 @@ def users_of_role(users: Informer) -> Any:
 
     def to_keys(role: dict[str, Any]) -> list[ObjectKey]:
         key = ObjectKey.of(role)
-        return users.store.keys_by_index(ROLE_INDEX, f"{key.namespace}/{key.name}")
+        return [
+            ObjectKey.of(user) for user in users.store.by_index(ROLE_INDEX, f"{key.namespace}/{key.name}")
+        ]
 
     return to_keys
 

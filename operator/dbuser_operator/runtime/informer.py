@@ -22,7 +22,7 @@ import structlog
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime.backoff import Backoff
-from dbuser_operator.runtime.cache import IndexFunc, Store, strip_unread
+from dbuser_operator.runtime.cache import IndexFunc, Store, strip_unread_compact
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import Gone, api_error, describe
 from dbuser_operator.runtime.resources import ObjectKey, Resource
@@ -67,7 +67,7 @@ class Informer:
         *,
         namespaces: Sequence[str] = (),
         label_selector: str | None = None,
-        transform: Transform = strip_unread,
+        transform: Transform = strip_unread_compact,
         inactivity_timeout: float = INACTIVITY_TIMEOUT,
         watch_timeout_range: tuple[int, int] = WATCH_TIMEOUT_RANGE,
     ) -> None:

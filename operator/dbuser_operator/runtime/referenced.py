@@ -28,7 +28,7 @@ from typing import Any
 import structlog
 
 from dbuser_operator.runtime.backoff import Backoff
-from dbuser_operator.runtime.cache import IndexFunc, strip_unread
+from dbuser_operator.runtime.cache import IndexFunc, strip_unread_compact
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import NotFound, describe
 from dbuser_operator.runtime.informer import Informer, Transform
@@ -57,7 +57,7 @@ class ReferencedInformer(Informer):
         *,
         namespaces: Sequence[str] = (),
         referenced_by: Iterable[tuple[Informer, str]] = (),
-        transform: Transform = strip_unread,
+        transform: Transform = strip_unread_compact,
         pending_limit: int = PENDING_LIMIT,
         pending_seconds: float = PENDING_SECONDS,
         **options: Any,
