@@ -282,10 +282,15 @@ class Database:
         self, statement: Statement, *, read: bool
     ) -> tuple[int, list[Row]] | _Failure:
         pool = await self._get_pool()
+        cancels = _cancels_requested()
         try:
             connection = await pool.acquire()
         except Exception as exc:
             return _Failure(classify(exc, statement.secrets), pool, reused=False)
+        if _cancels_requested() > cancels:  # a cancellation the connect swallowed: see _cancels_requested
+            connection.close()
+            pool.release(connection)
+            raise asyncio.CancelledError
         reused = connection in self._used
         self._used.add(connection)
         try:
@@ -363,6 +368,18 @@ class Database:
         task = asyncio.get_running_loop().create_task(_close_free(pool))
         self._retiring.add(task)
         task.add_done_callback(self._retiring.discard)
+
+
+def _cancels_requested() -> int:
+    """How many cancellations of the current task are pending (``Task.cancelling``).
+
+    On Python 3.11 ``asyncio.wait_for`` returns the result, not ``CancelledError``, when what it awaits
+    finishes in the same loop iteration as the cancellation (gh-86296, fixed in 3.12): aiomysql connects
+    through it, so a connection may come back from a cancelled acquire. A count that grew meanwhile says
+    so (compared with itself before the call: on 3.11 a failed ``TaskGroup`` leaves its count raised).
+    """
+    task = asyncio.current_task()
+    return task.cancelling() if task is not None else 0
 
 
 async def _close_free(pool: Any) -> None:

@@ -235,7 +235,8 @@ class RateLimitingQueue(Generic[K]):
         if self._queue:
             self._idle.clear()  # set only once the queued keys were handed out and done too
         try:
-            await asyncio.wait_for(self._idle.wait(), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: on Python 3.11 it may swallow a cancellation
+                await self._idle.wait()
         except TimeoutError:
             return False
         return True

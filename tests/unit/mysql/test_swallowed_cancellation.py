@@ -1,0 +1,94 @@
+"""A cancellation arriving as a connection is made stops the call (Python 3.11's ``wait_for`` swallows it)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from dbuser_operator.mysql.connection import ConnectionSettings, Database
+from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.mysql.statement import Statement
+
+
+class _Connection:
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _ConnectingPool:
+    """A pool whose acquire connects as aiomysql does (``asyncio.wait_for`` with a timeout), and whose
+    connection is made in the very loop iteration in which the caller is cancelled."""
+
+    def __init__(self, caller: asyncio.Task[Any]) -> None:
+        self.caller = caller
+        self.connection = _Connection()
+        self.released: list[_Connection] = []
+
+    async def acquire(self) -> _Connection:
+        loop = asyncio.get_running_loop()
+        connected = loop.create_future()
+        loop.call_soon(connected.set_result, None)
+        loop.call_soon(self.caller.cancel)
+        await asyncio.wait_for(connected, timeout=5)
+        return self.connection
+
+    def release(self, connection: _Connection) -> None:
+        self.released.append(connection)
+
+
+async def test_a_cancellation_during_connect_stops_the_statement_and_closes_the_connection() -> None:
+    database = Database(ConnectionSettings(host="db", user="admin", password=SecretStr("pw")))
+    started = asyncio.Event()
+
+    async def statement() -> int:
+        started.set()
+        await asyncio.sleep(0)
+        return await database.execute(Statement("DROP USER 'u'@'%'"))
+
+    task = asyncio.create_task(statement())
+    await started.wait()
+    pool = _ConnectingPool(task)
+    database._pool = pool  # the pool the first call would have opened
+
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert task.cancelled()
+    assert pool.connection.closed  # neither used nor handed back open
+    assert pool.released == [pool.connection]
+    assert database.statements_written == 0
+
+
+async def test_an_earlier_uncancelled_request_does_not_stop_a_later_statement() -> None:
+    """Only a cancellation requested during the connect counts: one left over before it (as a failed
+    TaskGroup leaves on Python 3.11) does not make every later statement fail."""
+    database = Database(ConnectionSettings(host="db", user="admin", password=SecretStr("pw")))
+
+    class _Pool:
+        def __init__(self) -> None:
+            self.connection = _Connection()
+
+        async def acquire(self) -> _Connection:
+            return self.connection
+
+        def release(self, connection: _Connection) -> None:
+            pass
+
+    async def statement() -> int:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()  # a request still counted by cancelling(), its CancelledError swallowed below
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(0)
+        assert task.cancelling() == 1
+        database._pool = _Pool()
+        with pytest.raises(MySQLError):  # past the guard: the fake connection has no cursor to run it
+            await database.execute(Statement("DROP USER 'u'@'%'"))
+        return 0
+
+    assert await asyncio.create_task(statement()) == 0
