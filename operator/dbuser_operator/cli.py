@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from pydantic_settings import CliApp
 
 from dbuser_operator import __version__
-from dbuser_operator.runtime import lean_imports
+from dbuser_operator.runtime import lean_imports, tls_buffers
 from dbuser_operator.settings import Settings
 
 
@@ -28,6 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"dbuser-operator: {where}{problem['msg']}", file=sys.stderr)
         return 2
     lean_imports.install()  # before kubernetes-asyncio is imported: without its generated models
+    tls_buffers.install()  # before any connection: 32 KiB read buffers, not 256 KiB each
     from dbuser_operator.app import main as run_operator  # noqa: PLC0415 - keeps --help fast
 
     return run_operator(settings)
