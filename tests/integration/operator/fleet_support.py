@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -244,18 +244,35 @@ async def wait_for_users(
 
 
 async def wait_for_user_message(
-    kube: KubeClient, namespace: str, name: str, status: str, contains: str, limit: float = 90
+    kube: KubeClient,
+    namespace: str,
+    name: str,
+    status: str,
+    contains: str,
+    limit: float = 90,
+    reasons: Collection[str] = (),
 ) -> dict[str, Any]:
-    """Poll until the DatabaseUser's Ready condition has ``status`` and its message contains ``contains``
-    (e.g. the server's name); the condition."""
+    """Poll until the DatabaseUser's Ready condition has ``status``, its message contains ``contains``
+    (e.g. the server's name) and, when ``reasons`` are given, one of them; the condition.
+
+    Give ``reasons`` when an earlier condition also names the server (ServerDeleting before
+    ServerNotFound): without them the stale one would do."""
     deadline = time.monotonic() + limit
     condition: dict[str, Any] | None = None
     while time.monotonic() < deadline:
         condition = ready(await kube.get(DATABASE_USERS, name, namespace))
-        if condition and condition["status"] == status and contains in (condition.get("message") or ""):
+        if (
+            condition
+            and condition["status"] == status
+            and contains in (condition.get("message") or "")
+            and (not reasons or condition.get("reason") in reasons)
+        ):
             return condition
         await asyncio.sleep(0.1)
-    raise AssertionError(f"{namespace}/{name} never got Ready={status} naming {contains!r}: {condition}")
+    wanted = f" ({' or '.join(reasons)})" if reasons else ""
+    raise AssertionError(
+        f"{namespace}/{name} never got Ready={status}{wanted} naming {contains!r}: {condition}"
+    )
 
 
 async def create_servers(
