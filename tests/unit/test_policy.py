@@ -251,6 +251,34 @@ def test_every_privilege_of_every_grant_must_be_within_the_ceiling() -> None:
     ]
 
 
+def test_the_grant_option_needs_allow_grant_option_whatever_the_ceiling() -> None:
+    refused = "grantOption is not allowed (allowGrantOption is false): on `team-a_app`.*, `team-a_app`.`t`"
+    delegating = [
+        grant("team-a_app", "SELECT", grantOption=True),
+        grant("team-a_app", "SELECT", table="t", grantOption=True),
+        grant("team-a_other", "INSERT", grantOption=False),
+    ]
+    # Not even a ceiling of ALL admits it: MySQL's ALL does not include GRANT OPTION.
+    for entry in (
+        EVERYONE,
+        EVERYONE | {"privileges": ["ALL"]},
+        EVERYONE | {"privileges": ["SELECT", "INSERT"]},
+    ):
+        assert problems(entry, privileges=delegating) == [refused]
+        assert problems(entry | {"allowGrantOption": True}, privileges=delegating) == []
+    # Each level is named once, as GRANT writes it; routines with their type, global grants as *.*.
+    assert problems(
+        EVERYONE | {"allowGlobalPrivileges": True},
+        privileges=[
+            grant("*", "PROCESS", grantOption=True),
+            grant("team-a_app", "EXECUTE", routine={"type": "PROCEDURE", "name": "p"}, grantOption=True),
+        ],
+    ) == ["grantOption is not allowed (allowGrantOption is false): on *.*, PROCEDURE `team-a_app`.`p`"]
+    # Without grantOption nothing changes, and without a policy anything goes.
+    assert problems(EVERYONE, privileges=[grant("team-a_app", "SELECT")]) == []
+    assert user_violations(None, "team-a", TEAM_A, spec(privileges=delegating)) == []
+
+
 def test_a_ceiling_with_all_allows_every_privilege_and_none_allows_any() -> None:
     everything = EVERYONE | {"privileges": ["ALL"]}
     assert problems(everything, privileges=[grant("app", "ALL"), grant("x", "INSERT", "DROP")]) == []
@@ -265,7 +293,7 @@ def test_every_problem_of_an_entry_is_reported() -> None:
     entry = EVERYONE | {"databases": ["{namespace}_*"], "privileges": ["SELECT"], "allowRoles": False}
     assert problems(
         entry,
-        privileges=[grant("*", "SELECT"), grant("billing", "INSERT")],
+        privileges=[grant("*", "SELECT"), grant("billing", "INSERT", grantOption=True)],
         roles=["reader", "writer"],
         defaultRoles=["reader"],
         authentication={"plugin": "caching_sha2_password"},
@@ -273,6 +301,7 @@ def test_every_problem_of_an_entry_is_reported() -> None:
         "grants on *.* are not allowed (allowGlobalPrivileges is false)",
         'database "billing" is outside team-a_* (pattern {namespace}_*)',
         "INSERT is above the privilege ceiling SELECT",
+        "grantOption is not allowed (allowGrantOption is false): on `billing`.*",
         "roles are not allowed (allowRoles is false): spec.roles names reader, writer",
         "choosing the authentication plugin is not allowed (allowPlugins is false): "
         "spec.authentication.plugin is caching_sha2_password",
@@ -314,11 +343,12 @@ def test_database_roles_need_allow_roles_and_obey_the_same_grant_rules() -> None
     assert role_violations(policy(entry | {"allowRoles": False}), "team-a", TEAM_A, ok.spec) == [
         Violation("policy.namespaces[0]", "DatabaseRoles are not allowed (allowRoles is false)")
     ]
-    bad = role(privileges=[grant("billing", "INSERT"), grant("*", "SELECT")])
+    bad = role(privileges=[grant("billing", "INSERT"), grant("*", "SELECT", grantOption=True)])
     assert [v.problem for v in role_violations(policy(entry), "team-a", TEAM_A, bad.spec)] == [
         "grants on *.* are not allowed (allowGlobalPrivileges is false)",
         'database "billing" is outside team-a_* (pattern {namespace}_*)',
         "INSERT is above the privilege ceiling SELECT",
+        "grantOption is not allowed (allowGrantOption is false): on *.*",
     ]
     assert role_violations(None, "team-a", TEAM_A, bad.spec) == []
     nobody = policy({"namespaceSelector": {"matchLabels": {"team": "b"}}})
@@ -487,8 +517,13 @@ def test_the_policy_sample_is_valid_and_does_what_its_comments_say() -> None:
         "CREATE TEMPORARY TABLES",
     ]
     assert user_violations(rules, "team-a", tenant | {"frozen": "yes"}, ok)[0].rule == ""
+    delegating = spec(privileges=[grant("team-a_orders", "SELECT", grantOption=True)])
+    assert [v.problem for v in user_violations(rules, "team-a", tenant, delegating)] == [
+        "grantOption is not allowed (allowGrantOption is false): on `team-a_orders`.*"
+    ]
     platform = {"kubernetes.io/metadata.name": "platform"}
-    assert user_violations(rules, "platform", platform, spec(privileges=[grant("*", "PROCESS")])) == []
+    anything = spec(privileges=[grant("*", "PROCESS", grantOption=True)])
+    assert user_violations(rules, "platform", platform, anything) == []
 
 
 class ListingKube:

@@ -209,6 +209,11 @@ class NamespacePolicy(_Model):
     """Whether grants on *.* are allowed (within the ceiling and the operator's --allowed-global-privileges).
     Defaults to false."""
 
+    allow_grant_option: bool = False
+    """Whether grants may carry grantOption (WITH GRANT OPTION: the account may pass its privileges on to
+    other accounts). Defaults to false; the ceiling does not admit it, not even ALL, as MySQL's ALL does not
+    include GRANT OPTION."""
+
     allow_roles: bool = True
     """Whether DatabaseUsers may be granted roles (spec.roles) and DatabaseRoles may be made. Defaults to
     true."""

@@ -6,7 +6,7 @@ a server whose policy has an entry whose selector matches its labels (the first 
 label selectors match as Kubernetes' do (matchLabels AND matchExpressions). Database names compare
 case-sensitively, as MySQL's do on Linux. Grants on ``*.*`` are governed by allowGlobalPrivileges only;
 grants on a database, table, columns or routine by the entry's database patterns; every privilege of every
-grant by the ceiling (ALL only if the ceiling lists ALL).
+grant by the ceiling (ALL only if the ceiling lists ALL); a grant's grant option by allowGrantOption.
 """
 
 from __future__ import annotations
@@ -111,12 +111,23 @@ def _patterns_text(patterns: Sequence[str], namespace: str) -> str:
     return f"{expanded} ({noun} {written})"
 
 
+def grant_level(grant: Grant) -> str:
+    """Where a grant applies, as GRANT writes it: ``*.*``, ```app`.*``, ```app`.`t```,
+    ``PROCEDURE `app`.`p``` (the names' patterns admit no backquote)."""
+    if grant.database == GLOBAL:
+        return "*.*"
+    if grant.routine is not None:
+        return f"{grant.routine.type} `{grant.database}`.`{grant.routine.name}`"
+    return f"`{grant.database}`.*" if grant.table == GLOBAL else f"`{grant.database}`.`{grant.table}`"
+
+
 def grant_problems(entry: NamespacePolicy, grants: Iterable[Grant], namespace: str) -> list[str]:
     """What the grants do beyond ``entry``: global grants, databases outside the patterns, privileges
-    above the ceiling (each named once, in the order of the grants)."""
+    above the ceiling, the grant option (each named once, in the order of the grants)."""
     problems: list[str] = []
     outside: list[str] = []
     above: list[str] = []
+    delegated: list[str] = []
     global_grant = False
     ceiling = entry.privileges
     for grant in grants:
@@ -126,6 +137,8 @@ def grant_problems(entry: NamespacePolicy, grants: Iterable[Grant], namespace: s
             outside.append(grant.database)
         if ceiling is not None and ALL not in ceiling:
             above += [p for p in grant.privileges if p not in ceiling and p not in above]
+        if grant.grant_option and not entry.allow_grant_option:
+            delegated.append(grant_level(grant))
     if global_grant and not entry.allow_global_privileges:
         problems.append("grants on *.* are not allowed (allowGlobalPrivileges is false)")
     if outside and entry.databases is not None:
@@ -136,6 +149,9 @@ def grant_problems(entry: NamespacePolicy, grants: Iterable[Grant], namespace: s
         verb = "is" if len(above) == 1 else "are"
         limit = ", ".join(ceiling) or "(none)"
         problems.append(f"{', '.join(above)} {verb} above the privilege ceiling {limit}")
+    if delegated:
+        levels = ", ".join(dict.fromkeys(delegated))
+        problems.append(f"grantOption is not allowed (allowGrantOption is false): on {levels}")
     return problems
 
 

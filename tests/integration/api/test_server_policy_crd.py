@@ -59,7 +59,9 @@ async def test_the_policy_sample_is_accepted_as_written(crds: list[str], kube_ap
         assert entries[0]["allowGlobalPrivileges"] is False  # the defaults, filled in by the API server
         assert entries[0]["allowRoles"] is True
         assert entries[0]["allowPlugins"] is False
+        assert entries[0]["allowGrantOption"] is False
         assert entries[1]["allowGlobalPrivileges"] is True
+        assert entries[1]["allowGrantOption"] is True
     finally:
         await delete(kube_api, obj["metadata"]["name"])
 

@@ -256,6 +256,16 @@ async def test_each_refusal_is_reported_and_writes_nothing(tenancy: Tenancy, kub
         env.user(unique("pol-glob"), privileges=[{"database": "*", "privileges": ["PROCESS"]}]),
         "grants on *.* are not allowed (allowGlobalPrivileges is false)",
     )
+    # The grant option (passing privileges on), even within the ceiling.
+    await refused(
+        env,
+        ns,
+        env.user(
+            unique("pol-gopt"),
+            privileges=[{"database": f"{ns}_app", "privileges": ["SELECT"], "grantOption": True}],
+        ),
+        f"grantOption is not allowed (allowGrantOption is false): on `{ns}_app`.*",
+    )
     # Roles: granted to a user, and a DatabaseRole itself.
     await refused(
         env,
@@ -353,6 +363,44 @@ async def test_tightening_stops_a_ready_user_and_loosening_brings_it_back(tenanc
     await wait_until_gone(env.kube, ns, name, limit=60)
     assert not account_exists(env.mysql, name)
     assert snapshot(env, {name}) == {}
+
+
+async def test_a_grant_option_needs_allow_grant_option_and_is_never_revoked_for_it(tenancy: Tenancy) -> None:
+    """A user holding a grant option when the policy stops allowing it (as on upgrading to an operator that
+    checks allowGrantOption, whose default is false) reports it and keeps the option; allowed, Ready."""
+    env, ns = tenancy, tenancy.tenant
+    await env.set_policy(**(BOUNDS | {"allowGrantOption": True}))
+    name, app = unique("pol-deleg"), f"{ns}_app"
+    delegating = [{"database": app, "privileges": ["SELECT"], "grantOption": True}]
+    await env.kube.create(DATABASE_USERS, env.user(name, privileges=delegating), ns)
+    await wait_for_ready(env.kube, ns, name, limit=60)
+    granted = {(escaped(app), "*", "SELECT", True)}
+    assert privileges_of(env.mysql, name) == granted
+
+    await env.set_policy(**BOUNDS)  # allowGrantOption left out: false
+    found = await wait_for_ready(env.kube, ns, name, "False", "PolicyViolation", limit=60)
+    assert ready(found)["message"] == (  # type: ignore[index]
+        f"ClusterMySQLServer {env.server} policy.namespaces[0]: grantOption is not allowed "
+        f"(allowGrantOption is false): on `{app}`.*"
+    )
+    before = snapshot(env, {name})
+    await asyncio.sleep(2)
+    assert snapshot(env, {name}) == before
+    assert privileges_of(env.mysql, name) == granted  # not revoked
+
+    # Without the option the same user is within the policy again.
+    await env.kube.patch(
+        DATABASE_USERS,
+        name,
+        {"spec": {"privileges": [{"database": app, "privileges": ["SELECT"]}]}},
+        PatchType.MERGE,
+        namespace=ns,
+    )
+    await wait_for_ready(env.kube, ns, name, limit=60)
+    assert privileges_of(env.mysql, name) == {(escaped(app), "*", "SELECT", False)}
+    await env.kube.delete(DATABASE_USERS, name, ns)
+    await wait_until_gone(env.kube, ns, name, limit=60)
+    assert not account_exists(env.mysql, name)
 
 
 async def test_tightening_stops_a_ready_role_without_dropping_it(tenancy: Tenancy) -> None:
