@@ -119,6 +119,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="sample every implementation with py-spy (collapsed stacks in OUT/profiles/; costs some CPU)",
     )
+    arguments.add_argument(
+        "--pairs",
+        type=int,
+        default=1,
+        help="live runs of the floor and the operator at each N, in alternating order (floor first, then "
+        "operator first, ...); operator ÷ floor is the median of the pairs' ratios (default 1: floor first)",
+    )
     arguments.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     return arguments
 
@@ -134,6 +141,8 @@ def options_from(arguments: argparse.Namespace) -> Options:
         raise SystemExit("--servers: at least 1")
     if arguments.servers > 1:
         arguments.peer = False  # the kopf peer knows one server
+    if arguments.pairs < 1:
+        raise SystemExit("--pairs: at least 1")
     sizes: list[int] = arguments.n
     steady = arguments.steady_n or (1000 if 1000 in sizes else sizes[-1])
     return Options(
@@ -151,6 +160,7 @@ def options_from(arguments: argparse.Namespace) -> Options:
         leader_elect=arguments.leader_elect,
         time_limit=arguments.time_limit,
         profile_dir=arguments.out / "profiles" if arguments.profile else None,
+        pairs=arguments.pairs,
     )
 
 
@@ -237,6 +247,8 @@ class Runner:
             cold = n == options.coldstart_n and "coldstart" in scenarios
             if "convergence" in scenarios or steady or cold:
                 await self._operator(n, steady=steady, cold=cold)
+            if {"floor", "convergence"} <= scenarios:
+                await self._more_pairs(n)
             if "backlog" in scenarios:
                 peer = "peer" in scenarios and options.peer and n <= options.peer_max_n
                 for kind in ("floor", *(["kopf"] if peer else []), "operator"):
@@ -252,7 +264,7 @@ class Runner:
         result, run = started
         try:
             if "convergence" in scenarios:
-                self.results["convergence"].append(result)
+                self.results["convergence"].append(result | {"pair": 0})
             if steady and "rotation" in scenarios:
                 self.results["rotation"] = await self.attempt("rotation", bench.rotation(run))
             if steady and "idle" in scenarios:
@@ -263,13 +275,23 @@ class Runner:
             await run.close(bench)
         self.save()
 
-    async def _convergence_only(self, kind: str, n: int) -> None:
-        started = await self.attempt(f"{kind} N={n}", self.bench.convergence(kind, n))
+    async def _convergence_only(self, kind: str, n: int, pair: int = 0) -> None:
+        started = await self.attempt(f"{kind} N={n}", self.bench.convergence(kind, n, pair))
         if started is not None:
             result, run = started
-            self.results["convergence"].append(result)
+            self.results["convergence"].append(result | {"pair": pair})
             await run.close(self.bench)
             self.save()
+
+    async def _more_pairs(self, n: int) -> None:
+        """Pairs 2..K of --pairs: live runs of the floor and the operator, the operator first in every
+        other pair (pair 1, floor first, is the usual run), so that neither always meets the API server
+        and etcd fresher."""
+        for pair in range(1, self.options.pairs):
+            say(f"N={n}: pair {pair + 1} of {self.options.pairs}")
+            order = ("operator", "floor") if pair % 2 else ("floor", "operator")
+            for kind in order:
+                await self._convergence_only(kind, n, pair)
 
 
 async def amain(

@@ -73,6 +73,7 @@ class Options:
     time_limit: float = 600.0
     profile_dir: Path | None = None
     login_checks: int = 5
+    pairs: int = 1
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -353,14 +354,16 @@ class Bench:
 
     # --- convergence -------------------------------------------------------------------------------------
 
-    async def convergence(self, kind: str, size: int) -> tuple[dict[str, Any], Run]:
-        """Create ``size`` DatabaseUsers (and Secrets) and time them to Ready under one implementation."""
-        namespace = await self.new_namespace(kind, size)
-        tag = f"{SHORT[kind]}{size}{self.run_id}"
+    async def convergence(self, kind: str, size: int, pair: int = 0) -> tuple[dict[str, Any], Run]:
+        """Create ``size`` DatabaseUsers (and Secrets) and time them to Ready under one implementation
+        (``pair``: the how-manieth live run of this kind and size, each in a namespace of its own)."""
+        again = f"p{pair + 1}" if pair else ""
+        namespace = await self.new_namespace(kind, size, again)
+        tag = f"{SHORT[kind]}{again}{size}{self.run_id}"
         population = Population(namespace, tag, size, self.fleet)
         watch = ReadyWatch(self.kube, namespace)
         await watch.start()
-        implementation = self.implementation(kind, namespace, f"{SHORT[kind]}-{size}")
+        implementation = self.implementation(kind, namespace, f"{SHORT[kind]}{again}-{size}")
         await implementation.start()
         run = Run(implementation, watch, population)
         try:
