@@ -286,6 +286,8 @@ class Database:
         try:
             connection = await pool.acquire()
         except Exception as exc:
+            if _cancels_requested() > cancels:  # a failed connect that swallowed a cancellation
+                raise asyncio.CancelledError from None
             return _Failure(classify(exc, statement.secrets), pool, reused=False)
         if _cancels_requested() > cancels:  # a cancellation the connect swallowed: see _cancels_requested
             connection.close()
@@ -375,8 +377,10 @@ def _cancels_requested() -> int:
 
     On Python 3.11 ``asyncio.wait_for`` returns the result, not ``CancelledError``, when what it awaits
     finishes in the same loop iteration as the cancellation (gh-86296, fixed in 3.12): aiomysql connects
-    through it, so a connection may come back from a cancelled acquire. A count that grew meanwhile says
-    so (compared with itself before the call: on 3.11 a failed ``TaskGroup`` leaves its count raised).
+    through it, so a connection may come back from a cancelled acquire, or its error (a refused or failed
+    connect) instead of the cancellation; a caller that retries on errors (a periodic check) would then
+    never stop. A count that grew meanwhile says so (compared with itself before the call: on 3.11 a
+    failed ``TaskGroup`` leaves its count raised).
     """
     task = asyncio.current_task()
     return task.cancelling() if task is not None else 0

@@ -64,6 +64,42 @@ async def test_a_cancellation_during_connect_stops_the_statement_and_closes_the_
     assert database.statements_written == 0
 
 
+class _RefusingPool(_ConnectingPool):
+    """The connect fails (as to a stopped server) in the loop iteration in which the caller is cancelled:
+    3.11's ``wait_for`` raises the connect's error instead of ``CancelledError``."""
+
+    async def acquire(self) -> _Connection:
+        loop = asyncio.get_running_loop()
+        connected = loop.create_future()
+        loop.call_soon(connected.set_exception, ConnectionRefusedError(111, "Connection refused"))
+        loop.call_soon(self.caller.cancel)
+        await asyncio.wait_for(connected, timeout=5)
+        return self.connection
+
+
+async def test_a_cancellation_during_a_failed_connect_stops_the_call_instead_of_an_error() -> None:
+    """A caller that logs MySQL errors and tries again (the periodic drift checks) must see the
+    cancellation, not the refused connect, or it never stops (a shutdown that hangs)."""
+    database = Database(ConnectionSettings(host="db", user="admin", password=SecretStr("pw")))
+    attempts = 0
+
+    async def periodic_check() -> None:
+        nonlocal attempts
+        while True:
+            attempts += 1
+            database._pool = _RefusingPool(task) if attempts == 1 else _ConnectingPool(task)
+            try:
+                await database.fetch(Statement("SELECT 1"))
+            except MySQLError:
+                await asyncio.sleep(0)  # logged, tried again next period
+
+    task = asyncio.create_task(periodic_check())
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout=5)
+    assert task.cancelled()
+    assert attempts == 1
+
+
 async def test_an_earlier_uncancelled_request_does_not_stop_a_later_statement() -> None:
     """Only a cancellation requested during the connect counts: one left over before it (as a failed
     TaskGroup leaves on Python 3.11) does not make every later statement fail."""
