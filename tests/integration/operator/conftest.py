@@ -108,9 +108,45 @@ async def start_operator(
     yield start
     for instance in running:
         instance.stop.set()
-    await asyncio.gather(*(i.task for i in running), return_exceptions=True)
-    logging.getLogger().removeHandler(handler)
-    handler.close()
+    try:
+        await stopped_within(SHUTDOWN_LIMIT, [i.task for i in running])
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+
+
+SHUTDOWN_LIMIT = 60.0  # every instance's shutdown_timeout (5 s) and then some
+
+
+def awaiting(coroutine: Any) -> str:
+    """Where a suspended coroutine waits: the chain of its awaits, outermost first, one frame a line."""
+    lines = []
+    while coroutine is not None:
+        frame = getattr(coroutine, "cr_frame", None) or getattr(coroutine, "gi_frame", None)
+        if frame is not None:
+            lines.append(f"    {frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}\n")
+        coroutine = getattr(coroutine, "cr_await", None) or getattr(coroutine, "gi_yieldfrom", None)
+    return "".join(lines)
+
+
+async def stopped_within(limit: float, tasks: list[asyncio.Task[Any]]) -> None:
+    """Wait for stopped operator instances; one still running after ``limit`` seconds is a shutdown that
+    hangs: fail naming where every task of the loop waits (then cancel the instances)."""
+    _, pending = await asyncio.wait(tasks, timeout=limit) if tasks else (set(), set())
+    if not pending:
+        return
+    stacks = [
+        f"  {task.get_name()}\n{awaiting(task.get_coro())}"
+        for task in asyncio.all_tasks()
+        if task is not asyncio.current_task()
+    ]
+    for task in pending:
+        task.cancel()
+    await asyncio.wait(pending, timeout=10)
+    pytest.fail(
+        f"{len(pending)} operator instance(s) still running {limit:g} s after stop; tasks:\n"
+        + "".join(stacks)
+    )
 
 
 @pytest.fixture(scope="session")
