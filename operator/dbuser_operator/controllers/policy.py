@@ -111,7 +111,7 @@ def _patterns_text(patterns: Sequence[str], namespace: str) -> str:
     return f"{expanded} ({noun} {written})"
 
 
-def grant_level(grant: Grant) -> str:
+def _level_text(grant: Grant) -> str:
     """Where a grant applies, as GRANT writes it: ``*.*``, ```app`.*``, ```app`.`t```,
     ``PROCEDURE `app`.`p``` (the names' patterns admit no backquote)."""
     if grant.database == GLOBAL:
@@ -138,7 +138,7 @@ def grant_problems(entry: NamespacePolicy, grants: Iterable[Grant], namespace: s
         if ceiling is not None and ALL not in ceiling:
             above += [p for p in grant.privileges if p not in ceiling and p not in above]
         if grant.grant_option and not entry.allow_grant_option:
-            delegated.append(grant_level(grant))
+            delegated.append(_level_text(grant))
     if global_grant and not entry.allow_global_privileges:
         problems.append("grants on *.* are not allowed (allowGlobalPrivileges is false)")
     if outside and entry.databases is not None:
