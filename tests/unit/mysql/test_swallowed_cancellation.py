@@ -23,17 +23,23 @@ class _Connection:
 
 class _ConnectingPool:
     """A pool whose acquire connects as aiomysql does (``asyncio.wait_for`` with a timeout), and whose
-    connection is made in the very loop iteration in which the caller is cancelled."""
+    connect ends in the very loop iteration in which the caller is cancelled: with a connection, or
+    ``refused`` (as to a stopped server), when 3.11's ``wait_for`` raises that error instead of
+    ``CancelledError``."""
 
-    def __init__(self, caller: asyncio.Task[Any]) -> None:
+    def __init__(self, caller: asyncio.Task[Any], *, refused: bool = False) -> None:
         self.caller = caller
+        self.refused = refused
         self.connection = _Connection()
         self.released: list[_Connection] = []
 
     async def acquire(self) -> _Connection:
         loop = asyncio.get_running_loop()
         connected = loop.create_future()
-        loop.call_soon(connected.set_result, None)
+        if self.refused:
+            loop.call_soon(connected.set_exception, ConnectionRefusedError(111, "Connection refused"))
+        else:
+            loop.call_soon(connected.set_result, None)
         loop.call_soon(self.caller.cancel)
         await asyncio.wait_for(connected, timeout=5)
         return self.connection
@@ -64,19 +70,6 @@ async def test_a_cancellation_during_connect_stops_the_statement_and_closes_the_
     assert database.statements_written == 0
 
 
-class _RefusingPool(_ConnectingPool):
-    """The connect fails (as to a stopped server) in the loop iteration in which the caller is cancelled:
-    3.11's ``wait_for`` raises the connect's error instead of ``CancelledError``."""
-
-    async def acquire(self) -> _Connection:
-        loop = asyncio.get_running_loop()
-        connected = loop.create_future()
-        loop.call_soon(connected.set_exception, ConnectionRefusedError(111, "Connection refused"))
-        loop.call_soon(self.caller.cancel)
-        await asyncio.wait_for(connected, timeout=5)
-        return self.connection
-
-
 async def test_a_cancellation_during_a_failed_connect_stops_the_call_instead_of_an_error() -> None:
     """A caller that logs MySQL errors and tries again (the periodic drift checks) must see the
     cancellation, not the refused connect, or it never stops (a shutdown that hangs)."""
@@ -87,7 +80,7 @@ async def test_a_cancellation_during_a_failed_connect_stops_the_call_instead_of_
         nonlocal attempts
         while True:
             attempts += 1
-            database._pool = _RefusingPool(task) if attempts == 1 else _ConnectingPool(task)
+            database._pool = _ConnectingPool(task, refused=attempts == 1)
             try:
                 await database.fetch(Statement("SELECT 1"))
             except MySQLError:
