@@ -48,7 +48,7 @@ from bench.common import (
 from bench.servers import FLEET_ENV, admin_secret, fleet_env, mysql_server
 from dbuser_operator.controllers.resources import DATABASE_USERS, MYSQL_SERVERS
 from dbuser_operator.runtime.client import REQUESTS, KubeClient, PatchType
-from dbuser_operator.runtime.resources import NAMESPACES, SECRETS
+from dbuser_operator.runtime.resources import EVENTS, NAMESPACES, SECRETS
 
 SHORT = {"operator": "op", "floor": "fl", "kopf": "kp"}
 WARMUP = "warmup"
@@ -286,7 +286,9 @@ class Bench:
         return await settle_writes(self.api, limit=limit)
 
     async def cleanup(self, namespace: str, tag: str) -> None:
-        """Drop the run's accounts and ownership rows; remove its objects (finalizers first) and namespace."""
+        """Drop the run's accounts and ownership rows; remove its objects (finalizers first), its Events and
+        its namespace, so that the next run meets the API server as this one did (Events live an hour, and
+        the API server holds them meanwhile)."""
         for server in self.fleet:
             await self._drop_accounts(server, tag)
         listed = await self.kube.list(DATABASE_USERS, namespace)
@@ -312,7 +314,7 @@ class Bench:
                     PatchType.MERGE,
                     namespace=namespace,
                 )
-        for resource in (DATABASE_USERS, *([MYSQL_SERVERS] if self.many else []), SECRETS):
+        for resource in (DATABASE_USERS, *([MYSQL_SERVERS] if self.many else []), SECRETS, EVENTS):
             await self.kube.request("DELETE", resource.path(namespace))
         with contextlib.suppress(client.ApiException):
             await self.kube.delete(NAMESPACES, namespace)
