@@ -126,6 +126,11 @@ def parser() -> argparse.ArgumentParser:
         help="live runs of the floor and the operator at each N, in alternating order (floor first, then "
         "operator first, ...); operator ÷ floor is the median of the pairs' ratios (default 1: floor first)",
     )
+    arguments.add_argument(
+        "--floor-events",
+        action="store_true",
+        help="the floor also posts the one Event per new user the operator promises (default: no Events)",
+    )
     arguments.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     return arguments
 
@@ -161,6 +166,7 @@ def options_from(arguments: argparse.Namespace) -> Options:
         time_limit=arguments.time_limit,
         profile_dir=arguments.out / "profiles" if arguments.profile else None,
         pairs=arguments.pairs,
+        floor_events=arguments.floor_events,
     )
 
 
@@ -379,6 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "resync_period": options.resync_period,
             "time_limit": options.time_limit,
             "servers": arguments.servers,
+            "floor_events": options.floor_events,
         },
         "git": git_state(),
         "convergence": [],

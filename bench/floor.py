@@ -7,6 +7,8 @@ It keeps Secrets in a list+watch cache, watches the benchmark's DatabaseUsers, a
 ``--concurrency`` workers and as many MySQL connections: adds a finalizer (one JSON Patch), reads the
 password from the cache, runs ``CREATE USER IF NOT EXISTS … IDENTIFIED BY`` and ``GRANT``, and writes the
 Ready condition (one status merge patch). No checks, no bookkeeping, no Events, no retries worth the name.
+With ``--events`` it also posts the one Event per new user that the operator promises (``AccountCreated``,
+the operator's shape), right after the status: the floor of the job *with* its Event, for comparison.
 
 MySQL connections use TLS as the operator's default does (``--mysql-tls PREFERRED``: encrypted when the
 server offers it, unverified; the operator's own TLS code builds the context): the passwords of ``CREATE
@@ -24,8 +26,10 @@ import argparse
 import asyncio
 import base64
 import os
+import secrets
 import signal
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,16 +50,23 @@ from bench.servers import FLEET_ENV, fleet_from_env
 from dbuser_operator.controllers.resources import DATABASE_USERS
 from dbuser_operator.mysql.tls import SSLMode, TLSOptions, negotiate_tls_like_mysql_clients
 from dbuser_operator.runtime.client import KubeClient, PatchType
-from dbuser_operator.runtime.resources import SECRETS
+from dbuser_operator.runtime.resources import EVENTS, SECRETS
 
 FINALIZER = "bench.dbuser-operator.dev/floor"
 
 
 class Floor:
     def __init__(
-        self, kube: KubeClient, pools: dict[str, aiomysql.Pool], namespace: str, concurrency: int
+        self,
+        kube: KubeClient,
+        pools: dict[str, aiomysql.Pool],
+        namespace: str,
+        concurrency: int,
+        *,
+        events: bool = False,
     ) -> None:
         self.kube = kube
+        self.events = events  # one Event per new user, as the operator posts
         self.pools = pools  # by server resource name; "" without spec.serverRef
         self.namespace = namespace
         self.concurrency = concurrency
@@ -115,7 +126,7 @@ class Floor:
             await cursor.execute("CREATE USER IF NOT EXISTS %s@%s IDENTIFIED BY %s", (user, host, password))
             await cursor.execute(f"GRANT SELECT ON `{BENCH_DATABASE}`.* TO %s@%s", (user, host))
         status = ready_status(obj["metadata"].get("generation"), f"account '{user}'@'{host}' is ready")
-        await self.kube.patch(
+        obj = await self.kube.patch(
             DATABASE_USERS,
             name,
             {"status": status},
@@ -123,6 +134,10 @@ class Floor:
             namespace=self.namespace,
             subresource="status",
         )
+        if self.events:
+            await self.kube.create(
+                EVENTS, created_event(obj, f"created account '{user}'@'{host}'"), self.namespace
+            )
 
     async def run(self) -> None:
         synced = asyncio.Event()
@@ -148,6 +163,37 @@ class Floor:
         finally:
             for task in tasks:
                 task.cancel()
+
+
+def created_event(obj: dict[str, Any], message: str) -> dict[str, Any]:
+    """The ``AccountCreated`` Event the operator posts for a new user, in the shape its recorder writes."""
+    metadata = obj["metadata"]
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{metadata['name']}.{secrets.token_hex(8)}",
+            "namespace": metadata["namespace"],
+        },
+        "involvedObject": {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "name": metadata["name"],
+            "namespace": metadata["namespace"],
+            "uid": metadata["uid"],
+            "resourceVersion": metadata["resourceVersion"],
+        },
+        "type": "Normal",
+        "reason": "AccountCreated",
+        "message": message,
+        "source": {"component": "bench-floor"},
+        "reportingComponent": "bench-floor",
+        "reportingInstance": "",
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
 
 
 async def amain(arguments: argparse.Namespace) -> None:
@@ -180,7 +226,9 @@ async def amain(arguments: argparse.Namespace) -> None:
                 ssl=TLSOptions(SSLMode(arguments.mysql_tls)).client_context(),
             )
         async with await api_client(arguments.kubeconfig) as api:
-            floor = Floor(KubeClient(api), pools, arguments.namespace, arguments.concurrency)
+            floor = Floor(
+                KubeClient(api), pools, arguments.namespace, arguments.concurrency, events=arguments.events
+            )
             running = asyncio.create_task(floor.run())
             await stop.wait()
             running.cancel()
@@ -204,6 +252,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=[SSLMode.PREFERRED.value, SSLMode.DISABLED.value],
         default=SSLMode.PREFERRED.value,
         help="TLS towards MySQL, as the operator's --mysql-ssl-mode (default: the operator's default)",
+    )
+    parser.add_argument(
+        "--events",
+        action="store_true",
+        help="post one AccountCreated Event per new user, as the operator does",
     )
     asyncio.run(amain(parser.parse_args(argv)))
     return 0

@@ -233,11 +233,20 @@ def _peer_argv(module: str, namespace: str, mysql: MySQLAddress, concurrency: in
 
 
 def floor(
-    workdir: Path, kubeconfig: Path, mysql: MySQLAddress, namespace: str, *, concurrency: int, log_name: str
+    workdir: Path,
+    kubeconfig: Path,
+    mysql: MySQLAddress,
+    namespace: str,
+    *,
+    concurrency: int,
+    log_name: str,
+    events: bool = False,
 ) -> Implementation:
+    """The floor (``events``: with one Event per new user, as the operator posts)."""
     argv = [
         *_peer_argv("bench.floor", namespace, mysql, concurrency),
         f"--kubeconfig={kubeconfig}",
+        *(["--events"] if events else []),
     ]
     return Implementation(
         "floor", argv, workdir / f"{log_name}.log", env={ADMIN_PASSWORD_ENV: mysql.password}

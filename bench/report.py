@@ -63,6 +63,8 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
         targets.append({"name": name, "target": target, "value": value, "unit": unit, "pass": passed})
 
     many = results.get("options", {}).get("servers", 1) > 1
+    # --floor-events: the floor posts the operator's one Event per new user too
+    floor_name = "floor with Events" if results.get("options", {}).get("floor_events") else "floor"
     limit = MANY_SERVERS_VS_FLOOR if many else CONVERGENCE_VS_FLOOR
     sizes = sorted({row["n"] for row in results.get("convergence", [])})
     for n in sizes:
@@ -73,7 +75,7 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
             judged = n >= 1000 or results.get("smoke")
             median = f" (median of {len(ratios)} pairs)" if len(ratios) > 1 else ""
             add(
-                f"convergence N={n} vs floor{median}",
+                f"convergence N={n} vs {floor_name}{median}",
                 f"≤ {limit}x floor" + ("" if judged else " (judged at N ≥ 1000)"),
                 ratio,
                 ratio <= limit if judged else None,
@@ -82,7 +84,13 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
             if len(ratios) > 1:
                 for pair, value in enumerate(ratios, 1):
                     first = "floor" if pair % 2 else "operator"
-                    add(f"convergence N={n} vs floor, pair {pair} ({first} first)", "-", value, None, "x")
+                    add(
+                        f"convergence N={n} vs {floor_name}, pair {pair} ({first} first)",
+                        "-",
+                        value,
+                        None,
+                        "x",
+                    )
         if operator and (peer := _kopf_seconds(results, n, "convergence")):
             speedup = peer[0] / operator["seconds"]
             add(f"convergence N={n} vs kopf", f"≥ {FASTER_THAN_KOPF}x faster", speedup, speedup >= 3, peer[1])

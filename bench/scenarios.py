@@ -74,6 +74,7 @@ class Options:
     profile_dir: Path | None = None
     login_checks: int = 5
     pairs: int = 1
+    floor_events: bool = False  # the floor posts the operator's one Event per new user
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -333,22 +334,25 @@ class Bench:
             await admin_sql(server, (forget, (f"{tag}\\_%",)))
 
     def implementation(self, kind: str, namespace: str, log_name: str) -> processes.Implementation:
-        common = {"concurrency": self.options.concurrency, "log_name": log_name}
+        where = (self.workdir, self.kubeconfig, self.mysql, namespace)
+        concurrency = self.options.concurrency
+        implementation: processes.Implementation
         if kind == "operator":
             implementation = processes.operator(
-                self.workdir,
-                self.kubeconfig,
-                self.mysql,
-                namespace,
+                *where,
+                concurrency=concurrency,
+                log_name=log_name,
                 resync_period=self.options.resync_period,
                 leader_elect=self.options.leader_elect,
-                **common,  # type: ignore[arg-type]
             )
-        else:
-            factory = processes.floor if kind == "floor" else processes.kopf_peer
-            implementation = factory(self.workdir, self.kubeconfig, self.mysql, namespace, **common)  # type: ignore[arg-type]
-            if kind == "floor" and self.many:
+        elif kind == "floor":
+            implementation = processes.floor(
+                *where, concurrency=concurrency, log_name=log_name, events=self.options.floor_events
+            )
+            if self.many:
                 implementation.env[FLEET_ENV] = fleet_env(self.fleet)
+        else:
+            implementation = processes.kopf_peer(*where, concurrency=concurrency, log_name=log_name)
         if self.options.profile_dir is not None:
             self.options.profile_dir.mkdir(parents=True, exist_ok=True)
             implementation.profile_path = self.options.profile_dir / f"{log_name}.txt"
