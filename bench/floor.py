@@ -8,7 +8,8 @@ It keeps Secrets in a list+watch cache, watches the benchmark's DatabaseUsers, a
 password from the cache, runs ``CREATE USER IF NOT EXISTS … IDENTIFIED BY`` and ``GRANT``, and writes the
 Ready condition (one status merge patch). No checks, no bookkeeping, no Events, no retries worth the name.
 With ``--events`` it also posts the one Event per new user that the operator promises (``AccountCreated``,
-the operator's shape), right after the status: the floor of the job *with* its Event, for comparison.
+the operator's shape) once the status is written, in the background as the operator does (the worker goes
+on to the next user): the floor of the job *with* its Event, for comparison.
 
 MySQL connections use TLS as the operator's default does (``--mysql-tls PREFERRED``: encrypted when the
 server offers it, unverified; the operator's own TLS code builds the context): the passwords of ``CREATE
@@ -67,6 +68,7 @@ class Floor:
     ) -> None:
         self.kube = kube
         self.events = events  # one Event per new user, as the operator posts
+        self.posting: set[asyncio.Task[Any]] = set()  # Events being posted
         self.pools = pools  # by server resource name; "" without spec.serverRef
         self.namespace = namespace
         self.concurrency = concurrency
@@ -135,9 +137,15 @@ class Floor:
             subresource="status",
         )
         if self.events:
-            await self.kube.create(
-                EVENTS, created_event(obj, f"created account '{user}'@'{host}'"), self.namespace
-            )
+            event = created_event(obj, f"created account '{user}'@'{host}'")
+            posting = asyncio.create_task(self.kube.create(EVENTS, event, self.namespace))
+            self.posting.add(posting)
+            posting.add_done_callback(self._posted)
+
+    def _posted(self, posting: asyncio.Task[Any]) -> None:
+        self.posting.discard(posting)
+        if not posting.cancelled() and posting.exception() is not None:
+            print(f"floor: event not posted: {posting.exception()!r}", flush=True)
 
     async def run(self) -> None:
         synced = asyncio.Event()
@@ -161,7 +169,7 @@ class Floor:
         try:
             await asyncio.gather(*tasks)
         finally:
-            for task in tasks:
+            for task in [*tasks, *self.posting]:
                 task.cancel()
 
 
