@@ -7,15 +7,12 @@ MySQL server. The Events are counted by the API server (``apiserver_request_tota
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dbuser_operator.envtest import KubeCluster, MySQLServer
-from tests.conftest import REPO
+from tests.integration.bench_support import bench_env, run_bench
 
 pytestmark = pytest.mark.integration
 
@@ -25,19 +22,9 @@ def test_the_floor_posts_one_event_per_user(
     kube: KubeCluster, mysql: MySQLServer, crds: list[str], tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig), "MYSQL_URL": mysql.url}
     argv = ["--n", "10", "--scenarios", "floor", "--no-peer", "--floor-events"]
-    result = subprocess.run(
-        [sys.executable, "-m", "bench", *argv, "--out", str(out), "--workdir", str(tmp_path / "work")],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-5000:]
+    argv += ["--out", str(out), "--workdir", str(tmp_path / "work")]
+    run_bench("bench", argv, bench_env(kube, mysql), timeout=240)
     results = json.loads((out / "results.json").read_text())
     assert results["options"]["floor_events"] is True
     (floor,) = results["convergence"]

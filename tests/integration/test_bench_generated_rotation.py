@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dbuser_operator.envtest import KubeCluster, MySQLServer
-from tests.conftest import REPO
+from tests.integration.bench_support import bench_env, run_bench
 
 pytestmark = pytest.mark.integration
 
@@ -21,18 +18,8 @@ def test_generated_rotation_bench_smoke(
     kube: KubeCluster, mysql: MySQLServer, crds: list[str], tmp_path: Path
 ) -> None:
     out = tmp_path / "generated-rotation.json"
-    env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig), "MYSQL_URL": mysql.url}
     arguments = ["--n", "8", "--samples", "3", "--clients", "4", "--grace", "2s", "--out", str(out)]
-    result = subprocess.run(
-        [sys.executable, "-m", "bench.generated_rotation", *arguments],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=540,
-        check=False,
-    )
-    assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
+    run_bench("bench.generated_rotation", arguments, bench_env(kube, mysql))
     figures = json.loads(out.read_text())
     assert (figures["n"], figures["samples"]) == (8, 3)
     if figures["mysql_version"].startswith(("8.", "9.")) and "MariaDB" not in figures["mysql_version"]:

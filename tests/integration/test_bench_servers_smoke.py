@@ -9,15 +9,12 @@ on the server its user names, and that a restart over them writes nothing.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dbuser_operator.envtest import KubeCluster
-from tests.conftest import REPO
+from tests.integration.bench_support import bench_env, run_bench
 
 pytestmark = pytest.mark.integration
 
@@ -25,20 +22,8 @@ pytestmark = pytest.mark.integration
 @pytest.mark.timeout(600)
 def test_bench_over_three_servers(kube: KubeCluster, crds: list[str], tmp_path: Path) -> None:
     out = tmp_path / "out"
-    env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig)}
-    env.pop("MYSQL_URL", None)
     argv = ["--servers", "3", "--n", "12", "--scenarios", "convergence,floor,coldstart"]
-    result = subprocess.run(
-        [sys.executable, "-m", "bench", *argv, "--out", str(out), "--workdir", str(tmp_path / "work")],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=540,
-        check=False,
-    )
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-5000:]
+    run_bench("bench", [*argv, "--out", str(out), "--workdir", str(tmp_path / "work")], bench_env(kube))
     results = json.loads((out / "results.json").read_text())
     assert "errors" not in results
     assert results["options"]["servers"] == 3

@@ -9,15 +9,12 @@ benchmark's business.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dbuser_operator.envtest import KubeCluster, MySQLServer
-from tests.conftest import REPO
+from tests.integration.bench_support import bench_env, run_bench
 
 pytestmark = pytest.mark.integration
 
@@ -25,18 +22,8 @@ pytestmark = pytest.mark.integration
 @pytest.mark.timeout(600)
 def test_bench_smoke(kube: KubeCluster, mysql: MySQLServer, crds: list[str], tmp_path: Path) -> None:
     out = tmp_path / "out"
-    env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig), "MYSQL_URL": mysql.url}
-    result = subprocess.run(
-        [sys.executable, "-m", "bench", "--smoke", "--out", str(out), "--workdir", str(tmp_path / "work")],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=540,
-        check=False,
-    )
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-5000:]
+    argv = ["--smoke", "--out", str(out), "--workdir", str(tmp_path / "work")]
+    result = run_bench("bench", argv, bench_env(kube, mysql))
 
     # The three artefacts: the table (printed and written), the JSON, a commit-sized PNG.
     table = (out / "results.md").read_text()
