@@ -64,7 +64,17 @@ class Implementation:
 
     async def _start_profiler(self, path: Path) -> None:
         py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-        argv = [py_spy, "record", f"--pid={self.pid}", "--rate=200", "--format=raw", f"--output={path}"]
+        # --gil: only the thread running Python, so a sample is CPU spent in that stack; without it a
+        # loopback send() or SSL write is counted for as long as the call takes, and skews the breakdown.
+        argv = [
+            py_spy,
+            "record",
+            f"--pid={self.pid}",
+            "--rate=200",
+            "--gil",
+            "--format=raw",
+            f"--output={path}",
+        ]
         self.profiler = await asyncio.create_subprocess_exec(
             *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
         )

@@ -3,6 +3,8 @@ every level: global, database, table, column and routine."""
 
 from __future__ import annotations
 
+import functools
+
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.api.v1alpha1 import Grant as GrantSpec
 from dbuser_operator.controllers.steps import Context
@@ -14,19 +16,41 @@ from dbuser_operator.mysql.errors import MySQLError, PrivilegeUnknownError
 def desired_grant(item: GrantSpec) -> grants.Grant:
     """One entry of ``spec.privileges`` in the MySQL layer's terms (a routine's name is its ``table``)."""
     if item.routine is not None:
-        return grants.Grant(
-            privileges=frozenset(item.privileges),
-            database=item.database,
-            table=item.routine.name,
-            grant_option=item.grant_option,
-            routine=item.routine.type,
+        return _grant(
+            frozenset(item.privileges),
+            item.database,
+            item.routine.name,
+            item.grant_option,
+            frozenset(),
+            item.routine.type,
         )
+    return _grant(
+        frozenset(item.privileges),
+        item.database,
+        item.table,
+        item.grant_option,
+        frozenset(item.columns or ()),
+        "",
+    )
+
+
+@functools.lru_cache(maxsize=1024)  # a pass asks twice (check, then converge); specs often share grants
+def _grant(  # noqa: PLR0917 - the fields of one Grant
+    privileges: frozenset[str],
+    database: str,
+    table: str,
+    grant_option: bool,
+    columns: frozenset[str],
+    routine: str,
+) -> grants.Grant:
+    """The grant of these fields, checked once (a Grant is immutable: one object serves every pass)."""
     return grants.Grant(
-        privileges=frozenset(item.privileges),
-        database=item.database,
-        table=item.table,
-        grant_option=item.grant_option,
-        columns=frozenset(item.columns or ()),
+        privileges=privileges,
+        database=database,
+        table=table,
+        grant_option=grant_option,
+        columns=columns,
+        routine=routine,
     )
 
 

@@ -10,6 +10,7 @@ accepts besides its own template.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -17,7 +18,8 @@ USER_MAX_LENGTH = 32
 HOST_MAX_LENGTH = 255
 OBJECT_MAX_LENGTH = 64
 
-# Each pattern matches one allowed character; whole names are checked character by character.
+# Each pattern matches one allowed character (a name that fails is looked at character by character, to
+# name the first offending one).
 # A user name: ASCII letters, digits, "_", "." and "-", 1 to 32 characters, not starting with "." or "-".
 _USER = re.compile(r"[A-Za-z0-9_.-]")
 _USER_RULE = "1 to 32 characters from A-Z a-z 0-9 _ . -, not starting with . or -"
@@ -60,10 +62,17 @@ def _check(kind: str, value: object, allowed: re.Pattern[str], max_length: int, 
         raise InvalidIdentifierError(kind, value, "empty", rule)
     if len(value) > max_length:
         raise InvalidIdentifierError(kind, value, f"{len(value)} characters, at most {max_length}", rule)
-    offending = next((c for c in value if allowed.fullmatch(c) is None), None)
-    if offending is not None:
+    if _whole(allowed).fullmatch(value) is None:
+        offending = next(c for c in value if allowed.fullmatch(c) is None)
         raise InvalidIdentifierError(kind, value, f"character {offending!a} not allowed", rule)
     return value
+
+
+@functools.cache
+def _whole(allowed: re.Pattern[str]) -> re.Pattern[str]:
+    """The pattern of a whole name made of ``allowed``'s characters (one match instead of one per
+    character)."""
+    return re.compile(f"(?:{allowed.pattern})+")
 
 
 def validate_user(name: str) -> str:

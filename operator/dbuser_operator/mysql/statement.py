@@ -8,6 +8,7 @@ that itself, so that no caller has to remember it.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import LiteralString
 
@@ -54,13 +55,22 @@ class Statement:
 
 def _check_placeholders(template: str, expected: int) -> None:
     """With parameters, every ``%`` of the template must begin a ``%s``, one per parameter."""
+    found = _placeholders(template)
+    if found is None:
+        raise ValueError(
+            "a template with parameters may contain % only as %s placeholders; "
+            "put literal text such as host patterns in {fragments}"
+        )
+    if found != expected:
+        raise ValueError(f"the template has {found} %s placeholder(s) for {expected} parameter(s)")
+
+
+@functools.lru_cache(maxsize=1024)  # templates are constants: a few hundred in all
+def _placeholders(template: str) -> int | None:
+    """How many ``%s`` the template has; None if it has a ``%`` that begins no ``%s``."""
     found = 0
     for match in _PERCENT.finditer(template):
         if match.group(1) != "s":
-            raise ValueError(
-                "a template with parameters may contain % only as %s placeholders; "
-                "put literal text such as host patterns in {fragments}"
-            )
+            return None
         found += 1
-    if found != expected:
-        raise ValueError(f"the template has {found} %s placeholder(s) for {expected} parameter(s)")
+    return found

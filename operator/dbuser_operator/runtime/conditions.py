@@ -8,7 +8,9 @@ updated in place, and a condition keeps its position in the list.
 
 from __future__ import annotations
 
+import functools
 import re
+import time
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -111,10 +113,15 @@ def validate_condition(type_: str, status: str, reason: str, observed_generation
 def format_time(moment: datetime | None = None) -> str:
     """``moment`` (default: now) as ``metav1.Time`` serialises it: RFC 3339 in UTC, whole seconds."""
     if moment is None:
-        moment = datetime.now(UTC)
-    elif moment.tzinfo is None:
+        return _now_formatted(int(time.time()))
+    if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@functools.lru_cache(maxsize=1)  # every write of a busy second stamps the same text
+def _now_formatted(epoch_seconds: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch_seconds))
 
 
 def _has_status(conditions: list[dict[str, Any]] | None, type_: str, status: str) -> bool:
