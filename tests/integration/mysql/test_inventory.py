@@ -138,3 +138,34 @@ async def test_the_number_of_queries_does_not_grow_with_the_accounts(
     assert QUERIES == 2
     assert all(state.grants == normalise(grants, server) for state in twenty.values())
     assert all(state.password_intact for state in twenty.values())
+
+
+async def test_privileges_of_accounts_nobody_owns_are_not_reported(
+    db: Database,
+    mysql: MySQLServer,
+    accounts_made: Accounts,
+    databases_made: Databases,
+    owned_schema: str,
+    server: ServerInfo,
+) -> None:
+    # Every account's privilege rows are read and matched to the owned ones by GRANTEE: the same user at
+    # another host, or another user, is another account.
+    app = databases_made.create()
+    escaped = app.replace("_", chr(92) + "_")
+    user = await owned_account(db, accounts_made, owned_schema)
+    other_host = accounts_made.track(user, "localhost")
+    other_user = accounts_made.track(accounts_made.name(), "%")
+    admin(
+        mysql,
+        f"CREATE USER '{other_host}'@'localhost' IDENTIFIED BY 'pw'",
+        f"CREATE USER '{other_user}'@'%' IDENTIFIED BY 'pw'",
+        f"GRANT INSERT ON `{escaped}`.* TO '{other_host}'@'localhost'",
+        f"GRANT DELETE ON `{escaped}`.* TO '{other_user}'@'%'",
+        f"GRANT PROCESS ON *.* TO '{other_user}'@'%'",
+    )
+    await apply(db, user, "%", {Grant(frozenset({"SELECT"}), app)}, server)
+
+    found = await counted_inventory(db, owned_schema)
+
+    assert set(found) == {(user, "%")}
+    assert found[(user, "%")].grants == {Grant.observed({"SELECT"}, app)}
