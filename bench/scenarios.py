@@ -23,7 +23,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from bench import processes
+from bench import apiserver_profile, processes
 from bench.common import (
     API_WRITE_METHODS,
     BENCH_DATABASE,
@@ -465,13 +465,17 @@ class Bench:
         servers_before = cpu_seconds(self.servers)
         names = set(population.names())
         load_before = os.getloadavg()[0]
-        started = time.monotonic()
-        creating = asyncio.create_task(self.create_population(population))
-        all_ready = asyncio.create_task(self.wait_all_ready(watch, names, implementation))
-        await creating
-        created = time.monotonic()
-        converged = await all_ready
-        finished = time.monotonic() if converged else float("nan")
+        profile = implementation.profile_path
+        async with apiserver_profile.recording(
+            self.api, profile and profile.parent, f"apiserver-{profile.stem}" if profile else ""
+        ):
+            started = time.monotonic()
+            creating = asyncio.create_task(self.create_population(population))
+            all_ready = asyncio.create_task(self.wait_all_ready(watch, names, implementation))
+            await creating
+            created = time.monotonic()
+            converged = await all_ready
+            finished = time.monotonic() if converged else float("nan")
         process_after = implementation.sample()
         servers = counter_delta(servers_before, cpu_seconds(self.servers))
         settle = await self.settle_writes()  # trailing (background) Events are part of the work
