@@ -40,10 +40,15 @@ async def _profile(api: client.ApiClient, seconds: int) -> bytes:
 
 
 async def _record(api: client.ApiClient, directory: Path, name: str) -> None:
+    """Profile slices until cancelled; an API server that refuses them (no profiling, no permission) is
+    reported once and left alone: the run goes on without its profile."""
     await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
-    for index in itertools.count():
-        content = await _profile(api, SLICE_SECONDS)
-        await asyncio.to_thread((directory / f"{name}-{index:03d}.pb.gz").write_bytes, content)
+    try:
+        for index in itertools.count():
+            content = await _profile(api, SLICE_SECONDS)
+            await asyncio.to_thread((directory / f"{name}-{index:03d}.pb.gz").write_bytes, content)
+    except (RuntimeError, TimeoutError, aiohttp.ClientError, client.ApiException) as error:
+        print(f"kube-apiserver profile of {name} stopped: {error!r}", flush=True)
 
 
 @contextlib.asynccontextmanager
