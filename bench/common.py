@@ -16,7 +16,7 @@ from typing import Any
 import aiomysql
 from kubernetes_asyncio import client, config
 
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.runtime import client as runtime_client
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.resources import Resource

@@ -34,7 +34,7 @@ from tests.conftest import REPO, testbin_directory
 from tests.integration.operator.helpers import can_log_in, database_user, wait_for_ready
 from tests.integration.operator.replicas import Failover, GeneralLog, audit_time, lease_write, succeeded
 
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import (
     Binaries,
     KubeCluster,

@@ -48,7 +48,7 @@ from bench.common import (
     ready_status,
 )
 from bench.servers import FLEET_ENV, fleet_from_env
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.mysql.tls import SSLMode, TLSOptions, negotiate_tls_like_mysql_clients
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import EVENTS, SECRETS

@@ -56,7 +56,7 @@ from bench.common import (
 )
 from bench.scenarios import ReadyWatch, percentile
 from dbuser_operator.api.v1alpha1 import CREDENTIAL_VERSION_ANNOTATION, ROTATE_ANNOTATION
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import Binaries, LocalMySQLServer, connect_cluster, install_crds, provide_mysql
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import NAMESPACES, SECRETS

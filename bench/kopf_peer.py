@@ -25,7 +25,7 @@ import aiomysql
 import kopf
 
 from bench.common import ADMIN_PASSWORD_ENV, BENCH_DATABASE, TARGET, TARGET_LABEL, ready_status
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 
 GROUP, VERSION, PLURAL = DATABASE_USERS.group, DATABASE_USERS.version, DATABASE_USERS.plural
 

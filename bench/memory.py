@@ -46,7 +46,7 @@ from bench.common import (
 )
 from bench.common import secret as password_secret
 from bench.scenarios import ReadyWatch
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import Binaries, LocalMySQLServer, connect_cluster, install_crds, provide_mysql
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.resources import NAMESPACES, SECRETS

@@ -46,7 +46,7 @@ from bench.common import (
     sql_counters_of,
 )
 from bench.servers import FLEET_ENV, admin_secret, fleet_env, mysql_server
-from dbuser_operator.controllers.resources import DATABASE_USERS, MYSQL_SERVERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS, MYSQL_SERVERS
 from dbuser_operator.runtime.client import REQUESTS, KubeClient, PatchType
 from dbuser_operator.runtime.resources import EVENTS, NAMESPACES, SECRETS
 

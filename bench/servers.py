@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.common import OWNERSHIP_SCHEMA, TARGET, TARGET_LABEL, MySQLAddress
-from dbuser_operator.controllers.resources import MYSQL_SERVERS
+from dbuser_operator.controllers.kit.resources import MYSQL_SERVERS
 from dbuser_operator.envtest import LocalMySQLServer, locate
 
 FLEET_FLAVOURS: Final = ("mysql-9.7", "mariadb-11.8", "mariadb-10.11")

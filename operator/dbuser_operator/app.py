@@ -9,27 +9,38 @@ from typing import Any
 import structlog
 from kubernetes_asyncio import client, config
 
-from dbuser_operator.controllers.account import AccountStep
-from dbuser_operator.controllers.authentication import AuthenticationStep
-from dbuser_operator.controllers.connection import ConnectionSecretStep
-from dbuser_operator.controllers.databaserole import DATABASE_ROLES, DatabaseRoleReconciler
-from dbuser_operator.controllers.departed import DepartedSweep
-from dbuser_operator.controllers.finalizer import FinalizerStep
-from dbuser_operator.controllers.generated import GeneratedPasswordStep
-from dbuser_operator.controllers.grants import GrantsStep, PrivilegeCheckStep
-from dbuser_operator.controllers.guard import GuardStep
-from dbuser_operator.controllers.hosts import HostsStep
-from dbuser_operator.controllers.namespaces import namespaces_readable
-from dbuser_operator.controllers.observe import Observer
-from dbuser_operator.controllers.options import OptionsStep
-from dbuser_operator.controllers.owned_secrets import OwnedSecrets
-from dbuser_operator.controllers.ownership import LiveOwners, OwnershipStep
-from dbuser_operator.controllers.password import PasswordStep
-from dbuser_operator.controllers.policy_step import PolicyGate, PolicyStep, policy_gate
-from dbuser_operator.controllers.reconciler import DatabaseUserReconciler
-from dbuser_operator.controllers.resources import (
+from dbuser_operator.controllers.databaserole.reconciler import DatabaseRoleReconciler
+from dbuser_operator.controllers.databaseuser.drift import DriftCheck
+from dbuser_operator.controllers.databaseuser.observe import Observer
+from dbuser_operator.controllers.databaseuser.owned_secrets import OwnedSecrets
+from dbuser_operator.controllers.databaseuser.reconciler import DatabaseUserReconciler
+from dbuser_operator.controllers.databaseuser.role_drift import RoleDriftCheck
+from dbuser_operator.controllers.databaseuser.steps.account import AccountStep
+from dbuser_operator.controllers.databaseuser.steps.authentication import AuthenticationStep
+from dbuser_operator.controllers.databaseuser.steps.connection_secret import ConnectionSecretStep
+from dbuser_operator.controllers.databaseuser.steps.generated import GeneratedPasswordStep
+from dbuser_operator.controllers.databaseuser.steps.grants import GrantsStep, PrivilegeCheckStep
+from dbuser_operator.controllers.databaseuser.steps.hosts import HostsStep
+from dbuser_operator.controllers.databaseuser.steps.options import OptionsStep
+from dbuser_operator.controllers.databaseuser.steps.ownership import LiveOwners, OwnershipStep
+from dbuser_operator.controllers.databaseuser.steps.password import PasswordStep
+from dbuser_operator.controllers.databaseuser.steps.roles import (
+    ROLE_INDEX,
+    RoleAccountGuardStep,
+    RolesStep,
+    referenced_roles,
+    users_of_role,
+)
+from dbuser_operator.controllers.databaseuser.steps.rollout import RolloutStep
+from dbuser_operator.controllers.databaseuser.steps.rotation import DiscardStep, StrategyStep
+from dbuser_operator.controllers.databaseuser.steps.scheduled import ScheduledRotationStep
+from dbuser_operator.controllers.kit.departed import DepartedSweep
+from dbuser_operator.controllers.kit.finalizer import FinalizerStep
+from dbuser_operator.controllers.kit.guard import GuardStep
+from dbuser_operator.controllers.kit.resources import (
     ACCOUNT_INDEX,
     CLUSTER_MYSQL_SERVERS,
+    DATABASE_ROLES,
     DATABASE_USERS,
     MYSQL_SERVERS,
     SECRET_INDEX,
@@ -40,31 +51,21 @@ from dbuser_operator.controllers.resources import (
     referenced_secret,
     referenced_server,
 )
-from dbuser_operator.controllers.resync import DriftCheck
-from dbuser_operator.controllers.role_drift import RoleDriftCheck
-from dbuser_operator.controllers.rollout import RolloutStep
-from dbuser_operator.controllers.rotation import DiscardStep, StrategyStep
-from dbuser_operator.controllers.scheduled import ScheduledRotationStep
-from dbuser_operator.controllers.scope import Scope
-from dbuser_operator.controllers.server_binding import ServerResolver
-from dbuser_operator.controllers.server_connection import (
+from dbuser_operator.controllers.kit.scope import Scope
+from dbuser_operator.controllers.kit.steps import Step
+from dbuser_operator.controllers.policy.gate import PolicyGate, PolicyStep, policy_gate
+from dbuser_operator.controllers.policy.namespaces import namespaces_readable
+from dbuser_operator.controllers.servers.connection import (
     DatabaseFactory,
     SecretReader,
     ServerDefaults,
     referenced_secrets,
 )
-from dbuser_operator.controllers.server_controller import server_controllers
-from dbuser_operator.controllers.server_watch import server_kinds_served, watch_servers
-from dbuser_operator.controllers.servers import ServerRegistry
-from dbuser_operator.controllers.steps import Step
-from dbuser_operator.controllers.target import Target
-from dbuser_operator.controllers.user_roles import (
-    ROLE_INDEX,
-    RoleAccountGuardStep,
-    RolesStep,
-    referenced_roles,
-    users_of_role,
-)
+from dbuser_operator.controllers.servers.controller import server_controllers
+from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.controllers.servers.registry import ServerRegistry
+from dbuser_operator.controllers.servers.resolver import ServerResolver
+from dbuser_operator.controllers.servers.watch import server_kinds_served, watch_servers
 from dbuser_operator.credentials.templates import TemplateRenderer
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.fencing import SessionFence
@@ -314,10 +315,10 @@ def build_manager(
 
     manager.on_shutdown(close_recorder)
     manager.on_shutdown(renderer.close)
-    drift = DriftCheck(resolver.registry.targets, users, controller.queue, settings.resync_period)
+    drift = DriftCheck(resolver.registry.handles, users, controller.queue, settings.resync_period)
     manager.add_leader_task("drift check", drift.run)
     role_drift = RoleDriftCheck(
-        resolver.registry.targets, users, roles, controller.queue, settings.resync_period
+        resolver.registry.handles, users, roles, controller.queue, settings.resync_period
     )
     manager.add_leader_task("role drift check", role_drift.run)
     departed = DepartedSweep(kube, scope, settings.namespaces, controller.queue)
@@ -404,7 +405,7 @@ def server_registry(
         connect_timeout=settings.mysql_connect_timeout,
         cluster_namespace=settings.cluster_resource_namespace,
     )
-    default = Target(db, settings.ownership_schema) if db is not None else None
+    default = ServerHandle(db, settings.ownership_schema) if db is not None else None
     return ServerRegistry(default, defaults, read_secret, database_factory(settings, fence))
 
 

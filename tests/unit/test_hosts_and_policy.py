@@ -6,10 +6,21 @@ from __future__ import annotations
 from typing import Any
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec, DatabaseUserStatus
-from dbuser_operator.controllers.hosts import accounts_of, combined, for_host, ready_message
-from dbuser_operator.controllers.observe import grant_differences, observed, option_differences, summary
-from dbuser_operator.controllers.resources import named_account
-from dbuser_operator.controllers.steps import ConditionError, Context
+from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.databaseuser.observe import (
+    grant_differences,
+    observed,
+    option_differences,
+    summary,
+)
+from dbuser_operator.controllers.databaseuser.steps.hosts import (
+    accounts_of,
+    combined,
+    for_host,
+    ready_message,
+)
+from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.kit.resources import named_account
 from dbuser_operator.mysql.grants import Grant
 from dbuser_operator.mysql.limits import AccountOptions
 from dbuser_operator.mysql.observe import LiveAccount

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pymysql
 import pytest
 
-from dbuser_operator.controllers.target import mysql_condition
+from dbuser_operator.controllers.kit.errors import mysql_condition
 from dbuser_operator.mysql.errors import classify
 
 

@@ -1,4 +1,4 @@
-"""The evaluation of a server's spec.policy (controllers/policy.py) and the policy step, with ctx.server
+"""The evaluation of a server's spec.policy (controllers/policy.py) and the policy step, with ctx.binding
 set by hand."""
 
 from __future__ import annotations
@@ -18,14 +18,17 @@ from dbuser_operator.api.mysqlserver import (
     ServerPolicy,
 )
 from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec, DatabaseUserStatus
-from dbuser_operator.controllers.namespaces import (
+from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.policy.gate import PolicyGate, PolicyStep
+from dbuser_operator.controllers.policy.namespaces import (
     NAMESPACE_EVENTS,
     NamespaceLabels,
     labels_only,
     namespaces_readable,
     on_a_server,
 )
-from dbuser_operator.controllers.policy import (
+from dbuser_operator.controllers.policy.rules import (
     Violation,
     database_matches,
     describe,
@@ -34,8 +37,7 @@ from dbuser_operator.controllers.policy import (
     selects,
     user_violations,
 )
-from dbuser_operator.controllers.policy_step import PolicyGate, PolicyStep
-from dbuser_operator.controllers.steps import ConditionError, Context, ServerBinding
+from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.runtime.errors import Forbidden, Unavailable
 from dbuser_operator.runtime.resources import NAMESPACES
 from tests.conftest import REPO
@@ -381,7 +383,7 @@ def test_messages_name_the_server_and_the_rule() -> None:
     assert describe("S", []) == ""
 
 
-# --- the step, with ctx.server set by hand -----------------------------------------------------------------
+# --- the step, with ctx.binding set by hand -----------------------------------------------------------------
 
 
 class FakeNamespaces:
@@ -423,7 +425,7 @@ async def test_the_step_refuses_with_policy_violation_and_no_retry() -> None:
         "namespaces": [{"namespaceSelector": {"matchLabels": {"team": "a"}}, "databases": ["{namespace}_*"]}]
     }
     ctx = context(None, privileges=[grant("billing", "SELECT")])
-    ctx.server = binding(rules)
+    ctx.binding = binding(rules)
     with pytest.raises(ConditionError) as refused:
         await step.ensure(ctx)
     assert (refused.value.reason, refused.value.retry) == ("PolicyViolation", False)
@@ -431,7 +433,7 @@ async def test_the_step_refuses_with_policy_violation_and_no_retry() -> None:
         'ClusterMySQLServer shared policy.namespaces[0]: database "billing" is outside team-a_* '
         "(pattern {namespace}_*)"
     )
-    ctx.server = binding({"namespaces": [{"namespaceSelector": {"matchLabels": {"team": "b"}}}]})
+    ctx.binding = binding({"namespaces": [{"namespaceSelector": {"matchLabels": {"team": "b"}}}]})
     with pytest.raises(ConditionError, match="namespace team-a may not use it"):
         await step.ensure(ctx)
     await step.delete(ctx)  # does nothing, raises nothing
@@ -441,17 +443,17 @@ async def test_the_step_admits_what_the_policy_allows_and_everything_without_one
     step = PolicyStep(gate(**{"team-a": TEAM_A}))
     ctx = context(None, privileges=[grant("*", "ALL")])
     await step.ensure(ctx)  # the settings' server: no policy
-    ctx.server = binding(None)
+    ctx.binding = binding(None)
     await step.ensure(ctx)  # a server without policy
     ctx = context(None, privileges=[grant("team-a_x", "SELECT")])
-    ctx.server = binding({"namespaces": [{"namespaceSelector": {}, "databases": ["{namespace}_*"]}]})
+    ctx.binding = binding({"namespaces": [{"namespaceSelector": {}, "databases": ["{namespace}_*"]}]})
     await step.ensure(ctx)
 
 
 async def test_an_unknown_namespace_waits_with_a_retry() -> None:
     step = PolicyStep(gate())
     ctx = context(None)
-    ctx.server = binding({"namespaces": [{"namespaceSelector": {}}]})
+    ctx.binding = binding({"namespaces": [{"namespaceSelector": {}}]})
     with pytest.raises(ConditionError) as waiting:
         await step.ensure(ctx)
     assert (waiting.value.reason, waiting.value.retry) == ("NamespaceUnknown", True)
@@ -553,12 +555,12 @@ async def test_without_namespace_labels_a_policy_admits_nothing_and_no_policy_ev
     step = PolicyStep(unreadable)
     ctx = context(None)
     await step.ensure(ctx)  # the settings' server
-    ctx.server = binding(None)
+    ctx.binding = binding(None)
     await step.ensure(ctx)  # a server without a policy
-    ctx.server = binding({"namespaces": [{"namespaceSelector": {}}]})
+    ctx.binding = binding({"namespaces": [{"namespaceSelector": {}}]})
     with pytest.raises(ConditionError) as refused:
         await step.ensure(ctx)
     assert (refused.value.reason, refused.value.retry) == ("NamespacesUnreadable", False)
     assert refused.value.message.startswith("ClusterMySQLServer shared: its spec.policy cannot be checked")
     with pytest.raises(ConditionError, match="cannot be checked"):
-        unreadable.check_role(ctx.server, role())
+        unreadable.check_role(ctx.binding, role())

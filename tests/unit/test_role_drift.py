@@ -7,9 +7,9 @@ from typing import Any, cast
 import pytest
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser
-from dbuser_operator.controllers.databaserole import DATABASE_ROLES
-from dbuser_operator.controllers.role_drift import RoleDriftCheck
-from dbuser_operator.controllers.target import Target
+from dbuser_operator.controllers.databaseuser.role_drift import RoleDriftCheck
+from dbuser_operator.controllers.kit.resources import DATABASE_ROLES
+from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.mysql.roles import Role
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.runtime.client import KubeClient
@@ -42,7 +42,7 @@ def check(*roles: dict[str, Any]) -> RoleDriftCheck:
     for obj in roles:
         informer.store.put(obj)
     queue = cast(RateLimitingQueue[ObjectKey], None)
-    return RoleDriftCheck(dict[str, Target], informer, informer, queue, 0)
+    return RoleDriftCheck(dict[str, ServerHandle], informer, informer, queue, 0)
 
 
 def user(roles: list[str], defaults: list[str]) -> DatabaseUser:

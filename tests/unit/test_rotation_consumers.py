@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from dbuser_operator.controllers.consumers import consumed_secrets, holding_pods, started_after, uses_secret
+from dbuser_operator.controllers.databaseuser.consumers import (
+    consumed_secrets,
+    holding_pods,
+    started_after,
+    uses_secret,
+)
 
 ROTATED = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 BEFORE, SAME, AFTER = "2026-01-01T11:00:00Z", "2026-01-01T12:00:00Z", "2026-01-01T12:00:01Z"

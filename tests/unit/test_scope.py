@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dbuser_operator.controllers.scope import LEGACY_FINALIZER, MAX_TARGET_LENGTH, Scope
+from dbuser_operator.controllers.kit.scope import LEGACY_FINALIZER, MAX_TARGET_LENGTH, Scope
 from dbuser_operator.settings import LABEL_KEY_PATTERN
 
 SCOPE = Scope("dbuser-operator.dev/target", "main")

@@ -13,24 +13,25 @@ from pydantic import SecretStr
 
 from dbuser_operator.api.mysqlserver import MySQLServerSpec
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
-from dbuser_operator.controllers import servers
-from dbuser_operator.controllers.guard import GuardStep
-from dbuser_operator.controllers.resources import (
+from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.kit.guard import GuardStep
+from dbuser_operator.controllers.kit.resources import (
     CLUSTER_MYSQL_SERVERS,
     MYSQL_SERVERS,
     account_key,
     named_account,
 )
-from dbuser_operator.controllers.server_binding import NO_DEFAULT_SERVER, ServerResolver
-from dbuser_operator.controllers.server_connection import (
+from dbuser_operator.controllers.servers import registry as servers
+from dbuser_operator.controllers.servers.binding import ServerBinding
+from dbuser_operator.controllers.servers.connection import (
     ServerConfigError,
     ServerDefaults,
     referenced_secrets,
 )
-from dbuser_operator.controllers.server_health import failure_reason
-from dbuser_operator.controllers.servers import ServerRegistry
-from dbuser_operator.controllers.steps import ConditionError, ServerBinding
-from dbuser_operator.controllers.target import Target
+from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.controllers.servers.health import failure_reason
+from dbuser_operator.controllers.servers.registry import ServerRegistry
+from dbuser_operator.controllers.servers.resolver import NO_DEFAULT_SERVER, ServerResolver
 from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.errors import AccessDeniedError, DatabaseUnavailableError, MySQLError, TLSError
@@ -103,7 +104,7 @@ def registry(secrets: Secrets) -> ServerRegistry:
 
 
 async def test_a_target_is_built_once_per_generation(registry: ServerRegistry, secrets: Secrets) -> None:
-    target = await registry.target(binding())
+    target = await registry.handle(binding())
     assert target.key == "MySQLServer/team-a/main"
     assert target.name == "MySQLServer team-a/main"
     assert target.schema == "dbuser_operator"
@@ -117,22 +118,22 @@ async def test_a_target_is_built_once_per_generation(registry: ServerRegistry, s
     assert settings.password.get_secret_value() == PASSWORD
     assert schema == "dbuser_operator"
     reads = secrets.reads
-    assert await registry.target(binding()) is target  # no Secret read: the cache of the generation
+    assert await registry.handle(binding()) is target  # no Secret read: the cache of the generation
     assert secrets.reads == reads
-    assert registry.targets() == {"MySQLServer/team-a/main": target}
+    assert registry.handles() == {"MySQLServer/team-a/main": target}
 
 
 async def test_a_new_generation_with_the_same_connection_keeps_the_target(registry: ServerRegistry) -> None:
-    target = await registry.target(binding())
+    target = await registry.handle(binding())
     policy: dict[str, Any] = {"namespaces": [{"namespaceSelector": {}}]}
-    assert await registry.target(binding(2, policy=policy)) is target  # the policy is no connection matter
+    assert await registry.handle(binding(2, policy=policy)) is target  # the policy is no connection matter
     assert len(made.calls) == 1  # type: ignore[attr-defined]
 
 
 async def test_a_changed_secret_rebuilds_the_target_and_retires_the_old_pool(
     registry: ServerRegistry, secrets: Secrets, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    old = await registry.target(binding())
+    old = await registry.handle(binding())
     secrets.put("team-a", "admin", user="root", password="rotated")
     new = await registry.refresh(binding())
     assert new is not old
@@ -148,7 +149,7 @@ async def test_a_changed_secret_rebuilds_the_target_and_retires_the_old_pool(
 
 async def test_idle_pools_are_closed_and_gone_servers_forgotten(secrets: Secrets) -> None:
     registry = ServerRegistry(None, DEFAULTS, secrets, made, idle_timeout=0.0)
-    target = await registry.target(binding())
+    target = await registry.handle(binding())
     await registry.sweep()
     assert cast(RecordingDatabase, target.db).closed == 1
     assert registry.cached(target.key) is target  # kept: the next statement reopens the pool
@@ -174,7 +175,7 @@ async def test_a_bad_secret_is_a_reason_without_a_secret(
 ) -> None:
     change(secrets)
     with pytest.raises(ServerConfigError) as raised:
-        await registry.target(binding())
+        await registry.handle(binding())
     assert raised.value.reason == reason
     assert words in raised.value.message
     assert PASSWORD not in raised.value.message
@@ -184,7 +185,7 @@ async def test_a_cluster_servers_secrets_are_in_the_cluster_resource_namespace(
     registry: ServerRegistry, secrets: Secrets
 ) -> None:
     secrets.put("ops", "admin", user="admin", password=PASSWORD)
-    target = await registry.target(binding(namespace=""))
+    target = await registry.handle(binding(namespace=""))
     assert target.key == "ClusterMySQLServer/main"
     assert target.db.settings.user == "admin"
 
@@ -195,7 +196,7 @@ async def test_tls_material_lives_only_while_the_context_is_built(
     ca = CertificateAuthority("registry-test-ca")
     secrets.put("team-a", "admin", user="root", password=PASSWORD, ca=ca.cert_pem)
     tls = {"mode": "VERIFY_CA", "ca": {"name": "admin", "key": "ca"}}
-    target = await registry.target(binding(tls=tls))
+    target = await registry.handle(binding(tls=tls))
     assert target.db.settings.ca_file is not None
     assert not target.db.settings.ca_file.exists()  # read into the TLS context, then removed
     private = target.db.settings.ca_file.parent.parent
@@ -206,7 +207,7 @@ async def test_tls_material_lives_only_while_the_context_is_built(
 async def test_a_ca_that_is_no_certificate_is_a_tls_error(registry: ServerRegistry, secrets: Secrets) -> None:
     secrets.put("team-a", "admin", user="root", password=PASSWORD, ca="not a certificate")
     with pytest.raises(ServerConfigError) as raised:
-        await registry.target(binding(tls={"mode": "VERIFY_CA", "ca": {"name": "admin", "key": "ca"}}))
+        await registry.handle(binding(tls={"mode": "VERIFY_CA", "ca": {"name": "admin", "key": "ca"}}))
     assert raised.value.reason == "TLSError"
 
 
@@ -289,15 +290,15 @@ async def test_resolution_conditions_name_the_server(registry: ServerRegistry, t
 
 
 async def test_the_default_server_without_serverref(secrets: Secrets) -> None:
-    default = Target(cast(Database, None), "dbuser_operator")
+    default = ServerHandle(cast(Database, None), "dbuser_operator")
     registry = ServerRegistry(default, DEFAULTS, secrets, made)
     assert await resolver(registry).resolve(user_on(None)) == (None, default)
-    assert registry.targets() == {"": default}
+    assert registry.handles() == {"": default}
 
 
 def test_a_server_resources_admin_and_bookkeeping_schema_are_protected() -> None:
     settings = ConnectionSettings(host="db", user="dba", password=SecretStr(PASSWORD))
-    target = Target(
+    target = ServerHandle(
         Database(settings), "books", key="MySQLServer/team-a/main", name="MySQLServer team-a/main"
     )
     plain = DatabaseUserSpec.model_validate({"password": {"name": "s", "key": "k"}})
@@ -312,7 +313,7 @@ def test_a_server_resources_admin_and_bookkeeping_schema_are_protected() -> None
     refusal = GuardStep.server_refusal(target, "app", DatabaseUserSpec.model_validate(grants))
     assert refusal == ("PrivilegeNotAllowed", "grants on the Books schema are not allowed")
     assert GuardStep.server_refusal(target, "app", plain) is None
-    default = Target(Database(settings), "books")  # the settings' server: the guard's own lists apply
+    default = ServerHandle(Database(settings), "books")  # the settings' server: the guard's own lists apply
     assert GuardStep.server_refusal(default, "dba", plain) is None
 
 
@@ -324,7 +325,7 @@ async def test_health_checks_do_not_keep_a_pool_open(secrets: Secrets) -> None:
     registry._entries["MySQLServer/team-a/main"].used -= 120  # two idle minutes ago
     await registry.refresh(binding())
     assert registry.idle("MySQLServer/team-a/main")
-    await registry.target(binding())
+    await registry.handle(binding())
     assert not registry.idle("MySQLServer/team-a/main")
 
 

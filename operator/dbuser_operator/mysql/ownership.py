@@ -48,6 +48,7 @@ DEFAULT_SCHEMA: Final = "dbuser_operator"
 TABLE: Final = "accounts"
 ROLES_TABLE: Final = "roles"
 """The table of the roles the operator owns: the same shape, the host ``%`` whatever the flavour."""
+ROLE_HOST: Final = "%"  # the host of every role in the roles table, whatever the flavour
 SYSTEM_SCHEMAS: Final = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 
 _UID_MAX, _NAME_MAX = 128, 253

@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 
 from dbuser_operator.api.v1alpha1 import API_VERSION, AppliedSecret, DatabaseUser, DatabaseUserStatus
-from dbuser_operator.controllers.account import AccountStep
-from dbuser_operator.controllers.ownership import OwnershipStep
-from dbuser_operator.controllers.steps import ConditionError, Context
-from dbuser_operator.controllers.target import Target
+from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.databaseuser.steps.account import AccountStep
+from dbuser_operator.controllers.databaseuser.steps.ownership import OwnershipStep
+from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database
 from dbuser_operator.mysql.ownership import Owner, claim, owner_of
@@ -28,7 +29,7 @@ class NoOwners:
         return False
 
 
-def context(user: str, target: Target, uid: str = "0b5c2a52-1d0e-4a53-9d7b-4b8a6f1f0c11") -> Context:
+def context(user: str, target: ServerHandle, uid: str = "0b5c2a52-1d0e-4a53-9d7b-4b8a6f1f0c11") -> Context:
     obj: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "DatabaseUser",
@@ -37,12 +38,12 @@ def context(user: str, target: Target, uid: str = "0b5c2a52-1d0e-4a53-9d7b-4b8a6
     }
     ctx = Context(obj=obj, user=DatabaseUser.model_validate(obj), status=DatabaseUserStatus())
     ctx.password, ctx.secret = "ours", SECRET
-    ctx.target = target
+    ctx.server = target
     return ctx
 
 
-def steps(db: Database, schema: str) -> tuple[OwnershipStep, AccountStep, Target]:
-    return OwnershipStep(NoOwners()), AccountStep(), Target(db, schema)
+def steps(db: Database, schema: str) -> tuple[OwnershipStep, AccountStep, ServerHandle]:
+    return OwnershipStep(NoOwners()), AccountStep(), ServerHandle(db, schema)
 
 
 @pytest.mark.parametrize("password", ["ours", "pässwörd ✓"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbuser_operator.controllers.target import Target
+from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database, ServerInfo, accounts, grant_tables
 from dbuser_operator.mysql.errors import (
@@ -278,7 +278,7 @@ async def test_the_inventory_sees_columns_and_routines(
 async def test_the_server_is_read_again_when_a_privilege_seems_unknown(db: Database) -> None:
     """The privilege check asks the server again (at most once a minute) before refusing a name: a plugin
     or an upgrade may have added it since the operator first read ``SHOW PRIVILEGES``."""
-    target = Target(db, "unused")
+    target = ServerHandle(db, "unused")
     first = await target.server()
     read = db.statements_read
     assert await target.server_reread() == first  # read a moment ago: not again

@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dbuser_operator.controllers.resources import DATABASE_USERS
-from dbuser_operator.controllers.rotation import PODS
+from dbuser_operator.controllers.databaseuser.steps.rotation import PODS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import ServerInfo, dual_password
 from dbuser_operator.runtime.client import KubeClient, PatchType

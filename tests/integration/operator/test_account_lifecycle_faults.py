@@ -25,7 +25,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import SecretStr
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, ESCAPED_DATABASE_MESSAGE
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.local import write_private
 from dbuser_operator.mysql import ConnectionSettings, Database, ownership

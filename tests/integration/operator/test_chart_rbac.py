@@ -19,7 +19,7 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.envtest.kubeconfig import current_cluster
 from dbuser_operator.runtime.client import KubeClient, PatchType

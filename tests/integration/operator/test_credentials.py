@@ -16,8 +16,8 @@ import sqlalchemy
 from sqlalchemy.engine import make_url
 
 from dbuser_operator.api.v1alpha1 import CREDENTIAL_VERSION_ANNOTATION
-from dbuser_operator.controllers.owned_secrets import MANAGED_BY, MANAGED_BY_LABEL
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.databaseuser.owned_secrets import MANAGED_BY, MANAGED_BY_LABEL
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound

@@ -30,7 +30,7 @@ from dbuser_operator.api.v1alpha1 import (
     TLS_NAME_PATTERN,
     USER_PATTERN,
 )
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS

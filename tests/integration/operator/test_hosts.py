@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient, PatchType

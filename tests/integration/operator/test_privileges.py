@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from tests.conftest import Runner

@@ -10,8 +10,7 @@ import pymysql
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from dbuser_operator.controllers.databaserole import DATABASE_ROLES
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from tests.conftest import Runner

@@ -15,7 +15,7 @@ import pymysql
 import pytest
 
 from dbuser_operator.api.v1alpha1 import ROTATE_ANNOTATION
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from tests.integration.mysql.support import client_tls

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from dbuser_operator.api.v1alpha1 import CREDENTIAL_VERSION_ANNOTATION, ROTATE_ANNOTATION
-from dbuser_operator.controllers.resources import DATABASE_USERS
-from dbuser_operator.controllers.rollout import WORKLOADS
-from dbuser_operator.controllers.scheduled import PENDING_ANNOTATION, PENDING_KEY
+from dbuser_operator.controllers.databaseuser.steps.rollout import WORKLOADS
+from dbuser_operator.controllers.databaseuser.steps.scheduled import PENDING_ANNOTATION, PENDING_KEY
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS

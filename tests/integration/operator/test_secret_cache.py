@@ -20,7 +20,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from dbuser_operator import app
-from dbuser_operator.controllers.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.runtime.client import KubeClient, PatchType

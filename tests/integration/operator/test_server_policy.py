@@ -18,8 +18,12 @@ import pytest
 from kubernetes_asyncio import client
 
 from dbuser_operator.api.mysqlserver import CLUSTER_KIND, KIND
-from dbuser_operator.controllers.databaserole import DATABASE_ROLES
-from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, DATABASE_USERS, MYSQL_SERVERS
+from dbuser_operator.controllers.kit.resources import (
+    CLUSTER_MYSQL_SERVERS,
+    DATABASE_ROLES,
+    DATABASE_USERS,
+    MYSQL_SERVERS,
+)
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.envtest.kubeconfig import current_cluster
 from dbuser_operator.runtime.client import KubeClient, PatchType

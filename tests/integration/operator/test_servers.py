@@ -13,9 +13,13 @@ from typing import Any
 
 import pytest
 
-from dbuser_operator.controllers.databaserole import DATABASE_ROLES
-from dbuser_operator.controllers.resources import CLUSTER_MYSQL_SERVERS, DATABASE_USERS, MYSQL_SERVERS
-from dbuser_operator.controllers.server_watch import server_kinds_served
+from dbuser_operator.controllers.kit.resources import (
+    CLUSTER_MYSQL_SERVERS,
+    DATABASE_ROLES,
+    DATABASE_USERS,
+    MYSQL_SERVERS,
+)
+from dbuser_operator.controllers.servers.watch import server_kinds_served
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound

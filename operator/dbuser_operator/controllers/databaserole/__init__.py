@@ -1,0 +1,1 @@
+"""The DatabaseRole kind: its reconciler and its setup."""

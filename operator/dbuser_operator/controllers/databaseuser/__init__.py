@@ -1,0 +1,1 @@
+"""The DatabaseUser kind: its reconciler, context, steps, periodic checks and setup."""

@@ -1,0 +1,159 @@
+"""Periodic drift check: every owned account against its DatabaseUser, in a constant number of queries.
+
+An account dropped or changed by hand (password, limits, TLS, grants) is found here and its resource is
+queued for repair; a pass that finds nothing drifted writes nothing. Every host of a resource is an account
+of its own; an owned account whose host left the spec counts as drifted (its drop or release is retried).
+Resources under managementPolicy Observe or Paused are not repaired. Owned accounts whose resource no
+longer exists, or no longer carries the target label, are orphans: counted in a metric and logged, never
+dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+import pydantic
+import structlog
+from prometheus_client import Counter, Gauge
+
+from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.controllers.databaseuser.steps.options import desired_options
+from dbuser_operator.controllers.kit.grants import desired_grants
+from dbuser_operator.controllers.kit.resources import server_key
+from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.mysql import grants
+from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.mysql.inventory import AccountState, inventory
+from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.runtime.metrics import REGISTRY
+from dbuser_operator.runtime.resources import ObjectKey
+from dbuser_operator.runtime.workqueue import RateLimitingQueue
+
+log = structlog.get_logger(__name__)
+
+ORPHANS = Gauge(
+    "dbuser_operator_orphaned_accounts",
+    "Accounts the operator owns whose DatabaseUser no longer exists",
+    registry=REGISTRY,
+)
+DRIFTED = Counter(
+    "dbuser_operator_drifted_accounts_total",
+    "Owned accounts found changed outside the operator by the periodic check",
+    registry=REGISTRY,
+)
+
+
+@dataclass
+class DriftReport:
+    """What one check found."""
+
+    drifted: list[ObjectKey] = field(default_factory=list)
+    orphans: list[tuple[str, str]] = field(default_factory=list)
+
+
+async def check_periodically(period: float, check: Callable[[], Awaitable[object]], what: str) -> None:
+    """Run ``check`` every ``period`` seconds until cancelled (never when the period is 0); a MySQL error is
+    logged, and the next period tries again."""
+    if period <= 0:
+        return
+    while True:
+        await asyncio.sleep(period)
+        try:
+            await check()
+        except MySQLError as error:
+            log.warning(f"{what} failed; trying again next period", error=str(error))
+
+
+class DriftCheck:
+    """Compares every owned account with its resource and queues the ones that drifted."""
+
+    def __init__(
+        self,
+        targets: Callable[[], Mapping[str, ServerHandle]],
+        users: Informer,
+        queue: RateLimitingQueue[ObjectKey],
+        period: float,
+    ) -> None:
+        self.targets = targets  # the servers in use, by server key
+        self.users = users
+        self.queue = queue
+        self.period = period
+
+    async def run(self) -> None:
+        """Check every ``period`` seconds until cancelled (never when the period is 0)."""
+        await check_periodically(self.period, self.check, "drift check")
+
+    async def check(self) -> DriftReport:
+        """One pass over every server in use: queue drifted resources, report orphans. A server that
+        fails is logged and checked again next period; the others are checked all the same."""
+        report = DriftReport()
+        failed: MySQLError | None = None
+        for server, target in self.targets().items():
+            try:
+                await self._check_server(server, target, report)
+            except MySQLError as error:
+                log.warning(
+                    "drift check of a server failed", server=target.name or "default", error=str(error)
+                )
+                failed = error
+        ORPHANS.set(len(report.orphans))
+        for key in report.drifted:
+            DRIFTED.inc()
+            log.info("account drifted; repairing", namespace=key.namespace, name=key.name)
+            self.queue.add(key)
+        if failed is not None and len(self.targets()) == 1:
+            raise failed  # one server, as before servers were resources: the caller logs it
+        return report
+
+    async def _check_server(self, key: str, target: ServerHandle, report: DriftReport) -> None:
+        await target.ensure_schema()
+        server = await target.server()
+        states = await inventory(target.db, target.schema)
+        by_uid = {obj["metadata"].get("uid"): obj for obj in self.users.store}
+        orphans: list[tuple[str, str]] = []
+        for (user, host), state in sorted(states.items()):
+            obj = by_uid.get(state.owner.uid)
+            if obj is None:
+                if self._in_scope(state):
+                    orphans.append((user, host))
+                continue
+            if server_key(obj) != key:
+                continue  # another server resource with the same server and schema: checked there
+            try:
+                resource = DatabaseUser.model_validate(obj)
+            except pydantic.ValidationError:
+                continue
+            if resource.spec.management_policy != "Manage" or obj["metadata"].get("deletionTimestamp"):
+                continue
+            if self._drifted(state, resource, server) or not _wants(resource, host):
+                report.drifted.append(ObjectKey.of(obj))
+        report.orphans += orphans
+        for user, host in orphans:
+            owner = states[(user, host)].owner
+            log.warning(
+                "orphaned account: owned, but its DatabaseUser is gone or no longer carries the target label",
+                account=f"'{user}'@'{host}'",
+                owner=f"{owner.namespace}/{owner.name}",
+                server=target.name or None,
+            )
+
+    def _in_scope(self, state: AccountState) -> bool:
+        """Whether the owner would be in this instance's cache (its namespaces) had it not been deleted."""
+        namespaces = self.users.namespaces
+        return not namespaces or state.owner.namespace in namespaces
+
+    @staticmethod
+    def _drifted(state: AccountState, resource: DatabaseUser, server: ServerInfo) -> bool:
+        if not state.present or state.password_intact is False:
+            return True
+        if state.options != desired_options(resource.spec):
+            return True
+        return bool(grants.changes(state.grants, desired_grants(resource.spec.privileges), server))
+
+
+def _wants(resource: DatabaseUser, host: str) -> bool:
+    """Whether ``host`` is one of the resource's hosts (compared as MySQL does, without regard to case)."""
+    return host.lower() in {wanted.lower() for wanted in resource.spec.account_hosts()}

@@ -1,0 +1,123 @@
+"""managementPolicy Observe: read the live accounts into status and say how they differ from the spec.
+
+Nothing is written to MySQL — no account statement, no bookkeeping row, not even the bookkeeping schema —
+so an account the operator does not own (the import use case) can be looked at safely. The password is
+not compared: the operator keeps no fingerprint of an account it does not own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+from dbuser_operator.api.v1alpha1 import DatabaseUserSpec, ObservedAccount
+from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.databaseuser.steps.options import desired_options
+from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
+from dbuser_operator.controllers.kit.grants import desired_grants
+from dbuser_operator.controllers.kit.guard import is_reserved
+from dbuser_operator.mysql import grants
+from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.mysql.limits import AccountOptions
+from dbuser_operator.mysql.observe import LiveAccount, read_account
+from dbuser_operator.mysql.server import ServerInfo
+
+SHOWN_DIFFERENCES: Final = 5  # differences named in Ready's message; status.observed has them all
+
+_LIMITS: Final = (
+    ("max_user_connections", "maxUserConnections"),
+    ("max_queries_per_hour", "maxQueriesPerHour"),
+    ("max_updates_per_hour", "maxUpdatesPerHour"),
+    ("max_connections_per_hour", "maxConnectionsPerHour"),
+)
+
+
+def option_differences(live: AccountOptions, spec: DatabaseUserSpec) -> list[str]:
+    """How the live limits and TLS requirement differ from the spec's."""
+    wanted = desired_options(spec)
+    found = [
+        f"{name} is {getattr(live, field)} (spec {getattr(wanted, field)})"
+        for field, name in _LIMITS
+        if getattr(live, field) != getattr(wanted, field)
+    ]
+    if live.tls_identity != wanted.tls_identity:
+        found.append(
+            f"TLS identity is {live.tls_identity.describe()} (spec {wanted.tls_identity.describe()})"
+        )
+    elif live.require_tls != wanted.require_tls:
+        found.append(f"requireTLS is {live.require_tls} (spec {wanted.require_tls})")
+    return found
+
+
+def grant_differences(live: Iterable[grants.Grant], spec: DatabaseUserSpec, server: ServerInfo) -> list[str]:
+    """The grants Manage would give or take away."""
+    wanted = desired_grants(spec.privileges)
+    problems = grants.unavailable(wanted, server)
+    if problems:
+        return problems
+    words = {"granted ": "would grant ", "revoked ": "would revoke "}
+    found = []
+    for change in grants.changes(live, wanted, server):
+        text = str(change)
+        for done, would in words.items():
+            if text.startswith(done):
+                text = would + text.removeprefix(done)
+        found.append(text)
+    return found
+
+
+def observed(
+    host: str, live: LiveAccount | None, spec: DatabaseUserSpec, server: ServerInfo
+) -> ObservedAccount:
+    """What status shows of one account."""
+    if live is None:
+        return ObservedAccount(host=host, exists=False, differences=["the account does not exist"])
+    options = live.options
+    return ObservedAccount(
+        host=host,
+        exists=True,
+        plugin=live.plugin,
+        tls=live.tls,
+        max_user_connections=options.max_user_connections,
+        max_queries_per_hour=options.max_queries_per_hour,
+        max_updates_per_hour=options.max_updates_per_hour,
+        max_connections_per_hour=options.max_connections_per_hour,
+        privileges=sorted(str(grant) for grant in live.grants),
+        roles=list(live.roles or ()),
+        differences=option_differences(options, spec) + grant_differences(live.grants, spec, server),
+    )
+
+
+def summary(ctx: Context, accounts: list[ObservedAccount]) -> str:
+    """Ready's message: the first differences, each with its account."""
+    user = ctx.user.effective_user()
+    found = [f"'{user}'@'{account.host}': {text}" for account in accounts for text in account.differences]
+    shown = "; ".join(found[:SHOWN_DIFFERENCES])
+    more = len(found) - SHOWN_DIFFERENCES
+    return shown + (f"; and {more} more (status.observed)" if more > 0 else "")
+
+
+class Observer:
+    """Reads the spec's accounts into ``status.observed``; tells whether they match the spec."""
+
+    def __init__(self, reserved: Iterable[str]) -> None:
+        self.reserved = frozenset(reserved)
+
+    async def observe(self, ctx: Context) -> bool:
+        """Fill ``ctx.status.observed``; whether every account matches the spec (password aside)."""
+        user = ctx.user.effective_user()
+        if is_reserved(user, self.reserved):
+            raise ConditionError(
+                "ReservedAccount", f"{ctx.account} is reserved: the operator never manages it", retry=False
+            )
+        try:
+            server = await ctx.server.server()
+            accounts = [
+                observed(host, await read_account(ctx.server.db, user, host, server), ctx.user.spec, server)
+                for host in ctx.user.spec.account_hosts()
+            ]
+        except MySQLError as error:
+            raise mysql_condition(error, ctx.account) from None
+        ctx.status.observed = accounts
+        ctx.status.user = user
+        return not any(account.differences for account in accounts)

@@ -1,0 +1,1 @@
+"""The DatabaseUser steps, one module each; their order is in :mod:`..setup`."""

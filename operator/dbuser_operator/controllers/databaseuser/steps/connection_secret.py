@@ -1,0 +1,152 @@
+"""The connection-Secret step: a Secret with everything an application needs to connect, kept in sync.
+
+It runs after the account has its password, so a Secret never offers a password that does not work yet.
+Keys: host, port (the operator's ``--connection-host``/``--connection-port``), username, password (the one
+just applied), database, DATABASE_URL, JDBC_URL, then the user's templates rendered in the sandbox. The
+Secret's annotation ``mysql.dbuser-operator.dev/credential-version`` counts the passwords it has held: it
+goes up by one whenever the password written changes (mirrored in ``status.credentialVersion``), so a
+rollout can key on it. The Secret is written only when something differs, conditionally on the
+resourceVersion it was computed from. Under ``Delete`` it goes with the resource; under ``Retain`` it stays,
+no longer owned.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from dbuser_operator.api.v1alpha1 import CREDENTIAL_VERSION_ANNOTATION, ConnectionSecret, DatabaseUser
+from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.databaseuser.owned_secrets import (
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    OwnedSecrets,
+    decoded,
+    encode,
+)
+from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.credentials.templates import TemplateError, TemplateRenderer
+from dbuser_operator.credentials.urls import database_url, jdbc_url
+
+WHAT: Final = "connection Secret"
+
+
+def connection_database(user: DatabaseUser, spec: ConnectionSecret) -> str | None:
+    """spec.connectionSecret.database, else the one database the grants name (none if several)."""
+    if spec.database:
+        return spec.database
+    databases = {grant.database for grant in user.spec.privileges if grant.database != "*"}
+    return databases.pop() if len(databases) == 1 else None
+
+
+def connection_values(user: str, password: str, host: str, port: int, database: str | None) -> dict[str, str]:
+    """The standard keys of a connection Secret (also the names its templates may use)."""
+    values = {
+        "host": host,
+        "port": str(port),
+        "username": user,
+        "password": password,
+        "DATABASE_URL": database_url(user, password, host, port, database),
+        "JDBC_URL": jdbc_url(user, password, host, port, database),
+    }
+    return values | ({"database": database} if database else {})
+
+
+def credential_version(secret: dict[str, Any] | None) -> int:
+    """The credential-version annotation of ``secret``; 0 when absent or not a positive number."""
+    value = ((secret or {}).get("metadata", {}).get("annotations") or {}).get(CREDENTIAL_VERSION_ANNOTATION)
+    return int(value) if isinstance(value, str) and value.isdigit() else 0
+
+
+class ConnectionSecretStep:
+    """Writes the connection Secret when it is missing or differs from what it should hold."""
+
+    name = "connection-secret"
+
+    def __init__(self, secrets: OwnedSecrets, renderer: TemplateRenderer, host: str, port: int) -> None:
+        self.secrets = secrets
+        self.renderer = renderer
+        self.host = host
+        self.port = port
+
+    def _address(self, ctx: Context) -> tuple[str, int]:
+        """Where applications connect: the server resource's host and port, else the settings'."""
+        if ctx.binding is not None:
+            return ctx.binding.spec.host, ctx.binding.spec.port
+        return self.host, self.port
+
+    async def ensure(self, ctx: Context) -> None:
+        spec = ctx.user.spec.connection_secret
+        if spec is None:
+            return
+        if ctx.password is None:
+            raise RuntimeError("the password step must run before the connection-Secret step")
+        values = connection_values(
+            ctx.user.effective_user(), ctx.password, *self._address(ctx), connection_database(ctx.user, spec)
+        )
+        try:
+            # Templates see the standard values, database too (empty when there is none).
+            rendered = await self.renderer.render(spec.templates or {}, {"database": "", **values})
+        except TemplateError as error:
+            raise ConditionError("TemplateInvalid", f"{WHAT} {spec.name}: {error}", retry=False) from None
+        data = values | rendered
+        secret = self.secrets.cached(ctx, spec.name)
+        if secret is not None:
+            secret = await self.secrets.claim(ctx, secret, WHAT)
+        version = self._version(ctx, secret, data["password"])
+        labels = {**(spec.labels or {}), MANAGED_BY_LABEL: MANAGED_BY}
+        annotations = {**(spec.annotations or {}), CREDENTIAL_VERSION_ANNOTATION: str(version)}
+        if secret is None:
+            secret, created = await self.secrets.create(
+                ctx, spec.name, data, WHAT, labels=labels, annotations=annotations
+            )
+            if created:
+                ctx.event(
+                    "Normal", "ConnectionSecretCreated", f"created Secret {spec.name} (version {version})"
+                )
+                ctx.status.credential_version = version
+                return
+            version = self._version(ctx, secret, data["password"])
+            annotations[CREDENTIAL_VERSION_ANNOTATION] = str(version)
+        patch = _patch(secret, encode(data), labels, annotations)
+        if patch:
+            await self.secrets.patch(secret, patch)
+            ctx.event("Normal", "ConnectionSecretUpdated", f"updated Secret {spec.name} (version {version})")
+        ctx.status.credential_version = version
+
+    @staticmethod
+    def _version(ctx: Context, secret: dict[str, Any] | None, password: str) -> int:
+        """The credential version the Secret should carry: the last one, plus one if the password changes."""
+        last = max(credential_version(secret), ctx.status.credential_version or 0)
+        unchanged = secret is not None and decoded(secret, "password") == password
+        return max(last, 1) if unchanged else last + 1
+
+    async def delete(self, ctx: Context) -> None:
+        spec = ctx.user.spec.connection_secret
+        if spec is not None:
+            await self.secrets.delete(ctx, spec.name)
+
+    async def release(self, ctx: Context) -> None:
+        spec = ctx.user.spec.connection_secret
+        if spec is not None:
+            await self.secrets.release(ctx, spec.name)
+
+
+def _patch(
+    secret: dict[str, Any], data: dict[str, str], labels: dict[str, str], annotations: dict[str, str]
+) -> dict[str, Any]:
+    """A merge patch bringing ``secret`` to ``data`` (keys not in it removed) and adding ``labels`` and
+    ``annotations`` (others' are left alone); empty when nothing differs."""
+    patch: dict[str, Any] = {}
+    current = secret.get("data") or {}
+    if current != data:
+        patch["data"] = {**{key: None for key in current if key not in data}, **data}
+    metadata = secret["metadata"]
+    for field, wanted in (("labels", labels), ("annotations", annotations)):
+        present = metadata.get(field) or {}
+        if any(present.get(key) != value for key, value in wanted.items()):
+            patch.setdefault("metadata", {})[field] = wanted
+    if secret.get("type") not in (None, "Opaque"):
+        raise ConditionError(
+            "SecretNotOwned", f"Secret {metadata['name']} is not of type Opaque", retry=False
+        )
+    return patch

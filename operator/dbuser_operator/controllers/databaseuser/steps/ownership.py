@@ -1,0 +1,159 @@
+"""The ownership step: the operator manages only accounts it created, or was told to adopt.
+
+Ownership is a row in the operator's bookkeeping table (user, host → owner uid, namespace, name). An
+existing account without a row is not taken over unless the resource carries the adopt annotation; an
+account owned by another DatabaseUser is reported as claimed and left alone. Whether that owner still
+exists is asked of the API server, not of the cache: the cache holds only this instance's scope, and an
+owner under another target label or in an unwatched namespace is alive all the same.
+
+A resource's first pass (no status written yet) claims in one statement that writes the row only while
+the account does not exist (:func:`~dbuser_operator.mysql.ownership.claim_new`); a row of an earlier pass
+or an existing account sends it down the usual way: look, then claim. Where the new account's fingerprint
+is known beforehand (MariaDB's default hash), that statement records it too.
+
+A claim is this pass's own only when this pass wrote the row (``ctx.claimed``); a row that already names
+this resource (an earlier pass that crashed, another replica) says the account is ours, not that this pass
+may assume anything about it: the account step looks at the live account instead.
+
+The delete half works from the context's account (the spec's user; a host of the spec, or one the
+bookkeeping table says the resource owns: :mod:`.hosts` runs the steps per host), never from status: a
+resource deleted before its first status write has claimed, and maybe created, its account all the same.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
+from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
+from dbuser_operator.mysql import ownership
+from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.errors import Forbidden, NotFound
+
+
+def owner(ctx: Context) -> ownership.Owner:
+    """This resource as an owner."""
+    metadata = ctx.user.metadata
+    return ownership.Owner(
+        uid=metadata.uid or "", namespace=metadata.namespace or "", name=metadata.name or ""
+    )
+
+
+def adopting(ctx: Context) -> bool:
+    """Whether the resource asks to take over an account it did not create."""
+    return (ctx.user.metadata.annotations or {}).get(ADOPT_ANNOTATION) == "true"
+
+
+def not_ours(ctx: Context, *, retry: bool = False) -> ConditionError:
+    """AccountExists: the refusal to manage an account the operator did not create."""
+    return ConditionError(
+        "AccountExists",
+        f"{ctx.account} already exists and the operator did not create it; to manage it "
+        f"anyway, annotate this DatabaseUser with {ADOPT_ANNOTATION}=true",
+        retry=retry,
+    )
+
+
+class Owners(Protocol):
+    """Whether the resource recorded as an account's owner still exists."""
+
+    async def exists(self, owner: ownership.Owner) -> bool:
+        """False only when it is certainly gone."""
+
+
+class LiveOwners:
+    """Asks the API server: only a 404, or an object of that name with another UID, means gone."""
+
+    def __init__(self, kube: KubeClient) -> None:
+        self.kube = kube
+
+    async def exists(self, owner: ownership.Owner) -> bool:
+        try:
+            obj = await self.kube.get(DATABASE_USERS, owner.name, owner.namespace)
+        except NotFound:
+            return False
+        except Forbidden:  # a namespace this instance may not read: it cannot tell
+            return True
+        return bool(obj["metadata"].get("uid") == owner.uid)
+
+
+class OwnershipStep:
+    """Claims the account for this resource, or explains why it cannot."""
+
+    name = "ownership"
+
+    def __init__(self, owners: Owners) -> None:
+        self.owners = owners
+
+    async def ensure(self, ctx: Context) -> None:
+        user, host = ctx.user.effective_user(), ctx.host
+        me = owner(ctx)
+        db, schema = ctx.server.db, ctx.server.schema
+        try:
+            await ctx.server.ensure_schema()
+            if ctx.status.observed_generation is None and await self._claim_new(ctx, user, host):
+                ctx.status.user, ctx.status.host = user, ctx.user.spec.host
+                return
+            found = await ownership.lookup(db, schema, user, host, await ctx.server.server())
+            ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
+            ctx.plugin = found.plugin
+            current = found.owner
+            if current is None:
+                if found.exists and not adopting(ctx):
+                    raise not_ours(ctx)
+                current = await self._claim(ctx, user, host)
+                if found.exists and ctx.claimed:
+                    ctx.event("Warning", "AccountAdopted", f"took over the existing account {ctx.account}")
+            elif current.uid != me.uid and adopting(ctx) and not await self.owners.exists(current):
+                await ownership.forget(db, schema, user, host, current.uid)
+                current = await self._claim(ctx, user, host)
+                ctx.password_intact = None  # the fingerprint was the previous owner's
+                if ctx.claimed:
+                    ctx.event(
+                        "Warning", "AccountAdopted", f"took over {ctx.account} from a deleted DatabaseUser"
+                    )
+        except MySQLError as error:
+            raise mysql_condition(error, ctx.account) from None
+        if current.uid != me.uid:
+            holder = f"DatabaseUser {current.namespace}/{current.name}"
+            hint = (
+                ""
+                if await self.owners.exists(current)
+                else f" (deleted: annotate with {ADOPT_ANNOTATION}=true to take over)"
+            )
+            raise ConditionError("AccountClaimed", f"{ctx.account} is managed by {holder}{hint}", retry=False)
+        ctx.status.user, ctx.status.host = user, ctx.user.spec.host
+
+    @staticmethod
+    async def _claim_new(ctx: Context, user: str, host: str) -> bool:
+        """A resource's first pass: claim an account that nobody owns and that does not exist, in one
+        statement (no look first). False when either is there: then the usual look and claim."""
+        server = await ctx.server.server()
+        expected = (
+            ownership.expected_fingerprint(server, ctx.password)
+            if ctx.password is not None and ctx.authentication is None
+            else None
+        )
+        if not await ownership.claim_new(
+            ctx.server.db, ctx.server.schema, user, host, owner(ctx), server=server, fingerprint=expected
+        ):
+            return False
+        ctx.account_exists, ctx.password_intact, ctx.plugin, ctx.claimed = False, None, None, True
+        ctx.fingerprint_claimed = expected is not None
+        return True
+
+    async def _claim(self, ctx: Context, user: str, host: str) -> ownership.Owner:
+        """Claim the account; ``ctx.claimed`` only if this call wrote the row. Who owns it now."""
+        claim = await ownership.claim(ctx.server.db, ctx.server.schema, user, host, owner(ctx))
+        ctx.claimed = claim.inserted
+        return claim.owner
+
+    async def delete(self, ctx: Context) -> None:
+        user, host = ctx.user.effective_user(), ctx.host
+        try:
+            await ownership.forget(ctx.server.db, ctx.server.schema, user, host, owner(ctx).uid)
+        except MySQLError as error:
+            raise mysql_condition(error, ctx.account) from None

@@ -1,0 +1,162 @@
+"""The roles step of a ``DatabaseUser``: the account holds exactly the roles of ``spec.roles``, and
+``spec.defaultRoles`` are active at login.
+
+``spec.roles`` names DatabaseRoles of the user's own namespace, never plain MySQL role names: a role is
+granted only when its DatabaseRole is served by this instance, Ready, and recorded in the bookkeeping
+schema as the owner of the MySQL role. So a namespace can give its accounts only roles that it manages
+itself, whose privileges passed the same guard as an account's; it cannot reach a DBA's role, another
+namespace's, or one created by hand. Roles the account holds but the spec does not name are revoked (a role
+granted by hand included); a named role that is unavailable (missing, being deleted, not Ready) is neither
+granted nor revoked, and the condition names it. DatabaseRole events re-queue the users naming them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbuser_operator.api.databaserole import DatabaseRole
+from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
+from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
+from dbuser_operator.controllers.kit.resources import describe_server, server_key
+from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.mysql import ownership, roles
+from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.runtime.conditions import is_true
+from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.runtime.resources import ObjectKey
+
+ROLE_INDEX = "role"
+
+
+def referenced_roles(obj: dict[str, Any]) -> list[str]:
+    """Index value: ``namespace/name`` of every DatabaseRole a DatabaseUser names in spec.roles."""
+    namespace = obj["metadata"].get("namespace", "")
+    names = (obj.get("spec") or {}).get("roles") or []
+    return [f"{namespace}/{name}" for name in names if isinstance(name, str)]
+
+
+def users_of_role(users: Informer) -> Any:
+    """Key mapper: a DatabaseRole event re-queues the DatabaseUsers naming it."""
+
+    def to_keys(role: dict[str, Any]) -> list[ObjectKey]:
+        key = ObjectKey.of(role)
+        return [
+            ObjectKey.of(user) for user in users.store.by_index(ROLE_INDEX, f"{key.namespace}/{key.name}")
+        ]
+
+    return to_keys
+
+
+class RolesStep:
+    """Grants the spec's roles, revokes any other, sets the default roles."""
+
+    name = "roles"
+
+    def __init__(self, roles_informer: Informer) -> None:
+        self.roles = roles_informer
+
+    async def ensure(self, ctx: Context) -> None:
+        spec = ctx.user.spec
+        if ctx.created and not spec.roles:  # made by this pass: it holds no role, and none is wanted
+            return
+        user, host = ctx.user.effective_user(), ctx.host
+        namespace = ctx.user.metadata.namespace or ""
+        try:
+            server = await ctx.server.server()
+            if server.flavour == "mariadb" and len(spec.default_roles) > 1:
+                raise ConditionError(
+                    "TooManyDefaultRoles",
+                    f"{ctx.account}: {server} activates one default role per account, defaultRoles lists "
+                    f"{len(spec.default_roles)} ({', '.join(spec.default_roles)})",
+                    retry=False,
+                )
+            resolved: dict[str, roles.Role] = {}
+            kept: set[roles.Role] = set()  # ours, but unavailable for now: neither granted nor revoked
+            missing: list[str] = []
+            for name in spec.roles:
+                role_name, why = await self._resolve(ctx.server, namespace, name)
+                if role_name is not None and not why:
+                    resolved[name] = roles.role_of(role_name, server)
+                    continue
+                if role_name is not None:
+                    kept.add(roles.role_of(role_name, server))
+                missing.append(f"{name} ({why})")
+            defaults = None  # left as they are while a default role is missing
+            if all(name in resolved for name in spec.default_roles):
+                defaults = {resolved[name] for name in spec.default_roles}
+            summary = await roles.converge(
+                ctx.server.db,
+                user,
+                host,
+                server,
+                wanted=resolved.values(),
+                wanted_defaults=defaults,
+                keep=kept,
+            )
+        except MySQLError as error:
+            raise mysql_condition(error, ctx.account) from None
+        if summary:
+            ctx.event("Normal", "RolesChanged", f"{ctx.account}: {'; '.join(summary)}")
+        if missing:
+            raise ConditionError(
+                "RoleNotFound", f"{ctx.account}: missing role {'; '.join(missing)}", retry=False
+            )
+
+    async def _resolve(self, target: ServerHandle, namespace: str, name: str) -> tuple[str | None, str]:
+        """``(MySQL role, "")`` when DatabaseRole ``namespace/name`` may be granted; ``(MySQL role, why not)``
+        when it owns its role but is not available now (being deleted, not Ready); ``(None, why not)``
+        when it is missing or does not own its role."""
+        obj = self.roles.get(ObjectKey(namespace, name))
+        if obj is None:
+            return None, f"no DatabaseRole {name} in namespace {namespace} served by this operator"
+        if server_key(obj) != target.key:
+            where, here = describe_server(server_key(obj)), describe_server(target.key)
+            return None, (
+                f"DatabaseRole {name} is on {where}, this user on {here}: a role and the users granted it "
+                "must be on the same server"
+            )
+        role_name = DatabaseRole.model_validate(obj).effective_role()
+        owner = await ownership.owner_of(
+            target.db, target.schema, role_name, ownership.ROLE_HOST, table_name=ownership.ROLES_TABLE
+        )
+        if owner is None or owner.uid != obj["metadata"].get("uid"):
+            return None, f"DatabaseRole {name} does not own a role {role_name}"
+        if obj["metadata"].get("deletionTimestamp"):
+            return role_name, f"DatabaseRole {name} is being deleted"
+        if not is_true((obj.get("status") or {}).get("conditions"), "Ready"):
+            return role_name, f"DatabaseRole {name} is not Ready"
+        return role_name, ""
+
+    async def delete(self, ctx: Context) -> None:
+        """Dropping the account takes its roles with it."""
+
+
+class RoleAccountGuardStep:
+    """Before the ownership step: the adopt annotation never takes over a role a DatabaseRole owns (on MySQL
+    the role ``'name'@'%'`` is an account too, that a password would turn into a login)."""
+
+    name = "role-account-guard"
+
+    async def ensure(self, ctx: Context) -> None:
+        adopting = (ctx.user.metadata.annotations or {}).get(ADOPT_ANNOTATION) == "true"
+        if not adopting or ctx.host != ownership.ROLE_HOST:
+            return
+        db, schema = ctx.server.db, ctx.server.schema
+        try:
+            await ctx.server.ensure_roles_table()
+            owner = await ownership.owner_of(
+                db, schema, ctx.user.effective_user(), ownership.ROLE_HOST, table_name=ownership.ROLES_TABLE
+            )
+        except MySQLError as error:
+            raise mysql_condition(error, ctx.account) from None
+        if owner is not None and (await ctx.server.server()).flavour == "mysql":
+            raise ConditionError(
+                "AccountClaimed",
+                f"{ctx.account} is the role of DatabaseRole {owner.namespace}/{owner.name}: never adopted as "
+                "an account",
+                retry=False,
+            )
+
+    async def delete(self, ctx: Context) -> None:
+        """Nothing was done."""

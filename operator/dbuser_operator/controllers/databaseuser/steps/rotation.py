@@ -1,0 +1,221 @@
+"""Password rotation: Immediate, or DualPassword (the old password kept valid until it is safe to drop).
+
+A password change — the user edited their Secret, or a generated password was rotated — goes through
+:func:`set_password`. With DualPassword (MySQL 8.0.21+) it is ``ALTER USER … RETAIN CURRENT PASSWORD``
+marked with the Secret version it applies (see :mod:`..mysql.dual_password`): status.rotation becomes
+``Retained``. The :class:`DiscardStep` drops the old password (``DISCARD OLD PASSWORD``, phase
+``Discarded``) once the grace period is over and, with ``waitForConsumers``, every pod of the namespace that
+uses the Secret started after the rotation and no session of the account from before it is open — or, past
+``maxWait``, anyway, with a Warning Event naming what still held on. Waiting is a requeue, never a loop.
+
+Crash safety: the marker tells whether the Secret version is already the account's primary password, so a
+retried pass never retains twice; status lost in a crash is rebuilt from the account (a retained secondary
+password means ``Retained``, counted from the pass that finds it).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Final
+
+from dbuser_operator.api.duration import parse_duration
+from dbuser_operator.api.v1alpha1 import AppliedSecret, Rotation, RotationStatus, RotationStrategy
+from dbuser_operator.controllers.databaseuser.consumers import consumed_secrets, holding_pods
+from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
+from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.mysql import accounts, dual_password
+from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.conditions import format_time
+from dbuser_operator.runtime.resources import Resource
+
+PODS: Final = Resource("", "v1", "pods", "Pod")
+POLL_INTERVAL: Final = 5.0  # seconds between looks at pods and sessions while a discard waits
+NAMED_MAX: Final = 10  # pods named in an Event at most
+
+
+def rotation_spec(ctx: Context) -> Rotation:
+    """spec.rotation with its defaults."""
+    return ctx.user.spec.rotation or Rotation()
+
+
+async def strategy_for(target: ServerHandle, ctx: Context) -> RotationStrategy:
+    """The strategy in force: the spec's, else DualPassword where the server supports it, else Immediate.
+
+    DualPassword asked of a server without dual passwords is refused (DualPasswordUnsupported), never
+    downgraded.
+    """
+    asked = rotation_spec(ctx).strategy
+    try:
+        server = await target.server()
+    except MySQLError as error:
+        raise mysql_condition(error, ctx.account) from None
+    supported = dual_password.supports_dual_passwords(server)
+    if asked == "DualPassword" and not supported:
+        raise ConditionError(
+            "DualPasswordUnsupported",
+            f"spec.rotation.strategy DualPassword needs dual passwords (MySQL 8.0.21 or later); {server} "
+            "has none: set strategy Immediate (the old password stops working at once on every change)",
+            retry=False,
+        )
+    return asked or ("DualPassword" if supported else "Immediate")
+
+
+class StrategyStep:
+    """Refuses a strategy the server cannot do before anything else touches MySQL."""
+
+    name = "rotation-strategy"
+
+    async def ensure(self, ctx: Context) -> None:
+        await strategy_for(ctx.server, ctx)
+
+    async def delete(self, ctx: Context) -> None:
+        """Nothing to undo."""
+
+
+def now() -> datetime:
+    """The current time (UTC)."""
+    return datetime.now(UTC)
+
+
+def credential_version(secret: AppliedSecret) -> str:
+    """The marker of a Secret version in the account (uid and resourceVersion: no secret)."""
+    return f"{secret.uid}/{secret.resource_version}"
+
+
+async def set_password(
+    target: ServerHandle, ctx: Context, password: str, secret: AppliedSecret, *, restore: bool
+) -> None:
+    """Apply ``password`` (from ``secret``) to the account with the strategy in force; ``restore``: put back
+    a password somebody changed by hand. Only a current password the operator set itself (its fingerprint
+    matches) is retained: never one changed by hand, nor the password of an account being adopted."""
+    strategy = await strategy_for(target, ctx)
+    db, user, host = target.db, ctx.user.effective_user(), ctx.host
+    previous = ctx.status.rotation or RotationStatus()
+    moment = format_time(now())
+    if strategy == "Immediate":
+        await accounts.set_password(db, user, host, password, ctx.authentication)
+        if dual_password.supports_dual_passwords(await target.server()):
+            await dual_password.discard_old_password(db, user, host)  # a secondary from before the switch
+        if restore:
+            return  # drift repaired: no rotation
+        ctx.status.rotation = previous.model_copy(
+            update={"strategy": strategy, "last_rotation_time": moment, "phase": None, "retained_since": None}
+        )
+        ctx.status.rotation.session_watermark = None
+        return
+    version = credential_version(secret)
+    state = await dual_password.read_state(db, user, host)
+    if state is not None and state.credential == version and not restore:
+        # A retried pass: this Secret version is the primary password already (its status was lost).
+        retained = state.retained
+    elif state is not None and not restore and ctx.credential_id and state.credential == ctx.credential_id:
+        # A generated rotation set it under its own id: mark it with the Secret version, retain nothing.
+        await dual_password.set_password(
+            db, user, host, password, version, retain=False, method=ctx.authentication
+        )
+        retained = state.retained
+    else:
+        # Only a password the operator set is kept valid: not one changed by hand, nor an adopted one.
+        retain = not restore and ctx.password_intact is True
+        await dual_password.set_password(
+            db, user, host, password, version, retain=retain, method=ctx.authentication
+        )
+        retained = retain or (state is not None and state.retained)
+    if not retained:
+        return
+    if restore and previous.phase == "Retained":
+        return  # still the same rotation: its clock keeps running
+    watermark = await dual_password.session_watermark(db)
+    ctx.status.rotation = previous.model_copy(
+        update={
+            "strategy": strategy,
+            "phase": "Retained",
+            "last_rotation_time": moment,
+            "retained_since": moment,
+            "session_watermark": watermark,
+        }
+    )
+    ctx.event("Normal", "PasswordRetained", f"the previous password of {ctx.account} stays valid for now")
+
+
+class DiscardStep:
+    """Discards a retained password once nothing needs it any more (or past the maximum wait)."""
+
+    name = "rotation-discard"
+
+    def __init__(self, kube: KubeClient) -> None:
+        self.kube = kube
+
+    async def ensure(self, ctx: Context) -> None:
+        rotation = ctx.status.rotation
+        if rotation is None or rotation.phase != "Retained":
+            return
+        spec = rotation_spec(ctx)
+        since = parse_time(rotation.retained_since) or now()
+        elapsed = (now() - since).total_seconds()
+        grace, max_wait = parse_duration(spec.grace_period), parse_duration(spec.max_wait)
+        forced = ""
+        if await strategy_for(ctx.server, ctx) == "DualPassword":
+            if elapsed < grace:
+                ctx.requeue(grace - elapsed)
+                return
+            if spec.wait_for_consumers:
+                holders = await self._holders(ctx, since, rotation.session_watermark, elapsed)
+                if holders and elapsed < max_wait:
+                    ctx.requeue(min(POLL_INTERVAL, max_wait - elapsed))
+                    return
+                forced = holders
+        try:
+            for host in ctx.status.hosts or [ctx.host]:  # every account the resource holds
+                await dual_password.discard_old_password(ctx.server.db, ctx.user.effective_user(), host)
+        except MySQLError as error:
+            raise mysql_condition(error, ctx.account) from None
+        ctx.status.rotation = rotation.model_copy(update={"phase": "Discarded"})
+        if forced:
+            ctx.event(
+                "Warning",
+                "OldPasswordDiscardedWhileInUse",
+                f"discarded the previous password of {ctx.account} after the maximum wait "
+                f"({spec.max_wait}) although {forced} still held on to it",
+            )
+        else:
+            ctx.event("Normal", "OldPasswordDiscarded", f"discarded the previous password of {ctx.account}")
+
+    async def _holders(self, ctx: Context, since: datetime, watermark: int | None, elapsed: float) -> str:
+        """What still uses the old password, for people ("" when nothing): pods, sessions."""
+        namespace = ctx.user.metadata.namespace or ""
+        items, _ = await self.kube.list_all(PODS, namespace)
+        pods = holding_pods(items, consumed_secrets(ctx.obj), since)
+        parts = []
+        if pods:
+            more = f" and {len(pods) - NAMED_MAX} more" if len(pods) > NAMED_MAX else ""
+            named = ", ".join(pods[:NAMED_MAX]) + more
+            parts.append(f"{len(pods)} pod(s) started before the rotation ({named})")
+        sessions = await self._old_sessions(ctx, watermark, elapsed)
+        if sessions:
+            parts.append(f"{sessions} session(s) of the account opened before the rotation")
+        return " and ".join(parts)
+
+    async def _old_sessions(self, ctx: Context, watermark: int | None, elapsed: float) -> int:
+        if watermark is None:
+            return 0
+        try:
+            found = await dual_password.sessions_up_to(ctx.server.db, ctx.user.effective_user(), watermark)
+        except MySQLError as error:
+            raise mysql_condition(error, ctx.account) from None
+        return 0 if found.uptime < elapsed else found.count  # restarted since: every session is newer
+
+    async def delete(self, ctx: Context) -> None:
+        """Dropping the account drops its passwords."""
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """An RFC 3339 time; None when absent or malformed."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None

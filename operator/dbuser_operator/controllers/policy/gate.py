@@ -1,0 +1,100 @@
+"""The policy step: a DatabaseUser (or DatabaseRole) on a server resource whose ``spec.policy`` does not
+admit it is refused before any SQL, with Ready=False, reason PolicyViolation, naming the rule.
+
+It does not retry: the resource is looked at again when it changes, when its server changes, or when its
+namespace's labels change. Its delete half does nothing, so that deleting a refused resource still cleans
+up the account it owns (if it ever did). Tightening a policy makes resources that now break it stop
+converging; nothing is revoked or dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from dbuser_operator.api.databaserole import DatabaseRole
+from dbuser_operator.api.mysqlserver import ServerPolicy
+from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.policy.namespaces import POLICY_NAMESPACE_INDEX, NamespaceLabels, on_a_server
+from dbuser_operator.controllers.policy.rules import Violation, describe, role_violations, user_violations
+from dbuser_operator.controllers.servers.binding import ServerBinding
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.informer import Informer
+
+POLICY_VIOLATION = "PolicyViolation"
+NAMESPACE_UNKNOWN = "NamespaceUnknown"
+NAMESPACES_UNREADABLE = "NamespacesUnreadable"
+
+Evaluation = Callable[[ServerPolicy, str, Mapping[str, str]], list[Violation]]
+"""A resource's violations of a policy, given its namespace's name and labels."""
+
+
+class PolicyGate:
+    """Checks resources against their server's policy, with the labels of their namespace."""
+
+    def __init__(self, namespaces: NamespaceLabels) -> None:
+        self.namespaces = namespaces
+
+    def _labels(self, server: ServerBinding, namespace: str) -> dict[str, str]:
+        if not self.namespaces.available:  # fail closed: a policy that cannot be checked admits nothing
+            raise ConditionError(
+                NAMESPACES_UNREADABLE,
+                f"{server}: its spec.policy cannot be checked: the operator may not read namespaces "
+                "(it needs get, list and watch on namespaces; restart it once it may)",
+                retry=False,
+            )
+        labels = self.namespaces.labels(namespace)
+        if labels is None:  # the namespace watch requeues the resource when the namespace shows up
+            raise ConditionError(
+                NAMESPACE_UNKNOWN,
+                f"{server}: the labels of namespace {namespace}, which its policy reads, are not known yet",
+            )
+        return labels
+
+    def check_user(self, ctx: Context) -> None:
+        """Raise PolicyViolation if ``ctx.user`` breaks its server's policy (no server resource, or no
+        policy: nothing to check)."""
+        spec = ctx.user.spec
+        self._check(
+            ctx.binding,
+            ctx.user.metadata.namespace,
+            lambda p, ns, labels: user_violations(p, ns, labels, spec),
+        )
+
+    def check_role(self, server: ServerBinding | None, role: DatabaseRole) -> None:
+        """Raise PolicyViolation if ``role`` breaks its server's policy."""
+        self._check(
+            server, role.metadata.namespace, lambda p, ns, labels: role_violations(p, ns, labels, role.spec)
+        )
+
+    def _check(self, server: ServerBinding | None, namespace: str | None, evaluate: Evaluation) -> None:
+        if server is None or server.spec.policy is None:
+            return
+        labels = self._labels(server, namespace or "")
+        violations = evaluate(server.spec.policy, namespace or "", labels)
+        if violations:
+            raise ConditionError(POLICY_VIOLATION, describe(str(server), violations), retry=False)
+
+
+class PolicyStep:
+    """Refuses a DatabaseUser its server's policy does not admit, before anything touches MySQL."""
+
+    name = "policy"
+
+    def __init__(self, gate: PolicyGate) -> None:
+        self.gate = gate
+
+    async def ensure(self, ctx: Context) -> None:
+        self.gate.check_user(ctx)
+
+    async def delete(self, ctx: Context) -> None:
+        """Nothing to undo: deleting a refused resource still drops the account it owns, if any."""
+
+
+def policy_gate(kube: KubeClient | None, *informers: Informer) -> PolicyGate:
+    """A gate reading a new namespace cache through ``kube`` (None: namespaces may not be read), and
+    ``informers`` (of DatabaseUsers and DatabaseRoles) indexed by :data:`POLICY_NAMESPACE_INDEX` for the
+    namespace watch's mapping."""
+    for informer in informers:
+        informer.add_index(POLICY_NAMESPACE_INDEX, on_a_server)
+    return PolicyGate(NamespaceLabels(kube))

@@ -1,0 +1,1 @@
+"""Server resources (MySQLServer, ClusterMySQLServer) and the server handles every kind works through."""

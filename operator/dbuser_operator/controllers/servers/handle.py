@@ -1,0 +1,69 @@
+"""The MySQL server the operator manages, as the steps share it: connection, bookkeeping schema, version."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import structlog
+
+from dbuser_operator.mysql import ownership
+from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.server import ServerInfo, read_server
+
+log = structlog.get_logger(__name__)
+
+
+class ServerHandle:
+    """One MySQL server: its connection, the operator's schema there, and its version (read once).
+
+    ``key`` and ``name`` say which server resource it is (empty for the server of the settings).
+    """
+
+    def __init__(self, db: Database, schema: str, key: str = "", name: str = "") -> None:
+        self.db = db
+        self.schema = schema
+        self.key = key  # the server's key (controllers.resources.server_key); "" for the settings' server
+        self.name = name  # for logs and messages: "MySQLServer team-a/main"; "" for the settings' server
+        self._server: ServerInfo | None = None
+        self._read_at = 0.0  # monotonic time of the last read
+        self._schema_ready = False
+        self._roles_table_ready = False
+        self._lock = asyncio.Lock()
+
+    async def server(self) -> ServerInfo:
+        """Flavour, version and privilege names of the server, read (and logged) on first use."""
+        if self._server is None:
+            self._server = await read_server(self.db)
+            self._read_at = time.monotonic()
+            log.info(
+                "managing MySQL server",
+                server=str(self._server),
+                resource=self.name or None,
+                flavour=self._server.flavour,
+                version=".".join(str(part) for part in self._server.version),
+            )
+        return self._server
+
+    async def server_reread(self, min_age: float = 60.0) -> ServerInfo:
+        """The server read again (a plugin or an upgrade may have brought privileges), unless it was read
+        less than ``min_age`` seconds ago: what a privilege the server seemed not to have asks for."""
+        if self._server is not None and time.monotonic() - self._read_at >= min_age:
+            self._server = None
+        return await self.server()
+
+    async def ensure_schema(self) -> None:
+        """Create the bookkeeping schema and table on first use (idempotent; retried after a failure)."""
+        if self._schema_ready:
+            return
+        async with self._lock:
+            if not self._schema_ready:
+                await ownership.ensure_schema(self.db, self.schema)
+                self._schema_ready = True
+
+    async def ensure_roles_table(self) -> None:
+        """The bookkeeping schema, and its table of roles, on first use."""
+        await self.ensure_schema()
+        if not self._roles_table_ready:
+            await ownership.ensure_roles_table(self.db, self.schema)
+            self._roles_table_ready = True

@@ -1,0 +1,61 @@
+"""A server's health check: log in as its admin, read what it is and can do, make sure the bookkeeping
+schema is there, and count what the operator records there. The outcome is the server's status."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dbuser_operator.api.mysqlserver import ServerCapabilities
+from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.mysql import authentication, ownership
+from dbuser_operator.mysql.dual_password import supports_dual_passwords
+from dbuser_operator.mysql.errors import DatabaseUnavailableError, MySQLError
+from dbuser_operator.mysql.server import ServerInfo, read_server
+
+FLAVOURS = {"mysql": "MySQL", "mariadb": "MariaDB"}
+
+
+@dataclass(frozen=True)
+class Health:
+    """What one check found: Ready's reason and message, and (when connected) the server's facts."""
+
+    ready: bool
+    reason: str
+    message: str
+    info: ServerInfo | None = None
+    capabilities: ServerCapabilities | None = None
+    accounts: int | None = None
+
+    @property
+    def flavour(self) -> str | None:
+        """``MySQL`` or ``MariaDB``."""
+        return FLAVOURS[self.info.flavour] if self.info else None
+
+    @property
+    def version(self) -> str | None:
+        """``9.7.4``, ``11.8.3``."""
+        return ".".join(str(part) for part in self.info.version) if self.info else None
+
+
+def failure_reason(error: MySQLError) -> str:
+    """Ready's reason for a failed check: Unreachable, AccessDenied, TLSError, … (the error's class)."""
+    return "Unreachable" if isinstance(error, DatabaseUnavailableError) else error.reason
+
+
+async def check(target: ServerHandle, address: str) -> Health:
+    """Check the server at ``address`` (``host:port``, for messages) through ``target``'s pool."""
+    try:
+        info = await read_server(target.db)
+        plugins = await authentication.active_plugins(target.db)
+        await target.ensure_roles_table()  # the schema, its accounts table and its roles table
+        accounts = await ownership.count_owned(target.db, target.schema)
+    except MySQLError as error:
+        return Health(False, failure_reason(error), f"{address}: {error}")
+    capabilities = ServerCapabilities(
+        dual_passwords=supports_dual_passwords(info),
+        roles=True,  # every supported version (MySQL 8.0+, MariaDB 10.6+) has roles
+        many_default_roles=info.flavour == "mysql",
+        plugins=sorted(plugins),
+    )
+    message = f"connected to {address} as the admin: {info}, bookkeeping in schema {target.schema}"
+    return Health(True, "Connected", message, info, capabilities, accounts)

@@ -1,0 +1,157 @@
+"""The server registry: one :class:`ServerHandle` per server, for the steps, checks and the server controller.
+
+The server of the operator's settings is the ``""`` key (absent when the operator runs without one). A
+server resource's ServerHandle is built on first use from its spec and Secrets; its pool opens on the first
+statement. It is rebuilt (the old pool closed after a grace period, so that calls in flight finish) when the
+spec or a Secret's content changes, closed when no reconcile used it for ``idle_timeout`` seconds (the next
+use reopens it), and forgotten when the server resource goes away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+
+from dbuser_operator.controllers.servers.binding import ServerBinding
+from dbuser_operator.controllers.servers.connection import (
+    DatabaseFactory,
+    SecretReader,
+    ServerDefaults,
+    open_database,
+    read_material,
+)
+from dbuser_operator.controllers.servers.handle import ServerHandle
+
+log = structlog.get_logger(__name__)
+
+RETIRE_AFTER = 60.0  # seconds a replaced pool stays open for the calls that were using it
+IDLE_TIMEOUT = 300.0  # seconds without use before a server resource's pool is closed
+
+
+@dataclass
+class _Entry:
+    target: ServerHandle
+    fingerprint: str
+    generation: int | None
+    used: float = field(default_factory=time.monotonic)  # monotonic time of the last use
+
+
+class ServerRegistry:
+    """The Targets of the servers in use, by server key (``controllers.resources.server_key``)."""
+
+    def __init__(
+        self,
+        default: ServerHandle | None,
+        defaults: ServerDefaults,
+        read_secret: SecretReader,
+        make_database: DatabaseFactory,
+        *,
+        idle_timeout: float = IDLE_TIMEOUT,
+    ) -> None:
+        self.default = default
+        self.defaults = defaults
+        self.read_secret = read_secret
+        self.make_database = make_database
+        self.idle_timeout = idle_timeout
+        self._entries: dict[str, _Entry] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._retiring: list[tuple[float, ServerHandle]] = []
+        self._tls_dir: Path | None = None
+
+    def handles(self) -> dict[str, ServerHandle]:
+        """Every server's ServerHandle built so far, the settings' server (``""``) included."""
+        found = {key: entry.target for key, entry in self._entries.items()}
+        return {"": self.default, **found} if self.default is not None else found
+
+    def cached(self, key: str) -> ServerHandle | None:
+        """The ServerHandle of ``key`` if it was built (no I/O)."""
+        if key == "":
+            return self.default
+        entry = self._entries.get(key)
+        return entry.target if entry else None
+
+    async def handle(self, binding: ServerBinding) -> ServerHandle:
+        """The server's ServerHandle: built on first use and after its spec changed (a new generation).
+
+        Raises :class:`~.server_connection.ServerConfigError` when its Secrets or spec do not make a
+        connection.
+        """
+        entry = self._entries.get(binding.key)
+        if entry is not None and entry.generation == binding.generation:
+            entry.used = time.monotonic()
+            return entry.target
+        target = await self.refresh(binding)
+        entry = self._entries.get(binding.key)
+        if entry is not None:  # (unless the server went away meanwhile)
+            entry.used = time.monotonic()
+        return target
+
+    async def refresh(self, binding: ServerBinding) -> ServerHandle:
+        """Read the server's Secrets again; rebuild its ServerHandle when they or the spec changed (a use by a
+        reconcile is :meth:`target`'s: this does not count as one)."""
+        key = binding.key
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            material = await read_material(binding, self.defaults, self.read_secret)
+            fingerprint = material.fingerprint(binding, self.defaults)
+            entry = self._entries.get(key)
+            if entry is not None and entry.fingerprint == fingerprint:
+                entry.generation = binding.generation
+                return entry.target
+            db = open_database(binding, self.defaults, material, self.make_database, self._private_dir())
+            schema = binding.spec.bookkeeping_schema or self.defaults.schema
+            target = ServerHandle(db, schema, key=key, name=str(binding))
+            used = entry.used if entry is not None else time.monotonic()
+            self._entries[key] = _Entry(target, fingerprint, binding.generation, used)
+            if entry is not None:
+                log.info("server connection changed; reconnecting", server=str(binding))
+                self._retiring.append((time.monotonic() + RETIRE_AFTER, entry.target))
+            return target
+
+    async def forget(self, key: str) -> None:
+        """The server resource is gone: close its pool and forget it."""
+        entry = self._entries.pop(key, None)
+        self._locks.pop(key, None)
+        if entry is not None:
+            await entry.target.db.close()
+
+    def idle(self, key: str) -> bool:
+        """Whether no reconcile used the server for ``idle_timeout`` seconds."""
+        entry = self._entries.get(key)
+        return entry is None or time.monotonic() - entry.used >= self.idle_timeout
+
+    async def sweep(self) -> None:
+        """Close the pools of idle servers and those of replaced Targets whose grace period is over."""
+        now = time.monotonic()
+        due = [target for until, target in self._retiring if until <= now]
+        self._retiring = [(until, target) for until, target in self._retiring if until > now]
+        for target in due:
+            await target.db.close()
+        for key in list(self._entries):
+            if self.idle(key):
+                await self._entries[key].target.db.close()  # reopened by the next statement
+
+    async def run_sweeper(self, period: float = 30.0) -> None:
+        """Sweep every ``period`` seconds until cancelled."""
+        while True:
+            await asyncio.sleep(period)
+            await self.sweep()
+
+    async def close(self) -> None:
+        """Close every pool (the settings' server's is its owner's to close)."""
+        targets = [entry.target for entry in self._entries.values()] + [t for _, t in self._retiring]
+        self._entries.clear()
+        self._retiring.clear()
+        await asyncio.gather(*(target.db.close() for target in targets), return_exceptions=True)
+        if self._tls_dir is not None:
+            shutil.rmtree(self._tls_dir, ignore_errors=True)
+
+    def _private_dir(self) -> Path:
+        if self._tls_dir is None:
+            self._tls_dir = Path(tempfile.mkdtemp(prefix="dbuser-operator-tls-"))  # mode 0700
+        return self._tls_dir
