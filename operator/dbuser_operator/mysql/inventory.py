@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from dbuser_operator.mysql.connection import Database, Row
-from dbuser_operator.mysql.grant import ROUTINE_RANK
 from dbuser_operator.mysql.grants import Grant, grants_from_rows, split_grantee
+from dbuser_operator.mysql.grants.model import ROUTINE_RANK
 from dbuser_operator.mysql.limits import AccountOptions
 from dbuser_operator.mysql.ownership import Owner, compare_fingerprints, table
 from dbuser_operator.mysql.statement import Statement

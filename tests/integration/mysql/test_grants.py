@@ -13,9 +13,16 @@ from dbuser_operator.mysql import (
     ServerInfo,
     TableNotFoundError,
     accounts,
-    grant_tables,
 )
-from dbuser_operator.mysql.grants import GLOBAL, Grant, apply, expand_all, normalise, read_grants
+from dbuser_operator.mysql.grants import (
+    GLOBAL,
+    Grant,
+    apply,
+    expand_all,
+    normalise,
+    privilege_tables,
+    read_grants,
+)
 from tests.integration.mysql.support import Accounts, Databases, admin, admin_rows, as_user
 
 pytestmark = pytest.mark.integration
@@ -48,7 +55,7 @@ async def applied_twice(
     assert await read_grants(db, user, host) == wanted
     written, read = db.statements_written, db.statements_read
     assert await apply(db, user, host, desired, server) == []
-    reads = 2 if grant_tables.supported(server) and any(grant.database == "*" for grant in wanted) else 1
+    reads = 2 if privilege_tables.supported(server) and any(grant.database == "*" for grant in wanted) else 1
     assert (db.statements_written, db.statements_read) == (written, read + reads)
     return summary
 

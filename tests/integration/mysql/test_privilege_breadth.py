@@ -8,14 +8,14 @@ import pytest
 
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, ServerInfo, accounts, grant_tables
+from dbuser_operator.mysql import Database, ServerInfo, accounts
 from dbuser_operator.mysql.errors import (
     ColumnNotFoundError,
     PrivilegeMisplacedError,
     PrivilegeUnknownError,
     RoutineNotFoundError,
 )
-from dbuser_operator.mysql.grants import AccountGrants, Grant, apply, normalise, read_grants
+from dbuser_operator.mysql.grants import AccountGrants, Grant, apply, normalise, privilege_tables, read_grants
 from dbuser_operator.mysql.inventory import inventory
 from dbuser_operator.mysql.ownership import Owner, claim
 from tests.integration.mysql.support import Accounts, Databases, admin, admin_rows, as_user
@@ -271,7 +271,7 @@ async def test_the_inventory_sees_columns_and_routines(
     await apply(db, user, "%", wanted, server)
     states = await inventory(db, owned_schema)
     assert states[(user, "%")].grants == normalise(wanted, server)
-    if grant_tables.supported(server):
+    if privilege_tables.supported(server):
         assert await read_grants(db, user, "%", server) == normalise(wanted, server)
 
 

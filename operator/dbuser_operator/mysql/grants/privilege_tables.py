@@ -22,7 +22,7 @@ from dbuser_operator.mysql.statement import Statement
 
 Row = tuple[int, str, str, str, str, str | None]
 """rank, schema, table, privilege, is_grantable (as information_schema), and the column (rank 3) or the
-routine type (rank 4: its privilege is procs_priv's set, as :func:`~.grant_read.grants_from_rows` reads)."""
+routine type (rank 4: its privilege is procs_priv's set, as :func:`~.read.grants_from_rows` reads)."""
 
 # mysql.db's privilege columns, and information_schema's names for them (MariaDB 10.6+, checked on 10.11).
 _DATABASE_COLUMNS: Final = (

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dbuser_operator.mysql.errors import checked_input
-from dbuser_operator.mysql.grant import Grant, Key, describe, levels_of
+from dbuser_operator.mysql.grants.model import Grant, Key, describe, levels_of
+from dbuser_operator.mysql.grants.privileges import ALL, ROUTINE_PRIVILEGES, USAGE, expand_all, server_name
 from dbuser_operator.mysql.identifiers import (
     column_privilege_list,
     grant_level,
@@ -22,7 +23,6 @@ from dbuser_operator.mysql.identifiers import (
     validate_grantee_host,
     validate_user,
 )
-from dbuser_operator.mysql.privileges import ALL, ROUTINE_PRIVILEGES, USAGE, expand_all, server_name
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement
 

@@ -22,11 +22,11 @@ from dbuser_operator.mysql.errors import (
     TableNotFoundError,
     checked_input,
 )
-from dbuser_operator.mysql.grant import Grant, describe
-from dbuser_operator.mysql.grant_diff import Change, changes, normalise
-from dbuser_operator.mysql.grant_read import read_account
+from dbuser_operator.mysql.grants.diff import Change, changes, normalise
+from dbuser_operator.mysql.grants.model import Grant, describe
+from dbuser_operator.mysql.grants.privileges import refusals
+from dbuser_operator.mysql.grants.read import read_account
 from dbuser_operator.mysql.identifiers import validate_grantee_host, validate_user
-from dbuser_operator.mysql.privileges import refusals
 from dbuser_operator.mysql.server import ServerInfo
 
 _MISSING: Final[dict[int, tuple[type[InvalidGrantError], str]]] = {
@@ -52,7 +52,7 @@ def check(desired: Iterable[Grant], server: ServerInfo) -> None:
 
 def _privilege_level(grant: Grant) -> tuple[str, str]:
     """The level whose privileges ``grant`` draws from: a routine's database (its privileges, fewer, are
-    checked by :class:`~.grant.Grant`), a column's table."""
+    checked by :class:`~.model.Grant`), a column's table."""
     return (grant.database, "*") if grant.routine else grant.level
 
 
@@ -79,7 +79,7 @@ class AccountGrants:
         return self.held
 
     def plan(self, desired: Iterable[Grant]) -> list[Change]:
-        """The changes from what was observed to ``desired`` (:func:`~.grant_diff.changes`)."""
+        """The changes from what was observed to ``desired`` (:func:`~.diff.changes`)."""
         return changes(self.held, desired, self.server)
 
     async def converge(self, desired: Iterable[Grant]) -> list[str]:

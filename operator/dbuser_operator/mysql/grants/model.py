@@ -18,16 +18,7 @@ from dbuser_operator.mysql.errors import (
     PrivilegeUnknownError,
     checked_input,
 )
-from dbuser_operator.mysql.identifiers import (
-    ROUTINE_TYPES,
-    InvalidIdentifierError,
-    validate_column,
-    validate_database,
-    validate_privilege_name,
-    validate_routine,
-    validate_table,
-)
-from dbuser_operator.mysql.privileges import (
+from dbuser_operator.mysql.grants.privileges import (
     ALL,
     COLUMN_PRIVILEGES,
     GLOBAL_ONLY_PRIVILEGES,
@@ -36,6 +27,15 @@ from dbuser_operator.mysql.privileges import (
     USAGE,
     Level,
     is_listable,
+)
+from dbuser_operator.mysql.identifiers import (
+    ROUTINE_TYPES,
+    InvalidIdentifierError,
+    validate_column,
+    validate_database,
+    validate_privilege_name,
+    validate_routine,
+    validate_table,
 )
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, ServerInfo, accounts, grant_tables
-from dbuser_operator.mysql.grants import read_grants
+from dbuser_operator.mysql import Database, ServerInfo, accounts
+from dbuser_operator.mysql.grants import privilege_tables, read_grants
 from tests.integration.mysql.support import Accounts, Databases, admin
 
 pytestmark = pytest.mark.integration
@@ -58,19 +58,19 @@ async def test_same_grants_as_information_schema(
     expected = await read_grants(db, user, host)  # information_schema
     read = db.statements_read
     assert await read_grants(db, user, host, server) == expected
-    by_key = grant_tables.supported(server)  # MariaDB; MySQL reads information_schema either way
+    by_key = privilege_tables.supported(server)  # MariaDB; MySQL reads information_schema either way
     assert db.statements_read - read == (2 if by_key and case.startswith("global") else 1)
     assert bool(expected) == (case != "nothing")
 
 
 async def test_a_missing_account(db: Database, accounts_made: Accounts, server: ServerInfo) -> None:
     assert await read_grants(db, accounts_made.name(), "%", server) == set()
-    if grant_tables.supported(server):
-        assert await grant_tables.read_rows(db, accounts_made.name(), "%", server) == (False, [])
+    if privilege_tables.supported(server):
+        assert await privilege_tables.read_rows(db, accounts_made.name(), "%", server) == (False, [])
 
 
 def test_mariadb_versions_read_by_key() -> None:
-    assert grant_tables.supported(ServerInfo("mariadb", (10, 11, 19)))
-    assert grant_tables.supported(ServerInfo("mariadb", (11, 4, 2)))
-    assert not grant_tables.supported(ServerInfo("mariadb", (12, 0, 1)))  # columns not known here
-    assert not grant_tables.supported(ServerInfo("mysql", (8, 4, 3)))
+    assert privilege_tables.supported(ServerInfo("mariadb", (10, 11, 19)))
+    assert privilege_tables.supported(ServerInfo("mariadb", (11, 4, 2)))
+    assert not privilege_tables.supported(ServerInfo("mariadb", (12, 0, 1)))  # columns not known here
+    assert not privilege_tables.supported(ServerInfo("mysql", (8, 4, 3)))

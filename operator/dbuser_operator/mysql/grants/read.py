@@ -3,7 +3,7 @@
 :func:`read_account` reads whether the account exists and its global, database and table grants from
 ``information_schema`` (``USER_PRIVILEGES`` — MySQL's dynamic privileges included —, ``SCHEMA_PRIVILEGES``,
 ``TABLE_PRIVILEGES``: the same shape on MySQL and MariaDB), or on MariaDB from the privilege tables by key
-(:mod:`.grant_tables`). Database-level names are read back from the server's escaped form
+(:mod:`.privilege_tables`). Database-level names are read back from the server's escaped form
 (``app\\_db`` is the database ``app_db``; a name with an unescaped wildcard is a *pattern* level).
 """
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from dbuser_operator.mysql import grant_tables
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import checked_input
-from dbuser_operator.mysql.grant import COLUMN_RANK, ROUTINE_RANK, Grant
+from dbuser_operator.mysql.grants import privilege_tables
+from dbuser_operator.mysql.grants.model import COLUMN_RANK, ROUTINE_RANK, Grant
+from dbuser_operator.mysql.grants.privileges import USAGE
 from dbuser_operator.mysql.identifiers import validate_grantee_host, validate_user
-from dbuser_operator.mysql.privileges import USAGE
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement
 
@@ -140,8 +140,8 @@ async def read_account(
     are read first and the account turns out to hold global privileges)."""
     with checked_input():
         who = grantee(validate_user(user), validate_grantee_host(host))
-    if server is not None and grant_tables.supported(server):
-        read = await grant_tables.read_rows(db, user, host, server)
+    if server is not None and privilege_tables.supported(server):
+        read = await privilege_tables.read_rows(db, user, host, server)
         if read is not None:
             return read[0], set(grants_from_rows(read[1]))
     statement = Statement(_READ_GRANTS, who, who, who, who, user, host.lower(), user, host.lower())
@@ -158,6 +158,6 @@ async def read_account(
 async def read_grants(db: Database, user: str, host: str, server: ServerInfo | None = None) -> set[Grant]:
     """The account's global, database, table, column and routine grants, one per level (none if no
     account). With
-    ``server``, MariaDB's privilege tables are read by key where they can be (:mod:`.grant_tables`)."""
+    ``server``, MariaDB's privilege tables are read by key where they can be (:mod:`.privilege_tables`)."""
     _, grants = await read_account(db, user, host, server)
     return grants

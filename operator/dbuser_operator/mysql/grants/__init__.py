@@ -1,14 +1,15 @@
 """Grants: what an account may do, read from the server, compared with what is wanted, and put right.
 
-The model is split along its parts, and this module gathers their public names (``grants.apply``,
+The package is split along its parts, and this module gathers their public names (``grants.apply``,
 ``grants.read_grants``, ``grants.Grant``… stay callable as they were):
 
 - :mod:`.privileges`: privilege names and levels (static, flavour-only, what ``ALL`` means) and the check
   against the live server's ``SHOW PRIVILEGES`` (unknown / misplaced);
-- :mod:`.grant`: :class:`Grant`, privileges on one level (global, database, table), wanted or observed;
-- :mod:`.grant_read`: reading an account's grants from the grant tables (never ``SHOW GRANTS`` text);
-- :mod:`.grant_diff`: the fewest ``GRANT``/``REVOKE`` statements from what is held to what is wanted;
-- :mod:`.grant_apply`: :class:`AccountGrants`, one account's handle that observes first and then acts, and
+- :mod:`.model`: :class:`Grant`, privileges on one level (global, database, table), wanted or observed;
+- :mod:`.read`: reading an account's grants from the grant tables (never ``SHOW GRANTS`` text);
+- :mod:`.privilege_tables`: on MariaDB, one account's grants from the privilege tables, read by key;
+- :mod:`.diff`: the fewest ``GRANT``/``REVOKE`` statements from what is held to what is wanted;
+- :mod:`.converge`: :class:`AccountGrants`, one account's handle that observes first and then acts, and
   :func:`apply`.
 """
 
@@ -17,9 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dbuser_operator.mysql.errors import InvalidGrantError
-from dbuser_operator.mysql.grant import Grant, Key, describe
-from dbuser_operator.mysql.grant_apply import AccountGrants, apply, check
-from dbuser_operator.mysql.grant_diff import (
+from dbuser_operator.mysql.grants.converge import AccountGrants, apply, check
+from dbuser_operator.mysql.grants.diff import (
     Change,
     changes,
     normalise,
@@ -27,16 +27,8 @@ from dbuser_operator.mysql.grant_diff import (
     server_privileges,
     summary,
 )
-from dbuser_operator.mysql.grant_read import (
-    grantee,
-    grants_from_rows,
-    is_grantee,
-    parse_schema,
-    read_account,
-    read_grants,
-    split_grantee,
-)
-from dbuser_operator.mysql.privileges import (
+from dbuser_operator.mysql.grants.model import Grant, Key, describe
+from dbuser_operator.mysql.grants.privileges import (
     ALL,
     COLUMN_PRIVILEGES,
     DATABASE_PRIVILEGES,
@@ -49,6 +41,15 @@ from dbuser_operator.mysql.privileges import (
     Level,
     expand_all,
     refusals,
+)
+from dbuser_operator.mysql.grants.read import (
+    grantee,
+    grants_from_rows,
+    is_grantee,
+    parse_schema,
+    read_account,
+    read_grants,
+    split_grantee,
 )
 from dbuser_operator.mysql.server import ServerInfo
 
