@@ -7,36 +7,16 @@ both before any statement is sent. The statements work on MySQL 8.0/8.4 and Mari
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import SecretStr
 
+from dbuser_operator.mysql.authentication import Method
 from dbuser_operator.mysql.connection import Database
-from dbuser_operator.mysql.errors import (
-    AccountExistsError,
-    InvalidAccountError,
-    InvalidPasswordError,
-    checked_input,
-)
+from dbuser_operator.mysql.errors import AccountExistsError, InvalidAccountError, checked_input
 from dbuser_operator.mysql.identifiers import account, validate_host, validate_user
+from dbuser_operator.mysql.passwords import validate_password
 from dbuser_operator.mysql.statement import Statement
 
-if TYPE_CHECKING:
-    from dbuser_operator.mysql.authentication import Method
-
 _OPERATION_FAILED = 1396  # CREATE/ALTER/DROP USER failed for the account
-
-
-def validate_password(password: str | SecretStr) -> SecretStr:
-    """The password as a :class:`SecretStr`: a non-empty string without NUL (the message never shows it)."""
-    value = password.get_secret_value() if isinstance(password, SecretStr) else password
-    if not isinstance(value, str):
-        raise InvalidPasswordError(f"a password must be a string, not {type(value).__name__}")
-    if not value:
-        raise InvalidPasswordError("a password must not be empty")
-    if "\0" in value:
-        raise InvalidPasswordError("a password must not contain NUL characters")
-    return SecretStr(value)
 
 
 async def exists(db: Database, user: str, host: str) -> bool:

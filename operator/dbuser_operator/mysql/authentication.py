@@ -21,10 +21,10 @@ from typing import Final, LiteralString
 from pydantic import SecretStr
 
 from dbuser_operator.mysql import catalog
-from dbuser_operator.mysql.accounts import validate_password
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import InvalidOptionsError, checked_input
 from dbuser_operator.mysql.identifiers import SQL, account, quote_string, validate_host, validate_user
+from dbuser_operator.mysql.passwords import validate_password
 from dbuser_operator.mysql.server import Flavour, ServerInfo
 from dbuser_operator.mysql.statement import Statement
 

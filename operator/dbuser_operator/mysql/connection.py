@@ -28,7 +28,6 @@ import aiomysql
 from pydantic import BaseModel, ConfigDict, Field, FilePath, SecretStr, model_validator
 
 from dbuser_operator.mysql.errors import DatabaseUnavailableError, MySQLError, TLSError, classify
-from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement
 from dbuser_operator.mysql.tls import SSLMode, TLSOptions, negotiate_tls_like_mysql_clients
 
@@ -219,11 +218,6 @@ class Database:
         """Run a query; all its rows."""
         _, rows = await self._run(statement, read=True)
         return rows
-
-    async def server_info(self) -> ServerInfo:
-        """The server's flavour and version, from ``SELECT VERSION()``."""
-        rows = await self.fetch(Statement("SELECT VERSION()"))
-        return ServerInfo.parse(str(rows[0][0]))
 
     async def close(self) -> None:
         """Close every connection (calls in flight fail); a later call opens a new pool."""

@@ -25,11 +25,11 @@ from typing import Final, LiteralString
 
 from pydantic import SecretStr
 
-from dbuser_operator.mysql.accounts import validate_password
 from dbuser_operator.mysql.authentication import Method, known
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import checked_input
 from dbuser_operator.mysql.identifiers import SQL, account, validate_host, validate_user
+from dbuser_operator.mysql.passwords import validate_password
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement
 

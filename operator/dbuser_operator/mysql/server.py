@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
+from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.statement import Statement
-
-if TYPE_CHECKING:
-    from dbuser_operator.mysql.connection import Database
 
 Flavour = Literal["mysql", "mariadb"]
 

@@ -10,6 +10,7 @@ from dbuser_operator.mysql.grants import Grant, apply, normalise
 from dbuser_operator.mysql.inventory import QUERIES, AccountState, inventory
 from dbuser_operator.mysql.limits import AccountOptions, apply_options
 from dbuser_operator.mysql.ownership import Owner, claim, record_fingerprint
+from dbuser_operator.mysql.server import read_server
 from tests.integration.mysql.support import Accounts, Databases, admin
 
 pytestmark = pytest.mark.integration
@@ -24,7 +25,7 @@ async def owned_account(
     user = accounts_made.track(user or accounts_made.name(), host)
     await accounts.create(db, user, host, "pw")
     await claim(db, schema, user, host, OWNER)
-    await record_fingerprint(db, schema, user, host, await db.server_info())
+    await record_fingerprint(db, schema, user, host, await read_server(db))
     return user
 
 

@@ -10,9 +10,9 @@ import pytest
 from pydantic import SecretStr
 
 from dbuser_operator.envtest.pki import CertificateAuthority
-from dbuser_operator.mysql.accounts import validate_password
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.errors import InvalidPasswordError
+from dbuser_operator.mysql.passwords import validate_password
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.tls import SSLMode
 
