@@ -25,7 +25,7 @@ from typing import Final
 from dbuser_operator.mysql.connection import Database, Row
 from dbuser_operator.mysql.grants import Grant, grants_from_rows, split_grantee
 from dbuser_operator.mysql.grants.model import ROUTINE_RANK
-from dbuser_operator.mysql.limits import AccountOptions
+from dbuser_operator.mysql.limits import COLUMNS, AccountOptions, column_list
 from dbuser_operator.mysql.ownership import Owner, compare_fingerprints, table
 from dbuser_operator.mysql.statement import Statement
 
@@ -50,12 +50,18 @@ class AccountState:
     grants: frozenset[Grant]
 
 
+_OWNED_COLUMNS: Final = ("user", "host", "owner_uid", "namespace", "name", "auth_fingerprint")
 _ACCOUNTS: Final = (
-    "SELECT o.user, o.host, o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User,"
-    " u.max_user_connections, u.max_questions, u.max_updates, u.max_connections, u.ssl_type,"
-    " u.x509_issuer, u.x509_subject, u.ssl_cipher, SHA2(u.authentication_string, 256)"
+    "SELECT "  # noqa: S608 - constant column names
+    + column_list(_OWNED_COLUMNS, "o")
+    + ", u.User, "
+    + column_list(COLUMNS, "u")
+    + ", SHA2(u.authentication_string, 256)"
     " FROM {table} o LEFT JOIN mysql.user u ON u.User = o.user AND u.Host = LOWER(o.host)"
 )
+_ACCOUNTS_ROW: Final = (*_OWNED_COLUMNS, "User", *COLUMNS, "fingerprint")
+"""The names of :data:`_ACCOUNTS`' columns: the bookkeeping row's, then ``mysql.user``'s (NULL when the
+account is gone) and the fingerprint of its authentication string."""
 
 # The information_schema rows of every account, matched to the owned ones here, by GRANTEE: a join on that
 # string in SQL cannot use an index, and MariaDB runs it as a nested loop (owned accounts times privilege
@@ -92,7 +98,11 @@ async def inventory(db: Database, schema: str) -> dict[tuple[str, str], AccountS
 
     # A GRANTEE names an owned account when its user is the same (case-sensitive) and its host the same
     # without regard to case: the rule of grants.is_grantee, as a look-up key.
-    claimed = {(str(row[0]), str(row[1]).lower()): (str(row[0]), str(row[1])) for row in accounts}
+    owned_rows = [dict(zip(_ACCOUNTS_ROW, row, strict=True)) for row in accounts]
+    claimed = {
+        (str(row["user"]), str(row["host"]).lower()): (str(row["user"]), str(row["host"]))
+        for row in owned_rows
+    }
     rows_by_account: defaultdict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in privileges:
         if row[3] == ROUTINE_RANK:
@@ -104,15 +114,19 @@ async def inventory(db: Database, schema: str) -> dict[tuple[str, str], AccountS
             rows_by_account[account].append(row[3:])
 
     result: dict[tuple[str, str], AccountState] = {}
-    for row in accounts:
-        user, host = str(row[0]), str(row[1])
-        owner = Owner(str(row[2]), str(row[3]), str(row[4]))
-        present = row[6] is not None
+    for owned_row in owned_rows:
+        user, host = str(owned_row["user"]), str(owned_row["host"])
+        owner = Owner(str(owned_row["owner_uid"]), str(owned_row["namespace"]), str(owned_row["name"]))
+        present = owned_row["User"] is not None
         result[(user, host)] = AccountState(
             owner=owner,
             present=present,
-            options=AccountOptions.from_columns(row[7:15]) if present else None,
-            password_intact=compare_fingerprints(row[5], row[15]) if present else None,
+            options=AccountOptions.from_columns(owned_row) if present else None,
+            password_intact=(
+                compare_fingerprints(owned_row["auth_fingerprint"], owned_row["fingerprint"])
+                if present
+                else None
+            ),
             grants=grants_from_rows(rows_by_account.get((user, host), [])) if present else frozenset(),
         )
     return result

@@ -9,7 +9,7 @@ from outside; issuer, subject and cipher are checked (:mod:`.tls_identity`) and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Final, LiteralString
 
@@ -61,44 +61,49 @@ class AccountOptions:
             raise InvalidOptionsError("a TLS identity (X509, issuer, subject, cipher) implies require_tls")
 
     @classmethod
-    def from_row(
-        cls,
-        max_user_connections: object,
-        max_questions: object,
-        max_updates: object,
-        max_connections: object,
-        ssl_type: object,
-    ) -> AccountOptions:
-        """From the ``mysql.user`` columns (in this order); the TLS identity from ``ssl_type`` alone (a
-        certificate, or nothing: :meth:`from_columns` reads issuer, subject and cipher too)."""
+    def from_row(cls, row: Mapping[str, object]) -> AccountOptions:
+        """From a ``mysql.user`` row by column name, :data:`LIMIT_COLUMNS` at least; the TLS identity from
+        ``ssl_type`` alone (a certificate, or nothing: :meth:`from_columns` reads issuer, subject and cipher
+        too)."""
+        ssl_type = row["ssl_type"]
         tls = "" if ssl_type is None else str(ssl_type)
         return cls(
-            max_user_connections=_number(max_user_connections),
-            max_queries_per_hour=_number(max_questions),
-            max_updates_per_hour=_number(max_updates),
-            max_connections_per_hour=_number(max_connections),
+            max_user_connections=_number(row["max_user_connections"]),
+            max_queries_per_hour=_number(row["max_questions"]),
+            max_updates_per_hour=_number(row["max_updates"]),
+            max_connections_per_hour=_number(row["max_connections"]),
             require_tls=tls != SSL_NONE,
             tls_identity=TLSIdentity.from_row(tls, None, None, None),
         )
 
     @classmethod
-    def from_columns(cls, values: Sequence[object]) -> AccountOptions:
-        """From the values of :data:`COLUMNS`, in that order."""
-        identity = TLSIdentity.from_row(values[4], *values[5:8])
-        return replace(cls.from_row(*values[:5]), tls_identity=identity)
+    def from_columns(cls, row: Mapping[str, object]) -> AccountOptions:
+        """From a ``mysql.user`` row by column name, :data:`COLUMNS` at least."""
+        identity = TLSIdentity.from_row(
+            row["ssl_type"], row["x509_issuer"], row["x509_subject"], row["ssl_cipher"]
+        )
+        return replace(cls.from_row(row), tls_identity=identity)
 
 
-COLUMNS: Final = (
-    "max_user_connections",
-    "max_questions",
-    "max_updates",
-    "max_connections",
-    "ssl_type",
-    "x509_issuer",
-    "x509_subject",
-    "ssl_cipher",
+LIMIT_COLUMNS: Final = ("max_user_connections", "max_questions", "max_updates", "max_connections", "ssl_type")
+"""The ``mysql.user`` columns :meth:`AccountOptions.from_row` reads: the limits and the kind of TLS
+requirement."""
+
+COLUMNS: Final = (*LIMIT_COLUMNS, "x509_issuer", "x509_subject", "ssl_cipher")
+"""The ``mysql.user`` columns :meth:`AccountOptions.from_columns` reads: the limits and the whole TLS
+requirement."""
+
+
+def column_list(columns: Iterable[LiteralString] = COLUMNS, table: LiteralString = "") -> LiteralString:
+    """``columns`` as a SELECT lists them, each prefixed with ``table.`` when a table (alias) is given:
+    ``u.max_user_connections, u.max_questions, ...``."""
+    prefix = table + "." if table else ""
+    return ", ".join(prefix + column for column in columns)
+
+
+_READ_OPTIONS: Final = (
+    "SELECT " + column_list() + " FROM mysql.user WHERE User = %s AND Host = %s"  # noqa: S608 - constants
 )
-"""The ``mysql.user`` columns :meth:`AccountOptions.from_columns` reads, in its order."""
 
 
 def _number(value: object) -> int:
@@ -109,14 +114,9 @@ async def read_options(db: Database, user: str, host: str) -> AccountOptions | N
     """The account's options; None when the account does not exist. Hosts are compared in lower case,
     as both servers store them."""
     with checked_input():
-        statement = Statement(
-            "SELECT max_user_connections, max_questions, max_updates, max_connections, ssl_type,"
-            " x509_issuer, x509_subject, ssl_cipher FROM mysql.user WHERE User = %s AND Host = %s",
-            validate_user(user),
-            validate_host(host).lower(),
-        )
+        statement = Statement(_READ_OPTIONS, validate_user(user), validate_host(host).lower())
     rows: list[Row] = await db.fetch(statement)
-    return AccountOptions.from_columns(rows[0]) if rows else None
+    return AccountOptions.from_columns(dict(zip(COLUMNS, rows[0], strict=True))) if rows else None
 
 
 def alter_statement(user: str, host: str, options: AccountOptions) -> Statement:

@@ -15,15 +15,15 @@ from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import AccessDeniedError, AdminPrivilegeMissingError, checked_input
 from dbuser_operator.mysql.grants import Grant, read_grants
 from dbuser_operator.mysql.identifiers import validate_host, validate_user
-from dbuser_operator.mysql.limits import AccountOptions
+from dbuser_operator.mysql.limits import LIMIT_COLUMNS, AccountOptions, column_list
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement
 
 _TLS_NAMES: Final = {"": "NONE", "ANY": "SSL", "X509": "X509", "SPECIFIED": "SPECIFIED"}
 
+_ACCOUNT_COLUMNS: Final = ("plugin", *LIMIT_COLUMNS)
 _ACCOUNT: Final = (
-    "SELECT plugin, max_user_connections, max_questions, max_updates, max_connections, ssl_type"
-    " FROM mysql.user WHERE User = %s AND Host = %s"
+    "SELECT " + column_list(_ACCOUNT_COLUMNS) + " FROM mysql.user WHERE User = %s AND Host = %s"  # noqa: S608
 )
 _MYSQL_ROLES: Final = (
     "SELECT FROM_USER, FROM_HOST FROM mysql.role_edges WHERE TO_USER = %s AND TO_HOST = %s"
@@ -52,12 +52,12 @@ async def read_account(db: Database, user: str, host: str, server: ServerInfo) -
     rows = await db.fetch(Statement(_ACCOUNT, user, host.lower()))
     if not rows:
         return None
-    plugin, user_connections, questions, updates, connections, ssl_type = rows[0]
-    tls = "" if ssl_type is None else str(ssl_type)
+    row = dict(zip(_ACCOUNT_COLUMNS, rows[0], strict=True))
+    tls = "" if row["ssl_type"] is None else str(row["ssl_type"])
     return LiveAccount(
-        plugin=str(plugin or ""),
+        plugin=str(row["plugin"] or ""),
         tls=_TLS_NAMES.get(tls, tls),
-        options=AccountOptions.from_row(user_connections, questions, updates, connections, ssl_type),
+        options=AccountOptions.from_row(row),
         grants=frozenset(await read_grants(db, user, host, server)),
         roles=await _read_roles(db, user, host, server),
     )

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from dbuser_operator.mysql import InvalidAccountError, InvalidOptionsError
-from dbuser_operator.mysql.limits import LIMIT_MAX, USER_CONNECTIONS_MAX, AccountOptions, alter_statement
+from dbuser_operator.mysql import InvalidAccountError, InvalidOptionsError, inventory, limits, observe
+from dbuser_operator.mysql.limits import (
+    COLUMNS,
+    LIMIT_COLUMNS,
+    LIMIT_MAX,
+    USER_CONNECTIONS_MAX,
+    AccountOptions,
+    alter_statement,
+    column_list,
+)
 from dbuser_operator.mysql.tls_identity import TLSIdentity
 
 
@@ -66,10 +74,37 @@ def test_from_mysql_user_columns(
     columns: tuple[object, ...], require_tls: bool, identity: TLSIdentity
 ) -> None:
     """Blobs on MySQL (bytes), text on MariaDB (a view over JSON): the same options."""
-    options = AccountOptions.from_columns((1, "2", 3, 4, *columns))
+    options = AccountOptions.from_columns(dict(zip(COLUMNS, (1, "2", 3, 4, *columns), strict=True)))
     assert options == AccountOptions(1, 2, 3, 4, require_tls, identity)
     if identity:
         assert options != AccountOptions(1, 2, 3, 4, True)  # a requirement set by hand is drift
+
+
+def test_from_the_limit_columns_alone() -> None:
+    """Without issuer, subject and cipher the TLS identity comes from ssl_type alone."""
+    row = dict(zip(LIMIT_COLUMNS, (1, "2", 3, 4, "X509"), strict=True))
+    assert AccountOptions.from_row(row) == AccountOptions(1, 2, 3, 4, True, TLSIdentity(x509=True))
+    row = dict(zip(LIMIT_COLUMNS, (0, 0, 0, 0, "SPECIFIED"), strict=True))
+    assert AccountOptions.from_row(row) == AccountOptions(require_tls=True)
+
+
+def selected(query: str) -> list[str]:
+    """The expressions a SELECT lists (none of them has a comma inside but the fingerprint's SHA2)."""
+    listed = query.removeprefix("SELECT ").split(" FROM ", 1)[0]
+    return listed.replace("authentication_string, 256", "authentication_string;256").split(", ")
+
+
+def test_the_selects_list_the_option_columns() -> None:
+    """The three SELECTs of mysql.user's option columns list them from COLUMNS, and their rows are read
+    by those names."""
+    assert column_list(("a", "b"), "u") == "u.a, u.b"
+    assert COLUMNS[: len(LIMIT_COLUMNS)] == LIMIT_COLUMNS
+    assert selected(limits._READ_OPTIONS) == list(COLUMNS)
+    assert selected(observe._ACCOUNT) == ["plugin", *LIMIT_COLUMNS] == list(observe._ACCOUNT_COLUMNS)
+    listed = selected(inventory._ACCOUNTS)
+    assert len(listed) == len(inventory._ACCOUNTS_ROW)
+    assert listed[6:-1] == ["u.User", *(f"u.{name}" for name in COLUMNS)]
+    assert inventory._ACCOUNTS_ROW[6:-1] == ("User", *COLUMNS)
 
 
 def test_the_alter_user_statement() -> None:
