@@ -34,21 +34,33 @@ root_dir() { # flavour
   echo "$ROOTS/$1-$suite"
 }
 
-# The Debian mirror apt uses here: the URIs line of its sources (not a dated snapshot, which has no sid).
-mirror() {
-  local uri
-  uri=$(grep -hsE '^[[:space:]]*URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null \
-    | awk '{print $2}' | grep -v -- '-security' | head -n1 || true)
-  if [[ -z "$uri" ]]; then
-    uri=$(grep -hsE '^[[:space:]]*deb[[:space:]]' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
-      | grep -v -- '-security' | grep -v snapshot.debian.org | awk '{for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) {print $i; exit}}' \
-      | head -n1 || true)
+# The Debian mirror to build from: DBUSER_OPERATOR_DEBIAN_MIRROR, else the one of apt's own sources in
+# APT_DIR (default /etc/apt): the first URIs line of sources.list.d/*.sources, else the first deb line of
+# sources.list and sources.list.d/*.list; neither a security archive nor a dated snapshot (a path ending in
+# YYYYMMDDTHHMMSSZ, which has no sid). None there is an error: no mirror is written into this script.
+mirror() { # [APT_DIR]
+  local apt=${1:-/etc/apt} uri
+  if [[ -n "${DBUSER_OPERATOR_DEBIAN_MIRROR:-}" ]]; then
+    echo "$DBUSER_OPERATOR_DEBIAN_MIRROR"
+    return
   fi
-  echo "${DBUSER_OPERATOR_DEBIAN_MIRROR:-${uri:-http://deb.debian.org/debian}}"
+  uri=$(grep -hsE '^[[:space:]]*URIs:' "$apt"/sources.list.d/*.sources \
+    | awk '{for (i = 2; i <= NF; i++) print $i}' | archive_uris | head -n1 || true)
+  if [[ -z "$uri" ]]; then
+    uri=$(grep -hsE '^[[:space:]]*deb[[:space:]]' "$apt"/sources.list "$apt"/sources.list.d/*.list \
+      | grep -v -- '-security' \
+      | awk '{for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) {print $i; break}}' | archive_uris | head -n1 || true)
+  fi
+  [[ -n "$uri" ]] || die "no Debian mirror in apt's sources ($apt/sources.list.d/*.sources, $apt/sources.list," \
+    "$apt/sources.list.d/*.list); set DBUSER_OPERATOR_DEBIAN_MIRROR to the URL of a Debian mirror"
+  echo "$uri"
 }
 
+# The URIs read on stdin that are a Debian archive: not the security one, not a dated snapshot.
+archive_uris() { grep -vE -- '-security/?$|/[0-9]{8}T[0-9]{6}Z/?$' || true; }
+
 build() { # flavour
-  local flavour=$1 suite packages vpkg dir tmp version start
+  local flavour=$1 suite packages vpkg dir tmp version start url
   read -r suite packages vpkg <<<"$(spec "$flavour")"
   dir=$(root_dir "$flavour")
   if [[ -f "$dir/VERSION" ]]; then
@@ -69,13 +81,14 @@ build() { # flavour
   fi
   rm -rf --one-file-system "$ROOTS/.tmp-$flavour-"*
   tmp="$ROOTS/.tmp-$flavour-$$"
+  url=$(mirror) || exit 1
   start=$SECONDS
-  log "building the $flavour root: debootstrap --variant=minbase $suite with $packages from $(mirror) (about a minute)"
+  log "building the $flavour root: debootstrap --variant=minbase $suite with $packages from $url (about a minute)"
   # Progress: debootstrap's phases (its full output goes to the log).
   local status
   set +e
   PATH="$PATH:/usr/sbin:/sbin" debootstrap --variant=minbase --include="$packages" \
-    "$suite" "$tmp" "$(mirror)" 2>&1 | tee "$ROOTS/.$flavour.log" | {
+    "$suite" "$tmp" "$url" 2>&1 | tee "$ROOTS/.$flavour.log" | {
     grep --line-buffered -E '^(I: (Retrieving Release |Resolving dependencies of base|Installing core|Unpacking the base|Configuring the base|Base system)|E:|W: Failure)' \
       | sed -u "s/^/[mysqlroots $flavour] /" >&2
     true
@@ -95,6 +108,9 @@ build() { # flavour
   log "$flavour root ready: $vpkg $version in $dir ($((SECONDS - start)) s)"
   echo "$flavour $dir"
 }
+
+# Sourced (the unit tests do), the script only defines its functions.
+[[ "${BASH_SOURCE[0]}" == "$0" ]] || return 0
 
 if [[ "${1:-}" == "--dir" ]]; then
   [[ -n "${2:-}" ]] || die "usage: $0 --dir FLAVOUR"
