@@ -11,14 +11,14 @@ import yaml
 from kubernetes_asyncio import client
 from pydantic import ValidationError
 
-from dbuser_operator.api.mysqlserver import (
+from dbuser_operator.api.v1alpha1 import GROUP, VERSION
+from dbuser_operator.api.v1alpha1.mysqlserver import (
     CLUSTER_PLURAL,
     VALUES_FORBIDDEN_MESSAGE,
     VALUES_REQUIRED_MESSAGE,
     ClusterMySQLServer,
     LabelSelectorRequirement,
 )
-from dbuser_operator.api.v1alpha1 import GROUP, VERSION
 from tests.conftest import REPO
 from tests.integration.api.test_databaseuser_crd import TIMEOUT, rejected
 

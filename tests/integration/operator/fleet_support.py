@@ -13,7 +13,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from dbuser_operator.api.mysqlserver import CLUSTER_KIND, KIND
+from dbuser_operator.api.v1alpha1.mysqlserver import CLUSTER_KIND, KIND
 from dbuser_operator.controllers.kit.resources import CLUSTER_MYSQL_SERVERS, DATABASE_USERS, MYSQL_SERVERS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.envtest.fleet import Fleet

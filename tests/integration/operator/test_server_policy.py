@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from dbuser_operator.api.mysqlserver import CLUSTER_KIND, KIND
+from dbuser_operator.api.v1alpha1.mysqlserver import CLUSTER_KIND, KIND
 from dbuser_operator.controllers.kit.resources import (
     CLUSTER_MYSQL_SERVERS,
     DATABASE_ROLES,

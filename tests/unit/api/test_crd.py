@@ -11,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from dbuser_operator.api import crd, v1alpha1
+from dbuser_operator.api.v1alpha1 import meta
 from tests.conftest import REPO
 
 # Keywords the API server forbids in a structural schema, or that only pydantic's JSON schema has.
@@ -353,5 +354,5 @@ def test_the_grant_rules_name_their_field_and_build_the_models_messages() -> Non
 
 
 def test_cel_format_quotes_literals() -> None:
-    assert v1alpha1._cel_format("{a} isn't {b}\\", a="x", b="self.y") == "x + ' isn\\'t ' + self.y + '\\\\'"
-    assert v1alpha1._cel_format("plain") == "'plain'"
+    assert meta.cel_format("{a} isn't {b}\\", a="x", b="self.y") == "x + ' isn\\'t ' + self.y + '\\\\'"
+    assert meta.cel_format("plain") == "'plain'"

@@ -8,9 +8,9 @@ import pydantic
 import pytest
 import yaml
 
-from dbuser_operator.api import crd, databaserole, v1alpha1
-from dbuser_operator.api.databaserole import DatabaseRole
-from dbuser_operator.api.v1alpha1 import DEFAULT_ROLES_MESSAGE, DatabaseUserSpec
+from dbuser_operator.api import crd, v1alpha1
+from dbuser_operator.api.v1alpha1 import DEFAULT_ROLES_MESSAGE, DatabaseUserSpec, databaserole
+from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
 from tests.conftest import REPO
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from dbuser_operator.api.mysqlserver import ClusterMySQLServer, MySQLServer
+from dbuser_operator.api.v1alpha1.mysqlserver import ClusterMySQLServer, MySQLServer
 from tests.conftest import REPO
 
 SAMPLES = REPO / "config" / "samples"

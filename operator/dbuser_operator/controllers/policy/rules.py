@@ -15,14 +15,14 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from dbuser_operator.api.databaserole import DatabaseRoleSpec
-from dbuser_operator.api.mysqlserver import (
+from dbuser_operator.api.v1alpha1 import DatabaseUserSpec, Grant
+from dbuser_operator.api.v1alpha1.databaserole import DatabaseRoleSpec
+from dbuser_operator.api.v1alpha1.mysqlserver import (
     LabelSelector,
     LabelSelectorRequirement,
     NamespacePolicy,
     ServerPolicy,
 )
-from dbuser_operator.api.v1alpha1 import DatabaseUserSpec, Grant
 
 NAMESPACE_PLACEHOLDER = "{namespace}"
 ALL = "ALL"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dbuser_operator.api.mysqlserver import MySQLServerSpec
+from dbuser_operator.api.v1alpha1.mysqlserver import MySQLServerSpec
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pydantic
 
-from dbuser_operator.api.mysqlserver import CLUSTER_KIND, KIND, MySQLServerSpec
+from dbuser_operator.api.v1alpha1.mysqlserver import CLUSTER_KIND, KIND, MySQLServerSpec
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.resources import DEFAULT_SERVER, describe_server, server_key
 from dbuser_operator.controllers.servers.binding import ServerBinding

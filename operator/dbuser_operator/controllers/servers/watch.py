@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from dbuser_operator.api.mysqlserver import CLUSTER_KIND, KIND
 from dbuser_operator.api.v1alpha1 import GROUP, VERSION
+from dbuser_operator.api.v1alpha1.mysqlserver import CLUSTER_KIND, KIND
 from dbuser_operator.controllers.kit.resources import CLUSTER_MYSQL_SERVERS, MYSQL_SERVERS, SERVER_INDEX
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import find_condition

@@ -1,12 +1,13 @@
 """The ``MySQLServer`` and ``ClusterMySQLServer`` APIs, version v1alpha1: a MySQL/MariaDB server the operator
 manages accounts in, and which namespaces may do what there.
 
-Same group, version and conventions as :mod:`.v1alpha1`: the CRDs are generated from these models, and the
-models check what the CRDs check, with the same messages. Both kinds share one spec and one status; they
-differ in scope. A ``MySQLServer`` is namespaced: its Secrets live in its namespace, and (without a policy)
-only DatabaseUsers of that namespace may use it. A ``ClusterMySQLServer`` is cluster-scoped: its Secrets
-live in the operator's own namespace (``--cluster-resource-namespace``, as cert-manager's ClusterIssuer),
-and (without a policy) every namespace the operator watches may use it.
+Same group, version and conventions as the package's (:mod:`dbuser_operator.api.v1alpha1`): the CRDs are
+generated from these models, and the models check what the CRDs check, with the same messages. Both kinds
+share one spec and one status; they differ in scope. A ``MySQLServer`` is namespaced: its Secrets live in
+its namespace, and (without a policy) only DatabaseUsers of that namespace may use it. A
+``ClusterMySQLServer`` is cluster-scoped: its Secrets live in the operator's own namespace
+(``--cluster-resource-namespace``, as cert-manager's ClusterIssuer), and (without a policy) every namespace
+the operator watches may use it.
 
 A DatabaseUser (or DatabaseRole) names its server with ``spec.serverRef`` (immutable); without it, the
 server the operator's settings name is used, as before these kinds existed.
@@ -18,19 +19,18 @@ from typing import Annotated, Final, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from dbuser_operator.api.v1alpha1 import (
+from dbuser_operator.api.v1alpha1.grants import OBJECT_NAME_MAX_LENGTH, Privilege
+from dbuser_operator.api.v1alpha1.meta import (
     API_VERSION,
     DNS_SUBDOMAIN_MAX_LENGTH,
     DNS_SUBDOMAIN_PATTERN,
     GROUP,
-    OBJECT_NAME_MAX_LENGTH,
     Condition,
+    Model,
     ObjectMeta,
-    Privilege,
     SecretKeySelector,
     ServerKind,
     ServerRef,
-    _Model,
 )
 
 KIND: Final = "MySQLServer"
@@ -102,7 +102,7 @@ PRINTER_COLUMNS: Final[tuple[dict[str, object], ...]] = (
 )
 
 
-class ServerCredentials(_Model):
+class ServerCredentials(Model):
     """The admin account the operator uses on the server: Secret keys of the server's namespace (of the
     operator's namespace for a ClusterMySQLServer). A change of either Secret reconnects, no restart."""
 
@@ -113,7 +113,7 @@ class ServerCredentials(_Model):
     """The Secret key that holds the admin password."""
 
 
-class ServerTLS(_Model):
+class ServerTLS(Model):
     """TLS towards the server, as the MySQL client's --ssl-mode and --ssl-* options."""
 
     mode: Literal["DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"] = "PREFERRED"
@@ -135,7 +135,7 @@ class ServerTLS(_Model):
     """The name VERIFY_IDENTITY checks in the server's certificate (default: host)."""
 
 
-class LabelSelectorRequirement(_Model):
+class LabelSelectorRequirement(Model):
     """A label selector requirement: a key, an operator and values (metav1.LabelSelectorRequirement)."""
 
     model_config = ConfigDict(
@@ -175,7 +175,7 @@ class LabelSelectorRequirement(_Model):
         return self
 
 
-class LabelSelector(_Model):
+class LabelSelector(Model):
     """Namespaces by their labels (metav1.LabelSelector): every requirement must hold; empty selects all."""
 
     match_labels: dict[str, str] | None = None
@@ -185,7 +185,7 @@ class LabelSelector(_Model):
     """Requirements on the namespace's labels."""
 
 
-class NamespacePolicy(_Model):
+class NamespacePolicy(Model):
     """What the namespaces one selector picks may do on the server."""
 
     namespace_selector: LabelSelector
@@ -223,7 +223,7 @@ class NamespacePolicy(_Model):
     the server's default plugin."""
 
 
-class ServerPolicy(_Model):
+class ServerPolicy(Model):
     """Which namespaces may use the server, and within which bounds. Checked before any SQL: a resource
     outside it gets Ready=False, reason PolicyViolation, naming the rule; tightening the policy makes
     existing resources report it and stop converging, never revokes or drops anything."""
@@ -233,7 +233,7 @@ class ServerPolicy(_Model):
     the one it follows."""
 
 
-class MySQLServerSpec(_Model):
+class MySQLServerSpec(Model):
     """How to reach the server as its admin, where the operator keeps its bookkeeping there, and who may
     use it."""
 
@@ -264,7 +264,7 @@ class MySQLServerSpec(_Model):
     the operator's own."""
 
 
-class ServerCapabilities(_Model):
+class ServerCapabilities(Model):
     """What the server can do, as detected from the live server (never from configuration)."""
 
     dual_passwords: bool | None = None
@@ -280,7 +280,7 @@ class ServerCapabilities(_Model):
     """The active authentication plugins."""
 
 
-class MySQLServerStatus(_Model):
+class MySQLServerStatus(Model):
     """The server as the operator last checked it."""
 
     conditions: list[Condition] = Field(
@@ -306,7 +306,7 @@ class MySQLServerStatus(_Model):
     """How many accounts and roles the operator's bookkeeping records there."""
 
 
-class _Server(_Model):
+class _Server(Model):
     """What both kinds have."""
 
     api_version: str = API_VERSION

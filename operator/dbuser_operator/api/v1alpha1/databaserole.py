@@ -1,9 +1,9 @@
 """The ``DatabaseRole`` API, version v1alpha1: a MySQL/MariaDB role and its privileges.
 
-Same group and version as ``DatabaseUser``, and the same conventions (:mod:`.v1alpha1`): the CRD is
-generated from these models, the models check what the CRD checks, with the same messages. A role's
-privileges are :class:`~.v1alpha1.Grant` entries, as a user's; users are granted roles through
-``DatabaseUser.spec.roles``, which names DatabaseRoles of their own namespace.
+Same group and version as ``DatabaseUser``, and the same conventions (the package's,
+:mod:`dbuser_operator.api.v1alpha1`): the CRD is generated from these models, the models check what the CRD
+checks, with the same messages. A role's privileges are :class:`~.grants.Grant` entries, as a user's; users
+are granted roles through ``DatabaseUser.spec.roles``, which names DatabaseRoles of their own namespace.
 """
 
 from __future__ import annotations
@@ -12,20 +12,18 @@ from typing import Any, Final
 
 from pydantic import ConfigDict, Field, field_validator
 
-from dbuser_operator.api.v1alpha1 import (
+from dbuser_operator.api.v1alpha1.grants import MAX_GRANTS, ONE_ENTRY_MESSAGE, Grant
+from dbuser_operator.api.v1alpha1.meta import (
     GROUP,
-    MAX_GRANTS,
-    ONE_ENTRY_MESSAGE,
     SERVER_REF_RULE,
     USER_MAX_LENGTH,
     USER_PATTERN,
     VERSION,
     Condition,
     DeletionPolicy,
-    Grant,
+    Model,
     ObjectMeta,
     ServerRef,
-    _Model,
 )
 
 KIND: Final = "DatabaseRole"
@@ -67,7 +65,7 @@ PRINTER_COLUMNS: Final[tuple[dict[str, object], ...]] = (
 )
 
 
-class DatabaseRoleSpec(_Model):
+class DatabaseRoleSpec(Model):
     """The MySQL role wanted: its name, its privileges, and what becomes of it when the resource is
     deleted."""
 
@@ -123,7 +121,7 @@ class DatabaseRoleSpec(_Model):
         return grants
 
 
-class DatabaseRoleStatus(_Model):
+class DatabaseRoleStatus(Model):
     """The state of the role as the operator last observed it."""
 
     conditions: list[Condition] = Field(
@@ -146,7 +144,7 @@ class DatabaseRoleStatus(_Model):
         return {**kept, **self.model_dump(by_alias=True, exclude_none=True, mode="json")}
 
 
-class DatabaseRole(_Model):
+class DatabaseRole(Model):
     """A MySQL or MariaDB role managed by dbuser-operator: created in the operator's MySQL server with the
     spec's privileges, granted to the DatabaseUsers of its namespace that name it in spec.roles, and
     dropped when this resource is deleted (unless its deletionPolicy is Retain)."""
