@@ -1,102 +1,41 @@
-"""Wiring: settings → API client, MySQL connection, informers, controller, manager."""
+"""The composition root: settings → clients, fence, shared informers → each kind's ``setup()`` → manager."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any
 
 import structlog
 from kubernetes_asyncio import client, config
 
-from dbuser_operator.controllers.databaserole.reconciler import DatabaseRoleReconciler
-from dbuser_operator.controllers.databaseuser.drift import DriftCheck
-from dbuser_operator.controllers.databaseuser.observe import Observer
-from dbuser_operator.controllers.databaseuser.owned_secrets import OwnedSecrets
-from dbuser_operator.controllers.databaseuser.reconciler import DatabaseUserReconciler
-from dbuser_operator.controllers.databaseuser.role_drift import RoleDriftCheck
-from dbuser_operator.controllers.databaseuser.steps.account import AccountStep
-from dbuser_operator.controllers.databaseuser.steps.authentication import AuthenticationStep
-from dbuser_operator.controllers.databaseuser.steps.connection_secret import ConnectionSecretStep
-from dbuser_operator.controllers.databaseuser.steps.generated import GeneratedPasswordStep
-from dbuser_operator.controllers.databaseuser.steps.grants import GrantsStep, PrivilegeCheckStep
-from dbuser_operator.controllers.databaseuser.steps.hosts import HostsStep
-from dbuser_operator.controllers.databaseuser.steps.options import OptionsStep
-from dbuser_operator.controllers.databaseuser.steps.ownership import LiveOwners, OwnershipStep
-from dbuser_operator.controllers.databaseuser.steps.password import PasswordStep
-from dbuser_operator.controllers.databaseuser.steps.roles import (
-    ROLE_INDEX,
-    RoleAccountGuardStep,
-    RolesStep,
-    referenced_roles,
-    users_of_role,
-)
-from dbuser_operator.controllers.databaseuser.steps.rollout import RolloutStep
-from dbuser_operator.controllers.databaseuser.steps.rotation import DiscardStep, StrategyStep
-from dbuser_operator.controllers.databaseuser.steps.scheduled import ScheduledRotationStep
-from dbuser_operator.controllers.kit.departed import DepartedSweep
-from dbuser_operator.controllers.kit.finalizer import FinalizerStep
-from dbuser_operator.controllers.kit.guard import GuardStep
-from dbuser_operator.controllers.kit.resources import (
-    ACCOUNT_INDEX,
-    CLUSTER_MYSQL_SERVERS,
-    DATABASE_ROLES,
-    DATABASE_USERS,
-    MYSQL_SERVERS,
-    SECRET_INDEX,
-    SERVER_INDEX,
-    SERVER_SECRET_INDEX,
-    account_key,
-    named_account,
-    referenced_secret,
-    referenced_server,
-)
+from dbuser_operator.controllers.databaserole import setup as databaserole
+from dbuser_operator.controllers.databaseuser import setup as databaseuser
+from dbuser_operator.controllers.databaseuser.setup import CONTROLLER_NAME
+from dbuser_operator.controllers.kit.guard import Guard
+from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, SECRET_INDEX
 from dbuser_operator.controllers.kit.scope import Scope
-from dbuser_operator.controllers.kit.steps import Step
-from dbuser_operator.controllers.policy.gate import PolicyGate, PolicyStep, policy_gate
+from dbuser_operator.controllers.kit.shared import Shared
+from dbuser_operator.controllers.policy.gate import policy_gate
 from dbuser_operator.controllers.policy.namespaces import namespaces_readable
-from dbuser_operator.controllers.servers.connection import (
-    DatabaseFactory,
-    SecretReader,
-    ServerDefaults,
-    referenced_secrets,
-)
-from dbuser_operator.controllers.servers.controller import server_controllers
-from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.controllers.servers.registry import ServerRegistry
+from dbuser_operator.controllers.servers import setup as servers
+from dbuser_operator.controllers.servers.connection import DatabaseFactory
 from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.controllers.servers.watch import server_kinds_served, watch_servers
-from dbuser_operator.credentials.templates import TemplateRenderer
+from dbuser_operator.controllers.servers.watch import server_kinds_served
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.fencing import SessionFence
 from dbuser_operator.runtime.client import KubeClient, api_client
-from dbuser_operator.runtime.controller import Controller
-from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.fence import Fence, open_fence
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.leaderelection import LeaderElectionConfig, LeadershipLost
 from dbuser_operator.runtime.logging import configure_logging
 from dbuser_operator.runtime.manager import Manager, Runnable
-from dbuser_operator.runtime.predicates import (
-    ANNOTATIONS_CHANGED,
-    DELETION_STARTED,
-    GENERATION_CHANGED,
-    LABELS_CHANGED,
-    Predicate,
-    any_of,
-)
 from dbuser_operator.runtime.referenced import ReferencedInformer
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey
 from dbuser_operator.runtime.workqueue import RateLimitingQueue
 from dbuser_operator.settings import Settings
 
 log = structlog.get_logger(__name__)
-
-CONTROLLER_NAME = "databaseuser"
-ROLE_CONTROLLER_NAME = "databaserole"
-
-DELETED = Predicate(create=lambda obj: False, update=lambda old, new: False)  # deletions only
 
 
 def connection_settings(settings: Settings) -> ConnectionSettings:
@@ -181,7 +120,7 @@ def build_manager(
     server_resources: bool = True,
     namespace_labels: bool = True,
 ) -> Manager:
-    """A manager running the DatabaseUser controller as the settings say (``db``: the settings' server, None
+    """A manager running every kind's controller as the settings say (``db``: the settings' server, None
     without a default server; ``server_resources``: whether the MySQLServer and ClusterMySQLServer kinds are
     served, else only the settings' server is; ``namespace_labels``: whether namespaces may be read, for the
     servers' policies).
@@ -194,107 +133,34 @@ def build_manager(
     reader, kube = kube, kube.fenced(fence.check)
     scope = Scope(settings.target_label, settings.target)
     users = Informer(reader, DATABASE_USERS, namespaces=settings.namespaces, label_selector=scope.selector)
-    users.add_index(SECRET_INDEX, referenced_secret)
-    users.add_index(ACCOUNT_INDEX, named_account)
-    users.add_index(ROLE_INDEX, referenced_roles)
     roles = Informer(reader, DATABASE_ROLES, namespaces=settings.namespaces, label_selector=scope.selector)
-    policy = policy_gate(reader if namespace_labels else None, users, roles)
-    # Only the Secrets DatabaseUsers name (their own included); add_servers adds those servers name.
+    # Only the Secrets DatabaseUsers name (their own included); the server kinds add those servers name.
     secrets = ReferencedInformer(
         reader, SECRETS, namespaces=settings.namespaces, referenced_by=[(users, SECRET_INDEX)]
     )
-
-    def users_of(secret: dict[str, Any]) -> list[ObjectKey]:
-        key = ObjectKey.of(secret)
-        return [
-            ObjectKey.of(user) for user in users.store.by_index(SECRET_INDEX, f"{key.namespace}/{key.name}")
-        ]
-
-    def claimants_of(gone: dict[str, Any]) -> list[ObjectKey]:
-        """The other resources naming the account of one that went away: refused while it owned the
-        account (AccountClaimed, AccountExists), they may have it now."""
-        key = ObjectKey.of(gone)
-        named = (
-            ObjectKey.of(user)
-            for value in named_account(gone)
-            for user in users.store.by_index(ACCOUNT_INDEX, value)
-        )
-        return [other for other in named if other != key]
-
-    def requeue_claimants(server: str, user: str, host: str) -> None:
-        """A resource let go of ``'user'@'host'`` (a host left its spec): the others naming it may have it."""
-        for other in users.store.by_index(ACCOUNT_INDEX, account_key(server, user, host)):
-            controller.queue.add(ObjectKey.of(other))
-
     queue, recorder = queue_and_recorder(settings, kube)
-    resolver = ServerResolver(
-        server_registry(settings, db, secret_reader(reader, secrets), fence),
-        *servers_of(reader, settings, scope, users, roles) if server_resources else (),
+    registry = servers.registry(
+        settings, db, servers.secret_reader(reader, secrets), database_factory(settings, fence)
     )
-    guard = GuardStep(
-        [*settings.reserved_users, settings.mysql_user],
-        settings.allowed_global_privileges,
-        settings.ownership_schema,
-    )
-    owned_secrets = OwnedSecrets(kube, secrets)
-    renderer = TemplateRenderer()
-    steps: list[Step] = [
-        FinalizerStep(kube, scope),
-        guard,
-        PolicyStep(policy),  # before any SQL
-        PrivilegeCheckStep(),
-        GeneratedPasswordStep(owned_secrets),
-        PasswordStep(secrets),
-        StrategyStep(),
-        HostsStep(  # the steps of one account, run for each host
-            [
-                RoleAccountGuardStep(),
-                OwnershipStep(LiveOwners(kube)),
-                AuthenticationStep(),
-                ScheduledRotationStep(owned_secrets),
-                AccountStep(),
-                OptionsStep(),
-                GrantsStep(),
-                RolesStep(roles),
-            ],
-            on_release=requeue_claimants,
-        ),
-        ConnectionSecretStep(
-            owned_secrets,
-            renderer,
-            settings.connection_host or settings.mysql_host,
-            settings.connection_port or settings.mysql_port,
-        ),
-        RolloutStep(kube),
-        DiscardStep(reader),  # after the connection Secret has the new password
-    ]
-    reconciler = DatabaseUserReconciler(
-        kube,
-        users,
-        steps,
-        recorder,
-        servers=resolver,
+    shared = Shared(
+        settings=settings,
+        reader=reader,
+        kube=kube,
         scope=scope,
-        observer=Observer([*settings.reserved_users, settings.mysql_user]),
-        observe_period=settings.resync_period,
-        policy=policy,
+        users=users,
+        roles=roles,
+        secrets=secrets,
+        recorder=recorder,
+        servers=ServerResolver(
+            registry, *servers.informers(reader, settings, scope, users, roles) if server_resources else ()
+        ),
+        policy=policy_gate(reader if namespace_labels else None, users, roles),
+        guard=Guard(
+            [*settings.reserved_users, settings.mysql_user],
+            settings.allowed_global_privileges,
+            settings.ownership_schema,
+        ),
     )
-    controller = Controller(
-        CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles, queue=queue
-    )
-    # Our own status writes change neither generation, labels, annotations nor deletion: no echo reconcile.
-    # A user waits while a Secret it names is fetched; the fetch's event (through users_of) brings it back.
-    controller.watch(
-        users,
-        any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED),
-        secrets.settled(users, SECRET_INDEX),
-    )
-    controller.watch_mapped(secrets, users_of)
-    controller.watch_mapped(users, claimants_of, DELETED)
-    controller.watch_mapped(roles, users_of_role(users))  # every change, status included: Ready or gone
-    policy.namespaces.watch(controller, users)
-    watch_servers(controller, users, resolver.informers.values())
-
     manager = Manager(
         reader,
         leader_election=election,
@@ -303,125 +169,17 @@ def build_manager(
         metrics_address=settings.metrics_bind_address,
         shutdown_timeout=settings.shutdown_timeout,
     )
-    manager.add_controller(controller)
-    manager.add_controller(role_controller(settings, kube, roles, recorder, resolver, scope, guard, policy))
-    add_servers(
-        manager, kube, resolver, [users, roles], secrets, recorder, scope, settings.server_check_period
-    )
+    databaseuser.index(users)
+    databaseuser.setup(manager, shared, queue)
+    databaserole.setup(manager, shared)
+    servers.setup(manager, shared)
     manager.add_runnable(Runnable("event recorder", recorder.run))
 
     async def close_recorder() -> None:  # write pending Events while the lease is held, else drop them
         await recorder.close(flush=fence.is_open())
 
     manager.on_shutdown(close_recorder)
-    manager.on_shutdown(renderer.close)
-    drift = DriftCheck(resolver.registry.handles, users, controller.queue, settings.resync_period)
-    manager.add_leader_task("drift check", drift.run)
-    role_drift = RoleDriftCheck(
-        resolver.registry.handles, users, roles, controller.queue, settings.resync_period
-    )
-    manager.add_leader_task("role drift check", role_drift.run)
-    departed = DepartedSweep(kube, scope, settings.namespaces, controller.queue)
-    manager.add_leader_task("departed sweep", departed.run)
     return manager
-
-
-def role_controller(  # noqa: PLR0917 - what the role controller shares with the user controller
-    settings: Settings,
-    kube: KubeClient,
-    roles: Informer,
-    recorder: EventRecorder,
-    servers: ServerResolver,
-    scope: Scope,
-    guard: GuardStep,
-    policy: PolicyGate | None = None,
-) -> Controller:
-    """The DatabaseRole controller: the same servers, scope, guard, policy and fenced clients as the user
-    one."""
-    reconciler = DatabaseRoleReconciler(
-        kube,
-        roles,
-        recorder,
-        servers=servers,
-        scope=scope,
-        guard=guard,
-        resync_period=settings.resync_period,
-        policy=policy,
-    )
-    controller = Controller(
-        ROLE_CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
-    )
-    controller.watch(roles, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED))
-    if policy is not None:
-        policy.namespaces.watch(controller, roles)
-    watch_servers(controller, roles, servers.informers.values())
-    return controller
-
-
-def servers_of(
-    reader: KubeClient, settings: Settings, scope: Scope, *dependents: Informer
-) -> tuple[Informer, Informer]:
-    """The informers of MySQLServers and ClusterMySQLServers (of this instance's target label; indexed by
-    the Secrets they name), and the server index on the informers of the resources that name them."""
-    for informer in dependents:
-        informer.add_index(SERVER_INDEX, referenced_server)
-    namespaced = Informer(
-        reader, MYSQL_SERVERS, namespaces=settings.namespaces, label_selector=scope.selector
-    )
-    cluster = Informer(reader, CLUSTER_MYSQL_SERVERS, label_selector=scope.selector)
-    for informer in (namespaced, cluster):  # the Secrets each names, for the Secret cache and watch
-        informer.add_index(SERVER_SECRET_INDEX, referenced_secrets(settings.cluster_resource_namespace))
-    return namespaced, cluster
-
-
-def add_servers(  # noqa: PLR0917 - what the server controllers share with the others
-    manager: Manager,
-    kube: KubeClient,
-    resolver: ServerResolver,
-    dependents: list[Informer],
-    secrets: ReferencedInformer,
-    recorder: EventRecorder,
-    scope: Scope,
-    check_period: float,
-) -> None:
-    """The server controllers, the registry's pool sweeper, and its pools closed at shutdown; the Secret
-    cache keeps the Secrets server resources name (credentials, TLS)."""
-    for servers in resolver.informers.values():
-        secrets.keep_referenced(servers, SERVER_SECRET_INDEX)
-    for controller in server_controllers(kube, resolver, dependents, secrets, recorder, scope, check_period):
-        manager.add_controller(controller)
-    manager.add_runnable(Runnable("server pool sweeper", resolver.registry.run_sweeper))
-    manager.on_shutdown(resolver.registry.close)
-
-
-def server_registry(
-    settings: Settings, db: Database | None, read_secret: SecretReader, fence: Fence
-) -> ServerRegistry:
-    """The servers' Targets: the settings' server (``db``, if any) and those of server resources, which
-    take what they leave unset from the settings."""
-    defaults = ServerDefaults(
-        pool_size=settings.max_concurrent_reconciles,
-        schema=settings.ownership_schema,
-        connect_timeout=settings.mysql_connect_timeout,
-        cluster_namespace=settings.cluster_resource_namespace,
-    )
-    default = ServerHandle(db, settings.ownership_schema) if db is not None else None
-    return ServerRegistry(default, defaults, read_secret, database_factory(settings, fence))
-
-
-def secret_reader(kube: KubeClient, secrets: Informer) -> SecretReader:
-    """Reads a server resource's Secret from the cache, else from the API (a namespace not watched)."""
-
-    async def read(namespace: str, name: str) -> dict[str, Any] | None:
-        cached = secrets.get(ObjectKey(namespace, name))
-        if cached is not None:
-            return cached
-        try:
-            return await kube.get(SECRETS, name, namespace)
-        except NotFound:
-            return None
-
-    return read
 
 
 async def api_configuration(settings: Settings) -> client.Configuration:

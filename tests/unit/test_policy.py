@@ -9,18 +9,19 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from dbuser_operator.api.databaserole import DatabaseRole
-from dbuser_operator.api.mysqlserver import (
+from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec, DatabaseUserStatus
+from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
+from dbuser_operator.api.v1alpha1.mysqlserver import (
     ClusterMySQLServer,
     LabelSelector,
     LabelSelectorRequirement,
     MySQLServerSpec,
     ServerPolicy,
 )
-from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec, DatabaseUserStatus
 from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.databaseuser.steps.policy import PolicyStep
 from dbuser_operator.controllers.kit.errors import ConditionError
-from dbuser_operator.controllers.policy.gate import PolicyGate, PolicyStep
+from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.policy.namespaces import (
     NAMESPACE_EVENTS,
     NamespaceLabels,

@@ -11,10 +11,10 @@ from typing import Any, cast
 import pytest
 from pydantic import SecretStr
 
-from dbuser_operator.api.mysqlserver import MySQLServerSpec
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
+from dbuser_operator.api.v1alpha1.mysqlserver import MySQLServerSpec
 from dbuser_operator.controllers.kit.errors import ConditionError
-from dbuser_operator.controllers.kit.guard import GuardStep
+from dbuser_operator.controllers.kit.guard import Guard
 from dbuser_operator.controllers.kit.resources import (
     CLUSTER_MYSQL_SERVERS,
     MYSQL_SERVERS,
@@ -306,15 +306,15 @@ def test_a_server_resources_admin_and_bookkeeping_schema_are_protected() -> None
         "password": {"name": "s", "key": "k"},
         "privileges": [{"database": "Books", "privileges": ["SELECT"]}],
     }
-    assert GuardStep.server_refusal(target, "dba", plain) == (
+    assert Guard.server_refusal(target, "dba", plain.privileges) == (
         "ReservedAccount",
         "the admin account of MySQLServer team-a/main is reserved: never managed",
     )
-    refusal = GuardStep.server_refusal(target, "app", DatabaseUserSpec.model_validate(grants))
+    refusal = Guard.server_refusal(target, "app", DatabaseUserSpec.model_validate(grants).privileges)
     assert refusal == ("PrivilegeNotAllowed", "grants on the Books schema are not allowed")
-    assert GuardStep.server_refusal(target, "app", plain) is None
+    assert Guard.server_refusal(target, "app", plain.privileges) is None
     default = ServerHandle(Database(settings), "books")  # the settings' server: the guard's own lists apply
-    assert GuardStep.server_refusal(default, "dba", plain) is None
+    assert Guard.server_refusal(default, "dba", plain.privileges) is None
 
 
 async def test_health_checks_do_not_keep_a_pool_open(secrets: Secrets) -> None:

@@ -11,30 +11,23 @@ repairs a role dropped or changed by hand.
 from __future__ import annotations
 
 import asyncio
-import copy
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, cast
 
-import pydantic
 import structlog
 
-from dbuser_operator.api.databaserole import (
+from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, RELEASE_ANNOTATION
+from dbuser_operator.api.v1alpha1.databaserole import (
     API_VERSION,
-    KIND,
     DatabaseRole,
     DatabaseRoleSpec,
     DatabaseRoleStatus,
 )
-from dbuser_operator.api.v1alpha1 import (
-    ADOPT_ANNOTATION,
-    RELEASE_ANNOTATION,
-    Condition,
-    DatabaseUserSpec,
-    SecretKeySelector,
-)
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
-from dbuser_operator.controllers.kit.guard import GuardStep, is_reserved
-from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, FIELD_MANAGER
+from dbuser_operator.controllers.kit.guard import Guard
+from dbuser_operator.controllers.kit.reconcile import FORGET_TIMEOUT, Pass, Reconciler, status_of
+from dbuser_operator.controllers.kit.resources import DATABASE_ROLES
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.servers.binding import ServerBinding
@@ -43,27 +36,27 @@ from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.mysql import grants, ownership, roles
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
 from dbuser_operator.runtime.client import KubeClient
-from dbuser_operator.runtime.conditions import is_true, set_condition
 from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.errors import Forbidden, NotFound
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
-from dbuser_operator.runtime.objects import add_finalizer, remove_finalizer, update_status
-from dbuser_operator.runtime.resources import ObjectKey
+from dbuser_operator.runtime.resources import Resource
 
 log = structlog.get_logger(__name__)
 
-READY = "Ready"
-FORGET_TIMEOUT = 2.0  # seconds a Retain or release deletion waits for MySQL before letting go anyway
 
-Events = list[tuple[str, str, str]]
+@dataclass(kw_only=True)
+class RoleContext(Pass[DatabaseRoleStatus]):
+    """What one DatabaseRole reconcile knows."""
 
+    role: DatabaseRole
+    binding: ServerBinding | None = None  # spec.serverRef resolved (None: the settings' server)
+    server: ServerHandle = field(default=cast("ServerHandle", None), repr=False)
 
-def as_grants_spec(spec: DatabaseRoleSpec) -> DatabaseUserSpec:
-    """The role's privileges in the shape the guard and the grants helpers read (they read only
-    ``privileges``): one set of rules for accounts and roles."""
-    unused = SecretKeySelector.model_construct(name="", key="")
-    return DatabaseUserSpec.model_construct(password=unused, privileges=spec.privileges)
+    @property
+    def name(self) -> str:
+        """The role's name in MySQL."""
+        return self.role.effective_role()
 
 
 def owner_of(role: DatabaseRole) -> ownership.Owner:
@@ -72,8 +65,11 @@ def owner_of(role: DatabaseRole) -> ownership.Owner:
     return ownership.Owner(uid=meta.uid or "", namespace=meta.namespace or "", name=meta.name or "")
 
 
-class DatabaseRoleReconciler:
-    """Runs one ``DatabaseRole`` key: ensure or delete, then status and Events."""
+class DatabaseRoleReconciler(Reconciler[RoleContext]):
+    """Runs one ``DatabaseRole`` key in the frame every kind shares: ensure or delete the role."""
+
+    resource: ClassVar[Resource] = DATABASE_ROLES
+    api_version: ClassVar[str] = API_VERSION
 
     def __init__(
         self,
@@ -83,89 +79,69 @@ class DatabaseRoleReconciler:
         *,
         servers: ServerResolver,
         scope: Scope,
-        guard: GuardStep,
+        guard: Guard,
         resync_period: float,
         policy: PolicyGate | None = None,
     ) -> None:
-        self.kube = kube
-        self.roles = roles_informer
-        self.recorder = recorder
+        super().__init__(kube, roles_informer, recorder, scope)
         self.servers = servers
-        self.scope = scope
         self.guard = guard
         self.resync_period = resync_period
         self.policy = policy
 
-    async def __call__(self, key: ObjectKey) -> Result:
-        cached = self.roles.get(key)
-        if cached is None:
-            await self._let_go_if_departed(key)
-            return Result()
-        obj = copy.deepcopy(cached)
-        events: Events = []
-        try:
-            role = DatabaseRole.model_validate(obj)
-        except pydantic.ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            status = _status_of(obj)
-            await self._report(obj, status, ConditionError("InvalidSpec", f"{where}: {first['msg']}"), events)
-            return Result()
+    def parse(self, obj: dict[str, Any]) -> RoleContext:
+        role = DatabaseRole.model_validate(obj)
         status = role.status.model_copy(deep=True) if role.status else DatabaseRoleStatus()
-        try:
-            if obj["metadata"].get("deletionTimestamp"):
-                await self._finalize(obj, role, events)
-                self._emit(obj, events)
-                return Result()
-            obj = await add_finalizer(
-                self.kube, DATABASE_ROLES, obj, self.scope.finalizer, field_manager=FIELD_MANAGER
-            )
-            binding, target = await self.servers.resolve(obj)
-            await self._ensure(target, role, status, events, binding)
-        except ConditionError as error:
-            await self._report(obj, status, error, events)
-            if error.retry:
-                raise
-            return Result()
-        name = role.effective_role()
-        self._set_ready(obj, status, "True", "RoleReady", f"role {name} matches the spec", events)
-        await self._write(obj, status, events)
+        return RoleContext(obj=obj, role=role, status=status)
+
+    def unparsed(self, obj: dict[str, Any]) -> RoleContext:
+        role = DatabaseRole.model_construct(spec=DatabaseRoleSpec.model_construct())
+        return RoleContext(obj=obj, role=role, status=status_of(DatabaseRoleStatus, obj))
+
+    def left_target_message(self, obj: dict[str, Any]) -> str:
+        return f"no longer labelled {self.scope.selector}: this instance let go; the role stays in MySQL"
+
+    async def ensure(self, ctx: RoleContext) -> Result:
+        ctx.obj = await self.finalizer.add(ctx.obj)
+        ctx.binding, ctx.server = await self.servers.resolve(ctx.obj)
+        self._refuse(ctx)
+        if self.policy is not None:  # before any SQL
+            self.policy.check_role(ctx.binding, ctx.role)
+        await self._converge(ctx)
+        self.set_ready(ctx, "True", "RoleReady", f"role {ctx.name} matches the spec")
+        await self.write(ctx)
         return Result(requeue_after=self.resync_period)
 
-    async def _ensure(
-        self,
-        target: ServerHandle,
-        role: DatabaseRole,
-        status: DatabaseRoleStatus,
-        events: Events,
-        binding: ServerBinding | None = None,
-    ) -> None:
-        name = role.effective_role()
-        if is_reserved(name, self.guard.reserved):
+    def _refuse(self, ctx: RoleContext) -> None:
+        """The guard's refusals, as for accounts."""
+        name, privileges = ctx.name, ctx.role.spec.privileges
+        if self.guard.is_reserved(name):
             raise ConditionError("ReservedAccount", f"role {name} is reserved: never managed", retry=False)
-        refusal = self.guard.grant_refusal(as_grants_spec(role.spec))
+        refusal = self.guard.grant_refusal(privileges)
         if refusal is not None:
             raise ConditionError("PrivilegeNotAllowed", f"role {name}: {refusal}", retry=False)
-        server_refusal = self.guard.server_refusal(target, name, as_grants_spec(role.spec))
+        server_refusal = self.guard.server_refusal(ctx.server, name, privileges)
         if server_refusal is not None:
             raise ConditionError(server_refusal[0], f"role {name}: {server_refusal[1]}", retry=False)
-        if self.policy is not None:  # before any SQL
-            self.policy.check_role(binding, role)
-        db = target.db
+
+    async def _converge(self, ctx: RoleContext) -> None:
+        """The role exists, is this resource's, and has exactly the spec's privileges."""
+        name, handle, role = ctx.name, ctx.server, ctx.role
+        db = handle.db
         try:
-            await self._ensure_table(target)
-            server = await target.server()
-            claimed = await self._claim(target, role, name)
+            await handle.ensure_roles_table()
+            server = await handle.server()
+            claimed = await self._claim(handle, role, name)
             created = False
             if not await roles.exists(db, name, server):
                 try:
                     await roles.create(db, name, server)
                 except AccountExistsError:
                     if claimed:  # our claim of this pass, for a role somebody else made meanwhile
-                        await self._forget(target, role, name)
+                        await self._forget(handle, role, name)
                     raise _not_ours(name, retry=True) from None
                 created = True
-                events.append(("Normal", "RoleCreated", f"created role {name}"))
+                ctx.event("Normal", "RoleCreated", f"created role {name}")
             host = roles.role_host(server)
             known = frozenset[grants.Grant]() if created else None
             wanted = desired_grants(role.spec.privileges)
@@ -173,21 +149,21 @@ class DatabaseRoleReconciler:
         except MySQLError as error:
             raise mysql_condition(error, f"role {name}") from None
         if summary:
-            events.append(("Normal", "GrantsChanged", f"role {name}: {'; '.join(summary)}"))
-        status.role = name
+            ctx.event("Normal", "GrantsChanged", f"role {name}: {'; '.join(summary)}")
+        ctx.status.role = name
 
-    async def _claim(self, target: ServerHandle, role: DatabaseRole, name: str) -> bool:
+    async def _claim(self, handle: ServerHandle, role: DatabaseRole, name: str) -> bool:
         """Make sure the role is this resource's; whether this call recorded it."""
-        db, schema, me = target.db, target.schema, owner_of(role)
+        db, schema, me = handle.db, handle.schema, owner_of(role)
         table = ownership.ROLES_TABLE
         current = await ownership.owner_of(db, schema, name, ownership.ROLE_HOST, table_name=table)
         adopting = (role.metadata.annotations or {}).get(ADOPT_ANNOTATION) == "true"
         inserted = False
         if current is None:
-            if await roles.exists(db, name, await target.server()):
+            if await roles.exists(db, name, await handle.server()):
                 if not adopting:
                     raise _not_ours(name)
-                await self._refuse_an_account(target, name)
+                await self._refuse_an_account(handle, name)
             claim = await ownership.claim(db, schema, name, ownership.ROLE_HOST, me, table_name=table)
             current, inserted = claim.owner, claim.inserted
         elif current.uid != me.uid and adopting and not await self._owner_exists(current):
@@ -202,16 +178,16 @@ class DatabaseRoleReconciler:
             )
         return inserted
 
-    async def _refuse_an_account(self, target: ServerHandle, name: str) -> None:
+    async def _refuse_an_account(self, handle: ServerHandle, name: str) -> None:
         """Adoption takes over roles only: never an account a DatabaseUser owns, nor (MySQL) an account that
         logs in, which a role's grants and deletion would change for whoever uses it."""
-        db, schema = target.db, target.schema
+        db, schema = handle.db, handle.schema
         account = await ownership.owner_of(db, schema, name, ownership.ROLE_HOST)
         if account is not None:
             holder = f"DatabaseUser {account.namespace}/{account.name}"
             message = f"'{name}'@'%' is the account of {holder}, not a role: it cannot be adopted as one"
             raise ConditionError("RoleClaimed", message, retry=False)
-        if await roles.can_log_in(db, name, await target.server()):
+        if await roles.can_log_in(db, name, await handle.server()):
             message = f"'{name}'@'%' is an account that can log in, not a role: it cannot be adopted as one"
             raise ConditionError("RoleExists", message, retry=False)
 
@@ -224,100 +200,43 @@ class DatabaseRoleReconciler:
             return True
         return bool(obj["metadata"].get("uid") == owner.uid)
 
-    async def _forget(self, target: ServerHandle, role: DatabaseRole, name: str) -> bool:
+    async def _forget(self, handle: ServerHandle, role: DatabaseRole, name: str) -> bool:
         return await ownership.forget(
-            target.db,
-            target.schema,
+            handle.db,
+            handle.schema,
             name,
             ownership.ROLE_HOST,
             owner_of(role).uid,
             table_name=ownership.ROLES_TABLE,
         )
 
-    async def _ensure_table(self, target: ServerHandle) -> None:
-        await target.ensure_roles_table()
-
-    async def _finalize(self, obj: dict[str, Any], role: DatabaseRole, events: Events) -> None:
-        if not self.scope.holds(obj):
-            return
-        name = role.effective_role()
+    async def finalize(self, ctx: RoleContext) -> None:
+        name, role = ctx.name, ctx.role
         released = (role.metadata.annotations or {}).get(RELEASE_ANNOTATION) == "true"
         if released or role.spec.deletion_policy == "Retain":
             try:
-                _, target = await self.servers.resolve(obj, deleting=True)
+                _, handle = await self.servers.resolve(ctx.obj, deleting=True)
                 async with asyncio.timeout(FORGET_TIMEOUT):
-                    await self._ensure_table(target)
-                    await self._forget(target, role, name)
+                    await handle.ensure_roles_table()
+                    await self._forget(handle, role, name)
             except (MySQLError, TimeoutError, ConditionError) as error:
                 log.warning("could not forget the role's ownership", role=name, error=str(error))
             reason = "Released" if released else "Retained"
-            events.append(("Warning" if released else "Normal", reason, f"role {name} was left in MySQL"))
+            ctx.event("Warning" if released else "Normal", reason, f"role {name} was left in MySQL")
         else:
-            _, target = await self.servers.resolve(obj, deleting=True)
+            _, handle = await self.servers.resolve(ctx.obj, deleting=True)
             try:
-                await self._ensure_table(target)
+                await handle.ensure_roles_table()
                 current = await ownership.owner_of(
-                    target.db, target.schema, name, ownership.ROLE_HOST, table_name=ownership.ROLES_TABLE
+                    handle.db, handle.schema, name, ownership.ROLE_HOST, table_name=ownership.ROLES_TABLE
                 )
                 if current is not None and current.uid == owner_of(role).uid:
-                    await roles.drop(target.db, name, await target.server())
-                    await self._forget(target, role, name)
-                    events.append(("Normal", "RoleDropped", f"dropped role {name}"))
+                    await roles.drop(handle.db, name, await handle.server())
+                    await self._forget(handle, role, name)
+                    ctx.event("Normal", "RoleDropped", f"dropped role {name}")
             except MySQLError as error:
                 raise mysql_condition(error, f"cannot drop role {name}") from None
-        await remove_finalizer(
-            self.kube, DATABASE_ROLES, obj, *self.scope.finalizers, field_manager=FIELD_MANAGER
-        )
-
-    async def _let_go_if_departed(self, key: ObjectKey) -> None:
-        """Take this instance's finalizer off a role that left its scope (the role stays in MySQL)."""
-        try:
-            obj = await self.kube.get(DATABASE_ROLES, key.name, key.namespace)
-        except NotFound:
-            return
-        if self.scope.serves(obj) or not self.scope.holds(obj):
-            return
-        await remove_finalizer(
-            self.kube, DATABASE_ROLES, obj, *self.scope.finalizers, field_manager=FIELD_MANAGER
-        )
-        message = f"no longer labelled {self.scope.selector}: this instance let go; the role stays in MySQL"
-        self.recorder.emit(_involved(obj), "Warning", "LeftTarget", message)
-
-    def _set_ready(  # noqa: PLR0917 - one condition, and where to put it
-        self,
-        obj: dict[str, Any],
-        status: DatabaseRoleStatus,
-        value: str,
-        reason: str,
-        message: str,
-        events: Events,
-    ) -> None:
-        generation = obj["metadata"].get("generation")
-        conditions = [c.model_dump(by_alias=True, exclude_none=True, mode="json") for c in status.conditions]
-        was_ready = is_true(conditions, READY)
-        set_condition(conditions, READY, value, reason, message, generation)
-        status.conditions = [Condition.model_validate(condition) for condition in conditions]
-        status.observed_generation = generation
-        if value == "True" and not was_ready and not events:
-            events.append(("Normal", "RoleReady", message))
-
-    async def _report(
-        self, obj: dict[str, Any], status: DatabaseRoleStatus, error: ConditionError, events: Events
-    ) -> None:
-        self._set_ready(obj, status, "False", error.reason, error.message, events)
-        events.append(("Warning", error.reason, error.message))
-        await self._write(obj, status, events)
-
-    async def _write(self, obj: dict[str, Any], status: DatabaseRoleStatus, events: Events) -> None:
-        await update_status(
-            self.kube, DATABASE_ROLES, obj, status.to_api(obj.get("status")), field_manager=FIELD_MANAGER
-        )
-        self._emit(obj, events)
-
-    def _emit(self, obj: dict[str, Any], events: Events) -> None:
-        for type_, reason, message in events:
-            self.recorder.emit(_involved(obj), "Warning" if type_ == "Warning" else "Normal", reason, message)
-        events.clear()
+        ctx.obj = await self.finalizer.remove(ctx.obj)
 
 
 def _not_ours(name: str, *, retry: bool = False) -> ConditionError:
@@ -327,14 +246,3 @@ def _not_ours(name: str, *, retry: bool = False) -> ConditionError:
         f"this DatabaseRole with {ADOPT_ANNOTATION}=true",
         retry=retry,
     )
-
-
-def _status_of(obj: dict[str, Any]) -> DatabaseRoleStatus:
-    try:
-        return DatabaseRoleStatus.model_validate(obj.get("status") or {})
-    except pydantic.ValidationError:
-        return DatabaseRoleStatus()
-
-
-def _involved(obj: dict[str, Any]) -> dict[str, Any]:
-    return {**obj, "apiVersion": API_VERSION, "kind": KIND}

@@ -6,19 +6,17 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from dbuser_operator.api.v1alpha1 import AppliedSecret, DatabaseUser, DatabaseUserStatus
-from dbuser_operator.controllers.kit.steps import EventType
+from dbuser_operator.controllers.kit.reconcile import Pass
 from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.mysql.authentication import Method
 
 
-@dataclass
-class Context:
-    """What one reconcile knows; steps read and fill it in order."""
+@dataclass(kw_only=True)
+class Context(Pass[DatabaseUserStatus]):
+    """What one DatabaseUser reconcile knows; steps read and fill it in order."""
 
-    obj: dict[str, Any]  # the live object as last returned by the API (steps replace it after writes)
     user: DatabaseUser
-    status: DatabaseUserStatus  # the status being built (a copy: the cache is never modified)
     password: str | None = field(default=None, repr=False)
     secret: AppliedSecret | None = None  # the Secret version read: name, uid, resourceVersion
     # The password's Secret as this pass wrote it (newer than the watch cache), for the password step.
@@ -31,10 +29,8 @@ class Context:
     created: bool = False  # the account was created in this pass: it has default options and no grants
     plugin: str | None = None  # the account's authentication plugin as read in this pass (None: no account)
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server
-    events: list[tuple[EventType, str, str]] = field(default_factory=list)
     host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
     credential_id: str | None = None  # id of a generated password's rotation (its Secret's annotation)
-    requeue_after: float | None = None  # look again after this many seconds (the earliest a step asked)
     binding: ServerBinding | None = None  # spec.serverRef resolved (None: the settings' server)
     # The server this pass works on: its pool, bookkeeping schema and info (filled before the steps run).
     server: ServerHandle = field(default=cast("ServerHandle", None), repr=False)
@@ -46,12 +42,3 @@ class Context:
     def account(self) -> str:
         """``'user'@'host'`` for messages (validated names only: safe to show)."""
         return f"'{self.user.effective_user()}'@'{self.host}'"
-
-    def requeue(self, seconds: float) -> None:
-        """Ask for another look after ``seconds`` (at least 0.1 s); the earliest request wins."""
-        seconds = max(seconds, 0.1)
-        self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
-
-    def event(self, type_: EventType, reason: str, message: str) -> None:
-        """Queue an Event, recorded once the status is written."""
-        self.events.append((type_, reason, message))

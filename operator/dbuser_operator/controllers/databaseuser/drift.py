@@ -72,12 +72,12 @@ class DriftCheck:
 
     def __init__(
         self,
-        targets: Callable[[], Mapping[str, ServerHandle]],
+        handles: Callable[[], Mapping[str, ServerHandle]],
         users: Informer,
         queue: RateLimitingQueue[ObjectKey],
         period: float,
     ) -> None:
-        self.targets = targets  # the servers in use, by server key
+        self.handles = handles  # the servers in use, by server key
         self.users = users
         self.queue = queue
         self.period = period
@@ -91,12 +91,12 @@ class DriftCheck:
         fails is logged and checked again next period; the others are checked all the same."""
         report = DriftReport()
         failed: MySQLError | None = None
-        for server, target in self.targets().items():
+        for server, handle in self.handles().items():
             try:
-                await self._check_server(server, target, report)
+                await self._check_server(server, handle, report)
             except MySQLError as error:
                 log.warning(
-                    "drift check of a server failed", server=target.name or "default", error=str(error)
+                    "drift check of a server failed", server=handle.name or "default", error=str(error)
                 )
                 failed = error
         ORPHANS.set(len(report.orphans))
@@ -104,14 +104,14 @@ class DriftCheck:
             DRIFTED.inc()
             log.info("account drifted; repairing", namespace=key.namespace, name=key.name)
             self.queue.add(key)
-        if failed is not None and len(self.targets()) == 1:
+        if failed is not None and len(self.handles()) == 1:
             raise failed  # one server, as before servers were resources: the caller logs it
         return report
 
-    async def _check_server(self, key: str, target: ServerHandle, report: DriftReport) -> None:
-        await target.ensure_schema()
-        server = await target.server()
-        states = await inventory(target.db, target.schema)
+    async def _check_server(self, key: str, handle: ServerHandle, report: DriftReport) -> None:
+        await handle.ensure_schema()
+        server = await handle.server()
+        states = await inventory(handle.db, handle.schema)
         by_uid = {obj["metadata"].get("uid"): obj for obj in self.users.store}
         orphans: list[tuple[str, str]] = []
         for (user, host), state in sorted(states.items()):
@@ -137,7 +137,7 @@ class DriftCheck:
                 "orphaned account: owned, but its DatabaseUser is gone or no longer carries the target label",
                 account=f"'{user}'@'{host}'",
                 owner=f"{owner.namespace}/{owner.name}",
-                server=target.name or None,
+                server=handle.name or None,
             )
 
     def _in_scope(self, state: AccountState) -> bool:

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 import pydantic
 import structlog
 
-from dbuser_operator.api.databaserole import DatabaseRole
 from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
 from dbuser_operator.controllers.databaseuser.drift import check_periodically
 from dbuser_operator.controllers.kit.resources import server_key
 from dbuser_operator.controllers.servers.handle import ServerHandle
@@ -33,13 +33,13 @@ class RoleDriftCheck:
 
     def __init__(
         self,
-        targets: Callable[[], Mapping[str, ServerHandle]],
+        handles: Callable[[], Mapping[str, ServerHandle]],
         users: Informer,
         roles_informer: Informer,
         queue: RateLimitingQueue[ObjectKey],
         period: float,
     ) -> None:
-        self.targets = targets  # the servers in use, by server key
+        self.handles = handles  # the servers in use, by server key
         self.users = users
         self.roles = roles_informer
         self.queue = queue
@@ -53,24 +53,24 @@ class RoleDriftCheck:
         """One pass over every server in use: queue and return the users whose roles drifted."""
         drifted: list[ObjectKey] = []
         failed: MySQLError | None = None
-        for server, target in self.targets().items():
+        for server, handle in self.handles().items():
             try:
-                drifted += await self._check_server(server, target)
+                drifted += await self._check_server(server, handle)
             except MySQLError as error:
                 log.warning(
-                    "role drift check of a server failed", server=target.name or "default", error=str(error)
+                    "role drift check of a server failed", server=handle.name or "default", error=str(error)
                 )
                 failed = error
         for key in drifted:
             log.info("roles drifted; repairing", namespace=key.namespace, name=key.name)
             self.queue.add(key)
-        if failed is not None and len(self.targets()) == 1:
+        if failed is not None and len(self.handles()) == 1:
             raise failed  # one server, as before servers were resources: the caller logs it
         return drifted
 
-    async def _check_server(self, key: str, target: ServerHandle) -> list[ObjectKey]:
-        server = await target.server()
-        live = await roles.every_grant(target.db, server)
+    async def _check_server(self, key: str, handle: ServerHandle) -> list[ObjectKey]:
+        server = await handle.server()
+        live = await roles.every_grant(handle.db, server)
         drifted = []
         for obj in self.users.store:
             if obj["metadata"].get("deletionTimestamp") or server_key(obj) != key:

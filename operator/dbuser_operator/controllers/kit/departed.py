@@ -12,28 +12,30 @@ from collections.abc import Sequence
 
 import structlog
 
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.runtime.backoff import Backoff
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import ApiError
-from dbuser_operator.runtime.resources import ObjectKey
+from dbuser_operator.runtime.resources import ObjectKey, Resource
 from dbuser_operator.runtime.workqueue import RateLimitingQueue
 
 log = structlog.get_logger(__name__)
 
 
 class DepartedSweep:
-    """Queues the resources outside ``scope`` that still carry its finalizer; the reconciler lets go."""
+    """Queues the resources of one kind outside ``scope`` that still carry its finalizer; the reconciler
+    lets go of them."""
 
     def __init__(
         self,
         kube: KubeClient,
+        resource: Resource,
         scope: Scope,
         namespaces: Sequence[str],
         queue: RateLimitingQueue[ObjectKey],
     ) -> None:
         self.kube = kube
+        self.resource = resource
         self.scope = scope
         self.namespaces = tuple(namespaces)
         self.queue = queue
@@ -60,7 +62,7 @@ class DepartedSweep:
         departed: list[ObjectKey] = []
         for namespace in self.namespaces or (None,):
             items, _ = await self.kube.list_all(
-                DATABASE_USERS, namespace, label_selector=self.scope.outside_selector
+                self.resource, namespace, label_selector=self.scope.outside_selector
             )
             departed += [ObjectKey.of(item) for item in items if self.scope.holds(item)]
         for key in departed:

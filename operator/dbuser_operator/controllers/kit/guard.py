@@ -1,4 +1,4 @@
-"""The guard step: what the operator refuses before it touches MySQL at all.
+"""What the operator refuses before it touches MySQL at all, for accounts and roles alike.
 
 Reserved accounts are never managed. Grants on the server's own schemas or the operator's bookkeeping
 schema, and on ``*.*`` anything beyond the configured allow-list, are refused: they would let an
@@ -7,11 +7,9 @@ application account read password hashes or take over other accounts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
-from dbuser_operator.controllers.databaseuser.context import Context
-from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.api.v1alpha1 import Grant as GrantSpec
 from dbuser_operator.controllers.servers.handle import ServerHandle
 
 ALWAYS_RESERVED = frozenset({"root", "mariadb.sys", "debian-sys-maint", "mysql"})
@@ -23,50 +21,36 @@ def is_reserved(user: str, reserved: Iterable[str]) -> bool:
     return user in ALWAYS_RESERVED or user.startswith("mysql.") or user in set(reserved)
 
 
-class GuardStep:
-    """Refuses reserved accounts and escalating grants before anything touches MySQL."""
-
-    name = "guard"
+class Guard:
+    """The refusals: reserved names, and grants that would escalate."""
 
     def __init__(self, reserved: Iterable[str], allowed_global: Iterable[str], ownership_schema: str) -> None:
         self.reserved = frozenset(reserved)
         self.allowed_global = frozenset(name.upper() for name in allowed_global)
         self.protected_schemas = SYSTEM_SCHEMAS | {ownership_schema.lower()}
 
-    async def ensure(self, ctx: Context) -> None:
-        # The USER column of `kubectl get` shows the name for refused resources too (status.host, which
-        # says an account was managed, is written by the ownership step only).
-        ctx.status.user = ctx.user.effective_user()
-        if is_reserved(ctx.user.effective_user(), self.reserved):
-            raise ConditionError(
-                "ReservedAccount", f"{ctx.account} is reserved: the operator never manages it", retry=False
-            )
-        refusal = self.grant_refusal(ctx.user.spec)
-        if refusal is not None:
-            raise ConditionError("PrivilegeNotAllowed", f"{ctx.account}: {refusal}", retry=False)
-        server_refusal = self.server_refusal(ctx.server, ctx.user.effective_user(), ctx.user.spec)
-        if server_refusal is not None:
-            reason, message = server_refusal
-            raise ConditionError(reason, f"{ctx.account}: {message}", retry=False)
+    def is_reserved(self, name: str) -> bool:
+        """Whether the account or role ``name`` is never managed."""
+        return is_reserved(name, self.reserved)
 
     @staticmethod
     def server_refusal(
-        target: ServerHandle | None, name: str, spec: DatabaseUserSpec
+        server: ServerHandle | None, name: str, privileges: Sequence[GrantSpec]
     ) -> tuple[str, str] | None:
         """On a server resource: its admin account and its bookkeeping schema are protected as the
         settings' are (a reason and why), else None."""
-        if target is None or not target.key:
+        if server is None or not server.key:
             return None
-        if name == target.db.settings.user:
-            return "ReservedAccount", f"the admin account of {target.name} is reserved: never managed"
-        for item in spec.privileges:
-            if item.database.lower() == target.schema.lower():
+        if name == server.db.settings.user:
+            return "ReservedAccount", f"the admin account of {server.name} is reserved: never managed"
+        for item in privileges:
+            if item.database.lower() == server.schema.lower():
                 return "PrivilegeNotAllowed", f"grants on the {item.database} schema are not allowed"
         return None
 
-    def grant_refusal(self, spec: DatabaseUserSpec) -> str | None:
-        """Why the spec's grants are not allowed, or None."""
-        for item in spec.privileges:
+    def grant_refusal(self, privileges: Sequence[GrantSpec]) -> str | None:
+        """Why these grants are not allowed, or None."""
+        for item in privileges:
             if item.database.lower() in self.protected_schemas:
                 return f"grants on the {item.database} schema are not allowed"
             if item.database == "*":
@@ -77,6 +61,3 @@ class GuardStep:
                 if item.grant_option:
                     return "the grant option on *.* is not allowed"
         return None
-
-    async def delete(self, ctx: Context) -> None:
-        """Nothing to undo: a reserved account was never touched."""

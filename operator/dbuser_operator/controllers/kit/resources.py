@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbuser_operator.api import databaserole, mysqlserver
-from dbuser_operator.api.v1alpha1 import GROUP, KIND, PLURAL, VERSION
+from dbuser_operator.api.v1alpha1 import GROUP, KIND, PLURAL, VERSION, databaserole, mysqlserver
 from dbuser_operator.runtime.resources import Resource
 
 DATABASE_USERS = Resource(GROUP, VERSION, PLURAL, KIND)

@@ -1,4 +1,4 @@
-"""The policy step: a DatabaseUser (or DatabaseRole) on a server resource whose ``spec.policy`` does not
+"""The policy gate: a DatabaseUser (or DatabaseRole) on a server resource whose ``spec.policy`` does not
 admit it is refused before any SQL, with Ready=False, reason PolicyViolation, naming the rule.
 
 It does not retry: the resource is looked at again when it changes, when its server changes, or when its
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from dbuser_operator.api.databaserole import DatabaseRole
-from dbuser_operator.api.mysqlserver import ServerPolicy
-from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
+from dbuser_operator.api.v1alpha1.mysqlserver import ServerPolicy
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.policy.namespaces import POLICY_NAMESPACE_INDEX, NamespaceLabels, on_a_server
 from dbuser_operator.controllers.policy.rules import Violation, describe, role_violations, user_violations
@@ -51,14 +51,12 @@ class PolicyGate:
             )
         return labels
 
-    def check_user(self, ctx: Context) -> None:
-        """Raise PolicyViolation if ``ctx.user`` breaks its server's policy (no server resource, or no
-        policy: nothing to check)."""
-        spec = ctx.user.spec
+    def check_user(self, server: ServerBinding | None, user: DatabaseUser) -> None:
+        """Raise PolicyViolation if ``user`` breaks its server's policy (no server resource, or no policy:
+        nothing to check)."""
+        spec = user.spec
         self._check(
-            ctx.binding,
-            ctx.user.metadata.namespace,
-            lambda p, ns, labels: user_violations(p, ns, labels, spec),
+            server, user.metadata.namespace, lambda p, ns, labels: user_violations(p, ns, labels, spec)
         )
 
     def check_role(self, server: ServerBinding | None, role: DatabaseRole) -> None:
@@ -74,21 +72,6 @@ class PolicyGate:
         violations = evaluate(server.spec.policy, namespace or "", labels)
         if violations:
             raise ConditionError(POLICY_VIOLATION, describe(str(server), violations), retry=False)
-
-
-class PolicyStep:
-    """Refuses a DatabaseUser its server's policy does not admit, before anything touches MySQL."""
-
-    name = "policy"
-
-    def __init__(self, gate: PolicyGate) -> None:
-        self.gate = gate
-
-    async def ensure(self, ctx: Context) -> None:
-        self.gate.check_user(ctx)
-
-    async def delete(self, ctx: Context) -> None:
-        """Nothing to undo: deleting a refused resource still drops the account it owns, if any."""
 
 
 def policy_gate(kube: KubeClient | None, *informers: Informer) -> PolicyGate:

@@ -16,36 +16,25 @@ from typing import Any
 import structlog
 from prometheus_client import Gauge
 
-from dbuser_operator.api.mysqlserver import MySQLServerStatus
 from dbuser_operator.api.v1alpha1 import API_VERSION, GROUP, RELEASE_ANNOTATION, Condition
+from dbuser_operator.api.v1alpha1.mysqlserver import MySQLServerStatus
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.resources import (
     FIELD_MANAGER,
     SERVER_INDEX,
-    SERVER_SECRET_INDEX,
     describe_server,
-    server_key,
 )
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.servers.connection import ServerConfigError
 from dbuser_operator.controllers.servers.health import Health, check
 from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.controllers.servers.watch import key_of_server
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import set_condition
-from dbuser_operator.runtime.controller import Controller, Result
+from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.objects import add_finalizer, remove_finalizer, update_status
-from dbuser_operator.runtime.predicates import (
-    ANNOTATIONS_CHANGED,
-    DELETION_STARTED,
-    GENERATION_CHANGED,
-    LABELS_CHANGED,
-    Predicate,
-    any_of,
-)
 from dbuser_operator.runtime.resources import ObjectKey, Resource
 
 log = structlog.get_logger(__name__)
@@ -127,14 +116,14 @@ class ServerReconciler:
             return Health(False, "InvalidSpec", error.message)
         address = f"{binding.spec.host}:{binding.spec.port}"
         try:
-            target = await registry.refresh(binding)
+            handle = await registry.refresh(binding)
         except ServerConfigError as error:
             health = Health(False, error.reason, f"{address}: {error.message}")
         else:
-            health = await check(target, address)
-            SERVER_POOL_SIZE.labels(server).set(target.db.settings.pool_size)
+            health = await check(handle, address)
+            SERVER_POOL_SIZE.labels(server).set(handle.db.settings.pool_size)
             if registry.idle(server):
-                await target.db.close()  # nobody else uses it: no connection held between checks
+                await handle.db.close()  # nobody else uses it: no connection held between checks
         SERVER_UP.labels(server).set(1 if health.ready else 0)
         if health.accounts is not None:
             SERVER_ACCOUNTS.labels(server).set(health.accounts)
@@ -210,63 +199,3 @@ class ServerReconciler:
 
 def _involved(obj: dict[str, Any], kind: str) -> dict[str, Any]:
     return {**obj, "apiVersion": API_VERSION, "kind": kind}
-
-
-def dependents_gone(resource: Resource) -> Any:
-    """Key mapper: a DatabaseUser or DatabaseRole that goes away requeues its server of ``resource``'s kind
-    (a deleted server waits for it)."""
-
-    def to_keys(obj: dict[str, Any]) -> list[ObjectKey]:
-        kind, _, rest = server_key(obj).partition("/")
-        if kind != resource.kind:
-            return []
-        namespace, _, name = rest.rpartition("/")
-        return [ObjectKey(namespace, name)]
-
-    return to_keys
-
-
-def server_controllers(  # noqa: PLR0917 - the wiring of both kinds
-    kube: KubeClient,
-    resolver: ServerResolver,
-    dependents: list[Informer],
-    secrets: Informer,
-    recorder: EventRecorder,
-    scope: Scope,
-    check_period: float,
-    max_concurrent_reconciles: int = 4,
-) -> list[Controller]:
-    """One controller per server kind; a server is looked at again when it changes, when a Secret it is
-    built from changes, when a resource on it goes away, and every ``check_period`` seconds."""
-    controllers = []
-    for kind, informer in resolver.informers.items():
-        resource = informer.resource
-        reconciler = ServerReconciler(
-            kube, resource, informer, resolver, dependents, recorder, scope, check_period
-        )
-        controller = Controller(kind.lower(), reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
-        controller.watch(
-            informer, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED)
-        )
-        controller.watch_mapped(secrets, _servers_of_secret(informer))
-        for dependent in dependents:
-            controller.watch_mapped(dependent, dependents_gone(resource), GONE)
-        controllers.append(controller)
-    return controllers
-
-
-GONE = Predicate(create=lambda obj: False, update=lambda old, new: False)  # deletions only
-
-
-def _servers_of_secret(informer: Informer) -> Any:
-    def to_keys(secret: dict[str, Any]) -> list[ObjectKey]:
-        key = ObjectKey.of(secret)
-        return [
-            ObjectKey.of(obj)
-            for obj in informer.store.by_index(SERVER_SECRET_INDEX, f"{key.namespace}/{key.name}")
-        ]
-
-    return to_keys
-
-
-__all__ = ["ServerReconciler", "dependents_gone", "key_of_server", "server_controllers", "server_finalizer"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dbuser_operator.api.mysqlserver import ServerCapabilities
+from dbuser_operator.api.v1alpha1.mysqlserver import ServerCapabilities
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.mysql import authentication, ownership
 from dbuser_operator.mysql.dual_password import supports_dual_passwords
@@ -42,13 +42,13 @@ def failure_reason(error: MySQLError) -> str:
     return "Unreachable" if isinstance(error, DatabaseUnavailableError) else error.reason
 
 
-async def check(target: ServerHandle, address: str) -> Health:
-    """Check the server at ``address`` (``host:port``, for messages) through ``target``'s pool."""
+async def check(handle: ServerHandle, address: str) -> Health:
+    """Check the server at ``address`` (``host:port``, for messages) through ``handle``'s pool."""
     try:
-        info = await read_server(target.db)
-        plugins = await authentication.active_plugins(target.db)
-        await target.ensure_roles_table()  # the schema, its accounts table and its roles table
-        accounts = await ownership.count_owned(target.db, target.schema)
+        info = await read_server(handle.db)
+        plugins = await authentication.active_plugins(handle.db)
+        await handle.ensure_roles_table()  # the schema, its accounts table and its roles table
+        accounts = await ownership.count_owned(handle.db, handle.schema)
     except MySQLError as error:
         return Health(False, failure_reason(error), f"{address}: {error}")
     capabilities = ServerCapabilities(
@@ -57,5 +57,5 @@ async def check(target: ServerHandle, address: str) -> Health:
         many_default_roles=info.flavour == "mysql",
         plugins=sorted(plugins),
     )
-    message = f"connected to {address} as the admin: {info}, bookkeeping in schema {target.schema}"
+    message = f"connected to {address} as the admin: {info}, bookkeeping in schema {handle.schema}"
     return Health(True, "Connected", message, info, capabilities, accounts)

@@ -36,7 +36,7 @@ IDLE_TIMEOUT = 300.0  # seconds without use before a server resource's pool is c
 
 @dataclass
 class _Entry:
-    target: ServerHandle
+    handle: ServerHandle
     fingerprint: str
     generation: int | None
     used: float = field(default_factory=time.monotonic)  # monotonic time of the last use
@@ -66,7 +66,7 @@ class ServerRegistry:
 
     def handles(self) -> dict[str, ServerHandle]:
         """Every server's ServerHandle built so far, the settings' server (``""``) included."""
-        found = {key: entry.target for key, entry in self._entries.items()}
+        found = {key: entry.handle for key, entry in self._entries.items()}
         return {"": self.default, **found} if self.default is not None else found
 
     def cached(self, key: str) -> ServerHandle | None:
@@ -74,7 +74,7 @@ class ServerRegistry:
         if key == "":
             return self.default
         entry = self._entries.get(key)
-        return entry.target if entry else None
+        return entry.handle if entry else None
 
     async def handle(self, binding: ServerBinding) -> ServerHandle:
         """The server's ServerHandle: built on first use and after its spec changed (a new generation).
@@ -85,16 +85,16 @@ class ServerRegistry:
         entry = self._entries.get(binding.key)
         if entry is not None and entry.generation == binding.generation:
             entry.used = time.monotonic()
-            return entry.target
-        target = await self.refresh(binding)
+            return entry.handle
+        handle = await self.refresh(binding)
         entry = self._entries.get(binding.key)
         if entry is not None:  # (unless the server went away meanwhile)
             entry.used = time.monotonic()
-        return target
+        return handle
 
     async def refresh(self, binding: ServerBinding) -> ServerHandle:
         """Read the server's Secrets again; rebuild its ServerHandle when they or the spec changed (a use by a
-        reconcile is :meth:`target`'s: this does not count as one)."""
+        reconcile is :meth:`handle`'s: this does not count as one)."""
         key = binding.key
         async with self._locks.setdefault(key, asyncio.Lock()):
             material = await read_material(binding, self.defaults, self.read_secret)
@@ -102,23 +102,23 @@ class ServerRegistry:
             entry = self._entries.get(key)
             if entry is not None and entry.fingerprint == fingerprint:
                 entry.generation = binding.generation
-                return entry.target
+                return entry.handle
             db = open_database(binding, self.defaults, material, self.make_database, self._private_dir())
             schema = binding.spec.bookkeeping_schema or self.defaults.schema
-            target = ServerHandle(db, schema, key=key, name=str(binding))
+            handle = ServerHandle(db, schema, key=key, name=str(binding))
             used = entry.used if entry is not None else time.monotonic()
-            self._entries[key] = _Entry(target, fingerprint, binding.generation, used)
+            self._entries[key] = _Entry(handle, fingerprint, binding.generation, used)
             if entry is not None:
                 log.info("server connection changed; reconnecting", server=str(binding))
-                self._retiring.append((time.monotonic() + RETIRE_AFTER, entry.target))
-            return target
+                self._retiring.append((time.monotonic() + RETIRE_AFTER, entry.handle))
+            return handle
 
     async def forget(self, key: str) -> None:
         """The server resource is gone: close its pool and forget it."""
         entry = self._entries.pop(key, None)
         self._locks.pop(key, None)
         if entry is not None:
-            await entry.target.db.close()
+            await entry.handle.db.close()
 
     def idle(self, key: str) -> bool:
         """Whether no reconcile used the server for ``idle_timeout`` seconds."""
@@ -128,13 +128,13 @@ class ServerRegistry:
     async def sweep(self) -> None:
         """Close the pools of idle servers and those of replaced Targets whose grace period is over."""
         now = time.monotonic()
-        due = [target for until, target in self._retiring if until <= now]
-        self._retiring = [(until, target) for until, target in self._retiring if until > now]
-        for target in due:
-            await target.db.close()
+        due = [handle for until, handle in self._retiring if until <= now]
+        self._retiring = [(until, handle) for until, handle in self._retiring if until > now]
+        for handle in due:
+            await handle.db.close()
         for key in list(self._entries):
             if self.idle(key):
-                await self._entries[key].target.db.close()  # reopened by the next statement
+                await self._entries[key].handle.db.close()  # reopened by the next statement
 
     async def run_sweeper(self, period: float = 30.0) -> None:
         """Sweep every ``period`` seconds until cancelled."""
@@ -144,10 +144,10 @@ class ServerRegistry:
 
     async def close(self) -> None:
         """Close every pool (the settings' server's is its owner's to close)."""
-        targets = [entry.target for entry in self._entries.values()] + [t for _, t in self._retiring]
+        handles = [entry.handle for entry in self._entries.values()] + [t for _, t in self._retiring]
         self._entries.clear()
         self._retiring.clear()
-        await asyncio.gather(*(target.db.close() for target in targets), return_exceptions=True)
+        await asyncio.gather(*(handle.db.close() for handle in handles), return_exceptions=True)
         if self._tls_dir is not None:
             shutil.rmtree(self._tls_dir, ignore_errors=True)
 

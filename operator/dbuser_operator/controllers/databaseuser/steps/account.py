@@ -22,14 +22,10 @@ class AccountStep:
     """Creates the account, sets its password when the Secret changed or someone changed it by hand."""
 
     name = "account"
+    after = ("password", "ownership", "authentication")
 
     async def ensure(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.host
-        passwordless = ctx.authentication is not None and not ctx.authentication.takes_password
-        if (ctx.password is None or ctx.secret is None) and not passwordless:
-            raise RuntimeError("the password step must run before the account step")
-        if ctx.account_exists is None:
-            raise RuntimeError("the ownership step must run before the account step")
         try:
             set_now = await self._set_password(ctx, user, host, ctx.password, ctx.secret)
             if set_now and not (ctx.created and ctx.fingerprint_claimed):

@@ -25,6 +25,7 @@ class AuthenticationStep:
     """Sets ``ctx.authentication`` to the spec's plugin, once the server is known to have it active."""
 
     name = "authentication"
+    after = ("ownership",)  # which read the account's live plugin
 
     async def ensure(self, ctx: Context) -> None:
         plugin = wanted_plugin(ctx)

@@ -61,6 +61,7 @@ class ConnectionSecretStep:
     """Writes the connection Secret when it is missing or differs from what it should hold."""
 
     name = "connection-secret"
+    after = ("password", "hosts")  # a Secret never offers a password that does not work yet
 
     def __init__(self, secrets: OwnedSecrets, renderer: TemplateRenderer, host: str, port: int) -> None:
         self.secrets = secrets
@@ -78,8 +79,12 @@ class ConnectionSecretStep:
         spec = ctx.user.spec.connection_secret
         if spec is None:
             return
-        if ctx.password is None:
-            raise RuntimeError("the password step must run before the connection-Secret step")
+        if ctx.password is None:  # a plugin that takes none: there is nothing to connect with
+            raise ConditionError(
+                "ConnectionSecretInvalid",
+                f"{WHAT} {spec.name}: the account takes no password, so there is none to offer",
+                retry=False,
+            )
         values = connection_values(
             ctx.user.effective_user(), ctx.password, *self._address(ctx), connection_database(ctx.user, spec)
         )

@@ -37,6 +37,7 @@ class GrantsStep:
     the account was brought in line with in ``status.privileges``."""
 
     name = "grants"
+    after = ("account",)
 
     async def ensure(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.host

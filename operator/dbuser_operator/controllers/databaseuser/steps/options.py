@@ -38,6 +38,7 @@ class OptionsStep:
     """ALTER USER … REQUIRE … WITH MAX_… only when the server's values differ from the spec."""
 
     name = "options"
+    after = ("account",)
 
     async def ensure(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.host

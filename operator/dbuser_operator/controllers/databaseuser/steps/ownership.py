@@ -84,6 +84,7 @@ class OwnershipStep:
     """Claims the account for this resource, or explains why it cannot."""
 
     name = "ownership"
+    after = ("role-account-guard",)  # the adopt annotation never takes over a role
 
     def __init__(self, owners: Owners) -> None:
         self.owners = owners

@@ -27,6 +27,7 @@ class PasswordStep:
     """Reads the password; a missing Secret, key or value waits for the Secret to change."""
 
     name = "password"
+    after = ("generated-password",)  # which writes the Secret it reads
 
     def __init__(self, secrets: Informer) -> None:
         self.secrets = secrets

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbuser_operator.api.databaserole import DatabaseRole
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
+from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.resources import describe_server, server_key
@@ -52,6 +52,7 @@ class RolesStep:
     """Grants the spec's roles, revokes any other, sets the default roles."""
 
     name = "roles"
+    after = ("account",)
 
     def __init__(self, roles_informer: Informer) -> None:
         self.roles = roles_informer
@@ -103,22 +104,22 @@ class RolesStep:
                 "RoleNotFound", f"{ctx.account}: missing role {'; '.join(missing)}", retry=False
             )
 
-    async def _resolve(self, target: ServerHandle, namespace: str, name: str) -> tuple[str | None, str]:
+    async def _resolve(self, handle: ServerHandle, namespace: str, name: str) -> tuple[str | None, str]:
         """``(MySQL role, "")`` when DatabaseRole ``namespace/name`` may be granted; ``(MySQL role, why not)``
         when it owns its role but is not available now (being deleted, not Ready); ``(None, why not)``
         when it is missing or does not own its role."""
         obj = self.roles.get(ObjectKey(namespace, name))
         if obj is None:
             return None, f"no DatabaseRole {name} in namespace {namespace} served by this operator"
-        if server_key(obj) != target.key:
-            where, here = describe_server(server_key(obj)), describe_server(target.key)
+        if server_key(obj) != handle.key:
+            where, here = describe_server(server_key(obj)), describe_server(handle.key)
             return None, (
                 f"DatabaseRole {name} is on {where}, this user on {here}: a role and the users granted it "
                 "must be on the same server"
             )
         role_name = DatabaseRole.model_validate(obj).effective_role()
         owner = await ownership.owner_of(
-            target.db, target.schema, role_name, ownership.ROLE_HOST, table_name=ownership.ROLES_TABLE
+            handle.db, handle.schema, role_name, ownership.ROLE_HOST, table_name=ownership.ROLES_TABLE
         )
         if owner is None or owner.uid != obj["metadata"].get("uid"):
             return None, f"DatabaseRole {name} does not own a role {role_name}"

@@ -40,7 +40,7 @@ def rotation_spec(ctx: Context) -> Rotation:
     return ctx.user.spec.rotation or Rotation()
 
 
-async def strategy_for(target: ServerHandle, ctx: Context) -> RotationStrategy:
+async def strategy_for(handle: ServerHandle, ctx: Context) -> RotationStrategy:
     """The strategy in force: the spec's, else DualPassword where the server supports it, else Immediate.
 
     DualPassword asked of a server without dual passwords is refused (DualPasswordUnsupported), never
@@ -48,7 +48,7 @@ async def strategy_for(target: ServerHandle, ctx: Context) -> RotationStrategy:
     """
     asked = rotation_spec(ctx).strategy
     try:
-        server = await target.server()
+        server = await handle.server()
     except MySQLError as error:
         raise mysql_condition(error, ctx.account) from None
     supported = dual_password.supports_dual_passwords(server)
@@ -85,18 +85,18 @@ def credential_version(secret: AppliedSecret) -> str:
 
 
 async def set_password(
-    target: ServerHandle, ctx: Context, password: str, secret: AppliedSecret, *, restore: bool
+    handle: ServerHandle, ctx: Context, password: str, secret: AppliedSecret, *, restore: bool
 ) -> None:
     """Apply ``password`` (from ``secret``) to the account with the strategy in force; ``restore``: put back
     a password somebody changed by hand. Only a current password the operator set itself (its fingerprint
     matches) is retained: never one changed by hand, nor the password of an account being adopted."""
-    strategy = await strategy_for(target, ctx)
-    db, user, host = target.db, ctx.user.effective_user(), ctx.host
+    strategy = await strategy_for(handle, ctx)
+    db, user, host = handle.db, ctx.user.effective_user(), ctx.host
     previous = ctx.status.rotation or RotationStatus()
     moment = format_time(now())
     if strategy == "Immediate":
         await accounts.set_password(db, user, host, password, ctx.authentication)
-        if dual_password.supports_dual_passwords(await target.server()):
+        if dual_password.supports_dual_passwords(await handle.server()):
             await dual_password.discard_old_password(db, user, host)  # a secondary from before the switch
         if restore:
             return  # drift repaired: no rotation
@@ -144,6 +144,7 @@ class DiscardStep:
     """Discards a retained password once nothing needs it any more (or past the maximum wait)."""
 
     name = "rotation-discard"
+    after = ("connection-secret",)  # the connection Secret has the new password first
 
     def __init__(self, kube: KubeClient) -> None:
         self.kube = kube

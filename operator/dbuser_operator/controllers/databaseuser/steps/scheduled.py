@@ -51,6 +51,7 @@ class ScheduledRotationStep:
     """Rotates a generated password when its period is over or the rotate annotation changed."""
 
     name = "rotation-schedule"
+    after = ("password", "ownership")
 
     def __init__(self, secrets: OwnedSecrets) -> None:
         self.secrets = secrets

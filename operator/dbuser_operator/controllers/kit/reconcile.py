@@ -1,0 +1,236 @@
+"""The one reconcile frame every kind uses (mariadb-operator's ``pkg/controller/sql`` template).
+
+A kind subclasses :class:`Reconciler` and supplies its model (:meth:`Reconciler.parse`), what a pass does
+(:meth:`Reconciler.ensure`) and what deletion does (:meth:`Reconciler.finalize`). The frame does the rest,
+the same way for every kind:
+
+- the object comes from the informer's cache (never a GET); one the cache dropped is let go of if it only
+  left this instance's scope (its target label changed) and still carries the finalizer;
+- a spec the models reject is reported as ``Ready=False``, reason ``InvalidSpec``, and not retried;
+- deletion runs only while this instance's finalizer holds the resource;
+- a :class:`~.errors.ConditionError` becomes ``Ready=False`` with its reason and message and a Warning
+  Event, and is retried (rate-limited) unless it says it is permanent;
+- conditions follow apimachinery (``lastTransitionTime`` moves only when the status does, with
+  ``observedGeneration``), the status is written through ``/status`` only when it changed, with the
+  resourceVersion it was computed from, and the pass's Events are emitted once it is written.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
+
+import pydantic
+import structlog
+
+from dbuser_operator.api.v1alpha1 import Condition
+from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.kit.finalizer import Finalizer
+from dbuser_operator.controllers.kit.resources import FIELD_MANAGER
+from dbuser_operator.controllers.kit.scope import Scope
+from dbuser_operator.controllers.kit.steps import EventType
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.conditions import set_condition
+from dbuser_operator.runtime.controller import Result
+from dbuser_operator.runtime.errors import NotFound
+from dbuser_operator.runtime.events import EventRecorder
+from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.runtime.objects import update_status
+from dbuser_operator.runtime.resources import ObjectKey, Resource
+
+log = structlog.get_logger(__name__)
+
+READY = "Ready"
+FORGET_TIMEOUT = 2.0  # seconds a Retain or release deletion waits for MySQL before letting go anyway
+
+
+class Status(Protocol):
+    """What the frame needs of a kind's status model."""
+
+    conditions: list[Condition]
+    observed_generation: int | None
+
+    def to_api(self, current: dict[str, Any] | None) -> dict[str, Any]:
+        """The status as the API takes it, given the one the object has."""
+
+
+S = TypeVar("S", bound=Status)
+
+
+@dataclass(kw_only=True)
+class Pass(Generic[S]):
+    """What one reconcile of any kind knows: the object, the status being built, the Events to emit."""
+
+    obj: dict[str, Any]  # the live object as last returned by the API (replaced after writes)
+    status: S  # the status being built (a copy: the cache is never modified)
+    events: list[tuple[EventType, str, str]] = field(default_factory=list)
+    requeue_after: float | None = None  # look again after this many seconds (the earliest asked for)
+
+    def requeue(self, seconds: float) -> None:
+        """Ask for another look after ``seconds`` (at least 0.1 s); the earliest request wins."""
+        seconds = max(seconds, 0.1)
+        self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
+
+    def event(self, type_: EventType, reason: str, message: str) -> None:
+        """Queue an Event, recorded once the status is written."""
+        self.events.append((type_, reason, message))
+
+
+P = TypeVar("P", bound=Pass[Any])
+
+
+class Reconciler(Generic[P]):
+    """Runs one key of a kind: parse, ensure or finalize, then Ready, status and Events."""
+
+    resource: ClassVar[Resource]
+    api_version: ClassVar[str]
+    one_normal_event: ClassVar[bool] = False  # a pass's Normal Events as one (its first reason, all messages)
+
+    def __init__(self, kube: KubeClient, informer: Informer, recorder: EventRecorder, scope: Scope) -> None:
+        self.kube = kube
+        self.informer = informer
+        self.recorder = recorder
+        self.scope = scope
+        self.finalizer = Finalizer(kube, scope, self.resource)
+
+    # --- what a kind supplies ---------------------------------------------------------------------------
+
+    def parse(self, obj: dict[str, Any]) -> P:
+        """The pass for ``obj``; raises ``pydantic.ValidationError`` for a spec the models reject."""
+        raise NotImplementedError
+
+    def unparsed(self, obj: dict[str, Any]) -> P:
+        """A pass for an object the models reject: only its status is written."""
+        raise NotImplementedError
+
+    async def ensure(self, ctx: P) -> Result:
+        """Bring the object's world in line with its spec; set Ready and write the status."""
+        raise NotImplementedError
+
+    async def finalize(self, ctx: P) -> None:
+        """Deletion while the finalizer holds the resource: undo or let go, then remove the finalizer."""
+        raise NotImplementedError
+
+    def left_target_message(self, obj: dict[str, Any]) -> str:
+        """The Warning of a resource this instance let go of because it left the scope."""
+        return f"no longer labelled {self.scope.selector}: this instance let go"
+
+    # --- the frame ----------------------------------------------------------------------------------------
+
+    async def __call__(self, key: ObjectKey) -> Result:
+        cached = self.informer.get(key)
+        if cached is None:
+            await self.let_go_if_departed(key)
+            return Result()
+        obj = copy.deepcopy(cached)
+        try:
+            ctx = self.parse(obj)
+        except pydantic.ValidationError as error:
+            # The CRD schema rejects what the models reject, so this is an old or foreign object.
+            await self.report(
+                self.unparsed(obj), ConditionError("InvalidSpec", first_error(error), retry=False)
+            )
+            return Result()
+        try:
+            if obj["metadata"].get("deletionTimestamp"):
+                if self.scope.holds(obj):
+                    await self.finalize(ctx)
+                    self.record_events(ctx)
+            else:
+                return await self.ensure(ctx)
+        except ConditionError as error:
+            await self.report(ctx, error)
+            if error.retry:
+                raise
+        return Result(requeue_after=ctx.requeue_after or 0.0)
+
+    async def let_go_if_departed(self, key: ObjectKey) -> None:
+        """Release a resource the cache dropped because its target label changed, not because it is gone."""
+        try:
+            obj = await self.kube.get(self.resource, key.name, key.namespace)
+        except NotFound:
+            return  # deleted
+        if self.scope.serves(obj) or not self.scope.holds(obj):
+            return  # back in scope (the cache will catch up), or never ours
+        message = self.left_target_message(obj)
+        await self.finalizer.remove(obj)
+        log.warning(
+            "resource left the target; let go",
+            kind=self.resource.kind,
+            namespace=key.namespace,
+            name=key.name,
+        )
+        self.recorder.emit(self.involved(obj), "Warning", "LeftTarget", message)
+
+    def set_ready(self, ctx: P, status: str, reason: str, message: str) -> None:
+        """Ready as given; becoming Ready is an Event unless the pass has one already."""
+        was_ready = any(c.type == READY and c.status == "True" for c in ctx.status.conditions)
+        self.set_condition(ctx, READY, status, reason, message)
+        if status == "True" and not was_ready and not ctx.events:
+            ctx.event("Normal", reason, message)
+
+    @staticmethod
+    def set_condition(ctx: Pass[Any], type_: str, status: str, reason: str, message: str) -> None:
+        """One condition of the status being built, as ``meta.SetStatusCondition`` sets it."""
+        generation = ctx.obj["metadata"].get("generation")
+        conditions = [
+            condition.model_dump(by_alias=True, exclude_none=True, mode="json")
+            for condition in ctx.status.conditions
+        ]
+        set_condition(conditions, type_, status, reason, message, generation)
+        ctx.status.conditions = [Condition.model_validate(condition) for condition in conditions]
+        ctx.status.observed_generation = generation
+
+    async def report(self, ctx: P, error: ConditionError) -> None:
+        """Ready=False with the error's reason and message, a Warning Event, the status written."""
+        self.set_ready(ctx, "False", error.reason, error.message)
+        ctx.event("Warning", error.reason, error.message)
+        await self.write(ctx)
+
+    async def write(self, ctx: P) -> None:
+        """The status, if it changed (with the resourceVersion it was computed from); then the Events."""
+        updated = await update_status(
+            self.kube,
+            self.resource,
+            ctx.obj,
+            ctx.status.to_api(ctx.obj.get("status")),
+            field_manager=FIELD_MANAGER,
+        )
+        if updated is not None:
+            ctx.obj = updated
+        self.record_events(ctx)
+
+    def record_events(self, ctx: P) -> None:
+        """Emit the pass's Events in the background (its Normal ones as one where the kind says so)."""
+        involved = self.involved(ctx.obj)
+        events = ctx.events
+        if self.one_normal_event:
+            normal = [(reason, message) for type_, reason, message in events if type_ == "Normal"]
+            if normal:
+                self.recorder.emit(
+                    involved, "Normal", normal[0][0], "; ".join(message for _, message in normal)
+                )
+            events = [event for event in events if event[0] == "Warning"]
+        for type_, reason, message in events:
+            self.recorder.emit(involved, type_, reason, message)
+        ctx.events.clear()
+
+    def involved(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` as an Event's involved object (list and watch items lack apiVersion and kind)."""
+        return {**obj, "apiVersion": self.api_version, "kind": self.resource.kind}
+
+
+def status_of(model: type[S], obj: dict[str, Any]) -> S:
+    """``obj``'s status as ``model``; empty if there is none, or if it is not one the model reads."""
+    try:
+        return model.model_validate(obj.get("status") or {})  # type: ignore[attr-defined,no-any-return]
+    except pydantic.ValidationError:
+        return model()
+
+
+def first_error(error: pydantic.ValidationError) -> str:
+    """The first problem of a spec the models reject: ``where: what``."""
+    first = error.errors()[0]
+    location = ".".join(str(part) for part in first["loc"])
+    return f"{location}: {first['msg']}"
