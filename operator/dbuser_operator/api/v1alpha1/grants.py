@@ -28,44 +28,9 @@ privilege of the grant's level (ALL PRIVILEGES). The schema checks the shape; th
 against the live server's SHOW PRIVILEGES and the level it is wanted at, and refuses an unknown or
 misplaced one with a Ready=False condition that names it (PrivilegeUnknown, PrivilegeMisplaced)."""
 
-PRIVILEGES: Final[tuple[str, ...]] = (
-    "ALL",
-    "ALTER",
-    "ALTER ROUTINE",
-    "CREATE",
-    "CREATE ROUTINE",
-    "CREATE TEMPORARY TABLES",
-    "CREATE VIEW",
-    "DELETE",
-    "DROP",
-    "EVENT",
-    "EXECUTE",
-    "INDEX",
-    "INSERT",
-    "LOCK TABLES",
-    "REFERENCES",
-    "SELECT",
-    "SHOW VIEW",
-    "TRIGGER",
-    "UPDATE",
-    "DELETE HISTORY",  # MariaDB only
-    # Global only: granted on *.* alone.
-    "CREATE USER",
-    "FILE",
-    "PROCESS",
-    "RELOAD",
-    "REPLICATION CLIENT",
-    "REPLICATION SLAVE",
-    "SHOW DATABASES",
-    "SHUTDOWN",
-    "SUPER",
-    "CREATE TABLESPACE",
-    "BINLOG MONITOR",  # MariaDB only
-    "SLAVE MONITOR",  # MariaDB only
-    "CREATE ROLE",  # MySQL only
-    "DROP ROLE",  # MySQL only
-)
-"""The static privileges whose levels the schema knows (the enum of earlier versions): its rules refuse the
+PRIVILEGES: Final[tuple[str, ...]] = (mysql_grants.ALL, *mysql_grants.PRIVILEGE_NAMES)
+"""The static privileges whose levels the schema knows (the enum of earlier versions), from the MySQL layer
+(its only list): ALL, the database-level ones, then the global-only ones. The schema's rules refuse the
 global-only ones elsewhere than on *.*, and on a table anything but the table privileges. Any other name of
 the right shape is the server's to judge (MySQL's dynamic privileges, MariaDB's administrative ones: global
 only)."""
@@ -74,10 +39,10 @@ NOT_LISTED: Final[tuple[str, ...]] = ("ALL PRIVILEGES", "USAGE", "GRANT OPTION",
 """Names of the right shape that are no privilege to list: ALL PRIVILEGES is written ALL, USAGE is no
 privilege, GRANT OPTION is grantOption, PROXY is granted on an account."""
 
-COLUMN_PRIVILEGES: Final[tuple[str, ...]] = ("SELECT", "INSERT", "UPDATE", "REFERENCES")
+COLUMN_PRIVILEGES: Final[tuple[str, ...]] = mysql_grants.COLUMN_PRIVILEGE_NAMES
 """The privileges a column grant allows."""
 
-ROUTINE_PRIVILEGES: Final[tuple[str, ...]] = ("ALL", "EXECUTE", "ALTER ROUTINE")
+ROUTINE_PRIVILEGES: Final[tuple[str, ...]] = (mysql_grants.ALL, *mysql_grants.ROUTINE_PRIVILEGE_NAMES)
 """The privileges a routine grant allows (ALL meaning EXECUTE and ALTER ROUTINE)."""
 
 GLOBAL_ONLY_PRIVILEGES: Final[tuple[str, ...]] = tuple(

@@ -19,42 +19,41 @@ from dbuser_operator.mysql.server import Flavour, ServerInfo
 ALL: Final = "ALL"
 """Every privilege of the grant's level (``ALL PRIVILEGES``), as :func:`expand_all` lists it."""
 
-_COMMON_DATABASE: Final = frozenset(
-    {
-        "ALTER",
-        "ALTER ROUTINE",
-        "CREATE",
-        "CREATE ROUTINE",
-        "CREATE TEMPORARY TABLES",
-        "CREATE VIEW",
-        "DELETE",
-        "DROP",
-        "EVENT",
-        "EXECUTE",
-        "INDEX",
-        "INSERT",
-        "LOCK TABLES",
-        "REFERENCES",
-        "SELECT",
-        "SHOW VIEW",
-        "TRIGGER",
-        "UPDATE",
-    }
+# The static privileges of both flavours, in the order the API's schema spells them (its CEL lists).
+_COMMON_DATABASE_NAMES: Final = (
+    "ALTER",
+    "ALTER ROUTINE",
+    "CREATE",
+    "CREATE ROUTINE",
+    "CREATE TEMPORARY TABLES",
+    "CREATE VIEW",
+    "DELETE",
+    "DROP",
+    "EVENT",
+    "EXECUTE",
+    "INDEX",
+    "INSERT",
+    "LOCK TABLES",
+    "REFERENCES",
+    "SELECT",
+    "SHOW VIEW",
+    "TRIGGER",
+    "UPDATE",
 )
-_COMMON_GLOBAL_ONLY: Final = frozenset(
-    {
-        "CREATE TABLESPACE",
-        "CREATE USER",
-        "FILE",
-        "PROCESS",
-        "RELOAD",
-        "REPLICATION CLIENT",
-        "REPLICATION SLAVE",
-        "SHOW DATABASES",
-        "SHUTDOWN",
-        "SUPER",
-    }
+_COMMON_GLOBAL_ONLY_NAMES: Final = (
+    "CREATE USER",
+    "FILE",
+    "PROCESS",
+    "RELOAD",
+    "REPLICATION CLIENT",
+    "REPLICATION SLAVE",
+    "SHOW DATABASES",
+    "SHUTDOWN",
+    "SUPER",
+    "CREATE TABLESPACE",
 )
+_COMMON_DATABASE: Final = frozenset(_COMMON_DATABASE_NAMES)
+_COMMON_GLOBAL_ONLY: Final = frozenset(_COMMON_GLOBAL_ONLY_NAMES)
 _COMMON_TABLE: Final = frozenset(
     {
         "ALTER",
@@ -82,28 +81,45 @@ FLAVOUR_ONLY_PRIVILEGES: Final[Mapping[str, Flavour]] = {
 """The privileges that exist on one flavour only: wanted on the other, :func:`apply` refuses them with an
 :class:`~.errors.InvalidGrantError` that names them (the server would answer a syntax error)."""
 
-DATABASE_PRIVILEGES: Final = _COMMON_DATABASE | {"DELETE HISTORY"}
-"""The static privileges that may be granted on a database (and globally), on one flavour at least."""
-
-GLOBAL_ONLY_PRIVILEGES: Final = _COMMON_GLOBAL_ONLY | {
+_DATABASE_NAMES: Final = (*_COMMON_DATABASE_NAMES, "DELETE HISTORY")
+_GLOBAL_ONLY_NAMES: Final = (
+    *_COMMON_GLOBAL_ONLY_NAMES,
     "BINLOG MONITOR",
     "SLAVE MONITOR",
     "CREATE ROLE",
     "DROP ROLE",
-}
+)
+
+DATABASE_PRIVILEGES: Final = frozenset(_DATABASE_NAMES)
+"""The static privileges that may be granted on a database (and globally), on one flavour at least."""
+
+GLOBAL_ONLY_PRIVILEGES: Final = frozenset(_GLOBAL_ONLY_NAMES)
 """The static privileges that exist only at the global level (``*.*``)."""
 
 TABLE_PRIVILEGES: Final = _COMMON_TABLE | {"DELETE HISTORY"}
 """The privileges that may be granted on one table (routines, events, temporary tables and locks may not)."""
 
-COLUMN_PRIVILEGES: Final = frozenset({"SELECT", "INSERT", "UPDATE", "REFERENCES"})
-"""The privileges that may be granted on columns of a table (``GRANT SELECT (a, b) ON db.t``)."""
+COLUMN_PRIVILEGE_NAMES: Final = ("SELECT", "INSERT", "UPDATE", "REFERENCES")
+"""The privileges that may be granted on columns of a table (``GRANT SELECT (a, b) ON db.t``), in the
+order the API spells them."""
 
-ROUTINE_PRIVILEGES: Final = frozenset({"EXECUTE", "ALTER ROUTINE"})
-"""The privileges that may be granted on one stored procedure or function (``ALL`` means both)."""
+COLUMN_PRIVILEGES: Final = frozenset(COLUMN_PRIVILEGE_NAMES)
+"""The privileges that may be granted on columns of a table, as a set."""
 
-PRIVILEGES: Final = DATABASE_PRIVILEGES | GLOBAL_ONLY_PRIVILEGES
-"""Every privilege name a wanted :class:`Grant` may list, besides :data:`ALL`."""
+ROUTINE_PRIVILEGE_NAMES: Final = ("EXECUTE", "ALTER ROUTINE")
+"""The privileges that may be granted on one stored procedure or function (``ALL`` means both), in the
+order the API spells them."""
+
+ROUTINE_PRIVILEGES: Final = frozenset(ROUTINE_PRIVILEGE_NAMES)
+"""The privileges that may be granted on one stored procedure or function, as a set."""
+
+PRIVILEGE_NAMES: Final = (*_DATABASE_NAMES, *_GLOBAL_ONLY_NAMES)
+"""Every privilege name a wanted :class:`Grant` may list besides :data:`ALL`, once each: those of a
+database first, then the global-only ones. The API's schema lists them in this order; this is their only
+list."""
+
+PRIVILEGES: Final = frozenset(PRIVILEGE_NAMES)
+"""Every privilege name a wanted :class:`Grant` may list, besides :data:`ALL`, as a set."""
 
 # --- What ALL means, per server and level --------------------------------------------------------------
 # MariaDB 10.6 - 10.11, found by experiment on 10.11 (GRANT ALL, then information_schema): the database
