@@ -118,7 +118,8 @@ class Controller:
         self.name = name
         self.reconciler = reconciler
         self.max_concurrent_reconciles = max_concurrent_reconciles
-        self.queue: RateLimitingQueue[ObjectKey] = queue or RateLimitingQueue(name)
+        # An empty queue is falsy (it has a length): "queue or ..." would drop the one given.
+        self.queue: RateLimitingQueue[ObjectKey] = queue if queue is not None else RateLimitingQueue(name)
         self.informers: list[Informer] = []
         self.gate = gate
         self._started = asyncio.Event()

@@ -15,6 +15,7 @@ import pytest
 from dbuser_operator.runtime.controller import Controller, Drain, ReconcileError, Reconciler, Result
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import ObjectKey
+from dbuser_operator.runtime.workqueue import RateLimitingQueue
 from tests.support.kube import eventually
 from tests.support.logs import captured_logs
 
@@ -68,6 +69,23 @@ async def test_a_key_is_never_reconciled_twice_at_once_under_load() -> None:
     assert peak > 1  # really concurrent
     assert set(calls) <= {key(n) for n in range(20)}
     assert sum(calls.values()) >= 20
+
+
+async def test_the_queue_given_is_the_one_drained_even_while_empty() -> None:
+    """Others (the drift check, the Event recorder) hold the queue given: an empty one is falsy, and must
+    not be swapped for a new one that nobody else sees."""
+    seen: list[ObjectKey] = []
+
+    async def reconcile(k: ObjectKey) -> Result:
+        seen.append(k)
+        return Result()
+
+    queue = RateLimitingQueue[ObjectKey]("given")
+    controller = Controller("given", reconcile, queue=queue)
+    assert controller.queue is queue
+    async with running(controller):
+        queue.add(key(1))
+        await eventually(lambda: seen == [key(1)])
 
 
 async def test_requeue_after_comes_back_after_the_delay() -> None:
