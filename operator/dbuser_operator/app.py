@@ -133,6 +133,7 @@ def build_manager(
     reader, kube = kube, kube.fenced(fence.check)
     scope = Scope(settings.target_label, settings.target)
     users = Informer(reader, DATABASE_USERS, namespaces=settings.namespaces, label_selector=scope.selector)
+    databaseuser.index(users)  # before the caches that read its indexes are built
     roles = Informer(reader, DATABASE_ROLES, namespaces=settings.namespaces, label_selector=scope.selector)
     # Only the Secrets DatabaseUsers name (their own included); the server kinds add those servers name.
     secrets = ReferencedInformer(
@@ -169,7 +170,6 @@ def build_manager(
         metrics_address=settings.metrics_bind_address,
         shutdown_timeout=settings.shutdown_timeout,
     )
-    databaseuser.index(users)
     databaseuser.setup(manager, shared, queue)
     databaserole.setup(manager, shared)
     servers.setup(manager, shared)
