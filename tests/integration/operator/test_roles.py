@@ -11,11 +11,19 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS
+from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.resources import EVENTS
 from tests.conftest import Runner
 from tests.integration.mysql.support import client_tls
-from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator, create_secret
+from tests.integration.operator.conftest import (
+    TARGET,
+    PasswordLedger,
+    RunningOperator,
+    StartOperator,
+    create_secret,
+)
 from tests.integration.operator.helpers import (
     database_user,
     mysql_accounts,
@@ -355,3 +363,39 @@ async def test_a_role_never_takes_over_an_account(
             mysql, "SELECT account_locked, authentication_string FROM mysql.user WHERE User = %s", shared
         )
         assert row == [("Y", "")]  # still a role: no password, locked
+
+
+async def test_a_role_relabelled_while_no_instance_watched_is_let_go_at_start(
+    start_operator: StartOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer
+) -> None:
+    """As for users: a role that left the scope while no leader watched loses this instance's finalizer at
+    the next start (a LeftTarget Warning), and stays in MySQL."""
+    name = unique("asleep")
+    first = await start_operator(target="sweep")
+    body = database_role(name)
+    body["metadata"]["labels"] = {"dbuser-operator.dev/target": "sweep"}
+    await kube_client.create(DATABASE_ROLES, body, namespace)
+    await wait_role_ready(kube_client, namespace, name)
+    first.stop.set()
+    await first.task
+
+    relabel = {"metadata": {"labels": {"dbuser-operator.dev/target": "nobody"}}}
+    await kube_client.patch(DATABASE_ROLES, name, relabel, PatchType.MERGE, namespace=namespace)
+    held = (await kube_client.get(DATABASE_ROLES, name, namespace))["metadata"]["finalizers"]
+    assert held == [Scope("dbuser-operator.dev/target", "sweep").finalizer]  # no instance of "sweep" runs
+
+    await start_operator(target="sweep")
+
+    async def finalizers() -> list[str]:
+        obj = await kube_client.get(DATABASE_ROLES, name, namespace)
+        return list(obj["metadata"].get("finalizers") or [])
+
+    deadline = time.monotonic() + 30
+    while await finalizers():
+        assert time.monotonic() < deadline, "the departed role kept this instance's finalizer"
+        await asyncio.sleep(0.1)
+    events = await kube_client.list_all(EVENTS, namespace)
+    assert any(e["reason"] == "LeftTarget" and e["involvedObject"]["name"] == name for e in events[0])
+    await kube_client.delete(DATABASE_ROLES, name, namespace)
+    await role_gone(kube_client, namespace, name)
+    assert role_exists(mysql, name)  # let go: never dropped
