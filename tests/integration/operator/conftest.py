@@ -19,6 +19,7 @@ from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.envtest.mysql import GENERAL_LOG
 from dbuser_operator.local import write_private
 from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.errors import Unavailable
 from dbuser_operator.runtime.logging import configure_logging
 from dbuser_operator.settings import Settings
 
@@ -176,9 +177,9 @@ async def no_password_leaks(
         return
     async with kube.api_client() as api:
         kube_client = KubeClient(api)
-        events = await kube_client.request("GET", "/api/v1/events")
+        events = await read_settled(kube_client, "/api/v1/events")
         listed = [
-            await kube_client.request("GET", f"/apis/mysql.dbuser-operator.dev/v1alpha1/{plural}")
+            await read_settled(kube_client, f"/apis/mysql.dbuser-operator.dev/v1alpha1/{plural}")
             for plural in ("databaseusers", "mysqlservers", "clustermysqlservers")
         ]
     statuses = [item.get("status") for items in listed for item in items.get("items", [])]
@@ -191,6 +192,19 @@ async def no_password_leaks(
     assert leaks == [], f"passwords leaked into: {sorted({where for where, _ in leaks})}"
     # an operator's own log was scanned (the in-process one's, or a replica process's)
     assert any("operator" in Path(where).parent.parts for where in texts)
+
+
+async def read_settled(kube: KubeClient, path: str, limit: float = 30.0) -> dict[str, Any]:
+    """GET ``path``, again while the API server answers 429/5xx (a resource's storage still initialising
+    after its CRD was installed, in a short session): the check must read, not fail on a busy server."""
+    deadline = asyncio.get_running_loop().time() + limit
+    while True:
+        try:
+            return await kube.request("GET", path)
+        except Unavailable:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.5)
 
 
 async def create_secret(kube: KubeClient, namespace: str, name: str, data: dict[str, str]) -> dict[str, Any]:
