@@ -371,9 +371,9 @@ async def test_a_role_relabelled_while_no_instance_watched_is_let_go_at_start(
     """As for users: a role that left the scope while no leader watched loses this instance's finalizer at
     the next start (a LeftTarget Warning), and stays in MySQL."""
     name = unique("asleep")
-    first = await start_operator(target="sweep")
+    first = await start_operator(target="role-sweep")  # instances run to the session's end: own target
     body = database_role(name)
-    body["metadata"]["labels"] = {"dbuser-operator.dev/target": "sweep"}
+    body["metadata"]["labels"] = {"dbuser-operator.dev/target": "role-sweep"}
     await kube_client.create(DATABASE_ROLES, body, namespace)
     await wait_role_ready(kube_client, namespace, name)
     first.stop.set()
@@ -382,9 +382,9 @@ async def test_a_role_relabelled_while_no_instance_watched_is_let_go_at_start(
     relabel = {"metadata": {"labels": {"dbuser-operator.dev/target": "nobody"}}}
     await kube_client.patch(DATABASE_ROLES, name, relabel, PatchType.MERGE, namespace=namespace)
     held = (await kube_client.get(DATABASE_ROLES, name, namespace))["metadata"]["finalizers"]
-    assert held == [Scope("dbuser-operator.dev/target", "sweep").finalizer]  # no instance of "sweep" runs
+    assert held == [Scope("dbuser-operator.dev/target", "role-sweep").finalizer]  # none of it runs
 
-    await start_operator(target="sweep")
+    second = await start_operator(target="role-sweep")
 
     async def finalizers() -> list[str]:
         obj = await kube_client.get(DATABASE_ROLES, name, namespace)
@@ -399,3 +399,5 @@ async def test_a_role_relabelled_while_no_instance_watched_is_let_go_at_start(
     await kube_client.delete(DATABASE_ROLES, name, namespace)
     await role_gone(kube_client, namespace, name)
     assert role_exists(mysql, name)  # let go: never dropped
+    second.stop.set()
+    await second.task
