@@ -161,7 +161,7 @@ async def assert_nothing_after_takeover(
     late_writes = [e for e in old_writes if audit_time(e) >= takeover]
     # A write whose bytes were leaving when the process paused can still arrive: the preconditions
     # (resourceVersion of status and finalizer patches, of the Lease) must then refuse it. An Event create
-    # has none: one already on its way lands (README: High availability, limits).
+    # has none: one already on its way lands (docs/high-availability.md, limits).
     landed = [
         (e["verb"], e["objectRef"].get("resource"), e["responseStatus"]["code"])
         for e in late_writes

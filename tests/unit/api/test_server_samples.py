@@ -33,7 +33,7 @@ def test_the_mysqlserver_sample_and_its_secret() -> None:
 
 
 def test_the_clustermysqlserver_samples() -> None:
-    """One without a policy (its Secret named in the comments), one with (README "Server policy"); both
+    """One without a policy (its Secret named in the comments), one with (docs/servers.md, "Server policy"); both
     labelled for the default target, as the operator's informers select server resources by it."""
     (plain,) = _documents(SAMPLES / "mysql_v1alpha1_clustermysqlserver.yaml")
     (with_policy,) = _documents(SAMPLES / "mysql_v1alpha1_clustermysqlserver_policy.yaml")
