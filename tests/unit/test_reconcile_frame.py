@@ -1,0 +1,161 @@
+"""The one reconcile frame every kind uses, with a toy kind: parse or InvalidSpec, ensure or finalize,
+Ready, the status write only when it changed, Events after it, retry only where the error asks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, cast
+
+import pytest
+from pydantic import BaseModel
+
+from dbuser_operator.api.v1alpha1 import Condition
+from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.kit.reconcile import Pass, Reconciler
+from dbuser_operator.controllers.kit.scope import Scope
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.controller import Result
+from dbuser_operator.runtime.events import EventRecorder
+from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.runtime.resources import ObjectKey, Resource
+
+SCOPE = Scope("example.com/target", "main")
+KEY = ObjectKey("team-a", "toy")
+
+
+class ToyStatus(BaseModel):
+    conditions: list[Condition] = []
+    observed_generation: int | None = None
+
+    def to_api(self, current: dict[str, Any] | None) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class ToySpec(BaseModel):
+    size: int
+
+
+@dataclass(kw_only=True)
+class ToyPass(Pass[ToyStatus]):
+    spec: ToySpec | None = None
+
+
+class FakeKube:
+    def __init__(self) -> None:
+        self.patches: list[dict[str, Any]] = []
+
+    async def patch(self, resource: Resource, name: str, body: dict[str, Any], *args: Any, **kw: Any) -> Any:
+        self.patches.append(body)
+        return {"metadata": {"name": name, "namespace": KEY.namespace, "resourceVersion": "2"}}
+
+
+class FakeRecorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def emit(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        self.events.append((type_, reason, message))
+
+
+class FakeInformer:
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.obj = obj
+
+    def get(self, key: ObjectKey) -> dict[str, Any] | None:
+        return self.obj
+
+
+class ToyReconciler(Reconciler[ToyPass]):
+    resource: ClassVar[Resource] = Resource("example.com", "v1", "toys", "Toy")
+    api_version: ClassVar[str] = "example.com/v1"
+
+    def __init__(self, obj: dict[str, Any], failure: ConditionError | None = None) -> None:
+        self.kube_fake, self.recorder_fake = FakeKube(), FakeRecorder()
+        informer = cast(Informer, FakeInformer(obj))
+        super().__init__(
+            cast(KubeClient, self.kube_fake), informer, cast(EventRecorder, self.recorder_fake), SCOPE
+        )
+        self.failure = failure
+        self.finalized = 0
+
+    def parse(self, obj: dict[str, Any]) -> ToyPass:
+        return ToyPass(obj=obj, status=ToyStatus(), spec=ToySpec.model_validate(obj["spec"]))
+
+    def unparsed(self, obj: dict[str, Any]) -> ToyPass:
+        return ToyPass(obj=obj, status=ToyStatus())
+
+    async def ensure(self, ctx: ToyPass) -> Result:
+        ctx.event("Normal", "Grown", "grew")
+        if self.failure is not None:
+            raise self.failure
+        self.set_ready(ctx, "True", "ToyReady", "the toy matches the spec")
+        await self.write(ctx)
+        return Result(requeue_after=5.0)
+
+    async def finalize(self, ctx: ToyPass) -> None:
+        self.finalized += 1
+        ctx.event("Normal", "Gone", "dropped")
+
+
+def toy(spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
+    meta = {"name": KEY.name, "namespace": KEY.namespace, "resourceVersion": "1", "generation": 3, **metadata}
+    return {"metadata": meta, "spec": spec}
+
+
+async def test_a_pass_sets_ready_writes_status_then_emits_its_events() -> None:
+    reconciler = ToyReconciler(toy({"size": 1}))
+    assert await reconciler(KEY) == Result(requeue_after=5.0)
+    (patch,) = reconciler.kube_fake.patches
+    (ready,) = patch["status"]["conditions"]
+    assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "True", "ToyReady")
+    assert patch["status"]["observed_generation"] == 3
+    assert patch["metadata"] == {"resourceVersion": "1"}  # guarded by the version it was computed from
+    assert reconciler.recorder_fake.events == [("Normal", "Grown", "grew")]  # becoming Ready adds none
+
+
+async def test_a_spec_the_models_reject_is_invalid_spec_and_not_retried() -> None:
+    reconciler = ToyReconciler(toy({"size": "large"}))
+    assert await reconciler(KEY) == Result()
+    (ready,) = reconciler.kube_fake.patches[0]["status"]["conditions"]
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
+    assert ready["message"].startswith("size: ")
+    assert reconciler.recorder_fake.events[0][:2] == ("Warning", "InvalidSpec")
+
+
+async def test_a_condition_error_is_reported_and_retried_only_if_it_asks() -> None:
+    permanent = ToyReconciler(toy({"size": 1}), ConditionError("Refused", "no", retry=False))
+    assert await permanent(KEY) == Result()
+    assert ("Warning", "Refused", "no") in permanent.recorder_fake.events
+    assert ("Normal", "Grown", "grew") in permanent.recorder_fake.events  # what the pass did, said too
+
+    transient = ToyReconciler(toy({"size": 1}), ConditionError("Unreachable", "later"))
+    with pytest.raises(ConditionError):
+        await transient(KEY)
+    (ready,) = transient.kube_fake.patches[0]["status"]["conditions"]
+    assert (ready["status"], ready["reason"]) == ("False", "Unreachable")
+
+
+async def test_deletion_finalizes_only_what_this_instance_holds() -> None:
+    deleting = {"deletionTimestamp": "2026-01-01T00:00:00Z"}
+    held = ToyReconciler(toy({"size": 1}, finalizers=[SCOPE.finalizer], **deleting))
+    await held(KEY)
+    assert held.finalized == 1
+    assert held.recorder_fake.events == [("Normal", "Gone", "dropped")]
+
+    foreign = ToyReconciler(toy({"size": 1}, finalizers=["example.com/other"], **deleting))
+    await foreign(KEY)
+    assert foreign.finalized == 0
+    assert foreign.kube_fake.patches == []
+    assert foreign.recorder_fake.events == []
+
+
+async def test_normal_events_merge_into_one_where_the_kind_says_so() -> None:
+    reconciler = ToyReconciler(toy({"size": 1}))
+    reconciler.one_normal_event = True  # type: ignore[misc]
+    ctx = reconciler.parse(toy({"size": 1}))
+    ctx.event("Normal", "First", "a")
+    ctx.event("Warning", "Odd", "b")
+    ctx.event("Normal", "Second", "c")
+    reconciler.record_events(ctx)
+    assert reconciler.recorder_fake.events == [("Normal", "First", "a; c"), ("Warning", "Odd", "b")]
+    assert ctx.events == []
