@@ -33,8 +33,9 @@ def test_the_mysqlserver_sample_and_its_secret() -> None:
 
 
 def test_the_clustermysqlserver_samples() -> None:
-    """One without a policy (its Secret named in the comments), one with (docs/servers.md, "Server policy"); both
-    labelled for the default target, as the operator's informers select server resources by it."""
+    """One without a policy (its Secret named in the comments), one with (docs/servers.md, "Server
+    policy"); both labelled for the default target, as the operator's informers select server resources by
+    it."""
     (plain,) = _documents(SAMPLES / "mysql_v1alpha1_clustermysqlserver.yaml")
     (with_policy,) = _documents(SAMPLES / "mysql_v1alpha1_clustermysqlserver_policy.yaml")
     server = ClusterMySQLServer.model_validate(plain)
