@@ -23,7 +23,7 @@ class ServerHandle:
     def __init__(self, db: Database, schema: str, key: str = "", name: str = "") -> None:
         self.db = db
         self.schema = schema
-        self.key = key  # the server's key (controllers.resources.server_key); "" for the settings' server
+        self.key = key  # the server's key (controllers.kit.resources.server_key); "" for the settings' server
         self.name = name  # for logs and messages: "MySQLServer team-a/main"; "" for the settings' server
         self._server: ServerInfo | None = None
         self._read_at = 0.0  # monotonic time of the last read

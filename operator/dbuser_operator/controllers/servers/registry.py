@@ -43,7 +43,7 @@ class _Entry:
 
 
 class ServerRegistry:
-    """The Targets of the servers in use, by server key (``controllers.resources.server_key``)."""
+    """The handles of the servers in use, by server key (``controllers.kit.resources.server_key``)."""
 
     def __init__(
         self,
@@ -126,7 +126,7 @@ class ServerRegistry:
         return entry is None or time.monotonic() - entry.used >= self.idle_timeout
 
     async def sweep(self) -> None:
-        """Close the pools of idle servers and those of replaced Targets whose grace period is over."""
+        """Close the pools of idle servers and those of replaced handles whose grace period is over."""
         now = time.monotonic()
         due = [handle for until, handle in self._retiring if until <= now]
         self._retiring = [(until, handle) for until, handle in self._retiring if until > now]
