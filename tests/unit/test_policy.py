@@ -31,9 +31,9 @@ from dbuser_operator.controllers.policy.namespaces import (
 )
 from dbuser_operator.controllers.policy.rules import (
     Violation,
-    database_matches,
     describe,
     entry_for,
+    matches,
     role_violations,
     selects,
     user_violations,
@@ -185,7 +185,7 @@ PATTERN_CASES = [
 
 @pytest.mark.parametrize(("pattern", "database", "expected"), PATTERN_CASES)
 def test_database_patterns(pattern: str, database: str, expected: bool) -> None:
-    assert database_matches(pattern, database, "team-a") is expected
+    assert matches(pattern, database, "team-a") is expected
 
 
 def test_a_database_outside_the_patterns_is_named_with_the_pattern() -> None:

@@ -54,6 +54,10 @@ DATABASE_PATTERN_PATTERN: Final = r"^(\{namespace\}|[A-Za-z0-9_$*-])+$"
 DatabasePattern = Annotated[
     str, Field(max_length=OBJECT_NAME_MAX_LENGTH * 2, pattern=DATABASE_PATTERN_PATTERN)
 ]
+NAME_PATTERN_PATTERN: Final = r"^(\{namespace\}|[A-Za-z0-9_.*-])+$"
+"""An account or role name pattern: letters, digits, '_', '.', '-', '*' (any run of characters) and the
+placeholder {namespace} (the resource's namespace, '-' as written)."""
+NamePattern = Annotated[str, Field(max_length=128, pattern=NAME_PATTERN_PATTERN)]
 MAX_POLICY_ENTRIES: Final = 32
 MAX_DATABASE_PATTERNS: Final = 32
 MAX_POOL_SIZE: Final = 128
@@ -221,6 +225,19 @@ class NamespacePolicy(Model):
     allow_plugins: bool = False
     """Whether DatabaseUsers may choose an authentication plugin (spec.authentication). Defaults to false:
     the server's default plugin."""
+
+    allow_adoption: bool = False
+    """Whether DatabaseUsers and DatabaseRoles may take over (the adopt annotation) an account or role the
+    operator did not create, or whose DatabaseUser is gone. Defaults to false. Even then, only one whose
+    name adoptableNames admits and that holds nothing beyond this entry: its privileges, the roles granted
+    to it (recursively, with theirs), proxy grants and its authentication plugin."""
+
+    adoptable_names: list[NamePattern] | None = Field(
+        default=None, max_length=MAX_DATABASE_PATTERNS, json_schema_extra={"x-kubernetes-list-type": "set"}
+    )
+    """Patterns of the account and role names these namespaces may adopt: '*' matches any run of
+    characters, {namespace} is the namespace's name (e.g. "{namespace}_*"). Unset: any name (within
+    allowAdoption and the bounds of what the account holds)."""
 
 
 class ServerPolicy(Model):

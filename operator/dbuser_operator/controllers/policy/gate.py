@@ -9,21 +9,31 @@ converging; nothing is revoked or dropped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser
 from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
 from dbuser_operator.api.v1alpha1.mysqlserver import ServerPolicy
 from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.policy.adoption import holding_problems, name_problems
 from dbuser_operator.controllers.policy.namespaces import POLICY_NAMESPACE_INDEX, NamespaceLabels, on_a_server
-from dbuser_operator.controllers.policy.rules import Violation, describe, role_violations, user_violations
+from dbuser_operator.controllers.policy.rules import (
+    Violation,
+    describe,
+    entry_for,
+    role_violations,
+    user_violations,
+)
 from dbuser_operator.controllers.servers.binding import ServerBinding
+from dbuser_operator.mysql.holdings import Holdings
+from dbuser_operator.mysql.server import Flavour
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.informer import Informer
 
 POLICY_VIOLATION = "PolicyViolation"
 NAMESPACE_UNKNOWN = "NamespaceUnknown"
 NAMESPACES_UNREADABLE = "NamespacesUnreadable"
+ADOPTION_NOT_ALLOWED = "AdoptionNotAllowed"
 
 Evaluation = Callable[[ServerPolicy, str, Mapping[str, str]], list[Violation]]
 """A resource's violations of a policy, given its namespace's name and labels."""
@@ -64,6 +74,37 @@ class PolicyGate:
         self._check(
             server, role.metadata.namespace, lambda p, ns, labels: role_violations(p, ns, labels, role.spec)
         )
+
+    async def check_adoption(
+        self,
+        server: ServerBinding | None,
+        *,
+        namespace: str,
+        what: str,
+        name: str,
+        holdings: Callable[[], Awaitable[Holdings]],
+        flavour: Flavour,
+    ) -> None:
+        """Raise AdoptionNotAllowed unless the policy lets ``namespace`` take over the account or role
+        ``name`` (``what``, for messages) as it is today; ``holdings`` reads that only when the policy lets
+        the namespace adopt the name at all. No server resource, or no policy: nothing to check."""
+        if server is None or server.spec.policy is None:
+            return
+        labels = self._labels(server, namespace)
+        found = entry_for(server.spec.policy, labels)
+        if found is None:  # the policy step refused it already; a policy changed since then
+            violation = Violation("", f"namespace {namespace} may not use it")
+            raise ConditionError(POLICY_VIOLATION, violation.message(str(server)), retry=False)
+        index, entry = found
+        rule = f"policy.namespaces[{index}]"
+        problems = name_problems(entry, namespace, name)
+        if problems:  # looked at again when the policy or the resource changes
+            message = Violation(rule, f"cannot adopt {what}: {'; '.join(problems)}").message(str(server))
+            raise ConditionError(ADOPTION_NOT_ALLOWED, message, retry=False)
+        problems = holding_problems(entry, namespace, await holdings(), flavour)
+        if problems:  # what it holds may change by hand: looked at again, with backoff
+            message = Violation(rule, f"cannot adopt {what}: {'; '.join(problems)}").message(str(server))
+            raise ConditionError(ADOPTION_NOT_ALLOWED, message)
 
     def _check(self, server: ServerBinding | None, namespace: str | None, evaluate: Evaluation) -> None:
         if server is None or server.spec.policy is None:

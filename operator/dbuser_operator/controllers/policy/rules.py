@@ -89,19 +89,20 @@ def expand(pattern: str, namespace: str) -> str:
     return pattern.replace(NAMESPACE_PLACEHOLDER, namespace)
 
 
-def database_matches(pattern: str, database: str, namespace: str) -> bool:
-    """Whether ``database`` matches ``pattern`` ('*' any run of characters, case-sensitive)."""
+def matches(pattern: str, name: str, namespace: str) -> bool:
+    """Whether a database or account ``name`` matches ``pattern`` ('*' any run of characters,
+    case-sensitive)."""
     parts = (re.escape(part) for part in expand(pattern, namespace).split("*"))
-    return re.fullmatch(".*".join(parts), database, flags=re.DOTALL) is not None
+    return re.fullmatch(".*".join(parts), name, flags=re.DOTALL) is not None
 
 
 def allowed_database(entry: NamespacePolicy, database: str, namespace: str) -> bool:
     """Whether ``entry`` lets grants name ``database`` (any database when it has no patterns)."""
     patterns = entry.databases
-    return patterns is None or any(database_matches(p, database, namespace) for p in patterns)
+    return patterns is None or any(matches(p, database, namespace) for p in patterns)
 
 
-def _patterns_text(patterns: Sequence[str], namespace: str) -> str:
+def patterns_text(patterns: Sequence[str], namespace: str) -> str:
     """``team-a_*`` or ``team-a_*, shared (patterns {namespace}_*, shared)``: expanded, then as written."""
     expanded = ", ".join(expand(pattern, namespace) for pattern in patterns)
     written = ", ".join(patterns)
@@ -144,7 +145,7 @@ def grant_problems(entry: NamespacePolicy, grants: Iterable[Grant], namespace: s
     if outside and entry.databases is not None:
         names = ", ".join(f'"{name}"' for name in outside)
         noun, verb = ("database", "is") if len(outside) == 1 else ("databases", "are")
-        problems.append(f"{noun} {names} {verb} outside {_patterns_text(entry.databases, namespace)}")
+        problems.append(f"{noun} {names} {verb} outside {patterns_text(entry.databases, namespace)}")
     if above and ceiling is not None:
         verb = "is" if len(above) == 1 else "are"
         limit = ", ".join(ceiling) or "(none)"
