@@ -28,6 +28,8 @@ Role = tuple[str, str]
 """``(name, host)`` of a role."""
 
 _OPERATION_FAILED: Final = 1396
+REVOKED: Final = "revoked role"
+"""How :func:`converge` reports a role it revoked."""
 
 
 def role_host(server: ServerInfo) -> str:
@@ -203,7 +205,7 @@ async def converge(
     summary: list[str] = []
     for role in sorted(held - wanted - keep):
         await revoke(db, role, user, host)
-        summary.append(f"revoked role {_literal(role)}")
+        summary.append(f"{REVOKED} {_literal(role)}")
     for role in sorted(wanted - held):
         await grant(db, role, user, host)
         summary.append(f"granted role {_literal(role)}")

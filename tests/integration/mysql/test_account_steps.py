@@ -9,8 +9,11 @@ import pytest
 from dbuser_operator.api.v1alpha1 import API_VERSION, AppliedSecret, DatabaseUser, DatabaseUserStatus
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.account import AccountStep
+from dbuser_operator.controllers.databaseuser.steps.credentials import CredentialsStep
 from dbuser_operator.controllers.databaseuser.steps.ownership import OwnershipStep
 from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.policy.gate import PolicyGate
+from dbuser_operator.controllers.policy.namespaces import NamespaceLabels
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database
@@ -42,8 +45,17 @@ def context(user: str, target: ServerHandle, uid: str = "0b5c2a52-1d0e-4a53-9d7b
     return ctx
 
 
-def steps(db: Database, schema: str) -> tuple[OwnershipStep, AccountStep, ServerHandle]:
-    return OwnershipStep(NoOwners()), AccountStep(), ServerHandle(db, schema)
+class AccountSteps:
+    """The account step and, with no grants or roles to converge between them, the credentials step."""
+
+    async def ensure(self, ctx: Context) -> None:
+        await AccountStep().ensure(ctx)
+        await CredentialsStep().ensure(ctx)
+
+
+def steps(db: Database, schema: str) -> tuple[OwnershipStep, AccountSteps, ServerHandle]:
+    no_policy = PolicyGate(NamespaceLabels(None))  # the settings' server: no policy to check
+    return OwnershipStep(NoOwners(), no_policy), AccountSteps(), ServerHandle(db, schema)
 
 
 @pytest.mark.parametrize("password", ["ours", "pässwörd ✓"])

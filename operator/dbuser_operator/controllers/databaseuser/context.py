@@ -27,6 +27,8 @@ class Context(Pass[DatabaseUserStatus]):
     # The claim recorded the fingerprint the account gets from this pass's CREATE USER (known beforehand).
     fingerprint_claimed: bool = False
     created: bool = False  # the account was created in this pass: it has default options and no grants
+    adopted: bool = False  # this pass took the account over (adopt annotation): its sessions are ended
+    reduced: bool = False  # this pass revoked privileges or roles: the account's sessions are ended
     plugin: str | None = None  # the account's authentication plugin as read in this pass (None: no account)
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server
     host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)

@@ -13,6 +13,7 @@ from dbuser_operator.controllers.databaseuser.role_drift import RoleDriftCheck
 from dbuser_operator.controllers.databaseuser.steps.account import AccountStep
 from dbuser_operator.controllers.databaseuser.steps.authentication import AuthenticationStep
 from dbuser_operator.controllers.databaseuser.steps.connection_secret import ConnectionSecretStep
+from dbuser_operator.controllers.databaseuser.steps.credentials import CredentialsStep, SessionsStep
 from dbuser_operator.controllers.databaseuser.steps.generated import GeneratedPasswordStep
 from dbuser_operator.controllers.databaseuser.steps.grants import GrantsStep, PrivilegeCheckStep
 from dbuser_operator.controllers.databaseuser.steps.guard import GuardStep
@@ -97,13 +98,15 @@ def steps(
         HostsStep(  # the steps of one account, run for each host
             [
                 RoleAccountGuardStep(),
-                OwnershipStep(LiveOwners(kube)),
+                OwnershipStep(LiveOwners(kube), shared.policy),
                 AuthenticationStep(),
                 ScheduledRotationStep(owned_secrets),
                 AccountStep(),
                 OptionsStep(),
                 GrantsStep(),
                 RolesStep(shared.roles),
+                CredentialsStep(),  # the password last: after the revokes
+                SessionsStep(),
             ],
             on_release=requeue_claimants,
         ),

@@ -66,6 +66,7 @@ class AccountGrants:
         self.server = server
         self.exists: bool | None = None  # None: not observed yet
         self.held: frozenset[Grant] = frozenset()
+        self.reduced = False  # the last converge revoked something
 
     def assume(self, held: Iterable[Grant]) -> AccountGrants:
         """Take ``held`` as observed (an account just created holds nothing): saves the read."""
@@ -95,6 +96,7 @@ class AccountGrants:
                 f"cannot grant to '{self.user}'@'{self.host}': the account does not exist"
             )
         done: list[str] = []
+        self.reduced = any(change.action != "grant" for change in planned)
         for change in planned:
             try:
                 await self.db.execute(change.statement(self.user, self.host))

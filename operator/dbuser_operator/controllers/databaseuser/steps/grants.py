@@ -48,6 +48,7 @@ class GrantsStep:
             if ctx.created:
                 account.assume(())  # a new account has no grants
             summary = await account.converge(wanted)
+            ctx.reduced |= account.reduced
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.privileges = grants.summary(wanted) or None

@@ -36,7 +36,14 @@ def for_host(ctx: Context, host: str) -> Context:
     """A context for the account on ``host``: what one account's steps learn starts afresh; the password,
     status and events are the resource's (shared with ``ctx``)."""
     return dataclasses.replace(
-        ctx, host=host, account_exists=None, password_intact=None, claimed=False, created=False
+        ctx,
+        host=host,
+        account_exists=None,
+        password_intact=None,
+        claimed=False,
+        created=False,
+        adopted=False,
+        reduced=False,
     )
 
 

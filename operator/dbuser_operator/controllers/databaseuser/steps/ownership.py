@@ -2,9 +2,12 @@
 
 Ownership is a row in the operator's bookkeeping table (user, host → owner uid, namespace, name). An
 existing account without a row is not taken over unless the resource carries the adopt annotation; an
-account owned by another DatabaseUser is reported as claimed and left alone. Whether that owner still
-exists is asked of the API server, not of the cache: the cache holds only this instance's scope, and an
-owner under another target label or in an unwatched namespace is alive all the same.
+account owned by another DatabaseUser is reported as claimed and left alone. On a server with a policy,
+adoption is the policy's to allow, judged on what the account holds today
+(:meth:`~dbuser_operator.controllers.policy.gate.PolicyGate.check_adoption`); an adopted account's
+password is set last and its sessions ended (:mod:`.credentials`). Whether an owner still exists is
+asked of the API server, not of the cache: the cache holds only this instance's scope, and an owner under
+another target label or in an unwatched namespace is alive all the same.
 
 A resource's first pass (no status written yet) claims in one statement that writes the row only while
 the account does not exist (:func:`~dbuser_operator.mysql.ownership.claim_new`); a row of an earlier pass
@@ -28,7 +31,8 @@ from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
-from dbuser_operator.mysql import ownership
+from dbuser_operator.controllers.policy.gate import PolicyGate
+from dbuser_operator.mysql import holdings, ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import Forbidden, NotFound
@@ -86,8 +90,22 @@ class OwnershipStep:
     name = "ownership"
     after = ("role-account-guard",)  # the adopt annotation never takes over a role
 
-    def __init__(self, owners: Owners) -> None:
+    def __init__(self, owners: Owners, policy: PolicyGate) -> None:
         self.owners = owners
+        self.policy = policy
+
+    async def _may_adopt(self, ctx: Context, user: str, host: str) -> None:
+        """Refuse (AdoptionNotAllowed) unless the server's policy lets this namespace take the account
+        over as it is today (:mod:`~dbuser_operator.controllers.policy.adoption`)."""
+        server = await ctx.server.server()
+        await self.policy.check_adoption(
+            ctx.binding,
+            namespace=ctx.user.metadata.namespace or "",
+            what=ctx.account,
+            name=user,
+            holdings=lambda: holdings.read_holdings(ctx.server.db, user, host, server),
+            flavour=server.flavour,
+        )
 
     async def ensure(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.host
@@ -105,14 +123,19 @@ class OwnershipStep:
             if current is None:
                 if found.exists and not adopting(ctx):
                     raise not_ours(ctx)
+                if found.exists:
+                    await self._may_adopt(ctx, user, host)
                 current = await self._claim(ctx, user, host)
                 if found.exists and ctx.claimed:
+                    ctx.adopted = True
                     ctx.event("Warning", "AccountAdopted", f"took over the existing account {ctx.account}")
             elif current.uid != me.uid and adopting(ctx) and not await self.owners.exists(current):
+                await self._may_adopt(ctx, user, host)
                 await ownership.forget(db, schema, user, host, current.uid)
                 current = await self._claim(ctx, user, host)
                 ctx.password_intact = None  # the fingerprint was the previous owner's
                 if ctx.claimed:
+                    ctx.adopted = True
                     ctx.event(
                         "Warning", "AccountAdopted", f"took over {ctx.account} from a deleted DatabaseUser"
                     )

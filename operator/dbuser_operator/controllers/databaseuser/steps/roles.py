@@ -97,6 +97,7 @@ class RolesStep:
             )
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
+        ctx.reduced |= any(line.startswith(roles.REVOKED) for line in summary)
         if summary:
             ctx.event("Normal", "RolesChanged", f"{ctx.account}: {'; '.join(summary)}")
         if missing:
