@@ -33,7 +33,7 @@ from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.mysql import grants, ownership, roles
+from dbuser_operator.mysql import grants, holdings, ownership, roles
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
@@ -131,7 +131,7 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
         try:
             await handle.ensure_roles_table()
             server = await handle.server()
-            claimed = await self._claim(handle, role, name)
+            claimed = await self._claim(handle, role, name, ctx.binding)
             created = False
             if not await roles.exists(db, name, server):
                 try:
@@ -152,7 +152,9 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
             ctx.event("Normal", "GrantsChanged", f"role {name}: {'; '.join(summary)}")
         ctx.status.role = name
 
-    async def _claim(self, handle: ServerHandle, role: DatabaseRole, name: str) -> bool:
+    async def _claim(
+        self, handle: ServerHandle, role: DatabaseRole, name: str, binding: ServerBinding | None
+    ) -> bool:
         """Make sure the role is this resource's; whether this call recorded it."""
         db, schema, me = handle.db, handle.schema, owner_of(role)
         table = ownership.ROLES_TABLE
@@ -164,9 +166,11 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
                 if not adopting:
                     raise _not_ours(name)
                 await self._refuse_an_account(handle, name)
+                await self._may_adopt(handle, role, name, binding)
             claim = await ownership.claim(db, schema, name, ownership.ROLE_HOST, me, table_name=table)
             current, inserted = claim.owner, claim.inserted
         elif current.uid != me.uid and adopting and not await self._owner_exists(current):
+            await self._may_adopt(handle, role, name, binding)
             await ownership.forget(db, schema, name, ownership.ROLE_HOST, current.uid, table_name=table)
             claim = await ownership.claim(db, schema, name, ownership.ROLE_HOST, me, table_name=table)
             current, inserted = claim.owner, claim.inserted
@@ -177,6 +181,24 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
                 retry=False,
             )
         return inserted
+
+    async def _may_adopt(
+        self, handle: ServerHandle, role: DatabaseRole, name: str, binding: ServerBinding | None
+    ) -> None:
+        """Refuse (AdoptionNotAllowed) unless the server's policy lets the namespace take the role over as
+        it is today: its privileges and the roles granted to it, recursively."""
+        if self.policy is None:
+            return
+        server = await handle.server()
+        host = roles.role_host(server)
+        await self.policy.check_adoption(
+            binding,
+            namespace=role.metadata.namespace or "",
+            what=f"role {name}",
+            name=name,
+            holdings=lambda: holdings.read_holdings(handle.db, name, host, server),
+            flavour=server.flavour,
+        )
 
     async def _refuse_an_account(self, handle: ServerHandle, name: str) -> None:
         """Adoption takes over roles only: never an account a DatabaseUser owns, nor (MySQL) an account that
