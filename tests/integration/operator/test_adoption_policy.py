@@ -23,12 +23,14 @@ import pytest
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator import test_server_policy
-from tests.integration.operator.conftest import PasswordLedger
+from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
 from tests.integration.operator.helpers import (
     account_exists,
     can_log_in,
+    database_user,
     mysql_query,
     privileges_of,
     ready,
@@ -231,3 +233,46 @@ async def test_an_allowed_adoption_revokes_first_and_ends_the_old_sessions(
         assert not account_exists(env.mysql, legacy)  # adopted: it was ours to drop
     finally:
         drop_accounts(env.mysql, legacy)
+
+
+async def wait_for_privileges(mysql: MySQLServer, user: str, count: int) -> None:
+    for _ in range(300):
+        if len(privileges_of(mysql, user)) == count:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{user} never held {count} privileges: {privileges_of(mysql, user)}")
+
+
+async def test_revoking_a_privilege_ends_the_sessions_that_kept_it(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """Any pass that takes privileges away ends the account's open sessions; granting more ends none."""
+    server = mysql
+    name, password = unique("revoke-ends"), passwords.new()
+    await create_secret(kube_client, namespace, f"{name}-pw", {"password": password})
+    grants = [{"database": "revoke_app", "privileges": ["SELECT", "UPDATE"]}]
+    await kube_client.create(DATABASE_USERS, database_user(name, f"{name}-pw", privileges=grants), namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    session = server.connect(user=name, password=password)
+    grants.append({"database": "revoke_more", "privileges": ["SELECT"]})  # more: the session stays
+    await kube_client.patch(
+        DATABASE_USERS, name, {"spec": {"privileges": grants}}, PatchType.MERGE, namespace=namespace
+    )
+    await wait_for_privileges(server, name, 3)
+    with session.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    grants[0]["privileges"] = ["SELECT"]  # less: the session, which could still UPDATE, is ended
+    await kube_client.patch(
+        DATABASE_USERS, name, {"spec": {"privileges": grants}}, PatchType.MERGE, namespace=namespace
+    )
+    await wait_for_privileges(server, name, 2)
+    await asyncio.sleep(0.5)
+    with pytest.raises(pymysql.err.OperationalError), session.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    assert can_log_in(server, name, password)
+    await kube_client.delete(DATABASE_USERS, name, namespace)
+    await wait_until_gone(kube_client, namespace, name)
