@@ -102,6 +102,7 @@ class OwnedAccount:
     owner: Owner
 
 
+_USER_HOSTS: Final = "SELECT Host FROM mysql.user WHERE User = %s"
 _CREATE_TABLE: Final = (
     "CREATE TABLE IF NOT EXISTS {table} ("
     " user VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,"
@@ -266,6 +267,28 @@ async def owned_hosts(db: Database, schema: str, user: str, owner_uid: str) -> l
         )
     )
     return [str(row[0]) for row in rows]
+
+
+async def same_user_elsewhere(
+    db: Database, schema: str, user: str, host: str, owner_uid: str
+) -> list[tuple[str, Owner | None]]:
+    """The other accounts of the user name ``user`` (any host but ``host``) that ``owner_uid`` does not
+    own: ``(host, owner)``, owner None for an account nobody recorded (a MariaDB role of that name has
+    host ``''``). Two reads, no join: the tables' collations differ."""
+    user, host = _key(user, host)
+    live = {str(row[0]).lower() for row in await db.fetch(Statement(_USER_HOSTS, user))}
+    rows = await db.fetch(
+        Statement(
+            "SELECT host, owner_uid, namespace, name FROM {table} WHERE user = %s", user, table=table(schema)
+        )
+    )
+    owners = {str(h).lower(): Owner(str(uid), str(ns), str(n)) for h, uid, ns, n in rows}
+    others = (live | owners.keys()) - {host.lower()}
+    return [
+        (other, owners.get(other))
+        for other in sorted(others)
+        if other not in owners or owners[other].uid != owner_uid
+    ]
 
 
 async def forget_owner(db: Database, schema: str, user: str, owner_uid: str) -> int:

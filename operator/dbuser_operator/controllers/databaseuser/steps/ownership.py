@@ -94,6 +94,35 @@ class OwnershipStep:
         self.owners = owners
         self.policy = policy
 
+    @staticmethod
+    async def _user_name_free(ctx: Context, user: str, host: str) -> None:
+        """On a server with a policy, a user name belongs to one resource: refuse (UserNameTaken) to claim
+        ``'user'@'host'`` while an account of that user on another host is somebody else's or nobody's —
+        MySQL logs a client in as the most specific host that matches it, so the new account would capture
+        the other account's logins. No policy: nothing to check (as before policies existed)."""
+        if ctx.binding is None or ctx.binding.spec.policy is None:
+            return
+        namespace = ctx.user.metadata.namespace
+        others = await ownership.same_user_elsewhere(
+            ctx.server.db, ctx.server.schema, user, host, owner(ctx).uid
+        )
+        if not others:
+            return
+
+        def holder(found: ownership.Owner | None) -> str:
+            if found is None:
+                return "not managed by the operator"
+            if found.namespace == namespace:
+                return f"DatabaseUser {found.namespace}/{found.name}"
+            return "a DatabaseUser of another namespace"
+
+        taken = ", ".join(f"'{user}'@'{other}' ({holder(found)})" for other, found in others)
+        raise ConditionError(
+            "UserNameTaken",
+            f"{ctx.account}: on a shared server a user name belongs to one resource, and {user} is taken: "
+            f"{taken}",
+        )
+
     async def _may_adopt(self, ctx: Context, user: str, host: str) -> None:
         """Refuse (AdoptionNotAllowed) unless the server's policy lets this namespace take the account
         over as it is today (:mod:`~dbuser_operator.controllers.policy.adoption`)."""
@@ -113,6 +142,8 @@ class OwnershipStep:
         db, schema = ctx.server.db, ctx.server.schema
         try:
             await ctx.server.ensure_schema()
+            if ctx.status.observed_generation is None:
+                await self._user_name_free(ctx, user, host)
             if ctx.status.observed_generation is None and await self._claim_new(ctx, user, host):
                 ctx.status.user, ctx.status.host = user, ctx.user.spec.host
                 return
@@ -123,6 +154,8 @@ class OwnershipStep:
             if current is None:
                 if found.exists and not adopting(ctx):
                     raise not_ours(ctx)
+                if ctx.status.observed_generation is not None:
+                    await self._user_name_free(ctx, user, host)
                 if found.exists:
                     await self._may_adopt(ctx, user, host)
                 current = await self._claim(ctx, user, host)
