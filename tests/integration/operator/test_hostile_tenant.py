@@ -1,0 +1,155 @@
+"""A hostile tenant against another tenant on a shared server: every field that names something — the user,
+the host, roles, the server, Secrets, databases, a DatabaseRole's role — pointed at tenant B's objects by
+tenant A, who may write only in its own namespace. Each attempt is refused where A looks (Ready=False, a
+reason naming why) and B's accounts, roles, grants and logins are exactly as before."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
+from dbuser_operator.api.v1alpha1.mysqlserver import KIND
+from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, MYSQL_SERVERS
+from tests.integration.operator import test_server_policy
+from tests.integration.operator.conftest import PasswordLedger, create_secret
+from tests.integration.operator.helpers import (
+    can_log_in,
+    privileges_of,
+    ready,
+    unique,
+    wait_for_ready,
+)
+from tests.integration.operator.test_adoption_policy import is_mariadb
+from tests.integration.operator.test_roles import wait_role_ready
+from tests.integration.operator.test_server_policy import Tenancy, escaped, snapshot
+from tests.integration.operator.test_servers import admin_secrets, server_object, server_spec
+
+pytestmark = pytest.mark.integration
+
+shared_tenancy = test_server_policy.tenancy  # the policy tests' fixture, under this name here
+
+POLICY: dict[str, Any] = {"databases": ["{namespace}_*"], "privileges": ["SELECT", "UPDATE"]}
+
+
+@dataclass
+class Victim:
+    """Tenant B: a namespace the same policy entry admits, with a Ready user and a Ready role."""
+
+    namespace: str
+    user: str
+    password: str
+    role: str
+    server: str  # a MySQLServer in B's namespace
+
+
+@pytest.fixture
+async def victim(
+    shared_tenancy: Tenancy, kube_api: client.ApiClient, passwords: PasswordLedger
+) -> AsyncIterator[Victim]:
+    env = shared_tenancy
+    await env.set_policy(**POLICY)
+    core = client.CoreV1Api(kube_api)
+    namespace = f"victim-{uuid.uuid4().hex[:6]}"
+    meta = client.V1ObjectMeta(name=namespace, labels={env.label: "tenant"})
+    await core.create_namespace(client.V1Namespace(metadata=meta), _request_timeout=30)
+    password = passwords.new()
+    await create_secret(env.kube, namespace, "pw", {"password": password})
+    await create_secret(env.kube, namespace, "b-only", {"password": passwords.new()})
+    user, role = unique("b-app"), unique("b-role")
+    app = [{"database": f"{namespace}_app", "privileges": ["SELECT"]}]
+    await env.kube.create(DATABASE_USERS, env.user(user, privileges=app), namespace)
+    await env.kube.create(DATABASE_ROLES, env.role(role, privileges=app), namespace)
+    await wait_for_ready(env.kube, namespace, user, limit=60)
+    await wait_role_ready(env.kube, namespace, role, "True", "RoleReady")
+    await admin_secrets(env.kube, namespace, env.mysql, "admin")
+    server = server_object(KIND, "b-server", server_spec(env.mysql, "admin", env.schema))
+    await env.kube.create(MYSQL_SERVERS, server, namespace)
+    yield Victim(namespace, user, password, role, "b-server")
+    for resource in (DATABASE_USERS, DATABASE_ROLES):
+        for obj in (await env.kube.list(resource, namespace))["items"]:
+            await env.kube.delete(resource, obj["metadata"]["name"], namespace)
+    await asyncio.sleep(1)
+    await env.kube.delete(MYSQL_SERVERS, "b-server", namespace)
+    await core.delete_namespace(namespace, _request_timeout=30)
+
+
+async def attempt(
+    env: Tenancy, obj: dict[str, Any], reason: str, expected: str, *, role: bool = False
+) -> None:
+    """Tenant A creates ``obj``: refused with ``reason`` and ``expected`` in the message; then deleted."""
+    name = obj["metadata"]["name"]
+    resource = DATABASE_ROLES if role else DATABASE_USERS
+    await env.kube.create(resource, obj, env.tenant)
+    if role:
+        found = await wait_role_ready(env.kube, env.tenant, name, "False", reason)
+    else:
+        found = await wait_for_ready(env.kube, env.tenant, name, "False", reason, limit=60)
+    condition = ready(found)
+    assert condition is not None
+    assert expected in condition["message"], condition["message"]
+    await env.kube.delete(resource, name, env.tenant)
+    for _ in range(600):
+        if name not in {
+            item["metadata"]["name"] for item in (await env.kube.list(resource, env.tenant))["items"]
+        }:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{name} was not deleted")
+
+
+async def test_every_name_a_tenant_gives_stays_inside_its_bounds(
+    shared_tenancy: Tenancy, victim: Victim
+) -> None:
+    env, b = shared_tenancy, victim
+    names = {b.user, b.role}
+    before = snapshot(env, names)
+    b_privileges = privileges_of(env.mysql, b.user)
+    assert b_privileges == {(escaped(f"{b.namespace}_app"), "*", "SELECT", False)}
+    mine = [{"database": f"{env.tenant}_app", "privileges": ["SELECT"]}]
+
+    # spec.user: B's account, with and without the adopt annotation.
+    await attempt(
+        env, env.user(unique("a-same"), user=b.user, privileges=mine), "AccountClaimed", "is managed by"
+    )
+    adopt = env.user(unique("a-adopt"), user=b.user, privileges=mine)
+    adopt["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
+    await attempt(env, adopt, "AccountClaimed", "is managed by")
+    # spec.host: B's user name on a more specific host would capture B's logins from there.
+    shadow = env.user(unique("a-host"), user=b.user, host="127.0.0.1", privileges=mine)
+    await attempt(env, shadow, "UserNameTaken", f"'{b.user}'@'%' (a DatabaseUser of another namespace)")
+    # spec.roles: B's DatabaseRole is not A's (roles name DatabaseRoles of A's own namespace).
+    await attempt(env, env.user(unique("a-role"), roles=[b.role], privileges=mine), "RoleNotFound", b.role)
+    # A DatabaseRole naming B's role, or B's account, as its MySQL role.
+    await attempt(
+        env, env.role(unique("a-r1"), role=b.role, privileges=mine), "RoleClaimed", "is managed by", role=True
+    )
+    if not is_mariadb(env.mysql):  # MariaDB keeps roles apart from accounts: a role of that name is another
+        on_account = env.role(unique("a-r2"), role=b.user, privileges=mine)
+        await attempt(env, on_account, "RoleExists", "already exists", role=True)
+        on_account = env.role(unique("a-r3"), role=b.user, privileges=mine)
+        on_account["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
+        await attempt(env, on_account, "RoleClaimed", "is the account of", role=True)
+    # spec.serverRef: B's MySQLServer is looked up in A's namespace.
+    other_server = env.user(unique("a-srv"), privileges=mine)
+    other_server["spec"]["serverRef"] = {"kind": KIND, "name": b.server}
+    await attempt(env, other_server, "ServerNotFound", b.server)
+    # spec.password: a Secret only B has is looked up in A's namespace.
+    secret = env.user(unique("a-sec"), privileges=mine)
+    secret["spec"]["password"] = {"name": "b-only", "key": "password"}
+    await attempt(env, secret, "SecretNotFound", f"Secret {env.tenant}/b-only not found")
+    # Grants on B's database.
+    theirs = [{"database": f"{b.namespace}_app", "privileges": ["SELECT"]}]
+    await attempt(env, env.user(unique("a-db"), privileges=theirs), "PolicyViolation", "is outside")
+
+    assert snapshot(env, names) == before
+    assert privileges_of(env.mysql, b.user) == b_privileges
+    assert can_log_in(env.mysql, b.user, b.password)
+    obj = await env.kube.get(DATABASE_USERS, b.user, b.namespace)
+    assert ready(obj)["status"] == "True"  # type: ignore[index]
