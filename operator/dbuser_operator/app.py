@@ -170,6 +170,7 @@ def build_manager(
         metrics_address=settings.metrics_bind_address,
         shutdown_timeout=settings.shutdown_timeout,
     )
+    manager.endpoints.ready_checks["api-writes"] = kube.denials.check  # RBAC narrowed after the start
     databaseuser.setup(manager, shared, queue)
     databaserole.setup(manager, shared)
     servers.setup(manager, shared)

@@ -27,8 +27,9 @@ import aiohttp
 from kubernetes_asyncio import client
 from prometheus_client import Counter
 
-from dbuser_operator.runtime.errors import ApiError, Gone, Unavailable, api_error
+from dbuser_operator.runtime.errors import ApiError, Forbidden, Gone, Unavailable, api_error
 from dbuser_operator.runtime.metrics import REGISTRY
+from dbuser_operator.runtime.permissions import WriteDenials
 from dbuser_operator.runtime.resources import Resource
 
 DEFAULT_TIMEOUT = 30.0
@@ -111,14 +112,16 @@ class KubeClient:
         timeout: float = DEFAULT_TIMEOUT,
         *,
         before_write: Callable[[], None] | None = None,
+        denials: WriteDenials | None = None,
     ) -> None:
         self.api = api
         self.timeout = timeout
         self.before_write = before_write
+        self.denials = denials if denials is not None else WriteDenials()  # shared by fenced copies
 
     def fenced(self, before_write: Callable[[], None]) -> KubeClient:
         """A client on the same connection that calls ``before_write`` before each write."""
-        return KubeClient(self.api, self.timeout, before_write=before_write)
+        return KubeClient(self.api, self.timeout, before_write=before_write, denials=self.denials)
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
         """One object."""
@@ -292,7 +295,12 @@ class KubeClient:
             async with response:
                 content = await response.read()
                 if not 200 <= response.status <= 299:
-                    raise _api_exception(response, content)
+                    error = _api_exception(response, content)
+                    if method != "GET" and isinstance(error, Forbidden):
+                        self.denials.refused(method, path, error)
+                    raise error
+            if method != "GET":
+                self.denials.succeeded(method, path)
             data: dict[str, Any] = json.loads(content)
             return data
         except (aiohttp.ClientError, TimeoutError) as error:
