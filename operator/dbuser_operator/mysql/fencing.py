@@ -5,29 +5,33 @@ its packets can sit in a stalled network): the write then lands after a newer le
 closes that window in MySQL itself, with the classic fencing token. Two tables in the bookkeeping schema:
 
 - ``<schema>.leader_epoch``: one row per election (the Lease's name): the highest ``epoch`` that ever
-  wrote, and its ``holder``. An epoch is the Lease's ``leaseTransitions`` when the process acquired it
-  (monotonic per Lease: each new term of leadership, in any process, adds one; see the runtime's
-  leader election);
+  wrote, and its ``holder``: the process's identity and the random name of its term (:class:`LeaderTerm`).
+  An epoch comes from the Lease (monotonic per Lease: each new term of leadership, in any process, takes
+  a higher one; see the runtime's leader election);
 - ``<schema>.leader_sessions``: the connection ids (``CONNECTION_ID()``) each epoch opened, with the
   MySQL user that opened them.
 
-A new leader, before its first statement (:meth:`SessionFence.claim`), raises the stored epoch to its own
-(refusing with :class:`SupersededError` if the stored one is already higher), then ``KILL CONNECTION``\\ s
-every session that older epochs registered and that is still open under the same user, and forgets them.
+A new leader, before its first statement (:meth:`SessionFence.claim`), raises the stored epoch to its own,
+then ``KILL CONNECTION``\\ s every session that older epochs registered and that is still open under the
+same user, and forgets them. When the stored epoch is another term's and as high as its own or higher, it
+is a newer leader's, or one of a Lease that was deleted (a reinstall starts again at 0): the leader asks
+its Lease for an epoch above it (``reserve``), which the Lease records first and refuses to a term it no
+longer names (:class:`SupersededError`), and claims that one. So every epoch used here was on the Lease
+first, and every later term of the Lease starts above it.
+
 Every connection, before its first statement (:meth:`SessionFence.register`), registers its id under its
-epoch in *one statement* that locks the epoch row and inserts only if the stored epoch is still its own:
-``INSERT … SELECT … FOR UPDATE``. One statement, not a client-side transaction, so that a client paused
-in the middle never holds the lock; it then forgets its epoch's sessions that have ended (recycled pool
-connections). So a stale leader's old connections are killed at the takeover, and its new ones fail to
-register: its statements fail instead of landing.
+epoch in *one statement* that locks the epoch row and inserts only if the stored epoch and term are still
+its own: ``INSERT … SELECT … FOR UPDATE``. One statement, not a client-side transaction, so that a client
+paused in the middle never holds the lock; it then forgets its epoch's sessions that have ended (recycled
+pool connections). So a stale leader's old connections are killed at the takeover, and its new ones fail
+to register: its statements fail instead of landing.
 
 Limits: DDL (``CREATE/ALTER/DROP USER``, ``GRANT``) commits implicitly and cannot share a transaction
 with an epoch check: it is stopped by the session kill, which the new leader issues before its own first
 write. A statement already executing inside the server when the kill arrives may complete (the server
 checks the kill flag between steps). Connection ids restart after a server restart, which also ends every
 session: a stale id is killed only if the processlist shows it under the same MySQL user, and never one
-of the current epoch. Deleting the Lease restarts ``leaseTransitions`` at 0: a new leader then refuses to
-write until the row of ``leader_epoch`` is deleted by hand. The admin account needs ``CONNECTION_ADMIN``
+of the current epoch. The admin account needs ``CONNECTION_ADMIN``
 (MySQL) or ``CONNECTION ADMIN`` (MariaDB), or ``SUPER``, to kill another user's sessions; ``PROCESS`` to
 see them.
 """

@@ -68,7 +68,7 @@ class Fence:
 
     @property
     def epoch(self) -> int | None:
-        """The fencing token of this leadership (the Lease's transitions at acquisition), None before."""
+        """The fencing token of this leadership (the epoch the Lease gave it at acquisition), None before."""
         return self._epoch
 
     @property
