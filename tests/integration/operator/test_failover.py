@@ -310,3 +310,41 @@ async def test_a_reinstall_on_a_new_lease_leads_without_hand_work(
         [(stored, holder)] = cursor.fetchall()
     assert (stored, str(holder).split()[0]) == (epoch, again.identity)
     assert epoch > 1
+
+
+async def test_a_paused_leader_of_a_deleted_lease_writes_nothing_after_the_new_leases_leader(
+    failover: Failover, kube_client: KubeClient, mysql: MySQLServer, passwords: PasswordLedger
+) -> None:
+    """The Lease is deleted under a paused leader and a new replica creates it: the new Lease starts at
+    epoch 0, the old leader holds 0 in MySQL. The new leader takes a higher epoch and fences it all the
+    same."""
+    work = Workload(kube_client, failover, passwords)
+    names = [f"fd{i}-{failover.suffix}" for i in range(8)]
+    for name in names:
+        await work.create(name)
+    a = failover.start("a")
+    await failover.wait_for_holder(kube_client, a)
+    await work.converged(mysql)
+
+    for name in names:
+        await work.rotate(name)
+    await asyncio.sleep(0.15)
+    a.pause()
+    await kube_client.delete(LEASES, failover.lease, failover.namespace)
+    b = failover.start("b")
+    await failover.wait_for_holder(kube_client, b)
+
+    for name in names[:4]:
+        await work.rotate(name)
+    for name in names[4:6]:
+        await work.delete(name)
+    await work.create(f"fd8-{failover.suffix}")
+    await work.converged(mysql)
+
+    a.resume()
+    assert await a.exit_code() == 1
+    await asyncio.sleep(1.0)  # anything the old leader still had would have landed by now
+    await work.assert_consistent(mysql)
+    await assert_nothing_after_takeover(failover, kube_client, a, b)
+    assert b.process is not None
+    assert b.process.poll() is None, "the new leader exited"
