@@ -22,10 +22,10 @@ from dbuser_operator.controllers.servers.connection import DatabaseFactory
 from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.controllers.servers.watch import server_kinds_served
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
-from dbuser_operator.mysql.fencing import SessionFence
+from dbuser_operator.mysql.fencing import LeaderTerm, SessionFence, SupersededError
 from dbuser_operator.runtime.client import KubeClient, api_client
 from dbuser_operator.runtime.events import EventRecorder
-from dbuser_operator.runtime.fence import Fence, open_fence
+from dbuser_operator.runtime.fence import Fence, FenceLost, open_fence
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.leaderelection import LeaderElectionConfig, LeadershipLost
 from dbuser_operator.runtime.logging import configure_logging
@@ -84,6 +84,15 @@ def database_factory(settings: Settings, fence: Fence) -> DatabaseFactory:
     """Opens a server's Database: writes behind ``fence``, sessions registered under the leader epoch in
     that server's bookkeeping schema (the epoch is the one Lease's; the sessions are per server)."""
 
+    def term() -> LeaderTerm | None:
+        return None if fence.epoch is None else LeaderTerm(fence.epoch, fence.term)
+
+    async def reserve(above: int) -> int:
+        try:
+            return await fence.reserve_epoch(above)
+        except FenceLost as lost:
+            raise SupersededError(str(lost)) from None
+
     def open_database(connection: ConnectionSettings, schema: str) -> Database:
         if not fence.fenced:
             return Database(connection)
@@ -91,8 +100,9 @@ def database_factory(settings: Settings, fence: Fence) -> DatabaseFactory:
             schema=schema,
             election=f"{settings.leader_election_namespace}/{settings.leader_election_id}",
             holder=settings.leader_election_identity,
-            epoch=lambda: fence.epoch,
+            term=term,
             on_superseded=fence.revoke,
+            reserve=reserve,
         )
         return Database(connection, before_write=fence.check, on_connect=sessions.register)
 

@@ -16,9 +16,11 @@ up, never down). A check that fails, a renewal that fails, or the data layer rep
 unsent Events, exit non-zero).
 
 A check cannot close the window between itself and the write it guards (the process may pause in between);
-the fencing token — :attr:`Fence.epoch`, the Lease's ``leaseTransitions`` when this process acquired it —
-closes that window where the data lives (see :mod:`dbuser_operator.mysql.fencing`), and
-``resourceVersion`` preconditions close it on the API server.
+the fencing token — :attr:`Fence.epoch`, the epoch the Lease gave this term when this process acquired it,
+with :attr:`Fence.term`, a random name of the term — closes that window where the data lives (see
+:mod:`dbuser_operator.mysql.fencing`; :meth:`Fence.reserve_epoch` asks the Lease for a higher epoch when
+the data holds one from a Lease that was deleted), and ``resourceVersion`` preconditions close it on the
+API server.
 
 Without leader election the fence is :func:`open_fence`: always open, epoch None.
 """
@@ -26,14 +28,16 @@ Without leader election the fence is :func:`open_fence`: always open, epoch None
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import structlog
 
 log = structlog.get_logger(__name__)
 
 Clock = Callable[[], float]
+EpochReserver = Callable[[int], Awaitable[int]]
 
 
 class FenceLost(Exception):
@@ -52,6 +56,8 @@ class Fence:
         self._clock = clock
         self._valid_until = float("-inf")
         self._epoch: int | None = None
+        self._term = ""
+        self._reserver: EpochReserver | None = None
         self._lost = asyncio.Event()
         self._reason = ""
 
@@ -62,8 +68,24 @@ class Fence:
 
     @property
     def epoch(self) -> int | None:
-        """The fencing token of this leadership (the Lease's transitions at acquisition), None before."""
+        """The fencing token of this leadership (the epoch the Lease gave it at acquisition), None before."""
         return self._epoch
+
+    @property
+    def term(self) -> str:
+        """A random name of this leadership, new at each acquisition ("" before the first)."""
+        return self._term
+
+    def reserve_with(self, reserver: EpochReserver) -> None:
+        """Where :meth:`reserve_epoch` asks for a higher epoch (the leader elector, on its Lease)."""
+        self._reserver = reserver
+
+    async def reserve_epoch(self, above: int) -> int:
+        """An epoch for this term above ``above``, recorded on the Lease first; :class:`FenceLost` when
+        this term no longer holds the Lease (or there is none)."""
+        if self._reserver is None:
+            raise FenceLost("no leader election: no Lease to record a leader epoch on")
+        return await self._reserver(above)
 
     @property
     def lost(self) -> asyncio.Event:
@@ -78,6 +100,7 @@ class Fence:
     def acquired(self, started: float, epoch: int) -> None:
         """The Lease was acquired by an attempt that began at ``started`` (monotonic), as term ``epoch``."""
         self._epoch = epoch
+        self._term = secrets.token_hex(6)
         self.renewed(started)
 
     def renewed(self, started: float) -> None:

@@ -11,10 +11,17 @@
 - On graceful shutdown the leader releases the Lease (client-go ``ReleaseOnCancel``): no holder, a
   1-second duration, so a standby takes over within one retry period.
 - Fencing (:mod:`.fence`): each successful attempt refreshes the elector's :class:`~.fence.Fence` from the
-  attempt's start; a lost Lease revokes it. Every acquisition by a process that was not leading counts as
-  a transition (``leaseTransitions`` + 1, unlike client-go, which keeps the count when the Lease already
-  names the same identity): a process's ``leaseTransitions`` at acquisition is its fencing token, so
-  two terms never share one, and a later term always has a higher one.
+  attempt's start; a lost Lease revokes it. Every acquisition by a process that was not leading starts a
+  new term (``leaseTransitions`` + 1, unlike client-go, which keeps the count when the Lease already names
+  the same identity) and takes the next *epoch*, the fencing token: the annotation
+  ``dbuser-operator.dev/leader-epoch`` holds the highest epoch any term of this Lease took (a Lease
+  without it, written by an older version, counts its ``leaseTransitions``), and an acquisition writes
+  it plus one. Two terms never share an epoch, and a later term always has a higher one.
+- A new Lease (deleted, or its namespace recreated) starts again at epoch 0, below what MySQL may hold
+  from the old one: :meth:`LeaderElector.reserve_epoch` raises the Lease's epoch above a number the data
+  layer found, in a write conditional on this term still holding the Lease (a stale term's write
+  conflicts, and its fence closes). Every epoch a term uses is thus recorded on the Lease before it is
+  used, and every later term starts above it.
 """
 
 from __future__ import annotations
@@ -32,12 +39,13 @@ import structlog
 
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import ApiError, Conflict, NotFound
-from dbuser_operator.runtime.fence import Fence
+from dbuser_operator.runtime.fence import Fence, FenceLost
 from dbuser_operator.runtime.metrics import LEADER_ELECTION_STATUS
 from dbuser_operator.runtime.resources import LEASES
 
 log = structlog.get_logger(__name__)
 
+EPOCH_ANNOTATION = "dbuser-operator.dev/leader-epoch"
 JITTER_FACTOR = 1.2  # client-go's: a candidate waits retry_period * [1, 2.2) between attempts
 MICRO_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # metav1.MicroTime: 2006-01-02T15:04:05.000000Z
 
@@ -97,17 +105,22 @@ class LeaderElectionRecord:
     acquire_time: str | None = None
     renew_time: str | None = None
     lease_transitions: int = 0
+    epoch: int = 0  # the highest fencing epoch of any term of this Lease (an annotation, not in the spec)
 
     @classmethod
     def from_lease(cls, lease: Mapping[str, Any]) -> LeaderElectionRecord:
         """The record of a Lease object as the API returns it."""
         spec = lease.get("spec") or {}
+        transitions = spec.get("leaseTransitions") or 0
+        annotation = ((lease.get("metadata") or {}).get("annotations") or {}).get(EPOCH_ANNOTATION, "")
         return cls(
             holder_identity=spec.get("holderIdentity") or "",
             lease_duration_seconds=spec.get("leaseDurationSeconds") or 0,
             acquire_time=spec.get("acquireTime"),
             renew_time=spec.get("renewTime"),
-            lease_transitions=spec.get("leaseTransitions") or 0,
+            lease_transitions=transitions,
+            # An older version's Lease has no annotation: its terms' epochs were their transitions.
+            epoch=max(int(annotation) if annotation.isdigit() else 0, transitions),
         )
 
     def to_spec(self) -> dict[str, Any]:
@@ -122,6 +135,10 @@ class LeaderElectionRecord:
         if self.renew_time is not None:
             spec["renewTime"] = self.renew_time
         return spec
+
+    def annotations(self) -> dict[str, str]:
+        """The Lease annotations that store the rest of this record (the epoch)."""
+        return {EPOCH_ANNOTATION: str(self.epoch)}
 
 
 def format_micro_time(moment: datetime) -> str:
@@ -177,7 +194,9 @@ class LeaderElector:
         self.config = config
         self._clock = clock
         self.fence = fence or config.fence(clock)
+        self.fence.reserve_with(self.reserve_epoch)
         self._observation = LeaseObservation()
+        self._writing = asyncio.Lock()  # a renewal and an epoch reservation never interleave
         self._lease: dict[str, Any] | None = None  # the last Lease object read or written
         self._is_leader = False
         self._renewed_at = 0.0  # start of the last successful acquire or renew attempt
@@ -219,9 +238,9 @@ class LeaderElector:
                 acquired = False
             if acquired:
                 self._renewed_at = started
-                self.fence.acquired(started, self._transitions())
+                self.fence.acquired(started, self._epoch())
                 self._set_leader(True)
-                self._log.info("acquired leader lease", transitions=self._transitions())
+                self._log.info("acquired leader lease", transitions=self._transitions(), epoch=self._epoch())
                 return
             await asyncio.sleep(self.config.retry_period * (1 + JITTER_FACTOR * random.random()))  # noqa: S311
 
@@ -256,6 +275,7 @@ class LeaderElector:
             acquire_time=_now(),
             renew_time=_now(),
             lease_transitions=self._transitions(),
+            epoch=self._epoch(),
         )
         try:
             async with asyncio.timeout(self.config.renew_deadline):
@@ -320,7 +340,7 @@ class LeaderElector:
                 return False
             started = self._clock()
             try:
-                async with asyncio.timeout(remaining):
+                async with asyncio.timeout(remaining), self._writing:
                     renewed = await self._try_acquire_or_renew(renewing=True)
             except Exception as error:
                 self._log.warning("leader lease renew attempt failed", error=repr(error))
@@ -348,7 +368,7 @@ class LeaderElector:
         try:
             lease = await self.kube.get(LEASES, self.config.lease_name, self.config.lease_namespace)
         except NotFound:
-            return not self._released(renewing) and await self._create(now)
+            return not self._released(renewing) and await self._create(now, renewing=renewing)
 
         current = LeaderElectionRecord.from_lease(lease)
         self._lease = lease
@@ -365,12 +385,47 @@ class LeaderElector:
             acquire_time=current.acquire_time if same_term else now,
             renew_time=now,
             lease_transitions=current.lease_transitions + (0 if same_term else 1),
+            epoch=current.epoch + (0 if same_term else 1),
         )
         try:
             await self._write(record, lease)
         except Conflict:
             return False  # another candidate wrote first
         return True
+
+    async def reserve_epoch(self, above: int) -> int:
+        """An epoch above ``above`` and above every epoch of this Lease so far, recorded on the Lease.
+
+        The write is conditional on the Lease this term last wrote: when another term took the Lease
+        meanwhile (or this one is over), the fence is revoked and :class:`~.fence.FenceLost` raised. The
+        caller uses the epoch only after it returns, so that any later term starts above it.
+        """
+        async with asyncio.timeout(self.config.renew_deadline), self._writing:
+            for _ in range(3):
+                self.fence.check()  # FenceLost unless this term still proves its lease
+                record, lease = self._observation.record, self._lease
+                if not self._is_leader or record is None or lease is None:
+                    break
+                epoch = max(record.epoch, above) + 1
+                try:
+                    await self._write(replace(record, epoch=epoch), lease)
+                except Conflict:
+                    # Someone wrote the Lease since: go on only if it still names this very term.
+                    fresh = await self.kube.get(LEASES, self.config.lease_name, self.config.lease_namespace)
+                    current = LeaderElectionRecord.from_lease(fresh)
+                    if (current.holder_identity, current.acquire_time) != (
+                        record.holder_identity,
+                        record.acquire_time,
+                    ):
+                        break
+                    self._lease = fresh
+                    self._observation.observe(current, self._clock())
+                    continue
+                self._log.info("raised the leader epoch on the Lease", epoch=epoch, above=above)
+                return epoch
+        reason = "another leader holds the Lease: no new leader epoch for this term"
+        self.fence.revoke(reason)
+        raise FenceLost(reason)
 
     async def _renew_optimistically(self, now: str) -> bool:
         """client-go's fast path: renew from our own last write, one request when nobody interfered."""
@@ -390,17 +445,26 @@ class LeaderElector:
     def _released(self, renewing: bool) -> bool:
         return renewing and not self._is_leader
 
-    async def _create(self, now: str) -> bool:
+    async def _create(self, now: str, *, renewing: bool) -> bool:
+        """Create the Lease (it was deleted, or never existed), keeping the epochs seen on it so far: the
+        leader's own when it renews (the same term), one more than the last seen when it acquires."""
+        seen = self._observation.record
+        epoch = 0 if seen is None else seen.epoch + (0 if renewing else 1)
         record = LeaderElectionRecord(
             holder_identity=self.config.identity,
             lease_duration_seconds=self.config.lease_duration_seconds,
-            acquire_time=now,
+            acquire_time=seen.acquire_time if renewing and seen is not None else now,
             renew_time=now,
+            epoch=epoch,
         )
         body = {
             "apiVersion": LEASES.api_version,
             "kind": LEASES.kind,
-            "metadata": {"name": self.config.lease_name, "namespace": self.config.lease_namespace},
+            "metadata": {
+                "name": self.config.lease_name,
+                "namespace": self.config.lease_namespace,
+                "annotations": record.annotations(),
+            },
             "spec": record.to_spec(),
         }
         try:
@@ -420,7 +484,8 @@ class LeaderElector:
                 "name": metadata["name"],
                 "namespace": metadata["namespace"],
                 "resourceVersion": metadata["resourceVersion"],
-                **{key: metadata[key] for key in ("labels", "annotations") if key in metadata},
+                **({"labels": metadata["labels"]} if "labels" in metadata else {}),
+                "annotations": {**(metadata.get("annotations") or {}), **record.annotations()},
             },
             "spec": record.to_spec(),
         }
@@ -443,6 +508,10 @@ class LeaderElector:
     def _transitions(self) -> int:
         record = self._observation.record
         return record.lease_transitions if record is not None else 0
+
+    def _epoch(self) -> int:
+        record = self._observation.record
+        return record.epoch if record is not None else 0
 
 
 def _now() -> str:

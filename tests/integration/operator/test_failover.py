@@ -25,6 +25,7 @@ from kubernetes_asyncio import client
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.leaderelection import EPOCH_ANNOTATION
 from dbuser_operator.runtime.resources import LEASES, SECRETS
 from tests.integration.operator.conftest import PasswordLedger, create_secret
 from tests.integration.operator.helpers import (
@@ -273,3 +274,77 @@ async def test_a_leader_cut_off_from_the_network_writes_nothing_after_its_succes
     failover: Failover, kube_client: KubeClient, mysql: MySQLServer, passwords: PasswordLedger
 ) -> None:
     await _held_write_scenario(failover, kube_client, mysql, passwords, cut_network=True)
+
+
+async def test_a_reinstall_on_a_new_lease_leads_without_hand_work(
+    failover: Failover, kube_client: KubeClient, mysql: MySQLServer, passwords: PasswordLedger
+) -> None:
+    """After a takeover (``leaseTransitions`` 1) the Lease is recreated, as a reinstall does: the next
+    replica must lead, not stop at the epoch its predecessors left in MySQL."""
+    work = Workload(kube_client, failover, passwords)
+    await work.create(f"ri0-{failover.suffix}")
+    a, b = await start_pair(failover, kube_client)
+    await work.converged(mysql)
+    a.stop()  # released: b takes over as the Lease's second term
+    await failover.wait_for_holder(kube_client, b)
+    await work.rotate(f"ri0-{failover.suffix}")
+    await work.converged(mysql)
+    lease = await kube_client.get(LEASES, failover.lease, failover.namespace)
+    assert lease["spec"]["leaseTransitions"] > 0
+    b.stop()
+    await kube_client.delete(LEASES, failover.lease, failover.namespace)  # a reinstall starts a new Lease
+
+    again = failover.start("a")
+    await failover.wait_for_holder(kube_client, again)
+    await work.create(f"ri1-{failover.suffix}")
+    await work.rotate(f"ri0-{failover.suffix}")
+    await work.converged(mysql)
+    assert again.process is not None
+    assert again.process.poll() is None, "the new leader exited"
+    await work.assert_consistent(mysql)
+    # Its epoch is above the old Lease's terms', recorded on the new Lease before MySQL took it.
+    lease = await kube_client.get(LEASES, failover.lease, failover.namespace)
+    epoch = int(lease["metadata"]["annotations"][EPOCH_ANNOTATION])
+    with mysql.connect() as connection, connection.cursor() as cursor:
+        cursor.execute(f"SELECT epoch, holder FROM `{failover.schema}`.leader_epoch")
+        [(stored, holder)] = cursor.fetchall()
+    assert (stored, str(holder).split()[0]) == (epoch, again.identity)
+    assert epoch > 1
+
+
+async def test_a_paused_leader_of_a_deleted_lease_writes_nothing_after_the_new_leases_leader(
+    failover: Failover, kube_client: KubeClient, mysql: MySQLServer, passwords: PasswordLedger
+) -> None:
+    """The Lease is deleted under a paused leader and a new replica creates it: the new Lease starts at
+    epoch 0, the old leader holds 0 in MySQL. The new leader takes a higher epoch and fences it all the
+    same."""
+    work = Workload(kube_client, failover, passwords)
+    names = [f"fd{i}-{failover.suffix}" for i in range(8)]
+    for name in names:
+        await work.create(name)
+    a = failover.start("a")
+    await failover.wait_for_holder(kube_client, a)
+    await work.converged(mysql)
+
+    for name in names:
+        await work.rotate(name)
+    await asyncio.sleep(0.15)
+    a.pause()
+    await kube_client.delete(LEASES, failover.lease, failover.namespace)
+    b = failover.start("b")
+    await failover.wait_for_holder(kube_client, b)
+
+    for name in names[:4]:
+        await work.rotate(name)
+    for name in names[4:6]:
+        await work.delete(name)
+    await work.create(f"fd8-{failover.suffix}")
+    await work.converged(mysql)
+
+    a.resume()
+    assert await a.exit_code() == 1
+    await asyncio.sleep(1.0)  # anything the old leader still had would have landed by now
+    await work.assert_consistent(mysql)
+    await assert_nothing_after_takeover(failover, kube_client, a, b)
+    assert b.process is not None
+    assert b.process.poll() is None, "the new leader exited"

@@ -18,7 +18,9 @@ from kubernetes_asyncio import client
 
 from dbuser_operator.envtest import KubeCluster
 from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.fence import FenceLost
 from dbuser_operator.runtime.leaderelection import (
+    EPOCH_ANNOTATION,
     JITTER_FACTOR,
     LeaderElectionConfig,
     LeaderElector,
@@ -247,6 +249,47 @@ async def test_each_term_has_a_higher_epoch_and_its_fence_closes_on_release(
     assert (again.fence.epoch, restarted.fence.epoch) == (1, 2)
     assert (await read_lease(kube, namespace, lease_name))["leaseTransitions"] == 2
     await restarted.release()
+
+
+async def test_a_term_raises_its_epoch_on_the_lease_and_a_term_the_lease_no_longer_names_cannot(
+    kube_api: client.ApiClient, namespace: str, lease_name: str, tasks: Tasks
+) -> None:
+    kube = KubeClient(kube_api)
+    first = elector(kube, namespace, lease_name, "first")
+    await first.acquire()
+    assert first.fence.epoch == 0
+    # MySQL holds epoch 5 from a Lease that was deleted: the Lease gives this term 6, and keeps it.
+    assert await first.reserve_epoch(5) == 6
+    holding = tasks.start(first.hold())
+    await asyncio.sleep(3 * RETRY_PERIOD)  # renewals in between
+    lease = await kube.get(LEASES, lease_name, namespace)
+    assert lease["metadata"]["annotations"][EPOCH_ANNOTATION] == "6"
+    # Deleted under its leader: the leader creates it again, with its epoch.
+    await kube.delete(LEASES, lease_name, namespace)
+    await asyncio.sleep(3 * RETRY_PERIOD)
+    lease = await kube.get(LEASES, lease_name, namespace)
+    assert lease["spec"]["holderIdentity"] == "first"
+    assert lease["metadata"]["annotations"][EPOCH_ANNOTATION] == "6"
+
+    # The leader stops renewing (paused), the Lease is deleted and another process creates it anew
+    # before first's proof expires: first cannot be given an epoch any more.
+    holding.cancel()
+    await asyncio.gather(holding, return_exceptions=True)
+    assert first.fence.is_open()
+    await kube.delete(LEASES, lease_name, namespace)
+    second = elector(kube, namespace, lease_name, "second")
+    await second.acquire()
+    assert second.fence.epoch == 0
+    with pytest.raises(FenceLost):
+        await first.reserve_epoch(6)
+    assert not first.fence.is_open()
+    assert await second.reserve_epoch(6) == 7
+    assert (await kube.get(LEASES, lease_name, namespace))["metadata"]["annotations"][EPOCH_ANNOTATION] == "7"
+    await second.release()
+    third = elector(kube, namespace, lease_name, "third")
+    await third.acquire()
+    assert third.fence.epoch == 8  # every later term starts above what the earlier ones used
+    await third.release()
 
 
 def closed_port() -> int:

@@ -63,3 +63,28 @@ def test_a_renewal_extends_the_proof_and_a_revocation_is_final() -> None:
 def test_the_margin_must_be_shorter_than_the_lease() -> None:
     with pytest.raises(ValueError, match="margin"):
         Fence(4.0, 4.0)
+
+
+def test_each_acquisition_has_its_own_term_name() -> None:
+    clock = FakeClock()
+    first, second = Fence(4.0, 0.4, clock=clock), Fence(4.0, 0.4, clock=clock)
+    assert first.term == ""
+    first.acquired(clock.now, epoch=1)
+    second.acquired(clock.now, epoch=1)
+    assert first.term
+    assert first.term != second.term  # the same epoch from two Leases: still two terms
+
+
+async def test_a_higher_epoch_comes_from_the_reserver_and_none_without_one() -> None:
+    fence = Fence(4.0, 0.4, clock=FakeClock())
+    with pytest.raises(FenceLost, match="no Lease"):
+        await fence.reserve_epoch(3)
+    asked: list[int] = []
+
+    async def reserver(above: int) -> int:
+        asked.append(above)
+        return above + 1
+
+    fence.reserve_with(reserver)
+    assert await fence.reserve_epoch(3) == 4
+    assert asked == [3]

@@ -12,6 +12,7 @@ from kubernetes_asyncio import client
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.leaderelection import (
+    EPOCH_ANNOTATION,
     LeaderElectionConfig,
     LeaderElectionRecord,
     LeaderElector,
@@ -58,9 +59,20 @@ def test_micro_time_format() -> None:
     assert format_micro_time(moment) == "2024-03-05T05:08:09.000123Z"
 
 
-def test_record_round_trips_through_a_lease_spec() -> None:
-    record = LeaderElectionRecord("me", 15, "2024-01-01T00:00:00.000000Z", "2024-01-01T00:00:10.000000Z", 3)
-    assert LeaderElectionRecord.from_lease({"spec": record.to_spec()}) == record
+def test_record_round_trips_through_a_lease_spec_and_annotations() -> None:
+    record = LeaderElectionRecord(
+        "me", 15, "2024-01-01T00:00:00.000000Z", "2024-01-01T00:00:10.000000Z", 3, 7
+    )
+    lease = {"metadata": {"annotations": record.annotations()}, "spec": record.to_spec()}
+    assert LeaderElectionRecord.from_lease(lease) == record
+
+
+def test_a_lease_of_the_older_version_counts_its_transitions_as_the_epoch() -> None:
+    """Before the annotation, a term's epoch was the Lease's transitions when it acquired it."""
+    record = LeaderElectionRecord("me", 15, lease_transitions=3)
+    assert LeaderElectionRecord.from_lease({"spec": record.to_spec()}).epoch == 3
+    unreadable = {"metadata": {"annotations": {EPOCH_ANNOTATION: "x"}}, "spec": record.to_spec()}
+    assert LeaderElectionRecord.from_lease(unreadable).epoch == 3
 
 
 def test_record_of_an_empty_lease() -> None:
