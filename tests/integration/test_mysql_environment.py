@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import secrets
+import socket
+from pathlib import Path
 
 import aiomysql
 import pymysql
@@ -74,3 +76,22 @@ def test_a_local_server_speaks_verified_tls_and_logs_every_statement(
     assert cipher  # verified against mysql_provider.ca_file: PyMySQL would refuse another certificate
     assert marker in mysql_provider.general_log.read_text(errors="replace")
     assert mysql_provider.general_log.parent == mysql_provider.workdir
+
+
+def test_a_port_taken_before_the_server_binds_it_is_traded_for_another(tmp_path: Path) -> None:
+    """free_port only probes: another process can bind the port before the server does. A first start
+    whose server finds its port taken picks another port and starts again."""
+    server = LocalMySQLServer(tmp_path / "squatted")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        squatter.bind((server.admin.host, server.port))
+        squatter.listen()
+        taken = server.port
+        try:
+            server.start()
+            assert server.port != taken
+            assert "already in use" in server.process.log_path.read_text(errors="replace").lower()
+            with server.admin.connect() as connection, connection.cursor() as cursor:
+                cursor.execute("SELECT @@port")
+                assert cursor.fetchone() == (server.port,)
+        finally:
+            server.stop()

@@ -7,6 +7,10 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Final
+
+PORT_ATTEMPTS: Final = 3
+"""Starts of a server on fresh ports when its port was taken between the probe and its bind."""
 
 
 class ProcessFailedError(RuntimeError):
@@ -67,6 +71,16 @@ class ManagedProcess:
             time.sleep(interval)
         raise ProcessFailedError(f"{self.name} was not ready within {timeout:.0f} s:\n{self.log_tail()}")
 
+    def start_ready(self, probe: Callable[[], bool], timeout: float) -> None:
+        """:meth:`start`, then :meth:`wait_ready`; a process that is not ready in time is stopped before
+        the error is raised (none is left running behind a failed start)."""
+        self.start()
+        try:
+            self.wait_ready(probe, timeout)
+        except BaseException:
+            self.stop()
+            raise
+
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM, then SIGKILL after ``timeout`` seconds; waits for the exit."""
         process, self._process = self._process, None
@@ -96,3 +110,26 @@ class ManagedProcess:
         except FileNotFoundError:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
+
+
+def port_taken(error: ProcessFailedError) -> bool:
+    """Whether a server failed to start because its port was taken (its log says so)."""
+    return "address already in use" in str(error).lower()
+
+
+def on_free_ports(
+    start: Callable[[], None], repick: Callable[[], None], attempts: int = PORT_ATTEMPTS
+) -> None:
+    """``start`` a server (it raises :class:`ProcessFailedError`, the server stopped, when it does not come
+    up); when its port was taken meanwhile — :func:`~.ports.free_port` only probes, and another process may
+    bind the port before the server does —, ``repick`` its ports and start again, ``attempts`` times in all.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            start()
+        except ProcessFailedError as error:
+            if attempt == attempts or not port_taken(error):
+                raise
+            repick()
+        else:
+            return
