@@ -95,3 +95,54 @@ def test_a_port_taken_before_the_server_binds_it_is_traded_for_another(tmp_path:
                 assert cursor.fetchone() == (server.port,)
         finally:
             server.stop()
+
+
+def _processes_of(server: LocalMySQLServer) -> list[int]:
+    """Every process whose command line names the server's working directory (a wrapper that starts a
+    server in a root) or its port (the server: in a root it sees the directory under another path)."""
+    marks = (str(server.workdir).encode(), f"--port={server.port}\0".encode())
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if any(mark in cmdline for mark in marks) and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_no_server_process_outlives_its_stop(tmp_path: Path) -> None:
+    """The process the environment tracks is the server itself (not the unshare or chroot wrapper of a
+    root flavour): stopped, nothing of it is left."""
+    server = LocalMySQLServer(tmp_path / "short-lived")
+    try:
+        server.start()
+        pid = server.process.pid
+        assert pid is not None
+        assert Path(f"/proc/{pid}/comm").read_text().strip() in {"mysqld", "mariadbd"}
+        assert _processes_of(server) == [pid]
+    finally:
+        server.stop()
+    assert not Path(f"/proc/{pid}").exists()
+    assert _processes_of(server) == []
+
+
+def test_a_start_that_fails_once_the_server_runs_leaves_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure after the server started (here its admin account) stops it before the error is raised:
+    a fixture whose setup fails never tears down, so nothing else would."""
+    server = LocalMySQLServer(tmp_path / "failing")
+
+    def refuse() -> None:
+        raise RuntimeError("the admin account could not be made")
+
+    monkeypatch.setattr(server, "_create_admin", refuse)
+    with pytest.raises(RuntimeError, match="admin account"):
+        server.start()
+    assert not server.process.running
+    assert _processes_of(server) == []

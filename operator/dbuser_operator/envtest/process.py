@@ -1,13 +1,23 @@
-"""A server process with its output in a log file, started and stopped cleanly."""
+"""A server process with its output in a log file, started and stopped cleanly.
+
+No server outlives the process that started it: one still running at exit (a fixture whose teardown never
+ran) is stopped then (``atexit``), and :func:`stop_servers_on_sigterm` makes SIGTERM an interrupt, so that
+the exit, and the teardowns, happen then too. Only SIGKILL of the test process can leave a server behind.
+"""
 
 from __future__ import annotations
 
+import atexit
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
+
+_running: set[subprocess.Popen[bytes]] = set()  # every server started here and not stopped yet
+_running_lock = threading.Lock()
 
 PORT_ATTEMPTS: Final = 3
 """Starts of a server on fresh ports when its port was taken between the probe and its bind."""
@@ -59,6 +69,8 @@ class ManagedProcess:
                 env=self._env,
                 start_new_session=True,
             )
+        with _running_lock:
+            _running.add(self._process)
 
     def wait_ready(self, probe: Callable[[], bool], timeout: float, interval: float = 0.1) -> None:
         """Poll ``probe`` until it is true; raise :class:`ProcessFailedError` on exit or timeout."""
@@ -84,14 +96,8 @@ class ManagedProcess:
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM, then SIGKILL after ``timeout`` seconds; waits for the exit."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            _terminate([process], timeout)
 
     def pause(self) -> None:
         """SIGSTOP: the process keeps its sockets open but answers nothing (a hung server)."""
@@ -133,3 +139,35 @@ def on_free_ports(
             repick()
         else:
             return
+
+
+def _terminate(processes: list[subprocess.Popen[bytes]], timeout: float) -> None:
+    """SIGTERM to each (a paused one is resumed, to hear it), SIGKILL to those still running after
+    ``timeout`` seconds; waits for every exit."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.send_signal(signal.SIGCONT)
+    for process in processes:
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        with _running_lock:
+            _running.discard(process)
+
+
+@atexit.register
+def _stop_all_servers() -> None:
+    """At exit, stop every server still running (its fixture never tore down)."""
+    with _running_lock:
+        left = list(_running)
+    _terminate(left, timeout=10.0)
+
+
+def stop_servers_on_sigterm() -> None:
+    """Make SIGTERM raise KeyboardInterrupt in the main thread, as Ctrl-C does: the test run stops, tears
+    down, and exits, stopping its servers (by default SIGTERM ends the process at once, and its servers,
+    each in a session of its own, are left to init)."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
