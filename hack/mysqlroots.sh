@@ -35,17 +35,17 @@ root_dir() { # flavour
 }
 
 # The Debian mirror to build from: DBUSER_OPERATOR_DEBIAN_MIRROR, else the one of apt's own sources in
-# APT_DIR (default /etc/apt): the first URIs line of sources.list.d/*.sources, else the first deb line of
-# sources.list and sources.list.d/*.list; neither a security archive nor a dated snapshot (a path ending in
-# YYYYMMDDTHHMMSSZ, which has no sid). None there is an error: no mirror is written into this script.
+# APT_DIR (default /etc/apt): the first URI of an enabled deb stanza of sources.list.d/*.sources, else the
+# first deb line of sources.list and sources.list.d/*.list; neither a security archive nor a dated snapshot
+# (a path ending in YYYYMMDDTHHMMSSZ, which has no sid). None there is an error: no mirror is written into
+# this script.
 mirror() { # [APT_DIR]
   local apt=${1:-/etc/apt} uri
   if [[ -n "${DBUSER_OPERATOR_DEBIAN_MIRROR:-}" ]]; then
     echo "$DBUSER_OPERATOR_DEBIAN_MIRROR"
     return
   fi
-  uri=$(grep -hsE '^[[:space:]]*URIs:' "$apt"/sources.list.d/*.sources \
-    | awk '{for (i = 2; i <= NF; i++) print $i}' | archive_uris | head -n1 || true)
+  uri=$(deb822_uris "$apt"/sources.list.d/*.sources | archive_uris | head -n1 || true)
   if [[ -z "$uri" ]]; then
     uri=$(grep -hsE '^[[:space:]]*deb[[:space:]]' "$apt"/sources.list "$apt"/sources.list.d/*.list \
       | grep -v -- '-security' \
@@ -54,6 +54,21 @@ mirror() { # [APT_DIR]
   [[ -n "$uri" ]] || die "no Debian mirror in apt's sources ($apt/sources.list.d/*.sources, $apt/sources.list," \
     "$apt/sources.list.d/*.list); set DBUSER_OPERATOR_DEBIAN_MIRROR to the URL of a Debian mirror"
   echo "$uri"
+}
+
+# The URIs of the deb822 files given, stanza by stanza (separated by blank lines): only those of stanzas
+# whose Types include deb (not deb-src alone) and that are not switched off (Enabled: no).
+deb822_uris() { # FILE...
+  local file
+  for file in "$@"; do [[ -r "$file" ]] && cat -- "$file" && echo; done | awk '
+    function flush() { if (binary && enabled) for (i = 1; i <= n; i++) print uris[i]; n = 0; binary = 0; enabled = 1 }
+    BEGIN { enabled = 1 }
+    /^[[:space:]]*$/ { flush(); next }
+    /^[[:space:]]*#/ { next }
+    tolower($1) == "types:" { for (i = 2; i <= NF; i++) if ($i == "deb") binary = 1 }
+    tolower($1) == "uris:" { for (i = 2; i <= NF; i++) uris[++n] = $i }
+    tolower($1) == "enabled:" && tolower($2) == "no" { enabled = 0 }
+    END { flush() }' || true
 }
 
 # The URIs read on stdin that are a Debian archive: not the security one, not a dated snapshot.

@@ -33,6 +33,7 @@ from dbuser_operator.envtest import (
 from dbuser_operator.envtest.flavours import DEFAULT_FLAVOUR, selected_flavour
 from dbuser_operator.envtest.fleet import Fleet, provide_fleet
 from dbuser_operator.envtest.mysql import GENERAL_LOG
+from dbuser_operator.envtest.process import stop_servers_on_sigterm
 
 REPO = Path(__file__).resolve().parent.parent
 _KEPT_LOGS = pytest.StashKey[Path]()
@@ -76,6 +77,12 @@ def fleet_pass() -> bool:
     the selected flavour): the default flavour's pass only, without MYSQL_URL, so that hack/test.sh runs
     them once and not again in each flavour's pass."""
     return not os.environ.get("MYSQL_URL") and selected_flavour() == DEFAULT_FLAVOUR
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM (a CI job's timeout) stops the run as Ctrl-C does: fixtures tear down and every server this
+    session started is stopped, instead of being left running under init."""
+    stop_servers_on_sigterm()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

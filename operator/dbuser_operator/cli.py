@@ -27,6 +27,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = f"--{setting}: " if setting else ""  # a problem of several flags names them itself
             print(f"dbuser-operator: {where}{problem['msg']}", file=sys.stderr)
         return 2
+    missing = settings.missing_files()
+    for missing_file in missing:
+        print(f"dbuser-operator: {missing_file}", file=sys.stderr)
+    if missing:
+        return 2
     lean_imports.install()  # before kubernetes-asyncio is imported: without its generated models
     tls_buffers.install()  # before any connection: 32 KiB read buffers, not 256 KiB each
     from dbuser_operator.app import main as run_operator  # noqa: PLC0415 - keeps --help fast

@@ -175,6 +175,20 @@ class Settings(BaseSettings):
             raise PydanticCustomError("tls_settings", "; ".join(problems))
         return self
 
+    def missing_files(self) -> list[str]:
+        """The file flags that name no file, each ``--flag: no such file: path`` (or ``not a file``).
+
+        Checked at start by the command line (exit code 2, one line each), not while parsing: parsing looks
+        at no file system (the chart's tests parse flags whose files exist only in a pod).
+        """
+        problems = []
+        for name in _FILE_FLAGS:
+            path: Path | None = getattr(self, name)
+            if path is not None and not path.is_file():
+                problem = "not a file" if path.exists() else "no such file"
+                problems.append(f"--{name.replace('_', '-')}: {problem}: {path}")
+        return problems
+
     def mysql_tls_options(self) -> TLSOptions:
         """The TLS flags, for the MySQL layer."""
         return TLSOptions(
@@ -203,6 +217,8 @@ class Settings(BaseSettings):
             return SecretStr(self.mysql_password_file.read_text().rstrip("\r\n"))
         return SecretStr(os.environ.get(PASSWORD_ENV, ""))
 
+
+_FILE_FLAGS = ("kubeconfig", "mysql_password_file", "mysql_tls_ca", "mysql_tls_cert", "mysql_tls_key")
 
 _TLS_FLAGS = {
     "mode": "--mysql-ssl-mode",

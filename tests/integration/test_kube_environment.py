@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import time
 import uuid
@@ -13,7 +14,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.envtest import Binaries, KubeCluster, install_crds
-from dbuser_operator.envtest.kube import apiserver_binary_version
+from dbuser_operator.envtest.kube import LocalControlPlane, apiserver_binary_version
 from tests.conftest import REPO, Runner, read_pins
 
 pytestmark = pytest.mark.integration
@@ -148,3 +149,27 @@ def test_helm_runs_against_the_api_server(helm: Runner) -> None:
     assert helm("version", "--short").stdout.startswith("v3.")
     listed = helm("list", "--all-namespaces", "-o", "json")
     assert listed.stdout.strip().startswith("[")
+
+
+def test_ports_taken_before_etcd_and_the_api_server_bind_them_are_traded_for_others(
+    binaries: Binaries, tmp_path: Path
+) -> None:
+    """free_port only probes: etcd's or the API server's port may be taken before they bind it. Each
+    picks other ports and starts again; the kubeconfig names the port the API server got."""
+    plane = LocalControlPlane(binaries, tmp_path / "squatted")
+    taken = [int(plane.etcd_url.rsplit(":", 1)[1]), int(plane.server_url.rsplit(":", 1)[1])]
+    squatters = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in taken]
+    try:
+        for squatter, port in zip(squatters, taken, strict=True):
+            squatter.bind(("127.0.0.1", port))
+            squatter.listen()
+        plane.start()
+        assert int(plane.etcd_url.rsplit(":", 1)[1]) != taken[0]
+        assert int(plane.server_url.rsplit(":", 1)[1]) != taken[1]
+        assert plane.server_url in plane.admin_kubeconfig.read_text()
+        logs = [process.log_path.read_text(errors="replace").lower() for process in plane.processes()]
+        assert all("address already in use" in log for log in logs)
+    finally:
+        plane.stop()
+        for squatter in squatters:
+            squatter.close()

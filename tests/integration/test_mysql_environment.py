@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import secrets
+import socket
+from pathlib import Path
 
 import aiomysql
 import pymysql
@@ -74,3 +76,73 @@ def test_a_local_server_speaks_verified_tls_and_logs_every_statement(
     assert cipher  # verified against mysql_provider.ca_file: PyMySQL would refuse another certificate
     assert marker in mysql_provider.general_log.read_text(errors="replace")
     assert mysql_provider.general_log.parent == mysql_provider.workdir
+
+
+def test_a_port_taken_before_the_server_binds_it_is_traded_for_another(tmp_path: Path) -> None:
+    """free_port only probes: another process can bind the port before the server does. A first start
+    whose server finds its port taken picks another port and starts again."""
+    server = LocalMySQLServer(tmp_path / "squatted")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        squatter.bind((server.admin.host, server.port))
+        squatter.listen()
+        taken = server.port
+        try:
+            server.start()
+            assert server.port != taken
+            assert "already in use" in server.process.log_path.read_text(errors="replace").lower()
+            with server.admin.connect() as connection, connection.cursor() as cursor:
+                cursor.execute("SELECT @@port")
+                assert cursor.fetchone() == (server.port,)
+        finally:
+            server.stop()
+
+
+def _processes_of(server: LocalMySQLServer) -> list[int]:
+    """Every process whose command line names the server's working directory (a wrapper that starts a
+    server in a root) or its port (the server: in a root it sees the directory under another path)."""
+    marks = (str(server.workdir).encode(), f"--port={server.port}\0".encode())
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if any(mark in cmdline for mark in marks) and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_no_server_process_outlives_its_stop(tmp_path: Path) -> None:
+    """The process the environment tracks is the server itself (not the unshare or chroot wrapper of a
+    root flavour): stopped, nothing of it is left."""
+    server = LocalMySQLServer(tmp_path / "short-lived")
+    try:
+        server.start()
+        pid = server.process.pid
+        assert pid is not None
+        assert Path(f"/proc/{pid}/comm").read_text().strip() in {"mysqld", "mariadbd"}
+        assert _processes_of(server) == [pid]
+    finally:
+        server.stop()
+    assert not Path(f"/proc/{pid}").exists()
+    assert _processes_of(server) == []
+
+
+def test_a_start_that_fails_once_the_server_runs_leaves_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure after the server started (here its admin account) stops it before the error is raised:
+    a fixture whose setup fails never tears down, so nothing else would."""
+    server = LocalMySQLServer(tmp_path / "failing")
+
+    def refuse() -> None:
+        raise RuntimeError("the admin account could not be made")
+
+    monkeypatch.setattr(server, "_create_admin", refuse)
+    with pytest.raises(RuntimeError, match="admin account"):
+        server.start()
+    assert not server.process.running
+    assert _processes_of(server) == []

@@ -45,10 +45,15 @@ def test_entry_points_print_help_and_version(command: list[str]) -> None:
         ("--mysql-ssl-mode=VERIFY", "--mysql-ssl-mode: Input should be 'DISABLED', 'PREFERRED', 'REQUIRED'"),
         ("--mysql-ssl-mode=verify_ca", "--mysql-ssl-mode=VERIFY_CA needs --mysql-tls-ca"),
         (
-            ("--mysql-ssl-mode=DISABLED", "--mysql-tls-ca=/"),
+            ("--mysql-ssl-mode=DISABLED", f"--mysql-tls-ca={__file__}"),
             "--mysql-ssl-mode=DISABLED uses no TLS, but --mysql-tls-ca",
         ),
-        ("--mysql-tls-cert=/", "--mysql-tls-cert and --mysql-tls-key go together"),
+        (f"--mysql-tls-cert={__file__}", "--mysql-tls-cert and --mysql-tls-key go together"),
+        ("--mysql-tls-ca=/", "--mysql-tls-ca: not a file: /"),
+        (
+            (f"--mysql-tls-cert={__file__}", "--mysql-tls-key=/nowhere/key.pem"),
+            "--mysql-tls-key: no such file: /nowhere/key.pem",
+        ),
         (
             ("--mysql-ssl-mode=PREFERRED", "--mysql-tls-required"),
             "--mysql-ssl-mode=PREFERRED accepts a server without",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ from dbuser_operator.envtest.flavours import (
     selected_flavour,
 )
 from dbuser_operator.envtest.pki import CertificateAuthority
+from dbuser_operator.envtest.process import ManagedProcess, ProcessFailedError
 from tests.conftest import REPO
 
 
@@ -118,3 +122,61 @@ def test_a_root_flavour_runs_chrooted_with_the_workdir_bind_mounted(tmp_path: Pa
     on_the_machine = Flavour("mariadb-10.11", "/usr/sbin/mariadbd", None)
     assert on_the_machine.command(["mariadbd"], workdir) == ["mariadbd"]
     assert on_the_machine.inner(workdir / "data", workdir) == workdir / "data"
+
+
+def test_a_process_that_is_not_ready_in_time_is_stopped(tmp_path: Path) -> None:
+    process = ManagedProcess("sleeper", ["sleep", "60"], tmp_path / "sleeper.log")
+    with pytest.raises(ProcessFailedError, match="not ready"):
+        process.start_ready(lambda: False, timeout=0.3)
+    assert not process.running
+
+
+def test_no_server_outlives_the_process_that_started_it(tmp_path: Path) -> None:
+    """A server still running when the test process exits (a fixture that never tore down) is stopped at
+    exit; so is one when the process is told to stop (SIGTERM) and handles it as an interrupt, as the test
+    suite does."""
+    pid_file = tmp_path / "pid"
+    script = (
+        "import sys, pathlib\n"
+        "from dbuser_operator.envtest.process import ManagedProcess\n"
+        "p = ManagedProcess('sleeper', ['sleep', '60'], pathlib.Path(sys.argv[1]) / 'sleeper.log')\n"
+        "p.start()\n"
+        "pathlib.Path(sys.argv[1], 'pid').write_text(str(p.pid))\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, timeout=30, cwd=REPO)
+    pid = int(pid_file.read_text())
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not reaped by init yet, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_test_process_stopped_by_sigterm_stops_its_servers(tmp_path: Path) -> None:
+    """SIGTERM (a CI timeout) would end the test process at once, leaving its servers to init: with
+    :func:`stop_servers_on_sigterm` (the suite's conftest installs it) it is an interrupt, and the
+    servers are stopped on the way out."""
+    script = (
+        "import sys, pathlib, time\n"
+        "from dbuser_operator.envtest.process import ManagedProcess, stop_servers_on_sigterm\n"
+        "stop_servers_on_sigterm()\n"
+        "p = ManagedProcess('sleeper', ['sleep', '60'], pathlib.Path(sys.argv[1]) / 'sleeper.log')\n"
+        "p.start()\n"
+        "pathlib.Path(sys.argv[1], 'pid').write_text(str(p.pid))\n"
+        "time.sleep(60)\n"
+    )
+    runner = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=REPO, stderr=subprocess.PIPE)
+    pid_file = tmp_path / "pid"
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline
+        assert runner.poll() is None
+        time.sleep(0.05)
+    runner.terminate()
+    runner.wait(30)
+    assert not _alive(int(pid_file.read_text()))

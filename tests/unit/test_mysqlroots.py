@@ -65,6 +65,10 @@ def sources(tmp_path: Path, files: dict[str, str]) -> Path:
             "deb [arch=amd64] http://mirror.example/debian bookworm main\n"
         },
         {"sources.list.d/debian.list": "deb http://mirror.example/debian bookworm main\n"},
+        {  # a disabled stanza (Enabled: no) and a source-only one are not read
+            "sources.list.d/debian.sources": "Types: deb\nURIs: http://disabled.example/debian\nEnabled: no\n"
+            "Suites: sid\n\nTypes: deb-src\nURIs: http://source.example/debian\nSuites: sid\n\n" + DEB822
+        },
         {  # a disabled file is not read; the deb822 sources come first
             "sources.list.d/other.sources.disabled": "URIs: http://elsewhere.example/debian\n",
             "sources.list.d/debian.sources": DEB822,

@@ -122,6 +122,25 @@ async def test_a_spec_the_models_reject_is_invalid_spec_and_not_retried() -> Non
     assert reconciler.recorder_fake.events[0][:2] == ("Warning", "InvalidSpec")
 
 
+async def test_deleting_a_resource_whose_spec_does_not_parse_lets_go_of_it() -> None:
+    """Nothing is undone (what the spec named is unknown), but the finalizer comes off: deletion ends."""
+    deleting = {"deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": [SCOPE.finalizer, "other/keep"]}
+    reconciler = ToyReconciler(toy({"size": "large"}, **deleting))
+    assert await reconciler(KEY) == Result()
+    assert reconciler.finalized == 0
+    (patch,) = reconciler.kube_fake.patches
+    assert SCOPE.finalizer in str(patch)
+    assert "other/keep" not in str(patch)
+    ((type_, reason, message),) = reconciler.recorder_fake.events
+    assert (type_, reason) == ("Warning", "InvalidSpec")
+    assert message.startswith("deleted with a spec that does not parse (size: ")
+    assert "let go" in message
+
+    foreign = ToyReconciler(toy({"size": "large"}, **{**deleting, "finalizers": ["other/keep"]}))
+    await foreign(KEY)
+    assert all("remove" not in str(patch) for patch in foreign.kube_fake.patches)
+
+
 async def test_a_condition_error_is_reported_and_retried_only_if_it_asks() -> None:
     permanent = ToyReconciler(toy({"size": 1}), ConditionError("Refused", "no", retry=False))
     assert await permanent(KEY) == Result()

@@ -14,6 +14,7 @@ from dbuser_operator.controllers.databaseuser.consumers import (
     started_after,
     uses_secret,
 )
+from dbuser_operator.controllers.databaseuser.steps.rotation import retained_at
 
 ROTATED = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 BEFORE, SAME, AFTER = "2026-01-01T11:00:00Z", "2026-01-01T12:00:00Z", "2026-01-01T12:00:01Z"
@@ -94,3 +95,11 @@ def test_holding_pods() -> None:
         pod("also-old", uses, phase="Running"),
     ]
     assert holding_pods(pods, frozenset({"pw"}), ROTATED) == ["also-old", "old"]
+
+
+def test_the_grace_period_counts_from_the_end_of_the_retained_second() -> None:
+    """retainedSince is truncated to the second: measuring from it would discard up to a second early."""
+    assert retained_at("2026-11-26T10:00:04Z") == datetime(2026, 11, 26, 10, 0, 5, tzinfo=UTC)
+    assert retained_at("2026-11-26T10:00:04.25Z") == datetime(2026, 11, 26, 10, 0, 4, 250000, tzinfo=UTC)
+    assert retained_at(None) is None
+    assert retained_at("yesterday") is None

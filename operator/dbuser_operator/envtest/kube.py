@@ -40,7 +40,7 @@ from dbuser_operator.envtest.pki import (
     public_key_pem,
 )
 from dbuser_operator.envtest.ports import LOOPBACK, free_port
-from dbuser_operator.envtest.process import ManagedProcess
+from dbuser_operator.envtest.process import ManagedProcess, on_free_ports
 from dbuser_operator.runtime.client import api_client
 
 ADMIN_USER = "envtest-admin"
@@ -69,10 +69,9 @@ class LocalControlPlane:
         self.etcd_url = f"http://{LOOPBACK}:{free_port()}"
         self.server_url = f"https://{LOOPBACK}:{free_port()}"
         self.apiserver_binary = binaries.path("kube-apiserver")
-        self._etcd = ManagedProcess("etcd", self._etcd_argv(binaries.path("etcd")), workdir / "etcd.log")
-        self._apiserver = ManagedProcess(
-            "kube-apiserver", self._apiserver_argv(), workdir / "kube-apiserver.log"
-        )
+        self._etcd_binary = binaries.path("etcd")
+        self._etcd = self._etcd_process()
+        self._apiserver = self._apiserver_process()
         self.admin_kubeconfig = workdir / "admin.kubeconfig"
         self.audit_log = workdir / "audit.jsonl"
 
@@ -82,18 +81,39 @@ class LocalControlPlane:
         return self._ca.cert_pem
 
     def start(self) -> None:
-        """Start etcd, then the API server; return once ``/readyz`` answers ok."""
+        """Start etcd, then the API server; return once ``/readyz`` answers ok. A port taken before etcd or
+        the API server bound it is traded for another (:func:`~.process.on_free_ports`); the admin
+        kubeconfig names the port the API server got."""
         self._write_pki()
         (self._pki / "audit-policy.yaml").write_text(AUDIT_POLICY)
+        on_free_ports(self._start_etcd, self._repick_etcd)
+        on_free_ports(self.start_apiserver, self._repick_apiserver)
         self.issue_kubeconfig(ADMIN_USER, ADMIN_GROUPS, self.admin_kubeconfig)
-        self._etcd.start()
-        self._etcd.wait_ready(lambda: _http_ok(f"{self.etcd_url}/health", None), timeout=30)
-        self.start_apiserver()
+
+    def _start_etcd(self) -> None:
+        self._etcd.start_ready(lambda: _http_ok(f"{self.etcd_url}/health", None), timeout=30)
 
     def start_apiserver(self) -> None:
         """(Re)start the API server alone, on the same port and storage."""
-        self._apiserver.start()
-        self._apiserver.wait_ready(lambda: _http_ok(f"{self.server_url}/readyz", self._ssl()), timeout=120)
+        self._apiserver.start_ready(self._apiserver_ready, timeout=120)
+
+    def _apiserver_ready(self) -> bool:
+        return _http_ok(f"{self.server_url}/readyz", self._ssl())
+
+    def _repick_etcd(self) -> None:
+        self.etcd_url = f"http://{LOOPBACK}:{free_port()}"
+        self._etcd = self._etcd_process()
+        self._apiserver = self._apiserver_process()  # which names etcd's URL
+
+    def _repick_apiserver(self) -> None:
+        self.server_url = f"https://{LOOPBACK}:{free_port()}"
+        self._apiserver = self._apiserver_process()
+
+    def _etcd_process(self) -> ManagedProcess:
+        return ManagedProcess("etcd", self._etcd_argv(self._etcd_binary), self.workdir / "etcd.log")
+
+    def _apiserver_process(self) -> ManagedProcess:
+        return ManagedProcess("kube-apiserver", self._apiserver_argv(), self.workdir / "kube-apiserver.log")
 
     def stop_apiserver(self) -> None:
         """Stop the API server alone (etcd keeps the state)."""

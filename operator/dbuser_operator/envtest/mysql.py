@@ -25,7 +25,7 @@ import pymysql
 from dbuser_operator.envtest.flavours import Flavour, locate, selected_flavour
 from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.envtest.ports import LOOPBACK, free_port
-from dbuser_operator.envtest.process import ManagedProcess, ProcessFailedError
+from dbuser_operator.envtest.process import ManagedProcess, ProcessFailedError, on_free_ports
 
 ADMIN_USER = "envtest_admin"
 GENERAL_LOG = "general.log"  # the local server's log of every statement, in its working directory
@@ -117,9 +117,7 @@ class LocalMySQLServer:
         self._ca = ca or CertificateAuthority("dbuser-operator-envtest-mysql-ca")
         self._os_user = "root" if self.flavour.root is not None else getpass.getuser()
         self._admin_password = secrets.token_urlsafe(18)
-        self._process = ManagedProcess(
-            self.flavour.server, self.flavour.command(self._argv(), workdir), workdir / "mysqld.log"
-        )
+        self._process = self._server_process()
 
     @property
     def process(self) -> ManagedProcess:
@@ -149,15 +147,35 @@ class LocalMySQLServer:
         )
 
     def start(self) -> None:
-        """Initialise the data directory on first use, start the server, create the admin account."""
+        """Initialise the data directory on first use, start the server, create the admin account.
+
+        On the first start, a port taken before the server bound it is traded for another; later starts
+        keep the port (tests of a server that goes away and comes back rely on it). A server that does not
+        come up, or whose admin account cannot be made, is stopped before the error is raised.
+        """
         first_start = not self.datadir.exists()
         if first_start:
             self._write_certificates()
             self._initialise()
-        self._process.start()
-        self._process.wait_ready(self._socket_answers, timeout=120)
-        if first_start:
-            self._create_admin()
+            on_free_ports(self._start_process, self._repick_port)
+            try:
+                self._create_admin()
+            except BaseException:
+                self._process.stop()
+                raise
+        else:
+            self._start_process()
+
+    def _start_process(self) -> None:
+        self._process.start_ready(self._socket_answers, timeout=120)
+
+    def _repick_port(self) -> None:
+        self.port = free_port()
+        self._process = self._server_process()
+
+    def _server_process(self) -> ManagedProcess:
+        argv = self.flavour.command(self._argv(), self.workdir)
+        return ManagedProcess(self.flavour.server, argv, self.workdir / "mysqld.log")
 
     def stop(self) -> None:
         """Stop the server (the data directory stays, so :meth:`start` brings the same server back)."""

@@ -38,7 +38,11 @@ async def create(
 ) -> None:
     """Create the account, with the server's default plugin or ``method``'s (``password`` None for a
     plugin that takes none). One that exists already is left as it is, password included, and the server's
-    refusal raised (:class:`~.errors.AccountExistsError`): the caller did not create it."""
+    refusal raised (:class:`~.errors.AccountExistsError`): the caller did not create it.
+
+    The server's error 1396 means "operation failed", not "exists": MySQL answers a password longer than
+    its plugin takes with it too. So the account is looked for; when it is not there, the refusal is an
+    :class:`~.errors.InvalidAccountError` that says so."""
     with checked_input():
         if method is not None:
             statement = method.identified("CREATE USER", account(user, host), password)
@@ -51,9 +55,15 @@ async def create(
     try:
         await db.execute(statement, idempotent=False)  # sent again, it would find its own account
     except InvalidAccountError as error:
-        if error.code == _OPERATION_FAILED:
+        if error.code != _OPERATION_FAILED:
+            raise
+        if await exists(db, user, host):
             raise AccountExistsError(f"'{user}'@'{host}' exists already", error.code) from None
-        raise
+        raise InvalidAccountError(
+            f"the server refused to create '{user}'@'{host}' (MySQL error {error.code}), and the account"
+            " does not exist: the password, plugin or name is not one it takes",
+            error.code,
+        ) from None
 
 
 async def set_password(

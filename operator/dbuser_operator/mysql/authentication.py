@@ -24,7 +24,7 @@ from dbuser_operator.mysql import catalog
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import InvalidOptionsError, checked_input
 from dbuser_operator.mysql.identifiers import SQL, account, quote_string, validate_host, validate_user
-from dbuser_operator.mysql.passwords import validate_password
+from dbuser_operator.mysql.passwords import check_length, validate_password
 from dbuser_operator.mysql.server import Flavour, ServerInfo
 from dbuser_operator.mysql.statement import Statement
 
@@ -98,6 +98,7 @@ class Method:
         if password is None:
             raise InvalidOptionsError(f"{self.plugin} needs a password")
         secret = validate_password(password)
+        check_length(secret, self.flavour, self.plugin)
         if self.flavour == "mariadb":
             template = verb + " {account} IDENTIFIED VIA {plugin} USING PASSWORD(%s)"
             return Statement(template, secret, account=who, plugin=name)

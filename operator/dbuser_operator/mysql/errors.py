@@ -118,6 +118,12 @@ class PasswordRejectedError(MySQLError):
     reason = "PasswordRejected"
 
 
+class PasswordTooLongError(PasswordRejectedError):
+    """The password is longer than the account's plugin takes (MySQL's SHA-2 plugins: 256 bytes)."""
+
+    reason = "PasswordTooLong"
+
+
 class TLSError(MySQLError):
     """TLS was required but not negotiated, or the TLS handshake or certificate check failed."""
 
@@ -138,6 +144,10 @@ class ServerError(MySQLError):
 
 class InvalidPasswordError(ValueError):
     """A password that is not a non-empty string without NUL (the message never contains it)."""
+
+
+class PasswordLengthError(InvalidPasswordError):
+    """A password longer than the plugin takes (the message names the limit, never the password)."""
 
 
 # Client-side (2xxx) and server-side codes that mean the server is gone, going, or too busy.
@@ -257,6 +267,8 @@ def checked_input() -> Iterator[None]:
 
 
 def _classify_input(exc: InvalidIdentifierError | InvalidPasswordError) -> MySQLError:
+    if isinstance(exc, PasswordLengthError):
+        return PasswordTooLongError(str(exc))
     if isinstance(exc, InvalidPasswordError):
         return PasswordRejectedError(str(exc))
     kind = InvalidAccountError if exc.kind in {"user name", "host"} else InvalidGrantError

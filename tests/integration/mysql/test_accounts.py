@@ -183,3 +183,25 @@ async def test_invalid_input_sends_no_statement(
         with pytest.raises(error):
             await accounts.drop(db, user, host)
     assert (db.statements_read, db.statements_written) == before
+
+
+async def test_a_refused_create_of_an_absent_account_is_not_reported_as_existing(
+    db: Database, mysql: MySQLServer, accounts_made: Accounts
+) -> None:
+    """MySQL answers 1396 ("operation failed") to a password it will not take too: the account is looked
+    for, and the refusal never claims it exists. (MariaDB takes the password: then it logs in.)"""
+    user = accounts_made.track(accounts_made.name(), "%")
+    password = "x" * 300  # over caching_sha2_password's 256 bytes
+    refused: MySQLError | None = None
+    try:
+        await accounts.create(db, user, "%", password)
+    except MySQLError as error:
+        refused = error
+    if refused is None:
+        assert login(mysql, user, password) == f"{user}@%"
+        return
+    assert not isinstance(refused, AccountExistsError)
+    assert refused.reason == "InvalidAccount"
+    assert "does not exist" in str(refused)
+    assert password not in str(refused)
+    assert not await accounts.exists(db, user, "%")

@@ -12,9 +12,11 @@ from kubernetes_asyncio import client
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
+from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.errors import Invalid
 from dbuser_operator.runtime.metrics import REGISTRY
-from dbuser_operator.runtime.resources import SECRETS
+from dbuser_operator.runtime.resources import SECRETS, Resource
 from tests.conftest import Runner
 from tests.integration.operator.conftest import (
     TARGET,
@@ -27,12 +29,14 @@ from tests.integration.operator.helpers import (
     account_exists,
     can_log_in,
     database_user,
+    mysql_query,
     ready,
     unique,
     wait_for_ready,
     wait_until_gone,
     write_statements,
 )
+from tests.integration.operator.rotation_support import events_of, wait_for_event
 
 pytestmark = pytest.mark.integration
 
@@ -318,3 +322,59 @@ async def test_a_hundred_users_become_ready(
     print(f"API writes per created user: {operator_writes / count:.2f}")
     # Other operator instances of this session (retrying their own failures) may add a few writes.
     assert operator_writes <= 3 * count + 10
+
+
+CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
+SPEC_RULES = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/x-kubernetes-validations"
+
+
+async def test_a_resource_deleted_with_a_spec_that_no_longer_parses_goes_away(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """A spec the models reject (stored under a looser CRD: its defaultRoles rule taken out for a moment)
+    is InvalidSpec; deleted, the resource is let go of: the finalizer off, the account kept (what the spec
+    named is unknown), still recorded as owned, and a Warning saying so."""
+    name = unique("invalid")
+    await create_secret(kube_client, namespace, f"{name}-pw", {"password": passwords.new()})
+    await kube_client.create(DATABASE_USERS, database_user(name, f"{name}-pw"), namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    crd = f"{DATABASE_USERS.plural}.{DATABASE_USERS.group}"
+    rule = (await kube_client.get(CRDS, crd))["spec"]["versions"][0]["schema"]["openAPIV3Schema"][
+        "properties"
+    ]["spec"]["x-kubernetes-validations"][0]
+    assert rule["fieldPath"] == ".defaultRoles"
+    loosen = [{"op": "remove", "path": f"{SPEC_RULES}/0"}]  # the rule just read (asserted above)
+    await kube_client.patch(CRDS, crd, loosen, PatchType.JSON)
+    try:
+        invalid = {"spec": {"defaultRoles": ["ghost"]}}  # not in roles: the models refuse it
+        deadline = time.monotonic() + 30
+        while True:  # the API server takes the looser schema a moment later
+            try:
+                await kube_client.patch(DATABASE_USERS, name, invalid, PatchType.MERGE, namespace=namespace)
+                break
+            except Invalid:
+                assert time.monotonic() < deadline, "the looser CRD was never served"
+                await asyncio.sleep(0.2)
+        await wait_for_ready(kube_client, namespace, name, "False", "InvalidSpec")
+    finally:
+        await kube_client.patch(
+            CRDS, crd, [{"op": "add", "path": f"{SPEC_RULES}/0", "value": rule}], PatchType.JSON
+        )
+    try:
+        await kube_client.delete(DATABASE_USERS, name, namespace)
+        await wait_until_gone(kube_client, namespace, name)
+        warning = await wait_for_event(kube_client, namespace, name, "InvalidSpec")
+        assert any(
+            "let go without dropping anything" in event["message"]
+            for event in await events_of(kube_client, namespace, name)
+        ), warning
+        assert account_exists(mysql, name)  # kept: recorded as owned, an orphan now
+        owners = mysql_query(mysql, f"SELECT name FROM {DEFAULT_SCHEMA}.accounts WHERE user = %s", name)
+        assert owners == [(name,)]
+    finally:
+        mysql_query(mysql, f"DROP USER IF EXISTS '{name}'@'%'")
+        mysql_query(mysql, f"DELETE FROM {DEFAULT_SCHEMA}.accounts WHERE user = %s", name)

@@ -36,12 +36,14 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
 from tests.integration.operator.helpers import (
+    account_exists,
     can_log_in,
     database_user,
     mysql_accounts,
     mysql_query,
     ready,
     unique,
+    wait_for_ready,
     wait_until_gone,
 )
 
@@ -274,3 +276,43 @@ async def test_passwords_with_any_printable_character_log_in(
         while not can_log_in(mysql, printable, password):
             assert time.monotonic() < deadline, f"password {password!r} never logged in"
             await asyncio.sleep(0.02)
+
+
+async def test_a_password_longer_than_the_server_takes_is_refused_by_its_length(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """MySQL's caching_sha2_password takes 256 bytes and answers a longer password with error 1396, as it
+    does an account that exists: Ready=False PasswordTooLong naming the limit, and no account (never
+    AccountExists). MariaDB takes a Secret's whole 64 KiB: the account logs in with it."""
+    name = unique("long-pw")
+    long = passwords.new("long") + "x" * (64 * 1024)
+    await create_secret(kube_client, namespace, "long-pw", {"password": long})
+    await kube_client.create(DATABASE_USERS, database_user(name, "long-pw"), namespace)
+    if "mariadb" in str(mysql_query(mysql, "SELECT VERSION()")[0][0]).lower():
+        await wait_for_ready(kube_client, namespace, name, "True", "AccountReady")
+        assert can_log_in(mysql, name, long)
+    else:
+        obj = await wait_for_ready(kube_client, namespace, name, "False", "PasswordTooLong")
+        message = ready(obj)["message"]  # type: ignore[index]
+        assert "256 bytes" in message
+        assert f"Secret {namespace}/long-pw" in message
+        assert long[:20] not in message
+        await asyncio.sleep(1)  # retries do not turn it into anything else
+        still = ready(await kube_client.get(DATABASE_USERS, name, namespace))
+        assert still is not None
+        assert still["reason"] == "PasswordTooLong"
+        assert not account_exists(mysql, name)
+        longest = "é" * 128  # 256 bytes of UTF-8
+        passwords.values.add(longest)
+        patch = {"stringData": {"password": longest}}
+        await kube_client.patch(SECRETS, "long-pw", patch, PatchType.MERGE, namespace=namespace)
+        await wait_for_ready(kube_client, namespace, name, "True", "AccountReady")
+        # Over TLS: RSA key exchange (a plain connection) cannot carry 256 bytes in a 2048-bit key.
+        assert can_log_in(mysql, name, longest, tls=True)
+    await kube_client.delete(DATABASE_USERS, name, namespace)
+    await wait_until_gone(kube_client, namespace, name)
+    assert not account_exists(mysql, name)

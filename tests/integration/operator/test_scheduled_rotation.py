@@ -267,3 +267,39 @@ async def test_a_generated_rotation_of_several_hosts_is_refused_and_changes_noth
     passwords.values.add(second)
     assert second != first
     assert await logs_in(mysql, name, second)
+
+
+async def test_the_old_password_works_until_the_grace_period_ends_to_the_fraction_of_a_second(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """status keeps retainedSince in whole seconds: the discard must not measure from the truncated value
+    (it did: the old password went up to a second early). Three rotations, each checked 0.3 s before the
+    grace period ends, counted from the moment the annotation was applied (before the rotation itself)."""
+    if not has_dual_passwords(mysql):
+        pytest.skip("no dual passwords: the old password stops at once")
+    name = unique("grace")
+    secret = f"{name}-password"
+    grace = 5.0
+    body = generated_user(name, TARGET, rotation={"gracePeriod": f"{grace:.0f}s", "waitForConsumers": False})
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    old = await secret_password(kube_client, namespace, secret)
+    passwords.values.add(old)
+    loop = asyncio.get_running_loop()
+    for attempt in range(3):
+        await annotate_rotate(kube_client, namespace, name, f"g{attempt}")
+        applied = loop.time()  # the annotation is in by now; the rotation follows it
+        await asyncio.sleep(grace - 0.3)
+        assert loop.time() - applied < grace - 0.2, "the check came too late to mean anything"
+        assert await logs_in(mysql, name, old), (
+            f"rotation {attempt}: the old password was refused {loop.time() - applied:.2f} s after the "
+            f"rotate annotation, within the grace period of {grace:.0f} s"
+        )
+        await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
+        assert not await logs_in(mysql, name, old)
+        old = await secret_password(kube_client, namespace, secret)
+        passwords.values.add(old)

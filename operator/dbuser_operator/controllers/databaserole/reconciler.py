@@ -98,6 +98,12 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
         role = DatabaseRole.model_construct(spec=DatabaseRoleSpec.model_construct())
         return RoleContext(obj=obj, role=role, status=status_of(DatabaseRoleStatus, obj))
 
+    def invalid_deletion_message(self, obj: dict[str, Any], problem: str) -> str:
+        return (
+            f"deleted with a spec that does not parse ({problem}): this instance let go without dropping "
+            "anything; the role stays in MySQL, still recorded as owned: drop it by hand if it is not wanted"
+        )
+
     def left_target_message(self, obj: dict[str, Any]) -> str:
         return f"no longer labelled {self.scope.selector}: this instance let go; the role stays in MySQL"
 

@@ -89,6 +89,14 @@ class DatabaseUserReconciler(Reconciler[Context]):
     def unparsed(self, obj: dict[str, Any]) -> Context:
         return Context(obj=obj, user=_unparsed(), status=status_of(DatabaseUserStatus, obj))
 
+    def invalid_deletion_message(self, obj: dict[str, Any], problem: str) -> str:
+        account = _recorded_account(status_of(DatabaseUserStatus, obj)) or "no account"
+        return (
+            f"deleted with a spec that does not parse ({problem}): this instance let go without dropping "
+            f"anything; {account} was left in MySQL, still recorded as owned (reported as an orphan by the "
+            "drift check): drop it by hand if it is not wanted"
+        )
+
     def left_target_message(self, obj: dict[str, Any]) -> str:
         account = _recorded_account(status_of(DatabaseUserStatus, obj)) or "no account"
         return (

@@ -6,7 +6,10 @@ the same way for every kind:
 
 - the object comes from the informer's cache (never a GET); one the cache dropped is let go of if it only
   left this instance's scope (its target label changed) and still carries the finalizer;
-- a spec the models reject is reported as ``Ready=False``, reason ``InvalidSpec``, and not retried;
+- a spec the models reject is reported as ``Ready=False``, reason ``InvalidSpec``, and not retried; deleted,
+  such a resource is let go of: this instance's finalizer comes off and nothing is undone, since what the
+  spec named (server, account, deletion policy) is unknown — what it made stays, still recorded as its
+  (see :meth:`Reconciler.invalid_deletion_message`);
 - deletion runs only while this instance's finalizer holds the resource;
 - a :class:`~.errors.ConditionError` becomes ``Ready=False`` with its reason and message and a Warning
   Event, and is retried (rate-limited) unless it says it is permanent;
@@ -112,6 +115,13 @@ class Reconciler(Generic[P]):
         """Deletion while the finalizer holds the resource: undo or let go, then remove the finalizer."""
         raise NotImplementedError
 
+    def invalid_deletion_message(self, obj: dict[str, Any], problem: str) -> str:
+        """The Warning of a resource deleted with a spec the models reject, let go of without undoing."""
+        return (
+            f"deleted with a spec that does not parse ({problem}): this instance let go without undoing "
+            "anything; what the resource made is left as it is"
+        )
+
     def left_target_message(self, obj: dict[str, Any]) -> str:
         """The Warning of a resource this instance let go of because it left the scope."""
         return f"no longer labelled {self.scope.selector}: this instance let go"
@@ -128,9 +138,12 @@ class Reconciler(Generic[P]):
             ctx = self.parse(obj)
         except pydantic.ValidationError as error:
             # The CRD schema rejects what the models reject, so this is an old or foreign object.
-            await self.report(
-                self.unparsed(obj), ConditionError("InvalidSpec", first_error(error), retry=False)
-            )
+            if obj["metadata"].get("deletionTimestamp") and self.scope.holds(obj):
+                await self.let_go_unparsed(obj, first_error(error))
+            else:
+                await self.report(
+                    self.unparsed(obj), ConditionError("InvalidSpec", first_error(error), retry=False)
+                )
             return Result()
         try:
             if obj["metadata"].get("deletionTimestamp"):
@@ -144,6 +157,24 @@ class Reconciler(Generic[P]):
             if error.retry:
                 raise
         return Result(requeue_after=ctx.requeue_after or 0.0)
+
+    async def let_go_unparsed(self, obj: dict[str, Any], problem: str) -> None:
+        """Deletion of a resource whose spec does not parse: the finalizer off, nothing undone, a Warning.
+
+        Dropping anything would need the spec (which server, which account, whether ``deletionPolicy`` is
+        Retain): guessing could drop what the user meant to keep, or what is not ours. The bookkeeping rows
+        stay, so what the resource made remains recorded as owned by a resource that is gone (an orphan).
+        """
+        message = self.invalid_deletion_message(obj, problem)
+        await self.finalizer.remove(obj)
+        log.warning(
+            "deleted with a spec that does not parse; let go",
+            kind=self.resource.kind,
+            namespace=obj["metadata"].get("namespace"),
+            name=obj["metadata"].get("name"),
+            problem=problem,
+        )
+        self.recorder.emit(self.involved(obj), "Warning", "InvalidSpec", message)
 
     async def let_go_if_departed(self, key: ObjectKey) -> None:
         """Release a resource the cache dropped because its target label changed, not because it is gone."""

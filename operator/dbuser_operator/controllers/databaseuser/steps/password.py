@@ -1,5 +1,9 @@
 """The password step: the account's password from the referenced Secret, read from the watch cache (or
-as the generated-password step just wrote it). A generated password's Secret is read like a user's."""
+as the generated-password step just wrote it). A generated password's Secret is read like a user's.
+
+A password longer than the server's plugin takes is refused here, before any statement (``PasswordTooLong``,
+naming the limit): MySQL would answer it with error 1396, the code of an account that exists.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,9 @@ import binascii
 
 from dbuser_operator.api.v1alpha1 import AppliedSecret, DatabaseUser, SecretKeySelector
 from dbuser_operator.controllers.databaseuser.context import Context
-from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
+from dbuser_operator.mysql.errors import MySQLError, PasswordLengthError
+from dbuser_operator.mysql.passwords import check_length
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
 
@@ -55,11 +61,25 @@ class PasswordStep:
             raise ConditionError("PasswordEmpty", f"key {ref.key!r} of {where} is empty", retry=False)
         if "\x00" in password:
             raise ConditionError("PasswordInvalid", f"key {ref.key!r} of {where} contains a NUL", retry=False)
+        await self._check_length(ctx, password, f"key {ref.key!r} of {where}")
         metadata = secret["metadata"]
         ctx.password = password
         ctx.secret = AppliedSecret(
             name=ref.name, uid=metadata["uid"], resource_version=metadata["resourceVersion"]
         )
+
+    async def _check_length(self, ctx: Context, password: str, what: str) -> None:
+        """PasswordTooLong (not retried: the Secret must change) when the spec's plugin, or the server's
+        default, takes fewer bytes."""
+        spec = ctx.user.spec.authentication
+        try:
+            server = await ctx.server.server()
+        except MySQLError as error:
+            raise mysql_condition(error, ctx.account) from None
+        try:
+            check_length(password, server.flavour, spec.plugin if spec is not None else None)
+        except PasswordLengthError as error:
+            raise ConditionError("PasswordTooLong", f"{what}: {error}", retry=False) from None
 
     async def delete(self, ctx: Context) -> None:
         """Nothing to undo."""

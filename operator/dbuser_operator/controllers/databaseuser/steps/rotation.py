@@ -15,7 +15,7 @@ password means ``Retained``, counted from the pass that finds it).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from dbuser_operator.api.duration import parse_duration
@@ -154,7 +154,7 @@ class DiscardStep:
         if rotation is None or rotation.phase != "Retained":
             return
         spec = rotation_spec(ctx)
-        since = parse_time(rotation.retained_since) or now()
+        since = retained_at(rotation.retained_since) or now()
         elapsed = (now() - since).total_seconds()
         grace, max_wait = parse_duration(spec.grace_period), parse_duration(spec.max_wait)
         forced = ""
@@ -210,6 +210,17 @@ class DiscardStep:
 
     async def delete(self, ctx: Context) -> None:
         """Dropping the account drops its passwords."""
+
+
+def retained_at(value: str | None) -> datetime | None:
+    """When the old password was retained, as late as ``retainedSince`` allows: status keeps whole seconds
+    (``metav1.Time``), truncated, so the moment was up to a second after a value without a fraction. The
+    grace period (and the pods and sessions that started before the rotation) count from the end of that
+    second: the old password is never discarded before the grace period is over. None when absent."""
+    since = parse_time(value)
+    if since is None or since.microsecond:
+        return since
+    return since + timedelta(seconds=1)
 
 
 def parse_time(value: str | None) -> datetime | None:
