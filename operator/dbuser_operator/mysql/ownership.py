@@ -30,7 +30,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Final
 
-from dbuser_operator.mysql import catalog
+from dbuser_operator.mysql import catalog, roles
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import ServerError, checked_input
 from dbuser_operator.mysql.identifiers import (
@@ -391,3 +391,39 @@ async def count_owned(db: Database, schema: str) -> int:
         )
     )
     return int(rows[0][0])
+
+
+async def unowned_holders(db: Database, schema: str, name: str, server: ServerInfo) -> list[roles.Account]:
+    """The accounts (and roles) holding the role ``name`` that the bookkeeping does not record, ordered:
+    neither a DatabaseUser's account (:data:`TABLE`, host compared without regard to case) nor a role of
+    :data:`ROLES_TABLE`, nor the operator's own account (``CURRENT_USER()``, which on MariaDB holds every
+    role it created). One query (both bookkeeping tables must exist)."""
+    role, host = roles.role_of(name, server)
+    if server.flavour == "mariadb":
+        query = Statement(
+            "SELECT m.User, m.Host FROM mysql.roles_mapping m"
+            " LEFT JOIN {accounts} a ON a.user = m.User AND LOWER(a.host) = m.Host"
+            " LEFT JOIN {roles} r ON r.user = m.User AND m.Host = %s"
+            " WHERE m.Role = %s AND a.user IS NULL AND r.user IS NULL"
+            " AND CONCAT(m.User, '@', m.Host) <> CURRENT_USER()"
+            " ORDER BY m.User, m.Host",
+            host,
+            role,
+            accounts=table(schema),
+            roles=table(schema, ROLES_TABLE),
+        )
+    else:
+        query = Statement(
+            "SELECT e.TO_USER, e.TO_HOST FROM mysql.role_edges e"
+            " LEFT JOIN {accounts} a ON a.user = e.TO_USER AND LOWER(a.host) = e.TO_HOST"
+            " LEFT JOIN {roles} r ON r.user = e.TO_USER AND e.TO_HOST = %s"
+            " WHERE e.FROM_USER = %s AND e.FROM_HOST = %s AND a.user IS NULL AND r.user IS NULL"
+            " AND CONCAT(e.TO_USER, '@', e.TO_HOST) <> CURRENT_USER()"
+            " ORDER BY e.TO_USER, e.TO_HOST",
+            host,
+            role,
+            host,
+            accounts=table(schema),
+            roles=table(schema, ROLES_TABLE),
+        )
+    return [(str(user), str(holder_host).lower()) for user, holder_host in await db.fetch(query)]

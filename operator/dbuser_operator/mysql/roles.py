@@ -119,6 +119,42 @@ async def granted(db: Database, user: str, host: str, server: ServerInfo) -> fro
     return frozenset((str(name), str(role_host)) for name, role_host in await db.fetch(query))
 
 
+Account = tuple[str, str]
+"""``(user, host)`` of an account, the host lower-cased as the servers store it (``''`` for a MariaDB
+role holding a role)."""
+
+
+async def held_by_role(db: Database, name: str, server: ServerInfo) -> frozenset[Role]:
+    """The roles granted to the role ``name`` (a role granted to a role: its holders get both)."""
+    role, host = role_of(name, server)
+    if server.flavour == "mariadb":
+        query = Statement(
+            "SELECT Role, '' FROM mysql.roles_mapping WHERE User = %s AND Host = %s", role, host
+        )
+    else:
+        query = Statement(
+            "SELECT FROM_USER, FROM_HOST FROM mysql.role_edges WHERE TO_USER = %s AND TO_HOST = %s",
+            role,
+            host,
+        )
+    return frozenset((str(held), str(held_host)) for held, held_host in await db.fetch(query))
+
+
+async def revoke_from_role(db: Database, held: Role, name: str, server: ServerInfo) -> None:
+    """``REVOKE held FROM name``: the role ``name`` no longer holds the role ``held`` (on MySQL the role's
+    default roles lose it too)."""
+    statement = Statement(
+        "REVOKE {held} FROM {role}", held=_literal(held), role=_literal(role_of(name, server))
+    )
+    await db.execute(statement)
+
+
+def describe(account: Account) -> str:
+    """``'user'@'host'`` for people (a MariaDB role, host ``''``: ``role 'name'``)."""
+    user, host = account
+    return f"'{user}'@'{host}'" if host else f"role '{user}'"
+
+
 async def defaults(db: Database, user: str, host: str, server: ServerInfo) -> frozenset[Role]:
     """The account's default roles (active at login)."""
     with checked_input():
@@ -133,10 +169,6 @@ async def defaults(db: Database, user: str, host: str, server: ServerInfo) -> fr
             host,
         )
     return frozenset((str(name), str(role_host)) for name, role_host in await db.fetch(query) if name)
-
-
-Account = tuple[str, str]
-"""``(user, host)`` of an account, the host lower-cased as the servers store it."""
 
 
 async def every_grant(db: Database, server: ServerInfo) -> dict[Account, tuple[set[Role], set[Role]]]:

@@ -33,6 +33,7 @@ from tests.integration.operator.helpers import (
     unique,
     wait_for_ready,
 )
+from tests.integration.operator.rotation_support import wait_for_event
 
 pytestmark = pytest.mark.integration
 
@@ -401,3 +402,235 @@ async def test_a_role_relabelled_while_no_instance_watched_is_let_go_at_start(
     assert role_exists(mysql, name)  # let go: never dropped
     second.stop.set()
     await second.task
+
+
+def grantee(mysql: MySQLServer, role: str) -> str:
+    """The role in a statement: ``'r'@'%'`` on MySQL, ``'r'`` on MariaDB."""
+    return f"'{role}'" + ("" if is_mariadb(mysql) else "@'%'")
+
+
+def roles_held_by_role(mysql: MySQLServer, role: str) -> set[str]:
+    """The roles granted to the role ``role``, from the grant tables."""
+    if is_mariadb(mysql):
+        rows = mysql_query(mysql, "SELECT Role FROM mysql.roles_mapping WHERE User = %s AND Host = ''", role)
+    else:
+        rows = mysql_query(
+            mysql, "SELECT FROM_USER FROM mysql.role_edges WHERE TO_USER = %s AND TO_HOST = '%%'", role
+        )
+    return {str(row[0]) for row in rows}
+
+
+def holders_of(mysql: MySQLServer, role: str) -> set[tuple[str, str]]:
+    """The accounts (and roles) holding ``role``, from the grant tables."""
+    if is_mariadb(mysql):
+        rows = mysql_query(mysql, "SELECT User, Host FROM mysql.roles_mapping WHERE Role = %s", role)
+    else:
+        rows = mysql_query(
+            mysql,
+            "SELECT TO_USER, TO_HOST FROM mysql.role_edges WHERE FROM_USER = %s AND FROM_HOST = '%%'",
+            role,
+        )
+    return {(str(user), str(host)) for user, host in rows}
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    for item in (obj.get("status") or {}).get("conditions") or []:
+        if item["type"] == type_:
+            return dict(item)
+    return None
+
+
+async def wait_condition(
+    kube: KubeClient, namespace: str, name: str, type_: str, status: str, limit: float = 60
+) -> dict[str, Any]:
+    deadline = time.monotonic() + limit
+    obj: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        obj = await kube.get(DATABASE_ROLES, name, namespace)
+        found = condition(obj, type_)
+        if found is not None and found["status"] == status:
+            return found
+        await asyncio.sleep(0.1)
+    raise AssertionError(
+        f"DatabaseRole {namespace}/{name} never got {type_}={status}: {condition(obj, type_)}"
+    )
+
+
+def make_data(mysql: MySQLServer, prefix: str) -> str:
+    """A database with a table ``t`` holding 7: data a tenant must not read."""
+    database = unique(prefix).replace("-", "")
+    mysql_query(mysql, f"CREATE DATABASE `{database}`")
+    mysql_query(mysql, f"CREATE TABLE `{database}`.t (a INT)")
+    mysql_query(mysql, f"INSERT INTO `{database}`.t VALUES (7)")
+    return database
+
+
+def set_default_role(mysql: MySQLServer, role: str, user: str) -> None:
+    """The role, granted already, active at the account's login."""
+    verb = "FOR" if is_mariadb(mysql) else "TO"
+    mysql_query(mysql, f"SET DEFAULT ROLE {grantee(mysql, role)} {verb} '{user}'@'%'")
+
+
+DENIED = {1142, 1044}  # no SELECT on the table / no access to the database
+
+
+async def test_a_role_granted_to_a_managed_role_is_revoked(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """A DatabaseRole holds no role: one granted to it by hand is revoked at the next pass, with a Warning
+    naming it, and the accounts holding the managed role no longer get what it gave them (a new session)."""
+    data, sub = make_data(mysql, "dbadata"), unique("dbareader")
+    mysql_query(mysql, f"CREATE ROLE {grantee(mysql, sub)}")
+    mysql_query(mysql, f"GRANT SELECT ON `{data}`.* TO {grantee(mysql, sub)}")
+    name = unique("tenant")
+    await kube_client.create(DATABASE_ROLES, database_role(name), namespace)
+    await wait_role_ready(kube_client, namespace, name)
+    user, password = unique("tenantuser"), passwords.new()
+    await create_secret(kube_client, namespace, "pw", {"password": password})
+    body = database_user(user, "pw", roles=[name], defaultRoles=[name])
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, user, limit=60)
+    assert select_as(mysql, user, password, f"SELECT a FROM `{data}`.t") in DENIED
+
+    mysql_query(mysql, f"GRANT {grantee(mysql, sub)} TO {grantee(mysql, name)}")
+    if not is_mariadb(mysql):  # a role may even have default roles on MySQL
+        mysql_query(mysql, f"SET DEFAULT ROLE {grantee(mysql, sub)} TO {grantee(mysql, name)}")
+    await eventually(lambda: not roles_held_by_role(mysql, name), "the role granted to the role stayed")
+    event = await wait_for_event(kube_client, namespace, name, "RolesRevoked")
+    assert event["type"] == "Warning"
+    assert sub in event["message"], event["message"]
+    if not is_mariadb(mysql):
+        assert not mysql_query(mysql, "SELECT 1 FROM mysql.default_roles WHERE USER = %s", name)
+    assert holders_of(mysql, sub) == set() or is_mariadb(mysql)  # MariaDB: its creator holds it too
+    assert (name, "" if is_mariadb(mysql) else "%") not in holders_of(mysql, sub)
+    assert roles_of(mysql, user) == {name}  # the user keeps the managed role itself ...
+    assert select_as(mysql, user, password, f"SELECT a FROM `{data}`.t") in DENIED  # ... not the data
+    await wait_role_ready(kube_client, namespace, name)
+    mysql_query(mysql, f"DROP ROLE {grantee(mysql, sub)}")
+    mysql_query(mysql, f"DROP DATABASE `{data}`")
+
+
+async def test_an_unmanaged_holder_is_reported_never_changed_and_named_at_deletion(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """A managed role held by an account the operator does not manage: reported (a condition and a Warning
+    naming the account), its grants left as they are; deleting the DatabaseRole drops the role with a
+    Warning naming the account that loses it. A DatabaseUser's account holding it is not reported."""
+    data = make_data(mysql, "shareddata")
+    name = unique("shared")
+    body = database_role(name, privileges=[{"privileges": ["SELECT"], "database": data}])
+    await kube_client.create(DATABASE_ROLES, body, namespace)
+    await wait_role_ready(kube_client, namespace, name)
+    user, password = unique("manageduser"), passwords.new()
+    await create_secret(kube_client, namespace, "pw", {"password": password})
+    body = database_user(user, "pw", roles=[name], defaultRoles=[name])
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, user, limit=60)
+    found = await wait_condition(kube_client, namespace, name, "UnmanagedHolders", "False")
+    assert found["reason"] == "NoUnmanagedHolders", found
+
+    dba, dba_password = unique("dba"), passwords.new()
+    mysql_query(mysql, f"CREATE USER '{dba}'@'%%' IDENTIFIED BY %s", dba_password)
+    mysql_query(mysql, f"GRANT {grantee(mysql, name)} TO '{dba}'@'%'")
+    set_default_role(mysql, name, dba)
+    found = await wait_condition(kube_client, namespace, name, "UnmanagedHolders", "True")
+    assert found["reason"] == "HeldByUnmanagedAccounts", found
+    assert f"'{dba}'@'%'" in found["message"], found
+    assert user not in found["message"], found  # the DatabaseUser's account is managed
+    event = await wait_for_event(kube_client, namespace, name, "UnmanagedHolders")
+    assert event["type"] == "Warning", event
+    assert f"'{dba}'@'%'" in event["message"], event
+    obj = await kube_client.get(DATABASE_ROLES, name, namespace)
+    assert ready(obj)["status"] == "True"  # type: ignore[index]  # the role itself is as the spec says
+    await asyncio.sleep(2.5)  # a few resync passes (1 s): reported, never changed
+    assert roles_of(mysql, dba) == {name}
+    assert default_roles_of(mysql, dba) == {name}
+    assert select_as(mysql, dba, dba_password, f"SELECT a FROM `{data}`.t") == [(7,)]
+
+    # The account loses the role by hand: no longer reported.
+    mysql_query(mysql, f"REVOKE {grantee(mysql, name)} FROM '{dba}'@'%'")
+    await wait_condition(kube_client, namespace, name, "UnmanagedHolders", "False")
+    mysql_query(mysql, f"GRANT {grantee(mysql, name)} TO '{dba}'@'%'")
+    set_default_role(mysql, name, dba)
+    await wait_condition(kube_client, namespace, name, "UnmanagedHolders", "True")
+
+    # Deletion drops the role and names the account that loses it; the DatabaseUser reports it missing.
+    await kube_client.delete(DATABASE_ROLES, name, namespace)
+    await role_gone(kube_client, namespace, name)
+    event = await wait_for_event(kube_client, namespace, name, "DroppedFromUnmanagedAccounts")
+    assert event["type"] == "Warning", event
+    assert f"'{dba}'@'%'" in event["message"], event
+    assert user not in event["message"], event
+    assert not role_exists(mysql, name)
+    assert roles_of(mysql, dba) == set()
+    # MySQL's DROP ROLE clears the default roles naming it; MariaDB's leaves mysql.user.default_role naming
+    # a role that is gone (a login ignores it): nothing else of an account it does not manage is changed.
+    assert default_roles_of(mysql, dba) == ({name} if is_mariadb(mysql) else set())
+    assert select_as(mysql, dba, dba_password, f"SELECT a FROM `{data}`.t") in DENIED
+    obj = await wait_for_ready(kube_client, namespace, user, status="False", reason="RoleNotFound", limit=60)
+    assert name in ready(obj)["message"]  # type: ignore[index]
+    mysql_query(mysql, f"DROP USER '{dba}'@'%'")
+    mysql_query(mysql, f"DROP DATABASE `{data}`")
+
+
+async def test_an_adopted_dba_role_is_cut_from_its_sub_roles_and_its_dba_holder_reported(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """The hostile tenant's path: adopt a DBA's role that holds another role with privileges on a DBA
+    database. The sub-role is revoked (the tenant's user cannot read the DBA data), the DBA's account that
+    holds the adopted role is reported and left alone, and deletion names it before the role is dropped."""
+    data, sub, adopted = make_data(mysql, "dbaonly"), unique("dbasub"), unique("dbarole")
+    for role in (sub, adopted):
+        mysql_query(mysql, f"CREATE ROLE {grantee(mysql, role)}")
+    mysql_query(mysql, f"GRANT SELECT ON `{data}`.* TO {grantee(mysql, sub)}")
+    mysql_query(mysql, f"GRANT {grantee(mysql, sub)} TO {grantee(mysql, adopted)}")
+    dba, dba_password = unique("dba"), passwords.new()
+    mysql_query(mysql, f"CREATE USER '{dba}'@'%%' IDENTIFIED BY %s", dba_password)
+    mysql_query(mysql, f"GRANT {grantee(mysql, adopted)} TO '{dba}'@'%'")
+    set_default_role(mysql, adopted, dba)
+    assert select_as(mysql, dba, dba_password, f"SELECT a FROM `{data}`.t") == [(7,)]
+
+    body = database_role(adopted)
+    body["metadata"]["annotations"] = {"mysql.dbuser-operator.dev/adopt": "true"}
+    await kube_client.create(DATABASE_ROLES, body, namespace)
+    await wait_role_ready(kube_client, namespace, adopted)
+    assert roles_held_by_role(mysql, adopted) == set()
+    event = await wait_for_event(kube_client, namespace, adopted, "RolesRevoked")
+    assert sub in event["message"], event
+    found = await wait_condition(kube_client, namespace, adopted, "UnmanagedHolders", "True")
+    assert f"'{dba}'@'%'" in found["message"], found
+    user, password = unique("tenantuser"), passwords.new()
+    await create_secret(kube_client, namespace, "pw", {"password": password})
+    body = database_user(user, "pw", roles=[adopted], defaultRoles=[adopted])
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, user, limit=60)
+    assert select_as(mysql, user, password, f"SELECT a FROM `{data}`.t") in DENIED
+    assert (dba, "%") in holders_of(mysql, adopted)  # the DBA's grants: untouched
+    assert default_roles_of(mysql, dba) == {adopted}
+
+    await kube_client.delete(DATABASE_ROLES, adopted, namespace)
+    await role_gone(kube_client, namespace, adopted)
+    event = await wait_for_event(kube_client, namespace, adopted, "DroppedFromUnmanagedAccounts")
+    assert f"'{dba}'@'%'" in event["message"], event
+    assert not role_exists(mysql, adopted)
+    assert roles_of(mysql, dba) == set()
+    assert default_roles_of(mysql, dba) == ({adopted} if is_mariadb(mysql) else set())
+    assert select_as(mysql, dba, dba_password, f"SELECT a FROM `{data}`.t") in DENIED
+    for statement in (
+        f"DROP USER '{dba}'@'%'",
+        f"DROP ROLE {grantee(mysql, sub)}",
+        f"DROP DATABASE `{data}`",
+    ):
+        mysql_query(mysql, statement)
