@@ -129,7 +129,8 @@ class DatabaseRoleStatus(Model):
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     """Latest observations of the role's state. Ready is True once the role exists in MySQL, belongs to
-    this resource and has the spec's privileges."""
+    this resource, holds no role and has the spec's privileges. UnmanagedHolders is True while accounts the
+    operator does not manage hold the role (its message names them; they are left as they are)."""
 
     observed_generation: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int64"})
     """The metadata.generation that the operator last acted on."""
