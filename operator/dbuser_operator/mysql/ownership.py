@@ -393,19 +393,36 @@ async def count_owned(db: Database, schema: str) -> int:
     return int(rows[0][0])
 
 
-async def unowned_holders(db: Database, schema: str, name: str, server: ServerInfo) -> list[roles.Account]:
-    """The accounts (and roles) holding the role ``name`` that the bookkeeping does not record, ordered:
-    neither a DatabaseUser's account (:data:`TABLE`, host compared without regard to case) nor a role of
-    :data:`ROLES_TABLE`, nor the operator's own account (``CURRENT_USER()``, which on MariaDB holds every
-    role it created). One query (both bookkeeping tables must exist)."""
+@dataclass(frozen=True)
+class Holder:
+    """An account or role holding a role, and whether the bookkeeping records it."""
+
+    user: str
+    host: str
+    """Lower-cased, as the servers store it; ``''`` for a MariaDB role."""
+    account: bool
+    """A row of :data:`TABLE` names it: a DatabaseUser's account."""
+    role: bool
+    """A row of :data:`ROLES_TABLE` names it: a DatabaseRole's role."""
+
+    @property
+    def managed(self) -> bool:
+        """Whether the operator manages it (an account or a role of its bookkeeping)."""
+        return self.account or self.role
+
+
+async def role_holders(db: Database, schema: str, name: str, server: ServerInfo) -> list[Holder]:
+    """The accounts and roles holding the role ``name``, ordered, each with what the bookkeeping says of
+    it (a DatabaseUser's account: :data:`TABLE`, the host compared without regard to case; a DatabaseRole's
+    role: :data:`ROLES_TABLE`); never the operator's own account (``CURRENT_USER()``, which on MariaDB
+    holds every role it created). One query (both bookkeeping tables must exist)."""
     role, host = roles.role_of(name, server)
     if server.flavour == "mariadb":
         query = Statement(
-            "SELECT m.User, m.Host FROM mysql.roles_mapping m"
+            "SELECT m.User, m.Host, a.user IS NOT NULL, r.user IS NOT NULL FROM mysql.roles_mapping m"
             " LEFT JOIN {accounts} a ON a.user = m.User AND LOWER(a.host) = m.Host"
             " LEFT JOIN {roles} r ON r.user = m.User AND m.Host = %s"
-            " WHERE m.Role = %s AND a.user IS NULL AND r.user IS NULL"
-            " AND CONCAT(m.User, '@', m.Host) <> CURRENT_USER()"
+            " WHERE m.Role = %s AND CONCAT(m.User, '@', m.Host) <> CURRENT_USER()"
             " ORDER BY m.User, m.Host",
             host,
             role,
@@ -414,10 +431,10 @@ async def unowned_holders(db: Database, schema: str, name: str, server: ServerIn
         )
     else:
         query = Statement(
-            "SELECT e.TO_USER, e.TO_HOST FROM mysql.role_edges e"
+            "SELECT e.TO_USER, e.TO_HOST, a.user IS NOT NULL, r.user IS NOT NULL FROM mysql.role_edges e"
             " LEFT JOIN {accounts} a ON a.user = e.TO_USER AND LOWER(a.host) = e.TO_HOST"
             " LEFT JOIN {roles} r ON r.user = e.TO_USER AND e.TO_HOST = %s"
-            " WHERE e.FROM_USER = %s AND e.FROM_HOST = %s AND a.user IS NULL AND r.user IS NULL"
+            " WHERE e.FROM_USER = %s AND e.FROM_HOST = %s"
             " AND CONCAT(e.TO_USER, '@', e.TO_HOST) <> CURRENT_USER()"
             " ORDER BY e.TO_USER, e.TO_HOST",
             host,
@@ -426,4 +443,7 @@ async def unowned_holders(db: Database, schema: str, name: str, server: ServerIn
             accounts=table(schema),
             roles=table(schema, ROLES_TABLE),
         )
-    return [(str(user), str(holder_host).lower()) for user, holder_host in await db.fetch(query)]
+    return [
+        Holder(str(user), str(holder_host).lower(), bool(account), bool(managed_role))
+        for user, holder_host, account, managed_role in await db.fetch(query)
+    ]

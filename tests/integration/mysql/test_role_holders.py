@@ -54,11 +54,11 @@ async def test_roles_granted_to_a_role_are_read_and_revoked(
     assert roles.describe((odd, host)) == (f"'{odd}'@'%'" if host else f"role '{odd}'")
 
 
-async def test_unowned_holders(
+async def test_role_holders(
     db: Database, mysql: MySQLServer, made_roles: list[str], databases_made: Databases
 ) -> None:
-    """Holders the bookkeeping records (a DatabaseUser's account, whatever the case of its host; a managed
-    role) and the operator's own account are left out; every other one is listed, hosts lower-cased."""
+    """Every holder, hosts lower-cased, with what the bookkeeping says of it: a DatabaseUser's account
+    (whatever the case of its host), a managed role, or neither; never the operator's own account."""
     server = await read_server(db)
     host = roles.role_host(server)
     schema = databases_made.name("_own")
@@ -71,25 +71,27 @@ async def test_unowned_holders(
     made_roles.extend([role_literal, other_literal])
     await roles.create(db, name, server)
     await roles.create(db, other, server)
+    accounts = (f"'{managed}'@'example.com'", f"'{stranger}'@'%'", f"'{stranger}'@'localhost'")
     try:
-        admin(
-            mysql,
-            f"CREATE USER '{managed}'@'Example.COM'",
-            f"CREATE USER '{stranger}'@'%'",
-            f"CREATE USER '{stranger}'@'localhost'",
-        )
-        assert await ownership.unowned_holders(db, schema, name, server) == []  # nor the operator's own
-        for account in (f"'{managed}'@'example.com'", f"'{stranger}'@'%'", f"'{stranger}'@'localhost'"):
-            admin(mysql, f"GRANT {role_literal} TO {account}")
-        admin(mysql, f"GRANT {role_literal} TO {other_literal}")
+        admin(mysql, *(f"CREATE USER {account}" for account in accounts))
+        assert await ownership.role_holders(db, schema, name, server) == []  # nor the operator's own
+        admin(mysql, *(f"GRANT {role_literal} TO {account}" for account in (*accounts, other_literal)))
         await ownership.claim(db, schema, managed, "Example.COM", OWNER)
-        expected = [(stranger, "%"), (stranger, "localhost")]
-        found = await ownership.unowned_holders(db, schema, name, server)
-        assert found == sorted([(other, host), *expected])
+
+        def holder(user: str, at: str, *, account: bool = False, role: bool = False) -> ownership.Holder:
+            return ownership.Holder(user, at, account=account, role=role)
+
+        strangers = [holder(stranger, "%"), holder(stranger, "localhost")]
+        found = await ownership.role_holders(db, schema, name, server)
+        mine = holder(managed, "example.com", account=True)
+        assert found == sorted([mine, holder(other, host), *strangers], key=lambda h: (h.user, h.host))
         await ownership.claim(db, schema, other, ownership.ROLE_HOST, OWNER, table_name=ownership.ROLES_TABLE)
-        assert await ownership.unowned_holders(db, schema, name, server) == expected
+        found = await ownership.role_holders(db, schema, name, server)
+        assert [h for h in found if h.managed] == sorted(
+            [mine, holder(other, host, role=True)], key=lambda h: (h.user, h.host)
+        )
+        assert [h for h in found if not h.managed] == strangers
         granted = admin_rows(mysql, f"SHOW GRANTS FOR '{stranger}'@'%'")
         assert any(name in str(row[0]) for row in granted)  # only read: the holders keep the role
     finally:
-        for account in (f"'{managed}'@'example.com'", f"'{stranger}'@'%'", f"'{stranger}'@'localhost'"):
-            admin(mysql, f"DROP USER IF EXISTS {account}")
+        admin(mysql, *(f"DROP USER IF EXISTS {account}" for account in accounts))

@@ -188,6 +188,7 @@ async def test_role_lifecycle_and_user_roles(
     print(f"role deleted -> user reports RoleNotFound: {(time.monotonic() - started) * 1000:.0f} ms")
     assert role_name in ready(obj)["message"]  # type: ignore[index]
     await eventually(lambda: not role_exists(mysql, role_name), "the role was never dropped")
+    await role_gone(kube_client, namespace, role_name)  # the finalizer comes off after the drop
     assert select_as(mysql, user, password, f"SELECT a FROM `{database}`.t") in {1142, 1044}
 
     # The role comes back: the user is re-queued by the role's events and gets it again.
@@ -474,6 +475,30 @@ def set_default_role(mysql: MySQLServer, role: str, user: str) -> None:
 DENIED = {1142, 1044}  # no SELECT on the table / no access to the database
 
 
+def session_of(mysql: MySQLServer, user: str, password: str) -> pymysql.Connection[Any]:
+    """An open session of ``user``, as an application keeps one."""
+    return pymysql.connect(
+        host=mysql.host,
+        port=mysql.port,
+        user=user,
+        password=password,
+        connect_timeout=5,
+        read_timeout=10,
+        autocommit=True,
+        **client_tls(mysql, tls=False),
+    )
+
+
+def alive(session: pymysql.Connection[Any]) -> bool:
+    """Whether the session still answers (pymysql never reconnects by itself)."""
+    try:
+        with session.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return True
+    except pymysql.err.MySQLError:
+        return False
+
+
 async def test_a_role_granted_to_a_managed_role_is_revoked(
     operator: RunningOperator,
     kube_client: KubeClient,
@@ -495,10 +520,12 @@ async def test_a_role_granted_to_a_managed_role_is_revoked(
     await kube_client.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube_client, namespace, user, limit=60)
     assert select_as(mysql, user, password, f"SELECT a FROM `{data}`.t") in DENIED
+    session = session_of(mysql, user, password)  # open across the change: it is ended
 
-    mysql_query(mysql, f"GRANT {grantee(mysql, sub)} TO {grantee(mysql, name)}")
-    if not is_mariadb(mysql):  # a role may even have default roles on MySQL
-        mysql_query(mysql, f"SET DEFAULT ROLE {grantee(mysql, sub)} TO {grantee(mysql, name)}")
+    with mysql.connect() as connection, connection.cursor() as cursor:  # one session: before the next pass
+        cursor.execute(f"GRANT {grantee(mysql, sub)} TO {grantee(mysql, name)}")
+        if not is_mariadb(mysql):  # a role may even have default roles on MySQL
+            cursor.execute(f"SET DEFAULT ROLE {grantee(mysql, sub)} TO {grantee(mysql, name)}")
     await eventually(lambda: not roles_held_by_role(mysql, name), "the role granted to the role stayed")
     event = await wait_for_event(kube_client, namespace, name, "RolesRevoked")
     assert event["type"] == "Warning"
@@ -509,6 +536,12 @@ async def test_a_role_granted_to_a_managed_role_is_revoked(
     assert (name, "" if is_mariadb(mysql) else "%") not in holders_of(mysql, sub)
     assert roles_of(mysql, user) == {name}  # the user keeps the managed role itself ...
     assert select_as(mysql, user, password, f"SELECT a FROM `{data}`.t") in DENIED  # ... not the data
+    # MariaDB keeps a session's global privileges from a role until it reconnects: the sessions of the
+    # DatabaseUsers holding the role are ended.
+    await eventually(lambda: not alive(session), "the holder's open session was never ended")
+    session.close()
+    event = await wait_for_event(kube_client, namespace, name, "SessionsEnded")
+    assert "ended 1 open session(s)" in event["message"], event
     await wait_role_ready(kube_client, namespace, name)
     mysql_query(mysql, f"DROP ROLE {grantee(mysql, sub)}")
     mysql_query(mysql, f"DROP DATABASE `{data}`")
@@ -561,6 +594,7 @@ async def test_an_unmanaged_holder_is_reported_never_changed_and_named_at_deleti
     mysql_query(mysql, f"GRANT {grantee(mysql, name)} TO '{dba}'@'%'")
     set_default_role(mysql, name, dba)
     await wait_condition(kube_client, namespace, name, "UnmanagedHolders", "True")
+    session, dba_session = session_of(mysql, user, password), session_of(mysql, dba, dba_password)
 
     # Deletion drops the role and names the account that loses it; the DatabaseUser reports it missing.
     await kube_client.delete(DATABASE_ROLES, name, namespace)
@@ -577,6 +611,12 @@ async def test_an_unmanaged_holder_is_reported_never_changed_and_named_at_deleti
     assert select_as(mysql, dba, dba_password, f"SELECT a FROM `{data}`.t") in DENIED
     obj = await wait_for_ready(kube_client, namespace, user, status="False", reason="RoleNotFound", limit=60)
     assert name in ready(obj)["message"]  # type: ignore[index]
+    assert not alive(session)  # the DatabaseUser's session: ended with the drop
+    assert alive(dba_session)  # the DBA's: never touched
+    event = await wait_for_event(kube_client, namespace, name, "RoleDropped")
+    assert "ended 1 open session(s)" in event["message"], event
+    session.close()
+    dba_session.close()
     mysql_query(mysql, f"DROP USER '{dba}'@'%'")
     mysql_query(mysql, f"DROP DATABASE `{data}`")
 

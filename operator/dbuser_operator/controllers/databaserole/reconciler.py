@@ -4,12 +4,12 @@ spec's privileges.
 The same rules as for accounts: a finalizer (this instance's), the guard's refusals, ownership in the
 bookkeeping schema (table :data:`~dbuser_operator.mysql.ownership.ROLES_TABLE`; a role that exists but that
 the operator did not create is not taken over without the adopt annotation), exact privilege convergence
-through :func:`~dbuser_operator.mysql.grants.apply` with the role as grantee, and deletion under the
+through :class:`~dbuser_operator.mysql.grants.AccountGrants` with the role as grantee, and deletion under the
 deletion policy and the release annotation. A DatabaseRole has no sub-roles: a role granted to the role (by
 hand, or found at adoption) is revoked, with a Warning naming it. Accounts holding the role that the
 operator does not manage are reported (condition ``UnmanagedHolders`` and a Warning), never changed, and
-named in a Warning when deletion drops the role from under them. A Ready role is reconciled again every
-resync period, which repairs a role dropped or changed by hand.
+named in a Warning when deletion drops the role from under them (:mod:`.holders`). A Ready role is
+reconciled again every resync period, which repairs a role dropped or changed by hand.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from dbuser_operator.api.v1alpha1.databaserole import (
     DatabaseRoleSpec,
     DatabaseRoleStatus,
 )
+from dbuser_operator.controllers.databaserole import holders
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.guard import Guard
@@ -47,10 +48,6 @@ from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import Resource
 
 log = structlog.get_logger(__name__)
-
-HOLDERS = "UnmanagedHolders"
-"""The condition saying whether accounts the operator does not manage hold the role."""
-SHOWN = 10  # accounts named in one message; the rest counted
 
 
 @dataclass(kw_only=True)
@@ -121,9 +118,9 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
         self._refuse(ctx)
         if self.policy is not None:  # before any SQL
             self.policy.check_role(ctx.binding, ctx.role)
-        holders = await self._converge(ctx)
+        unmanaged = await self._converge(ctx)
         self.set_ready(ctx, "True", "RoleReady", f"role {ctx.name} matches the spec")
-        self._report_holders(ctx, holders)
+        self._report_holders(ctx, unmanaged)
         await self.write(ctx)
         return Result(requeue_after=self.resync_period)
 
@@ -140,8 +137,9 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
             raise ConditionError(server_refusal[0], f"role {name}: {server_refusal[1]}", retry=False)
 
     async def _converge(self, ctx: RoleContext) -> list[roles.Account]:
-        """The role exists, is this resource's, holds no role, and has exactly the spec's privileges; the
-        accounts holding it that the operator does not manage."""
+        """The role exists, is this resource's, holds no role, and has exactly the spec's privileges (the
+        sessions of the DatabaseUsers holding it ended if it lost any); the accounts holding it that the
+        operator does not manage."""
         name, handle, role = ctx.name, ctx.server, ctx.role
         db = handle.db
         try:
@@ -158,12 +156,13 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
                     raise _not_ours(name, retry=True) from None
                 created = True
                 ctx.event("Normal", "RoleCreated", f"created role {name}")
-            revoked = [] if created else await self._revoke_held_roles(handle, name)
-            host = roles.role_host(server)
-            known = frozenset[grants.Grant]() if created else None
-            wanted = desired_grants(role.spec.privileges)
-            summary = await grants.apply(db, name, host, wanted, server, current=known)
-            holders = await ownership.unowned_holders(db, handle.schema, name, server)
+            revoked = [] if created else await holders.revoke_held_roles(handle, name)
+            account = grants.AccountGrants(db, name, roles.role_host(server), server)
+            if created:
+                account.assume(())  # a new role has no grants
+            summary = await account.converge(desired_grants(role.spec.privileges))
+            found = [] if created else await ownership.role_holders(db, handle.schema, name, server)
+            ended = await holders.end_managed_sessions(handle, found) if revoked or account.reduced else 0
         except MySQLError as error:
             raise mysql_condition(error, f"role {name}") from None
         if revoked:
@@ -175,33 +174,23 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
             )
         if summary:
             ctx.event("Normal", "GrantsChanged", f"role {name}: {'; '.join(summary)}")
+        if ended:
+            ctx.event(
+                "Normal",
+                "SessionsEnded",
+                f"role {name} lost privileges: ended {ended} open session(s) of the DatabaseUsers holding it",
+            )
         ctx.status.role = name
-        return holders
+        return holders.unmanaged(found)
 
-    @staticmethod
-    async def _revoke_held_roles(handle: ServerHandle, name: str) -> list[str]:
-        """Revoke every role granted to the role (its desired set is empty); the ones revoked, for people."""
-        server = await handle.server()
-        revoked = []
-        for held in sorted(await roles.held_by_role(handle.db, name, server)):
-            await roles.revoke_from_role(handle.db, held, name, server)
-            revoked.append(roles.describe(held))
-        return revoked
-
-    def _report_holders(self, ctx: RoleContext, holders: list[roles.Account]) -> None:
-        """Condition :data:`HOLDERS`, and a Warning when the accounts it names change."""
-        if not holders:
-            message = f"no account outside the operator's bookkeeping holds role {ctx.name}"
-            self.set_condition(ctx, HOLDERS, "False", "NoUnmanagedHolders", message)
-            return
-        previous = next((c for c in ctx.status.conditions if c.type == HOLDERS), None)
-        message = (
-            f"role {ctx.name} is held by accounts the operator does not manage (left as they are; they get "
-            f"this role's privileges, and lose the role if it is dropped): {_named(holders)}"
-        )
-        self.set_condition(ctx, HOLDERS, "True", "HeldByUnmanagedAccounts", message)
-        if previous is None or previous.status != "True" or previous.message != message:
-            ctx.event("Warning", HOLDERS, message)
+    def _report_holders(self, ctx: RoleContext, accounts: list[roles.Account]) -> None:
+        """Condition :data:`~.holders.HOLDERS`, and a Warning when the accounts it names change."""
+        previous = next((c for c in ctx.status.conditions if c.type == holders.HOLDERS), None)
+        status, reason, message = holders.condition(ctx.name, accounts)
+        self.set_condition(ctx, holders.HOLDERS, status, reason, message)
+        changed = previous is None or previous.status != status or previous.message != message
+        if status == "True" and changed:
+            ctx.event("Warning", holders.HOLDERS, message)
 
     async def _claim(
         self, handle: ServerHandle, role: DatabaseRole, name: str, binding: ServerBinding | None
@@ -305,27 +294,24 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
                 )
                 if current is not None and current.uid == owner_of(role).uid:
                     server = await handle.server()
-                    holders = await ownership.unowned_holders(handle.db, handle.schema, name, server)
-                    if holders:
+                    found = await ownership.role_holders(handle.db, handle.schema, name, server)
+                    if unmanaged := holders.unmanaged(found):
                         ctx.event(
                             "Warning",
                             "DroppedFromUnmanagedAccounts",
                             f"dropping role {name}: accounts the operator does not manage hold it and lose "
-                            f"it: {_named(holders)}",
+                            f"it: {holders.named(unmanaged)}",
                         )
                     await roles.drop(handle.db, name, server)
+                    ended = await holders.end_managed_sessions(handle, found)
                     await self._forget(handle, role, name)
-                    ctx.event("Normal", "RoleDropped", f"dropped role {name}")
+                    also = (
+                        f" and ended {ended} open session(s) of the DatabaseUsers holding it" if ended else ""
+                    )
+                    ctx.event("Normal", "RoleDropped", f"dropped role {name}{also}")
             except MySQLError as error:
                 raise mysql_condition(error, f"cannot drop role {name}") from None
         ctx.obj = await self.finalizer.remove(ctx.obj)
-
-
-def _named(accounts: list[roles.Account]) -> str:
-    """The first :data:`SHOWN` accounts, and how many more."""
-    shown = ", ".join(roles.describe(account) for account in accounts[:SHOWN])
-    more = len(accounts) - SHOWN
-    return f"{shown} and {more} more" if more > 0 else shown
 
 
 def _not_ours(name: str, *, retry: bool = False) -> ConditionError:
