@@ -66,12 +66,13 @@ def test_what_the_account_holds_is_judged_against_the_entry() -> None:
 
 def test_roles_are_judged_recursively_with_their_grants() -> None:
     roles = {("outer", ""): frozenset(), ("inner", ""): frozenset({observed("dba_secret", "SELECT")})}
-    holdings = held(roles=roles, unreadable=("odd name",))
+    holdings = held(roles=roles, unreadable=("odd name",), held_by=("'dba'@'%'",))
     no_roles = entry(allowAdoption=True, databases=["{namespace}_*"], allowRoles=False)
     assert holding_problems(no_roles, NS, holdings, "mariadb") == [
         "it holds roles inner, outer (allowRoles is false)",
         "role inner holds privileges on `dba_secret`.*, outside team-a_* (pattern {namespace}_*)",
         "it holds roles whose privileges cannot be read: odd name",
+        "accounts the operator does not manage hold it: 'dba'@'%'",
     ]
     # The flavour's default plugin, and a MariaDB role's none, are within any entry.
     assert (

@@ -49,6 +49,8 @@ class Holdings:
     """``'user'@'host'`` of the accounts it may proxy as."""
     plugin: str = ""
     """Its authentication plugin ('' for a MariaDB role)."""
+    held_by: tuple[str, ...] = ()
+    """For a role: the accounts outside the operator's bookkeeping that hold it (filled by the caller)."""
 
 
 async def _roles_of(db: Database, user: str, host: str, server: ServerInfo) -> list[Role]:

@@ -199,6 +199,7 @@ async def test_a_dbas_role_is_judged_on_the_roles_granted_to_it(shared_tenancy: 
             env, obj, f"role {inner_name} holds privileges on `dba_secret`.*, outside", role=True
         )
         assert "cannot adopt role" in message
+        assert f"accounts the operator does not manage hold it: '{dba}'@'%'" in message, message
         await asyncio.sleep(1.5)
         assert snapshot(env, {outer, inner, dba}) == before
         await delete(env, outer, role=True)

@@ -15,6 +15,7 @@ reconciled again every resync period, which repairs a role dropped or changed by
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
@@ -226,17 +227,23 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
         self, handle: ServerHandle, role: DatabaseRole, name: str, binding: ServerBinding | None
     ) -> None:
         """Refuse (AdoptionNotAllowed) unless the server's policy lets the namespace take the role over as
-        it is today: its privileges and the roles granted to it, recursively."""
+        it is today: its privileges, the roles granted to it (recursively), and nobody outside the
+        operator's bookkeeping holding it (they would get whatever the tenant grants the role)."""
         if self.policy is None:
             return
         server = await handle.server()
-        host = roles.role_host(server)
+
+        async def held() -> holdings.Holdings:
+            found = await holdings.read_holdings(handle.db, name, roles.role_host(server), server)
+            outside = holders.unmanaged(await ownership.role_holders(handle.db, handle.schema, name, server))
+            return dataclasses.replace(found, held_by=tuple(roles.describe(account) for account in outside))
+
         await self.policy.check_adoption(
             binding,
             namespace=role.metadata.namespace or "",
             what=f"role {name}",
             name=name,
-            holdings=lambda: holdings.read_holdings(handle.db, name, host, server),
+            holdings=held,
             flavour=server.flavour,
         )
 

@@ -4,7 +4,9 @@ Only if the entry that selects the namespace allows adoption (``allowAdoption``,
 ``adoptableNames`` admit the name, and everything the account or role holds today is within the entry's
 bounds — judged on what the server *holds*, never on what the spec says: its own grants, every role
 granted to it (recursively) with that role's grants, proxy grants (never within a policy), and its
-authentication plugin (only the flavour's default unless ``allowPlugins``). A server without a policy
+authentication plugin (only the flavour's default unless ``allowPlugins``); a role also must not be held
+by accounts outside the operator's bookkeeping (they would get what the tenant grants it). A server without
+a policy
 keeps the operator's bounds only (the guard's), as before policies existed.
 
 Pure functions of the entry, the namespace and the holdings: the gate reads the holdings and raises.
@@ -94,6 +96,8 @@ def holding_problems(
         problems += grant_problems(entry, grants, namespace, f"role {role_name(role)}")
     if holdings.unreadable:
         problems.append(f"it holds roles whose privileges cannot be read: {', '.join(holdings.unreadable)}")
+    if holdings.held_by:
+        problems.append(f"accounts the operator does not manage hold it: {', '.join(holdings.held_by)}")
     if holdings.proxies:
         problems.append(f"it may proxy as {', '.join(holdings.proxies)}")
     plugin = holdings.plugin
