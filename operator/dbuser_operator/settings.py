@@ -126,7 +126,7 @@ class Settings(BaseSettings):
         30.0, gt=0, description="seconds between health checks of each MySQLServer and ClusterMySQLServer"
     )
     server_probe_period: float = Field(
-        5.0,
+        3.0,
         gt=0,
         description="seconds between liveness probes of each server in use (every second while one does not "
         "answer); a change marks its resources and server resource within seconds",

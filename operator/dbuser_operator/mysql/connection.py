@@ -40,7 +40,7 @@ from dbuser_operator.mysql.errors import DatabaseUnavailableError, MySQLError, T
 from dbuser_operator.mysql.settings import ConnectionSettings
 from dbuser_operator.mysql.statement import Statement
 from dbuser_operator.mysql.tls import negotiate_tls_like_mysql_clients
-from dbuser_operator.mysql.wire import keep_alive, pool_options
+from dbuser_operator.mysql.wire import hard_close, keep_alive, pool_options
 
 _log = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ class Database:
         at once, naming ``cause``, until :meth:`mark_reachable`."""
         self._unreachable = cause
         for connection in list(self._in_use):
-            connection.close()
+            hard_close(connection)
 
     def mark_reachable(self) -> None:
         """A health check passed: calls try the server again."""
@@ -284,7 +284,7 @@ class Database:
             async with asyncio.timeout(read_timeout):
                 return await self._send(connection, statement, pool, reused, read=read)
         except TimeoutError:
-            connection.close()  # its answer may still come: never reused
+            hard_close(connection)  # its answer may still come: never reused
             silent = DatabaseUnavailableError(f"the server did not answer within {read_timeout:g} s")
             return _Failure(silent, pool, reused, timed_out=True)
         except Exception as exc:

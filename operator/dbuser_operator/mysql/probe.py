@@ -16,7 +16,7 @@ import aiomysql
 
 from dbuser_operator.mysql.errors import DatabaseUnavailableError, MySQLError, TLSError, classify
 from dbuser_operator.mysql.settings import ConnectionSettings
-from dbuser_operator.mysql.wire import connect_options, keep_alive
+from dbuser_operator.mysql.wire import connect_options, hard_close, keep_alive
 
 
 class Probe:
@@ -73,4 +73,4 @@ class Probe:
         connection, self._connection = self._connection, None
         if connection is not None:
             with contextlib.suppress(Exception):
-                connection.close()
+                hard_close(connection)

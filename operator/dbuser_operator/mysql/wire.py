@@ -53,6 +53,16 @@ def keep_alive(connection: Any) -> None:
                 sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
 
 
+def hard_close(connection: Any) -> None:
+    """Close a connection at once: its transport aborted, not shut down politely (a TLS shutdown waits for
+    the peer's answer, up to 30 s, before a read in progress learns the connection is gone)."""
+    writer = getattr(connection, "_writer", None)
+    if writer is not None:
+        with contextlib.suppress(Exception):
+            writer.transport.abort()
+    connection.close()
+
+
 def _wire_password(password: str) -> str:
     """The password as aiomysql must get it to send its UTF-8 bytes.
 
