@@ -149,6 +149,11 @@ class Database:
         return f"Database(host={s.host!r}, port={s.port}, user={s.user!r})"
 
     @property
+    def guard(self) -> Callable[[], None] | None:
+        """The ``before_write`` hook, for other traffic to the server to check first (a probe)."""
+        return self._before_write
+
+    @property
     def tls_context(self) -> ssl.SSLContext | None:
         """The TLS context connections use (for a probe's own connection, :mod:`.probe`)."""
         return self._ssl

@@ -14,13 +14,14 @@ import asyncio
 import base64
 import functools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS, MYSQL_SERVERS
-from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
@@ -212,3 +213,63 @@ async def test_an_outage_of_a_mysqlserver_is_reported_on_it_and_its_users_and_co
     )
     print(f"{fault}: converged {took:.1f} s after the network returned")
     assert server_up(key) == 1  # the server answered again before its users could converge
+
+
+@pytest.fixture(scope="module")
+def frozen_mysql(envtest_workdir: Path) -> Iterator[LocalMySQLServer]:
+    """A server of the session's flavour of its own, for this module to freeze (SIGSTOP)."""
+    server = LocalMySQLServer(envtest_workdir / "outage-mysql")
+    server.start()
+    yield server
+    server.process.resume()
+    server.stop()
+
+
+async def mysqlserver_on(kube: KubeClient, namespace: str, mysql: MySQLServer) -> str:
+    """A MySQLServer of this module's target reaching ``mysql``; its name."""
+    server = unique("srv")
+    await admin_secrets(kube, namespace, mysql, f"{server}-admin")
+    body = server_object("MySQLServer", server, server_spec(mysql, f"{server}-admin", f"dbu_{server[-6:]}"))
+    body["metadata"]["labels"]["dbuser-operator.dev/target"] = TARGET
+    await kube.create(MYSQL_SERVERS, body, namespace)
+    return server
+
+
+async def test_a_frozen_server_is_reported_and_its_neighbour_goes_on(
+    proxied: tuple[RunningOperator, FaultProxy, FaultProxy],
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    frozen_mysql: LocalMySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """Two MySQLServers, one frozen (SIGSTOP: its sockets stay open, nothing answers) for a while: its
+    users and itself say so within REPORTED seconds, the other server's users converge meanwhile, and the
+    frozen one's converge within CONVERGED seconds of SIGCONT."""
+    healthy = await mysqlserver_on(kube_client, namespace, mysql)
+    frozen = await mysqlserver_on(kube_client, namespace, frozen_mysql.admin)
+    rotated, _ = await user(kube_client, namespace, passwords, serverRef={"name": frozen})
+    await until("the first user Ready", 60, lambda: is_ready(kube_client, namespace, rotated))
+
+    frozen_mysql.process.pause()
+    try:
+        faulted = time.monotonic()
+        created, created_password = await user(kube_client, namespace, passwords, serverRef={"name": frozen})
+        new_password = await rotate(kube_client, namespace, rotated, passwords)
+        neighbour, neighbour_password = await user(
+            kube_client, namespace, passwords, serverRef={"name": healthy}
+        )
+        named = f"MySQLServer {namespace}/{frozen}"
+        await all_reported(kube_client, namespace, [created, rotated], named, since=faulted, fault="SIGSTOP")
+        await until("mysql_server_up 0", REPORTED, lambda: metric_is(f"MySQLServer/{namespace}/{frozen}", 0))
+        await until("the neighbour Ready", 30, lambda: is_ready(kube_client, namespace, neighbour))
+        assert can_log_in(mysql, neighbour, neighbour_password)
+    finally:
+        frozen_mysql.process.resume()
+    logins = {created: created_password, rotated: new_password}
+    took = await until(
+        "every pending change applied",
+        CONVERGED,
+        lambda: all_applied(kube_client, namespace, frozen_mysql.admin, logins),
+    )
+    print(f"SIGSTOP: converged {took:.1f} s after SIGCONT")

@@ -74,7 +74,7 @@ class ServerHandle:
     @functools.cached_property
     def probe(self) -> Probe:
         """The health checks' own connection (opened by its first probe)."""
-        return Probe(self.db.settings, self.db.tls_context)
+        return Probe(self.db.settings, self.db.tls_context, self.db.guard)
 
     async def close(self) -> None:
         """Close the pool and the probe's connection."""

@@ -102,11 +102,13 @@ class Liveness:
                 await handle.probe.check(self.timeout)
             except MySQLError as error:
                 cause = str(error)
+                handle.db.mark_unreachable(cause)  # the latest cause, for the calls that fail meanwhile
                 if up is not False:
-                    handle.db.mark_unreachable(cause)
                     log.warning("server unreachable", server=server_label(key), error=cause)
                     self._changed(key, up=False)
                 up = False
+            except Exception as refused:  # the fence: not (or no longer) the leader; nothing was sent
+                log.debug("server probe skipped", server=server_label(key), reason=str(refused))
             else:
                 if up is not True:
                     if up is False:
