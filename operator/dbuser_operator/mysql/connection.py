@@ -36,7 +36,13 @@ __all__ = ["ConnectionSettings", "Database", "Row", "Session"]
 
 import aiomysql
 
-from dbuser_operator.mysql.errors import DatabaseUnavailableError, MySQLError, TLSError, classify
+from dbuser_operator.mysql.errors import (
+    DatabaseUnavailableError,
+    MySQLError,
+    ServerUnreachableError,
+    TLSError,
+    classify,
+)
 from dbuser_operator.mysql.settings import ConnectionSettings
 from dbuser_operator.mysql.statement import Statement
 from dbuser_operator.mysql.tls import negotiate_tls_like_mysql_clients
@@ -223,7 +229,7 @@ class Database:
         except DatabaseUnavailableError as error:
             failure = error
         # Raised outside the handlers: no driver exception chained to ours; the message names the server.
-        raise DatabaseUnavailableError(f"{self.where}: {failure.message}", failure.code)
+        raise type(failure)(f"{self.where}: {failure.message}", failure.code)
 
     async def _run_with_retry(
         self, statement: Statement, *, read: bool, retry: bool
@@ -253,7 +259,7 @@ class Database:
             if self._before_write is not None:
                 self._before_write()  # before a connection is even taken
             if self._unreachable is not None:
-                return _Failure(DatabaseUnavailableError(f"unreachable: {self._unreachable}"), None, False)
+                return _Failure(ServerUnreachableError(f"unreachable: {self._unreachable}"), None, False)
             async with self._slots:
                 return await self._attempt_with_slot(statement, read=read)
         except _WriteRefused as refused:
