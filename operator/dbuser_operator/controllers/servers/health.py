@@ -49,6 +49,7 @@ async def check(handle: ServerHandle, address: str) -> Health:
     ``handle``'s pool, what it is."""
     try:
         await handle.probe.check(PROBE_TIMEOUT)
+        handle.db.mark_reachable()  # it answers now, whatever the last liveness probe found
         info = await read_server(handle.db)
         plugins = await authentication.active_plugins(handle.db)
         await handle.ensure_roles_table()  # the schema, its accounts table and its roles table
