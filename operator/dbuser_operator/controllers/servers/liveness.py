@@ -11,7 +11,6 @@ backoff. Runs on the leader (the only replica that talks to the servers).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,6 +25,7 @@ from dbuser_operator.runtime.metrics import REGISTRY
 log = structlog.get_logger(__name__)
 
 UNHEALTHY_PERIOD = 1.0  # seconds between probes of a server that does not answer
+STOP_TIMEOUT = 5.0  # seconds a stopped server's probe task gets to end
 PROBE_TIMEOUT = 3.0  # seconds a logged-in probe waits for SELECT 1 (its login has the connect timeout)
 DEFAULT_SERVER_LABEL = "default"  # the ``server`` label of the settings' server
 
@@ -91,12 +91,14 @@ class Liveness:
     async def _stop(self, key: str) -> None:
         watch = self._watches.pop(key)
         watch.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watch.task
+        # Waited for without awaiting it: its CancelledError is not ours (suppressing it would also
+        # swallow a cancellation of this task), and a probe stuck past its cancellation holds no one.
+        await asyncio.wait([watch.task], timeout=STOP_TIMEOUT)
         watch.handle.probe.close()
 
     async def _follow(self, key: str, handle: ServerHandle) -> None:
         up: bool | None = None
+        task = asyncio.current_task()
         while True:
             try:
                 await handle.probe.check(self.timeout)
@@ -116,6 +118,8 @@ class Liveness:
                     handle.db.mark_reachable()
                     self._changed(key, up=True, recovered=up is False)
                 up = True
+            if task is not None and task.cancelling():  # swallowed by aiomysql's connect (Python 3.11)
+                raise asyncio.CancelledError
             await asyncio.sleep(self.period if up else self.unhealthy_period)
 
     def _changed(self, key: str, *, up: bool, recovered: bool = False) -> None:
