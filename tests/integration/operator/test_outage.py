@@ -4,8 +4,8 @@ created and a password rotated.
 
 What is promised: within :data:`REPORTED` seconds every blocked resource says so (Ready=False, naming the
 server and the cause; a rotated user does not stay Ready=True), the MySQLServer says Ready=False and
-``mysql_server_up`` is 0; within :data:`CONVERGED` seconds of the network's return, every pending change
-is applied (a real login with the new password).
+``mysql_server_up`` is 0, while ``/readyz`` stays ready; within :data:`CONVERGED` seconds of the network's
+return, every pending change is applied (a real login with the new password).
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS, MYSQL_SERVERS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
+from dbuser_operator.envtest.ports import free_port
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
@@ -65,7 +67,11 @@ async def proxied(
         FaultProxy(mysql.host, mysql.port, mysql=False) as other,
     ):
         instance = await start_operator(
-            target=TARGET, mysql_host="127.0.0.1", mysql_port=default.port, resync_period=0
+            target=TARGET,
+            mysql_host="127.0.0.1",
+            mysql_port=default.port,
+            resync_period=0,
+            health_probe_bind_address=f"127.0.0.1:{free_port()}",
         )
         try:
             yield instance, default, other
@@ -120,7 +126,7 @@ async def test_an_outage_of_the_default_server_is_reported_and_converges_when_it
     passwords: PasswordLedger,
     fault: str,
 ) -> None:
-    _, proxy, _ = proxied
+    operator, proxy, _ = proxied
     rotated, _ = await user(kube_client, namespace, passwords)
     await until("the first user Ready", 60, lambda: is_ready(kube_client, namespace, rotated))
 
@@ -130,6 +136,7 @@ async def test_an_outage_of_the_default_server_is_reported_and_converges_when_it
     new_password = await rotate(kube_client, namespace, rotated, passwords)
     where = f"the default server (127.0.0.1:{proxy.port})"
     await all_reported(kube_client, namespace, [created, rotated], where, since=faulted, fault=fault)
+    assert await readyz(operator) == 200  # restarting the operator would not bring MySQL back
 
     await proxy.heal()
     logins = {created: created_password, rotated: new_password}
@@ -156,6 +163,13 @@ async def all_applied(kube: KubeClient, namespace: str, mysql: MySQLServer, logi
         if not await is_ready(kube, namespace, name) or not can_log_in(mysql, name, password):
             return False
     return True
+
+
+async def readyz(operator: RunningOperator) -> int:
+    """The operator's ``/readyz`` answer."""
+    url = f"http://{operator.settings.health_probe_bind_address}/readyz"
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return response.status
 
 
 def server_up(key: str) -> float | None:
