@@ -46,6 +46,8 @@ def connection_settings(settings: Settings) -> ConnectionSettings:
         user=settings.mysql_user,
         password=settings.mysql_password(),
         connect_timeout=settings.mysql_connect_timeout,
+        read_timeout=settings.mysql_read_timeout,
+        name="the default server",
         ssl_mode=settings.mysql_ssl_mode,
         ca_file=settings.mysql_tls_ca,
         cert_file=settings.mysql_tls_cert,
@@ -181,9 +183,9 @@ def build_manager(
         shutdown_timeout=settings.shutdown_timeout,
     )
     manager.endpoints.ready_checks["api-writes"] = kube.denials.check  # RBAC narrowed after the start
-    databaseuser.setup(manager, shared, queue)
-    databaserole.setup(manager, shared)
-    servers.setup(manager, shared)
+    user_controller = databaseuser.setup(manager, shared, queue)
+    role_controller = databaserole.setup(manager, shared)
+    servers.setup(manager, shared, [(user_controller, users), (role_controller, roles)])
     manager.add_runnable(Runnable("event recorder", recorder.run))
 
     async def close_recorder() -> None:  # write pending Events while the lease is held, else drop them

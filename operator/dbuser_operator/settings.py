@@ -80,7 +80,17 @@ class Settings(BaseSettings):
     mysql_password_file: Path | None = Field(
         None, description=f"file holding the admin password (else the {PASSWORD_ENV} environment variable)"
     )
-    mysql_connect_timeout: float = Field(5.0, gt=0, description="seconds to wait for a MySQL connection")
+    mysql_connect_timeout: float = Field(
+        5.0,
+        gt=0,
+        description="seconds to wait for a MySQL connection, the server's greeting and login included",
+    )
+    mysql_read_timeout: float = Field(
+        10.0,
+        gt=0,
+        description="seconds to wait for the answer to one MySQL statement before its connection is dropped "
+        "and the reconcile retried (raise it if statements legitimately wait longer, e.g. on metadata locks)",
+    )
     mysql_ssl_mode: SSLMode | None = Field(
         None,
         description="TLS to MySQL, as the mysql client's --ssl-mode: DISABLED, PREFERRED (TLS if offered, "
@@ -114,6 +124,12 @@ class Settings(BaseSettings):
     )
     server_check_period: float = Field(
         30.0, gt=0, description="seconds between health checks of each MySQLServer and ClusterMySQLServer"
+    )
+    server_probe_period: float = Field(
+        3.0,
+        gt=0,
+        description="seconds between liveness probes of each server in use (every second while one does not "
+        "answer); a change marks its resources and server resource within seconds",
     )
 
     ownership_schema: str = Field(

@@ -7,6 +7,10 @@
   arrives after whatever happened meanwhile (a pause that landed between a check and its write).
 - ``cut()``: a network partition: nothing is forwarded any more on open connections, new connections
   are accepted and then ignored (the peer sees silence, not a refusal).
+- ``refuse()``: the server is down: the proxy stops listening (connections are refused) and closes the
+  open ones.
+- ``heal()``: the network is back: new connections are forwarded again (on the same port); those open
+  during a cut lost bytes, so they are closed, as a peer would reset them.
 """
 
 from __future__ import annotations
@@ -49,15 +53,13 @@ class FaultProxy(LoopbackProxy):
         self.mysql = mysql
         self.held_writes: list[bytes] = []  # every write statement held so far (COM_QUERY text)
         self._connections: list[_Connection] = []
+        self._silenced: list[asyncio.StreamWriter] = []  # clients accepted during a cut
         self._hold = False
         self._cut = False
 
     async def __aexit__(self, *exc_info: object) -> None:
         await super().__aexit__(*exc_info)
-        for connection in self._connections:
-            for writer in (connection.upstream, connection.downstream):
-                with contextlib.suppress(Exception):
-                    writer.close()
+        self._close_all()
 
     def hold_writes(self) -> None:
         """From now on, keep back each connection's next write statement and all it sends after."""
@@ -77,8 +79,30 @@ class FaultProxy(LoopbackProxy):
         """Forward nothing any more, on open connections or new ones, and close nothing."""
         self._cut = True
 
+    async def refuse(self) -> None:
+        """Listen no more (connections are refused) and close the open connections."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        self._close_all()
+
+    async def heal(self) -> None:
+        """Forward again, on the same port; the connections open during a cut are closed."""
+        self._cut = False
+        self._close_all()
+        if self._server is None:
+            self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
+
+    def _close_all(self) -> None:
+        writers = [w for c in self._connections for w in (c.upstream, c.downstream)] + self._silenced
+        self._connections, self._silenced = [], []
+        for writer in writers:
+            with contextlib.suppress(Exception):
+                writer.close()
+
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._cut:
+            self._silenced.append(writer)
             self._spawn(_swallow(reader))  # accepted, then silence
             return
         upstream = await self._connect(writer)

@@ -39,7 +39,7 @@ from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.informer import Informer
 
 DEFAULTS = ServerDefaults(
-    pool_size=16, schema="dbuser_operator", connect_timeout=2.0, cluster_namespace="ops"
+    pool_size=16, schema="dbuser_operator", connect_timeout=2.0, read_timeout=10.0, cluster_namespace="ops"
 )
 PASSWORD = "admin-password-never-shown"
 

@@ -1,9 +1,17 @@
 """Connection settings, and :class:`Database`: the one way the layer talks to the server.
 
 Every call takes a connection from an aiomysql pool (created on first use, autocommit on), is bounded by
-``statement_timeout`` (connecting included), and raises only :class:`~.errors.MySQLError`. When the
-connection breaks, the pool is replaced by a fresh one; a call that failed on a connection reused from the
-pool is tried once more on a new connection (the server may have restarted since it was last used).
+``statement_timeout`` (connecting included), and raises only :class:`~.errors.MySQLError`. Within that,
+``connect_timeout`` bounds a new connection up to its login (aiomysql's own bounds only the TCP connect,
+not the server's greeting nor authentication), and ``read_timeout`` the wait for the server's answer (a
+stalled server holds no caller longer); connections have TCP keepalive probes after 30 s of silence. When
+the connection breaks, the pool is replaced by a fresh one; a call that failed on a connection reused from
+the pool is tried once more on a new connection (the server may have restarted since it was last used),
+unless it failed by timing out (a stalled server would only stall the retry too).
+
+A health check that finds the server unreachable says so (:meth:`Database.mark_unreachable`): the
+connections in use are closed (their calls fail at once), and every call fails at once, without trying,
+until :meth:`Database.mark_reachable`. Its own probe (:mod:`.probe`) uses a dedicated connection.
 
 Two hooks let the caller fence its writes without this layer knowing why (see :mod:`.fencing`):
 ``before_write`` is called before each attempt of every statement (a read may open, and so register, a
@@ -24,82 +32,26 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Self
 
-import aiomysql
-from pydantic import BaseModel, ConfigDict, Field, FilePath, SecretStr, model_validator
+__all__ = ["ConnectionSettings", "Database", "Row", "Session"]
 
-from dbuser_operator.mysql.errors import DatabaseUnavailableError, MySQLError, TLSError, classify
+import aiomysql
+
+from dbuser_operator.mysql.errors import (
+    DatabaseUnavailableError,
+    MySQLError,
+    ServerUnreachableError,
+    TLSError,
+    classify,
+)
+from dbuser_operator.mysql.settings import ConnectionSettings
 from dbuser_operator.mysql.statement import Statement
-from dbuser_operator.mysql.tls import SSLMode, TLSOptions, negotiate_tls_like_mysql_clients
+from dbuser_operator.mysql.tls import negotiate_tls_like_mysql_clients
+from dbuser_operator.mysql.wire import hard_close, keep_alive, pool_options
 
 _log = logging.getLogger(__name__)
 
-_POOL_RECYCLE = 300.0  # seconds: close pooled connections idle longer (proxies and load balancers drop them)
 
 Row = tuple[Any, ...]
-
-
-class ConnectionSettings(BaseModel):
-    """How to reach the server as the operator's admin account. ``repr`` shows no password.
-
-    TLS follows ``ssl_mode``, the MySQL client's ``--ssl-mode`` (see :mod:`.tls`). Unset, it is
-    VERIFY_IDENTITY when any of ``ca_file``, ``cert_file``, ``key_file`` or ``tls_required`` is set (what
-    those meant before modes existed), else PREFERRED. ``server_name`` is the name VERIFY_IDENTITY checks
-    instead of ``host`` (when connecting by address).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)  # input: the password
-
-    host: str = Field(min_length=1)
-    port: int = Field(default=3306, ge=1, le=65535)
-    user: str = Field(min_length=1)
-    password: SecretStr
-    connect_timeout: float = Field(default=5.0, gt=0)
-    statement_timeout: float = Field(default=30.0, gt=0, description="bound of one call, connecting included")
-    ssl_mode: SSLMode | None = None
-    ca_file: FilePath | None = None
-    cert_file: FilePath | None = None
-    key_file: FilePath | None = None
-    tls_required: bool = Field(default=False, description="deprecated: an ssl_mode that requires TLS")
-    server_name: str | None = Field(default=None, min_length=1)
-    pool_size: int = Field(default=4, ge=1)
-
-    @model_validator(mode="after")
-    def _consistent_tls(self) -> Self:
-        problems = self.tls_options.problems(_SETTING_NAMES)
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
-
-    @property
-    def tls_options(self) -> TLSOptions:
-        """The TLS settings, for :mod:`.tls`."""
-        return TLSOptions(
-            self.ssl_mode, self.ca_file, self.cert_file, self.key_file, self.tls_required, self.server_name
-        )
-
-    @property
-    def mode(self) -> SSLMode:
-        """The TLS mode in force."""
-        return self.tls_options.effective_mode
-
-    @property
-    def tls(self) -> bool:
-        """Whether connections try TLS."""
-        return self.mode is not SSLMode.DISABLED
-
-    def ssl_context(self) -> ssl.SSLContext | None:
-        """The client TLS context, or None without TLS."""
-        return self.tls_options.client_context()
-
-
-_SETTING_NAMES = {
-    "mode": "ssl_mode",
-    "ca": "ca_file",
-    "cert": "cert_file",
-    "key": "key_file",
-    "required": "tls_required",
-    "server_name": "server_name",
-}
 
 
 class _QuietCursor(aiomysql.Cursor):  # type: ignore[misc]  # aiomysql is untyped
@@ -157,6 +109,7 @@ class _Failure:
     error: MySQLError
     pool: Any
     reused: bool  # the connection came from the pool, used before
+    timed_out: bool = False  # no answer in time: not retried
 
 
 class Database:
@@ -186,6 +139,8 @@ class Database:
         self._slots = asyncio.Semaphore(settings.pool_size)
         self._retiring: set[asyncio.Task[None]] = set()
         self._used: weakref.WeakSet[Any] = weakref.WeakSet()  # connections that ran a statement
+        self._in_use: set[Any] = set()  # connections a call holds now
+        self._unreachable: str | None = None  # why a health check found the server unreachable
         self.statements_read = 0
         self.statements_written = 0
         self.pools_created = 0
@@ -198,6 +153,39 @@ class Database:
     def __repr__(self) -> str:
         s = self._settings
         return f"Database(host={s.host!r}, port={s.port}, user={s.user!r})"
+
+    @property
+    def guard(self) -> Callable[[], None] | None:
+        """The ``before_write`` hook, for other traffic to the server to check first (a probe)."""
+        return self._before_write
+
+    @property
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The TLS context connections use (for a probe's own connection, :mod:`.probe`)."""
+        return self._ssl
+
+    @property
+    def where(self) -> str:
+        """The server as messages name it: ``MySQLServer team-a/main (db:3306)``, or ``db:3306``."""
+        s = self._settings
+        address = f"{s.host}:{s.port}"
+        return f"{s.name} ({address})" if s.name else address
+
+    @property
+    def unreachable(self) -> str | None:
+        """Why the last health check found the server unreachable; None if it did not."""
+        return self._unreachable
+
+    def mark_unreachable(self, cause: str) -> None:
+        """A health check failed: close the connections in use (their calls fail now) and fail every call
+        at once, naming ``cause``, until :meth:`mark_reachable`."""
+        self._unreachable = cause
+        for connection in list(self._in_use):
+            hard_close(connection)
+
+    def mark_reachable(self) -> None:
+        """A health check passed: calls try the server again."""
+        self._unreachable = None
 
     async def __aenter__(self) -> Self:
         return self
@@ -230,14 +218,18 @@ class Database:
 
     async def _run(self, statement: Statement, *, read: bool, retry: bool = True) -> tuple[int, list[Row]]:
         timeout = self._settings.statement_timeout
+        failure: MySQLError
         try:
             async with asyncio.timeout(timeout):
                 return await self._run_with_retry(statement, read=read, retry=retry)
         except TimeoutError:
-            pass  # raised below, outside the handler: no driver exception chained to ours
-        if self._pool is not None:
-            self._retire(self._pool)
-        raise DatabaseUnavailableError(f"the database did not answer within {timeout:g} s")
+            if self._pool is not None:
+                self._retire(self._pool)
+            failure = DatabaseUnavailableError(f"the database did not answer within {timeout:g} s")
+        except DatabaseUnavailableError as error:
+            failure = error
+        # Raised outside the handlers: no driver exception chained to ours; the message names the server.
+        raise type(failure)(f"{self.where}: {failure.message}", failure.code)
 
     async def _run_with_retry(
         self, statement: Statement, *, read: bool, retry: bool
@@ -256,7 +248,7 @@ class Database:
         if not isinstance(failure.error, DatabaseUnavailableError | TLSError):
             return False
         self._retire(failure.pool)
-        if isinstance(failure.error, DatabaseUnavailableError) and failure.reused:
+        if isinstance(failure.error, DatabaseUnavailableError) and failure.reused and not failure.timed_out:
             _log.debug("retrying on a new connection after: %s", failure.error.message)
             return True
         return False
@@ -266,6 +258,8 @@ class Database:
         try:
             if self._before_write is not None:
                 self._before_write()  # before a connection is even taken
+            if self._unreachable is not None:
+                return _Failure(ServerUnreachableError(f"unreachable: {self._unreachable}"), None, False)
             async with self._slots:
                 return await self._attempt_with_slot(statement, read=read)
         except _WriteRefused as refused:
@@ -276,31 +270,34 @@ class Database:
         self, statement: Statement, *, read: bool
     ) -> tuple[int, list[Row]] | _Failure:
         pool = await self._get_pool()
+        connect_timeout, read_timeout = self._settings.connect_timeout, self._settings.read_timeout
         cancels = _cancels_requested()
         try:
-            connection = await pool.acquire()
+            async with asyncio.timeout(connect_timeout):  # the greeting and the login too
+                connection = await pool.acquire()
         except Exception as exc:
             if _cancels_requested() > cancels:  # a failed connect that swallowed a cancellation
                 raise asyncio.CancelledError from None
+            if isinstance(exc, TimeoutError):
+                silent = DatabaseUnavailableError(f"no login within {connect_timeout:g} s of connecting")
+                return _Failure(silent, pool, reused=False, timed_out=True)
             return _Failure(classify(exc, statement.secrets), pool, reused=False)
         if _cancels_requested() > cancels:  # a cancellation the connect swallowed: see _cancels_requested
             connection.close()
             pool.release(connection)
             raise asyncio.CancelledError
         reused = connection in self._used
+        if not reused:
+            keep_alive(connection)
         self._used.add(connection)
+        self._in_use.add(connection)
         try:
-            refused = await self._prepare(connection, statement, pool, reused, read=read)
-            if refused is not None:
-                return refused
-            if read:
-                self.statements_read += 1
-            else:
-                self.statements_written += 1
-            async with connection.cursor(_QuietCursor) as cursor:
-                affected = await cursor.execute(statement.text, statement.params or None)
-                rows: list[Row] = list(await cursor.fetchall()) if read else []
-            return int(affected), rows
+            async with asyncio.timeout(read_timeout):
+                return await self._send(connection, statement, pool, reused, read=read)
+        except TimeoutError:
+            hard_close(connection)  # its answer may still come: never reused
+            silent = DatabaseUnavailableError(f"the server did not answer within {read_timeout:g} s")
+            return _Failure(silent, pool, reused, timed_out=True)
         except Exception as exc:
             error = classify(exc, statement.secrets)
             if isinstance(error, DatabaseUnavailableError | TLSError) or not _is_server_error(exc):
@@ -310,7 +307,23 @@ class Database:
             connection.close()
             raise
         finally:
+            self._in_use.discard(connection)
             pool.release(connection)
+
+    async def _send(
+        self, connection: Any, statement: Statement, pool: Any, reused: bool, *, read: bool
+    ) -> tuple[int, list[Row]] | _Failure:
+        refused = await self._prepare(connection, statement, pool, reused, read=read)
+        if refused is not None:
+            return refused
+        if read:
+            self.statements_read += 1
+        else:
+            self.statements_written += 1
+        async with connection.cursor(_QuietCursor) as cursor:
+            affected = await cursor.execute(statement.text, statement.params or None)
+            rows: list[Row] = list(await cursor.fetchall()) if read else []
+        return int(affected), rows
 
     async def _prepare(
         self, connection: Any, statement: Statement, pool: Any, reused: bool, *, read: bool
@@ -338,26 +351,14 @@ class Database:
     async def _get_pool(self) -> Any:
         async with self._pool_lock:
             if self._pool is None:
-                s = self._settings
-                self._pool = await aiomysql.create_pool(
-                    minsize=0,
-                    maxsize=s.pool_size,
-                    pool_recycle=_POOL_RECYCLE,
-                    host=s.host,
-                    port=s.port,
-                    user=s.user,
-                    password=_wire_password(s.password.get_secret_value()),
-                    connect_timeout=s.connect_timeout,
-                    charset="utf8mb4",
-                    autocommit=True,
-                    ssl=self._ssl,
-                    local_infile=False,
-                )
+                self._pool = await aiomysql.create_pool(**pool_options(self._settings, self._ssl))
                 self.pools_created += 1
             return self._pool
 
     def _retire(self, pool: Any) -> None:
         """Stop using ``pool``: connections in use close when released, idle ones close now."""
+        if pool is None:  # a call refused before it took a connection
+            return
         if self._pool is pool:
             self._pool = None
         pool.close()
@@ -389,13 +390,3 @@ def _is_server_error(exc: Exception) -> bool:
     """An error the server sent back (not a client-side 2xxx one): the connection is still usable."""
     code = exc.args[0] if isinstance(exc, aiomysql.DatabaseError) and exc.args else None
     return isinstance(code, int) and code > 0 and not 2000 <= code < 3000
-
-
-def _wire_password(password: str) -> str:
-    """The password as aiomysql must get it to send its UTF-8 bytes.
-
-    aiomysql encodes the password as Latin-1, while the server hashed the UTF-8 bytes it received in
-    ``IDENTIFIED BY`` (the connection character set is utf8mb4): the Latin-1 reading of those bytes
-    round-trips to them exactly, for every password.
-    """
-    return password.encode("utf-8").decode("latin-1")

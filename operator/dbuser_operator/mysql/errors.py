@@ -37,6 +37,10 @@ class DatabaseUnavailableError(MySQLError):
     reason = "DatabaseUnavailable"
 
 
+class ServerUnreachableError(DatabaseUnavailableError):
+    """A health check found the server unreachable: the call failed without trying (see ``Database``)."""
+
+
 class AccessDeniedError(MySQLError):
     """The server refused the operator's own login (wrong credentials, locked or expired account)."""
 

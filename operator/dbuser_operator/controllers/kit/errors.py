@@ -7,25 +7,39 @@ from dbuser_operator.mysql.errors import (
     MySQLError,
     PrivilegeMisplacedError,
     PrivilegeUnknownError,
+    ServerUnreachableError,
 )
 from dbuser_operator.runtime.controller import ReconcileError
 
+UNREACHABLE_RECHECK = 60.0  # seconds: a resource blocked by an unreachable server looks again after this
+
 
 class ConditionError(ReconcileError):
-    """A step cannot proceed. ``retry``: back off and try again (else wait for a watched change)."""
+    """A step cannot proceed. ``retry``: back off and try again (else wait for a watched change, or for
+    ``requeue_after`` seconds)."""
 
-    def __init__(self, reason: str, message: str, *, retry: bool = True) -> None:
+    def __init__(
+        self, reason: str, message: str, *, retry: bool = True, requeue_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.message = message
         self.retry = retry
+        self.requeue_after = requeue_after
 
 
 def mysql_condition(error: MySQLError, context: str) -> ConditionError:
     """The Ready=False report for a MySQL failure: its reason, and the server's words (never a secret).
 
     A name the server refuses, or a privilege it does not have (there), stays refused: not retried until the
-    spec changes.
+    spec changes. A server found unreachable by its probe is not retried with backoff either (thousands of
+    resources would hammer the API server with the same report): its return requeues the resource.
     """
     permanent = (InvalidNameError, PrivilegeUnknownError, PrivilegeMisplacedError)
+    if isinstance(error, ServerUnreachableError):
+        # No backoff while the server's probe says it is down: its return requeues the resource
+        # (servers.liveness); the look after UNREACHABLE_RECHECK only guards against a missed one.
+        return ConditionError(
+            error.reason, f"{context}: {error}", retry=False, requeue_after=UNREACHABLE_RECHECK
+        )
     return ConditionError(error.reason, f"{context}: {error}", retry=not isinstance(error, permanent))

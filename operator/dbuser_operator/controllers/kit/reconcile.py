@@ -156,6 +156,8 @@ class Reconciler(Generic[P]):
             await self.report(ctx, error)
             if error.retry:
                 raise
+            if error.requeue_after is not None:
+                ctx.requeue(error.requeue_after)
         return Result(requeue_after=ctx.requeue_after or 0.0)
 
     async def let_go_unparsed(self, obj: dict[str, Any], problem: str) -> None:

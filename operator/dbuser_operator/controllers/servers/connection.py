@@ -51,6 +51,7 @@ class ServerDefaults:
     pool_size: int
     schema: str
     connect_timeout: float
+    read_timeout: float
     cluster_namespace: str  # where a ClusterMySQLServer's Secrets live
 
 
@@ -173,6 +174,8 @@ def open_database(
                 user=material.user,
                 password=pydantic.SecretStr(material.password),
                 connect_timeout=defaults.connect_timeout,
+                read_timeout=defaults.read_timeout,
+                name=str(binding),
                 ssl_mode=SSLMode(tls.mode) if tls is not None else SSLMode.PREFERRED,
                 ca_file=files.get("ca.pem"),
                 cert_file=files.get("tls.crt"),

@@ -27,6 +27,7 @@ from dbuser_operator.controllers.kit.resources import (
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.servers.connection import ServerConfigError
 from dbuser_operator.controllers.servers.health import Health, check
+from dbuser_operator.controllers.servers.liveness import SERVER_UP
 from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import set_condition
@@ -42,12 +43,6 @@ log = structlog.get_logger(__name__)
 SERVER_FINALIZER_PREFIX = f"{GROUP}/server-"
 WAIT_FOR_DEPENDENTS = 5.0  # seconds between two looks while a deleted server waits for its users
 
-SERVER_UP = Gauge(
-    "dbuser_operator_mysql_server_up",
-    "Whether the last health check of a server resource passed (1) or failed (0)",
-    ["server"],
-    registry=REGISTRY,
-)
 SERVER_POOL_SIZE = Gauge(
     "dbuser_operator_mysql_server_pool_size",
     "Most connections the operator opens to a server resource at once",

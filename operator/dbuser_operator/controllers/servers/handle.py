@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 
 import structlog
 
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.probe import Probe
 from dbuser_operator.mysql.server import ServerInfo, read_server
 
 log = structlog.get_logger(__name__)
@@ -17,7 +19,8 @@ log = structlog.get_logger(__name__)
 class ServerHandle:
     """One MySQL server: its connection, the operator's schema there, and its version (read once).
 
-    ``key`` and ``name`` say which server resource it is (empty for the server of the settings).
+    ``key`` and ``name`` say which server resource it is (empty for the server of the settings). ``probe``
+    is the health checks' own connection, outside the pool.
     """
 
     def __init__(self, db: Database, schema: str, key: str = "", name: str = "") -> None:
@@ -67,3 +70,14 @@ class ServerHandle:
         if not self._roles_table_ready:
             await ownership.ensure_roles_table(self.db, self.schema)
             self._roles_table_ready = True
+
+    @functools.cached_property
+    def probe(self) -> Probe:
+        """The health checks' own connection (opened by its first probe)."""
+        return Probe(self.db.settings, self.db.tls_context, self.db.guard)
+
+    async def close(self) -> None:
+        """Close the pool and the probe's connection."""
+        if "probe" in self.__dict__:
+            self.probe.close()
+        await self.db.close()

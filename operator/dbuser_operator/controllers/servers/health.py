@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from dbuser_operator.api.v1alpha1.mysqlserver import ServerCapabilities
 from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.controllers.servers.liveness import PROBE_TIMEOUT
 from dbuser_operator.mysql import authentication, ownership
 from dbuser_operator.mysql.dual_password import supports_dual_passwords
 from dbuser_operator.mysql.errors import DatabaseUnavailableError, MySQLError
@@ -43,14 +44,19 @@ def failure_reason(error: MySQLError) -> str:
 
 
 async def check(handle: ServerHandle, address: str) -> Health:
-    """Check the server at ``address`` (``host:port``, for messages) through ``handle``'s pool."""
+    """Check the server at ``address`` (``host:port``, for messages): first that it answers, on the probe's
+    own connection with a short bound (a stalled server or busy pool holds no check), then, through
+    ``handle``'s pool, what it is."""
     try:
+        await handle.probe.check(PROBE_TIMEOUT)
+        handle.db.mark_reachable()  # it answers now, whatever the last liveness probe found
         info = await read_server(handle.db)
         plugins = await authentication.active_plugins(handle.db)
         await handle.ensure_roles_table()  # the schema, its accounts table and its roles table
         accounts = await ownership.count_owned(handle.db, handle.schema)
     except MySQLError as error:
-        return Health(False, failure_reason(error), f"{address}: {error}")
+        cause = str(error).removeprefix(f"{handle.db.where}: ")  # the pool's errors name the server
+        return Health(False, failure_reason(error), f"{address}: {cause}")
     capabilities = ServerCapabilities(
         dual_passwords=supports_dual_passwords(info),
         roles=True,  # every supported version (MySQL 8.0+, MariaDB 10.6+) has roles

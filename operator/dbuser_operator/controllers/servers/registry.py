@@ -118,7 +118,7 @@ class ServerRegistry:
         entry = self._entries.pop(key, None)
         self._locks.pop(key, None)
         if entry is not None:
-            await entry.handle.db.close()
+            await entry.handle.close()
 
     def idle(self, key: str) -> bool:
         """Whether no reconcile used the server for ``idle_timeout`` seconds."""
@@ -131,7 +131,7 @@ class ServerRegistry:
         due = [handle for until, handle in self._retiring if until <= now]
         self._retiring = [(until, handle) for until, handle in self._retiring if until > now]
         for handle in due:
-            await handle.db.close()
+            await handle.close()
         for key in list(self._entries):
             if self.idle(key):
                 await self._entries[key].handle.db.close()  # reopened by the next statement
@@ -147,7 +147,7 @@ class ServerRegistry:
         handles = [entry.handle for entry in self._entries.values()] + [t for _, t in self._retiring]
         self._entries.clear()
         self._retiring.clear()
-        await asyncio.gather(*(handle.db.close() for handle in handles), return_exceptions=True)
+        await asyncio.gather(*(handle.close() for handle in handles), return_exceptions=True)
         if self._tls_dir is not None:
             shutil.rmtree(self._tls_dir, ignore_errors=True)
 

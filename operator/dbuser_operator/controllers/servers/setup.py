@@ -3,6 +3,7 @@ informers, the registry of server handles every kind works through, and one cont
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dbuser_operator.controllers.kit.resources import (
@@ -23,6 +24,7 @@ from dbuser_operator.controllers.servers.connection import (
 )
 from dbuser_operator.controllers.servers.controller import ServerReconciler
 from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.controllers.servers.liveness import Liveness
 from dbuser_operator.controllers.servers.registry import ServerRegistry
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.runtime.client import KubeClient
@@ -70,6 +72,7 @@ def registry(
         pool_size=settings.max_concurrent_reconciles,
         schema=settings.ownership_schema,
         connect_timeout=settings.mysql_connect_timeout,
+        read_timeout=settings.mysql_read_timeout,
         cluster_namespace=settings.cluster_resource_namespace,
     )
     default = ServerHandle(db, settings.ownership_schema) if db is not None else None
@@ -91,12 +94,16 @@ def secret_reader(kube: KubeClient, secrets: Informer) -> SecretReader:
     return read
 
 
-def setup(manager: Manager, shared: Shared) -> list[Controller]:
+def setup(
+    manager: Manager, shared: Shared, on_servers: Sequence[tuple[Controller, Informer]] = ()
+) -> list[Controller]:
     """One controller per server kind, the registry's pool sweeper, and its pools closed at shutdown; the
-    Secret cache keeps the Secrets server resources name (credentials, TLS).
+    Secret cache keeps the Secrets server resources name (credentials, TLS); the servers' liveness probes
+    (on the leader) requeue the resources of ``on_servers`` (the DatabaseUser and DatabaseRole controllers,
+    each with its primary informer) on a server that answers again.
 
     A server is looked at again when it changes, when a Secret it is built from changes, when a resource
-    on it goes away, and every ``server_check_period`` seconds.
+    on it goes away, when its liveness changes, and every ``server_check_period`` seconds.
     """
     resolver, dependents = shared.servers, [shared.users, shared.roles]
     controllers = []
@@ -122,9 +129,37 @@ def setup(manager: Manager, shared: Shared) -> list[Controller]:
             controller.watch_mapped(dependent, dependents_gone(resource), GONE)
         manager.add_controller(controller)
         controllers.append(controller)
+    liveness = Liveness(
+        resolver.registry,
+        requeue_on_liveness(controllers, on_servers),
+        period=shared.settings.server_probe_period,
+    )
+    manager.add_runnable(Runnable("server liveness", liveness.run), leader_only=True)
     manager.add_runnable(Runnable("server pool sweeper", resolver.registry.run_sweeper))
     manager.on_shutdown(resolver.registry.close)
     return controllers
+
+
+def requeue_on_liveness(
+    servers: Sequence[Controller], dependents: Sequence[tuple[Controller, Informer]]
+) -> Callable[[str, bool], None]:
+    """What a server's liveness change requeues: the server resource (its status says so), and, when it
+    answers again, every resource on it (what waited converges now, not at its next backoff)."""
+    by_kind = {controller.name: controller for controller in servers}
+
+    def requeue(key: str, up: bool) -> None:
+        kind, _, rest = key.partition("/")
+        server = by_kind.get(kind.lower())
+        if server is not None:
+            namespace, _, name = rest.rpartition("/")
+            server.queue.add(ObjectKey(namespace, name))
+        if not up:
+            return
+        for controller, informer in dependents:
+            for obj in informer.store.by_index(SERVER_INDEX, key):
+                controller.queue.add(ObjectKey.of(obj))
+
+    return requeue
 
 
 def dependents_gone(resource: Resource) -> KeyMapper:

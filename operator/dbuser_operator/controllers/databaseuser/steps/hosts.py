@@ -73,10 +73,12 @@ def combined(errors: Sequence[ConditionError]) -> ConditionError:
     """One report for the failures of several accounts: the first one's reason, every message."""
     if len(errors) == 1:
         return errors[0]
+    later = [error.requeue_after for error in errors if error.requeue_after is not None]
     return ConditionError(
         errors[0].reason,
         "; ".join(error.message for error in errors),
         retry=any(error.retry for error in errors),
+        requeue_after=min(later) if later else None,
     )
 
 

@@ -1,0 +1,132 @@
+"""Whether each server answers, known within seconds: a probe per server on its own connection (never the
+pool's), every ``period`` seconds while it answers and every :data:`UNHEALTHY_PERIOD` while it does not.
+
+A server found unreachable (no login, no answer within the probe's bound, refused) is marked so on its
+Database: the calls in flight on it fail at once and later ones fail without waiting, naming the cause. A
+change either way is reported to ``on_change(key, up)``: the server controller then writes the server's
+status, and, when the server is back, the resources on it are requeued at once rather than at their next
+backoff. Runs on the leader (the only replica that talks to the servers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+from prometheus_client import Gauge
+
+from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.controllers.servers.registry import ServerRegistry
+from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.runtime.metrics import REGISTRY
+
+log = structlog.get_logger(__name__)
+
+UNHEALTHY_PERIOD = 1.0  # seconds between probes of a server that does not answer
+STOP_TIMEOUT = 5.0  # seconds a stopped server's probe task gets to end
+PROBE_TIMEOUT = 3.0  # seconds a logged-in probe waits for SELECT 1 (its login has the connect timeout)
+DEFAULT_SERVER_LABEL = "default"  # the ``server`` label of the settings' server
+
+SERVER_UP = Gauge(
+    "dbuser_operator_mysql_server_up",
+    "Whether the server answered its last health check or probe (1) or not (0)",
+    ["server"],
+    registry=REGISTRY,
+)
+
+OnChange = Callable[[str, bool], None]
+
+
+def server_label(key: str) -> str:
+    """The ``server`` label of a server key (``default`` for the settings' server)."""
+    return key or DEFAULT_SERVER_LABEL
+
+
+@dataclass
+class _Watch:
+    handle: ServerHandle
+    task: asyncio.Task[None]
+
+
+class Liveness:
+    """Probes every server the registry holds, each in its own task, until cancelled."""
+
+    def __init__(
+        self,
+        registry: ServerRegistry,
+        on_change: OnChange,
+        *,
+        period: float,
+        timeout: float = PROBE_TIMEOUT,
+        unhealthy_period: float = UNHEALTHY_PERIOD,
+        rescan: float = 0.5,
+    ) -> None:
+        self.registry = registry
+        self.on_change = on_change
+        self.period = period
+        self.timeout = timeout
+        self.unhealthy_period = unhealthy_period
+        self.rescan = rescan  # seconds between looks for servers added to or gone from the registry
+        self._watches: dict[str, _Watch] = {}
+
+    async def run(self) -> None:
+        """Follow the registry's servers: a probe task for each new handle, none for one gone."""
+        try:
+            while True:
+                handles = self.registry.handles()
+                for key, watch in list(self._watches.items()):
+                    if handles.get(key) is not watch.handle:  # gone, or rebuilt from a new spec
+                        await self._stop(key)
+                for key, handle in handles.items():
+                    if key not in self._watches:
+                        task = asyncio.create_task(self._follow(key, handle), name=f"liveness {key!r}")
+                        self._watches[key] = _Watch(handle, task)
+                await asyncio.sleep(self.rescan)
+        finally:
+            for key in list(self._watches):
+                await self._stop(key)
+
+    async def _stop(self, key: str) -> None:
+        watch = self._watches.pop(key)
+        watch.task.cancel()
+        # Waited for without awaiting it: its CancelledError is not ours (suppressing it would also
+        # swallow a cancellation of this task), and a probe stuck past its cancellation holds no one.
+        await asyncio.wait([watch.task], timeout=STOP_TIMEOUT)
+        watch.handle.probe.close()
+
+    async def _follow(self, key: str, handle: ServerHandle) -> None:
+        up: bool | None = None
+        task = asyncio.current_task()
+        while True:
+            try:
+                await handle.probe.check(self.timeout)
+            except MySQLError as error:
+                cause = str(error)
+                handle.db.mark_unreachable(cause)  # the latest cause, for the calls that fail meanwhile
+                if up is not False:
+                    log.warning("server unreachable", server=server_label(key), error=cause)
+                    self._changed(key, up=False)
+                up = False
+            except Exception as refused:  # the fence: not (or no longer) the leader; nothing was sent
+                log.debug("server probe skipped", server=server_label(key), reason=str(refused))
+            else:
+                if up is not True:
+                    if up is False:
+                        log.info("server reachable again", server=server_label(key))
+                    handle.db.mark_reachable()
+                    self._changed(key, up=True, recovered=up is False)
+                up = True
+            if task is not None and task.cancelling():  # swallowed by aiomysql's connect (Python 3.11)
+                raise asyncio.CancelledError
+            await asyncio.sleep(self.period if up else self.unhealthy_period)
+
+    def _changed(self, key: str, *, up: bool, recovered: bool = False) -> None:
+        SERVER_UP.labels(server_label(key)).set(1 if up else 0)
+        if up and not recovered:
+            return  # found up at the first probe: nothing waited for it
+        try:
+            self.on_change(key, up)
+        except Exception:  # a requeue never stops the probes
+            log.exception("reporting a server's liveness failed", server=server_label(key))

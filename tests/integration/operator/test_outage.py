@@ -1,0 +1,289 @@
+"""A MySQL outage, seen from the resources it blocks: an operator whose default server and a MySQLServer are
+reached through loopback proxies that stall (accept, then answer nothing) or refuse, while DatabaseUsers are
+created and a password rotated.
+
+What is promised: within :data:`REPORTED` seconds every blocked resource says so (Ready=False, naming the
+server and the cause; a rotated user does not stay Ready=True), the MySQLServer says Ready=False and
+``mysql_server_up`` is 0, while ``/readyz`` stays ready; within :data:`CONVERGED` seconds of the network's
+return, every pending change is applied (a real login with the new password).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS, MYSQL_SERVERS
+from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
+from dbuser_operator.envtest.ports import free_port
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.metrics import REGISTRY
+from dbuser_operator.runtime.resources import SECRETS
+from tests.integration.operator.conftest import (
+    PasswordLedger,
+    RunningOperator,
+    StartOperator,
+    create_secret,
+    stopped_within,
+)
+from tests.integration.operator.helpers import can_log_in, database_user, ready, unique
+from tests.integration.operator.test_servers import admin_secrets, server_object, server_spec
+from tests.support.fault_proxy import FaultProxy
+
+pytestmark = pytest.mark.integration
+
+REPORTED = 10.0  # seconds from the fault to Ready=False on the blocked resources and the server resource
+CONVERGED = 8.0  # seconds from the network's return to every pending change applied (a loaded 2-core box)
+TARGET = "outage"
+
+
+async def stall(proxy: FaultProxy) -> None:
+    proxy.cut()
+
+
+async def refuse(proxy: FaultProxy) -> None:
+    await proxy.refuse()
+
+
+FAULTS: dict[str, Callable[[FaultProxy], Awaitable[None]]] = {"stall": stall, "refuse": refuse}
+
+
+@pytest.fixture
+async def proxied(
+    start_operator: StartOperator, mysql: MySQLServer
+) -> AsyncIterator[tuple[RunningOperator, FaultProxy, FaultProxy]]:
+    """An operator (its own target) whose default server is reached through one proxy; a second proxy for
+    a MySQLServer. The operator stops with the test."""
+    async with (
+        FaultProxy(mysql.host, mysql.port, mysql=False) as default,
+        FaultProxy(mysql.host, mysql.port, mysql=False) as other,
+    ):
+        instance = await start_operator(
+            target=TARGET,
+            mysql_host="127.0.0.1",
+            mysql_port=default.port,
+            resync_period=0,
+            health_probe_bind_address=f"127.0.0.1:{free_port()}",
+        )
+        try:
+            yield instance, default, other
+        finally:
+            instance.stop.set()
+            await stopped_within(60, [instance.task])
+
+
+async def until(what: str, limit: float, check: Callable[[], Awaitable[bool | str]]) -> float:
+    """Poll ``check`` until it returns True (anything else says what it saw); the seconds it took."""
+    start = time.monotonic()
+    last: bool | str = False
+    while time.monotonic() - start < limit:
+        last = await check()
+        if last is True:
+            return time.monotonic() - start
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{what}: not within {limit:g} s (last: {last!r})")
+
+
+async def user(kube: KubeClient, namespace: str, passwords: PasswordLedger, **spec: Any) -> tuple[str, str]:
+    name, password = unique("out"), passwords.new()
+    await create_secret(kube, namespace, f"{name}-pw", {"password": password})
+    await kube.create(DATABASE_USERS, database_user(name, f"{name}-pw", target=TARGET, **spec), namespace)
+    return name, password
+
+
+async def rotate(kube: KubeClient, namespace: str, name: str, passwords: PasswordLedger) -> str:
+    password = passwords.new()
+    patch = {"data": {"password": base64.b64encode(password.encode()).decode()}}
+    await kube.patch(SECRETS, f"{name}-pw", patch, PatchType.MERGE, namespace=namespace)
+    return password
+
+
+async def is_ready(kube: KubeClient, namespace: str, name: str) -> bool:
+    return (ready(await kube.get(DATABASE_USERS, name, namespace)) or {}).get("status") == "True"
+
+
+async def blocked(kube: KubeClient, namespace: str, name: str, *words: str) -> str | bool:
+    """True once Ready=False names all ``words``; else the condition (for the failure message)."""
+    condition = ready(await kube.get(DATABASE_USERS, name, namespace)) or {}
+    message = condition.get("message", "")
+    return (condition.get("status") == "False" and all(w in message for w in words)) or str(condition)
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+async def test_an_outage_of_the_default_server_is_reported_and_converges_when_it_ends(
+    proxied: tuple[RunningOperator, FaultProxy, FaultProxy],
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+    fault: str,
+) -> None:
+    operator, proxy, _ = proxied
+    rotated, _ = await user(kube_client, namespace, passwords)
+    await until("the first user Ready", 60, lambda: is_ready(kube_client, namespace, rotated))
+
+    await FAULTS[fault](proxy)
+    faulted = time.monotonic()
+    created, created_password = await user(kube_client, namespace, passwords)
+    new_password = await rotate(kube_client, namespace, rotated, passwords)
+    where = f"the default server (127.0.0.1:{proxy.port})"
+    await all_reported(kube_client, namespace, [created, rotated], where, since=faulted, fault=fault)
+    assert await readyz(operator) == 200  # restarting the operator would not bring MySQL back
+
+    await proxy.heal()
+    logins = {created: created_password, rotated: new_password}
+    took = await until(
+        "every pending change applied", CONVERGED, lambda: all_applied(kube_client, namespace, mysql, logins)
+    )
+    print(f"{fault}: converged {took:.1f} s after the network returned")
+
+
+async def all_reported(
+    kube: KubeClient, namespace: str, names: list[str], server: str, *, since: float, fault: str
+) -> None:
+    """Each of ``names`` says Ready=False naming ``server`` within :data:`REPORTED` seconds of ``since``."""
+    for name in names:
+        left = REPORTED - (time.monotonic() - since)
+        await until(
+            f"{name} reported blocked", left, functools.partial(blocked, kube, namespace, name, server)
+        )
+        print(f"{fault}: {name} Ready=False after {time.monotonic() - since:.1f} s")
+
+
+async def all_applied(kube: KubeClient, namespace: str, mysql: MySQLServer, logins: dict[str, str]) -> bool:
+    for name, password in logins.items():
+        if not await is_ready(kube, namespace, name) or not can_log_in(mysql, name, password):
+            return False
+    return True
+
+
+async def readyz(operator: RunningOperator) -> int:
+    """The operator's ``/readyz`` answer."""
+    url = f"http://{operator.settings.health_probe_bind_address}/readyz"
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return response.status
+
+
+def server_up(key: str) -> float | None:
+    return REGISTRY.get_sample_value("dbuser_operator_mysql_server_up", {"server": key})
+
+
+async def metric_is(key: str, value: float) -> bool | str:
+    """Whether ``mysql_server_up`` of server ``key`` is ``value`` (else what it is)."""
+    found = server_up(key)
+    return found == value or f"mysql_server_up={found}"
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+async def test_an_outage_of_a_mysqlserver_is_reported_on_it_and_its_users_and_converges(
+    proxied: tuple[RunningOperator, FaultProxy, FaultProxy],
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+    fault: str,
+) -> None:
+    _, _, proxy = proxied
+    server = unique("flaky")
+    await admin_secrets(kube_client, namespace, mysql, f"{server}-admin")
+    spec = server_spec(mysql, f"{server}-admin", f"dbu_{server.replace('-', '_')}")
+    spec.update(host="127.0.0.1", port=proxy.port)
+    body = server_object("MySQLServer", server, spec)
+    body["metadata"]["labels"]["dbuser-operator.dev/target"] = TARGET
+    await kube_client.create(MYSQL_SERVERS, body, namespace)
+    ref = {"serverRef": {"name": server}}
+    rotated, _ = await user(kube_client, namespace, passwords, **ref)
+    await until("the first user Ready", 60, lambda: is_ready(kube_client, namespace, rotated))
+    key = f"MySQLServer/{namespace}/{server}"
+    await until("mysql_server_up 1", 30, lambda: metric_is(key, 1))
+
+    await FAULTS[fault](proxy)
+    faulted = time.monotonic()
+    created, created_password = await user(kube_client, namespace, passwords, **ref)
+    new_password = await rotate(kube_client, namespace, rotated, passwords)
+
+    async def server_down() -> bool:
+        condition = ready(await kube_client.get(MYSQL_SERVERS, server, namespace)) or {}
+        return condition.get("status") == "False" and condition.get("reason") == "Unreachable"
+
+    await until("the MySQLServer Ready=False", REPORTED - (time.monotonic() - faulted), server_down)
+    print(f"{fault}: MySQLServer Ready=False after {time.monotonic() - faulted:.1f} s")
+    await until("mysql_server_up 0", REPORTED - (time.monotonic() - faulted), lambda: metric_is(key, 0))
+    named = f"MySQLServer {namespace}/{server}"
+    await all_reported(kube_client, namespace, [created, rotated], named, since=faulted, fault=fault)
+
+    await proxy.heal()
+    logins = {created: created_password, rotated: new_password}
+    took = await until(
+        "every pending change applied", CONVERGED, lambda: all_applied(kube_client, namespace, mysql, logins)
+    )
+    print(f"{fault}: converged {took:.1f} s after the network returned")
+    assert server_up(key) == 1  # the server answered again before its users could converge
+
+
+@pytest.fixture(scope="module")
+def frozen_mysql(envtest_workdir: Path) -> Iterator[LocalMySQLServer]:
+    """A server of the session's flavour of its own, for this module to freeze (SIGSTOP)."""
+    server = LocalMySQLServer(envtest_workdir / "outage-mysql")
+    server.start()
+    yield server
+    server.process.resume()
+    server.stop()
+
+
+async def mysqlserver_on(kube: KubeClient, namespace: str, mysql: MySQLServer) -> str:
+    """A MySQLServer of this module's target reaching ``mysql``; its name."""
+    server = unique("srv")
+    await admin_secrets(kube, namespace, mysql, f"{server}-admin")
+    body = server_object("MySQLServer", server, server_spec(mysql, f"{server}-admin", f"dbu_{server[-6:]}"))
+    body["metadata"]["labels"]["dbuser-operator.dev/target"] = TARGET
+    await kube.create(MYSQL_SERVERS, body, namespace)
+    return server
+
+
+async def test_a_frozen_server_is_reported_and_its_neighbour_goes_on(
+    proxied: tuple[RunningOperator, FaultProxy, FaultProxy],
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    frozen_mysql: LocalMySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """Two MySQLServers, one frozen (SIGSTOP: its sockets stay open, nothing answers) for a while: its
+    users and itself say so within REPORTED seconds, the other server's users converge meanwhile, and the
+    frozen one's converge within CONVERGED seconds of SIGCONT."""
+    healthy = await mysqlserver_on(kube_client, namespace, mysql)
+    frozen = await mysqlserver_on(kube_client, namespace, frozen_mysql.admin)
+    rotated, _ = await user(kube_client, namespace, passwords, serverRef={"name": frozen})
+    await until("the first user Ready", 60, lambda: is_ready(kube_client, namespace, rotated))
+
+    frozen_mysql.process.pause()
+    try:
+        faulted = time.monotonic()
+        created, created_password = await user(kube_client, namespace, passwords, serverRef={"name": frozen})
+        new_password = await rotate(kube_client, namespace, rotated, passwords)
+        neighbour, neighbour_password = await user(
+            kube_client, namespace, passwords, serverRef={"name": healthy}
+        )
+        named = f"MySQLServer {namespace}/{frozen}"
+        await all_reported(kube_client, namespace, [created, rotated], named, since=faulted, fault="SIGSTOP")
+        await until("mysql_server_up 0", REPORTED, lambda: metric_is(f"MySQLServer/{namespace}/{frozen}", 0))
+        await until("the neighbour Ready", 30, lambda: is_ready(kube_client, namespace, neighbour))
+        assert can_log_in(mysql, neighbour, neighbour_password)
+    finally:
+        frozen_mysql.process.resume()
+    logins = {created: created_password, rotated: new_password}
+    took = await until(
+        "every pending change applied",
+        CONVERGED,
+        lambda: all_applied(kube_client, namespace, frozen_mysql.admin, logins),
+    )
+    print(f"SIGSTOP: converged {took:.1f} s after SIGCONT")
