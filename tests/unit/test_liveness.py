@@ -64,7 +64,7 @@ def up_metric(key: str) -> Any:
 
 async def test_a_server_that_goes_down_and_comes_back_is_marked_and_requeued_at_each_change() -> None:
     key = "MySQLServer/ns/flaky-unit"
-    handle = FakeHandle([True, False, False, True])
+    handle = FakeHandle([True, False, False, False, True])
     changes: list[tuple[str, bool]] = []
     liveness = Liveness(
         cast(ServerRegistry, FakeRegistry({key: handle})),
@@ -74,7 +74,7 @@ async def test_a_server_that_goes_down_and_comes_back_is_marked_and_requeued_at_
         rescan=0.01,
     )
     await run_for(liveness, 0.3)
-    # up at first (nothing to requeue), down once (however many failed probes), back up once
+    # up at first (nothing to requeue), down once (two failed probes in a row, then a third), back up once
     assert changes == [(key, False), (key, True)]
     assert handle.db.marks[0] is None
     assert handle.db.marks[1:3] == ["no login within 1 s of connecting"] * 2  # the latest cause each time
@@ -103,3 +103,21 @@ async def test_a_server_down_from_the_start_is_reported_and_a_gone_one_is_no_lon
     assert gone.probe.closed == 1
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_one_late_answer_is_not_an_outage() -> None:
+    """A single failed probe (this process may have stalled, not the server) is probed again at once."""
+    key = "MySQLServer/ns/blip-unit"
+    handle = FakeHandle([True, False, True])
+    changes: list[tuple[str, bool]] = []
+    liveness = Liveness(
+        cast(ServerRegistry, FakeRegistry({key: handle})),
+        lambda k, up: changes.append((k, up)),
+        period=0.01,
+        unhealthy_period=0.01,
+        rescan=0.01,
+    )
+    await run_for(liveness, 0.2)
+    assert changes == []
+    assert handle.db.marks == [None]
+    assert up_metric(key) == 1

@@ -1,11 +1,13 @@
 """Whether each server answers, known within seconds: a probe per server on its own connection (never the
 pool's), every ``period`` seconds while it answers and every :data:`UNHEALTHY_PERIOD` while it does not.
 
-A server found unreachable (no login, no answer within the probe's bound, refused) is marked so on its
-Database: the calls in flight on it fail at once and later ones fail without waiting, naming the cause. A
-change either way is reported to ``on_change(key, up)``: the server controller then writes the server's
-status, and, when the server is back, the resources on it are requeued at once rather than at their next
-backoff. Runs on the leader (the only replica that talks to the servers).
+A server found unreachable (no login, no answer within the probe's bound, refused) by
+:data:`CONFIRMATIONS` probes in a row (the second at once: one late answer may be this process's own stall,
+a busy event loop, not the server's) is marked so on its Database: the calls in flight on it fail at once
+and later ones fail without waiting, naming the cause. A change either way is reported to
+``on_change(key, up)``: the server controller then writes the server's status, and, when the server is
+back, the resources on it are requeued at once rather than at their next backoff. Runs on the leader (the
+only replica that talks to the servers).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ log = structlog.get_logger(__name__)
 
 UNHEALTHY_PERIOD = 1.0  # seconds between probes of a server that does not answer
 STOP_TIMEOUT = 5.0  # seconds a stopped server's probe task gets to end
-PROBE_TIMEOUT = 3.0  # seconds a logged-in probe waits for SELECT 1 (its login has the connect timeout)
+PROBE_TIMEOUT = 2.0  # seconds a logged-in probe waits for SELECT 1 (its login has the connect timeout)
+CONFIRMATIONS = 2  # failed probes in a row (the second at once) that make an answering server unreachable
 DEFAULT_SERVER_LABEL = "default"  # the ``server`` label of the settings' server
 
 SERVER_UP = Gauge(
@@ -98,11 +101,18 @@ class Liveness:
 
     async def _follow(self, key: str, handle: ServerHandle) -> None:
         up: bool | None = None
+        failures = 0  # in a row
         task = asyncio.current_task()
         while True:
             try:
                 await handle.probe.check(self.timeout)
             except MySQLError as error:
+                failures += 1
+                if up is not False and failures < CONFIRMATIONS:  # once may be this process's own stall
+                    log.debug(
+                        "server probe failed; probing again", server=server_label(key), error=str(error)
+                    )
+                    continue
                 cause = str(error)
                 handle.db.mark_unreachable(cause)  # the latest cause, for the calls that fail meanwhile
                 if up is not False:
@@ -112,6 +122,7 @@ class Liveness:
             except Exception as refused:  # the fence: not (or no longer) the leader; nothing was sent
                 log.debug("server probe skipped", server=server_label(key), reason=str(refused))
             else:
+                failures = 0
                 if up is not True:
                     if up is False:
                         log.info("server reachable again", server=server_label(key))
