@@ -292,6 +292,21 @@ async def test_a_hundred_users_become_ready(
     """Prints the time for 100 DatabaseUsers (each with its Secret) to become Ready; asserts they all do."""
     count = 100
     bulk = unique("bulk")
+    try:
+        await hundred_users_ready(kube_client, namespace, mysql, passwords, bulk, count)
+    finally:  # their accounts go too: the shared server keeps nothing of this test's (DESIGN.md §7)
+        await delete_all_users(kube_client, namespace)
+    assert not account_exists(mysql, f"{bulk}-0")
+
+
+async def hundred_users_ready(
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+    bulk: str,
+    count: int,
+) -> None:
     writes_before = api_writes()
     started = time.monotonic()
     for n in range(count):
@@ -318,3 +333,14 @@ async def test_a_hundred_users_become_ready(
     print(f"API writes per created user: {operator_writes / count:.2f}")
     # Other operator instances of this session (retrying their own failures) may add a few writes.
     assert operator_writes <= 3 * count + 10
+
+
+async def delete_all_users(kube_client: KubeClient, namespace: str, limit: float = 120) -> None:
+    """Delete every DatabaseUser of ``namespace`` and wait until the operator has let them all go (their
+    accounts dropped)."""
+    for item in (await kube_client.list(DATABASE_USERS, namespace))["items"]:
+        await kube_client.delete(DATABASE_USERS, item["metadata"]["name"], namespace)
+    deadline = time.monotonic() + limit
+    while (await kube_client.list(DATABASE_USERS, namespace))["items"]:
+        assert time.monotonic() < deadline, f"DatabaseUsers of {namespace} still there after {limit:g} s"
+        await asyncio.sleep(0.2)
