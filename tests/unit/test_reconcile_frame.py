@@ -203,3 +203,6 @@ def test_written_versions_trust_the_cache_again_after_their_patience() -> None:
     written.record(KEY, ["1"])
     assert not written.stale(KEY, "1")  # a cache that never catches up never holds the key up for good
     assert len(written) == 0
+    written.record(KEY, ["1"])
+    written.record(ObjectKey("team-a", "other"), [])  # a later write sweeps what is past its patience
+    assert len(written) == 0

@@ -35,6 +35,7 @@ class WrittenVersions:
     def __init__(self, patience: float = PATIENCE) -> None:
         self.patience = patience
         self._replaced: dict[ObjectKey, _Replaced] = {}
+        self._swept = time.monotonic()
 
     def stale(self, key: ObjectKey, resource_version: str | None) -> bool:
         """Whether the cached object of ``key`` (at ``resource_version``) predates a write of this
@@ -48,9 +49,15 @@ class WrittenVersions:
         return False
 
     def record(self, key: ObjectKey, versions: list[str]) -> None:
-        """A pass wrote ``key``, replacing the object at each of ``versions`` (nothing if none)."""
+        """A pass wrote ``key``, replacing the object at each of ``versions`` (nothing if none). Entries past
+        their patience are swept once per patience: only the keys written lately are kept."""
+        now = time.monotonic()
+        if now - self._swept >= self.patience:
+            self._swept = now
+            for old in [k for k, replaced in self._replaced.items() if now - replaced.at >= self.patience]:
+                del self._replaced[old]
         if versions:
-            self._replaced[key] = _Replaced(frozenset(versions), time.monotonic())
+            self._replaced[key] = _Replaced(frozenset(versions), now)
 
     def forget(self, key: ObjectKey) -> None:
         """``key`` is gone from the cache."""
