@@ -11,10 +11,12 @@ from pydantic import BaseModel
 
 from dbuser_operator.api.v1alpha1 import Condition
 from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.kit.freshness import STALE_RETRY, WrittenVersions
 from dbuser_operator.controllers.kit.reconcile import Pass, Reconciler
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
+from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey, Resource
@@ -48,6 +50,9 @@ class FakeKube:
         self.patches.append(body)
         return {"metadata": {"name": name, "namespace": KEY.namespace, "resourceVersion": "2"}}
 
+    async def get(self, resource: Resource, name: str, namespace: str) -> Any:
+        raise NotFound(404, "Not Found")
+
 
 class FakeRecorder:
     def __init__(self) -> None:
@@ -58,7 +63,7 @@ class FakeRecorder:
 
 
 class FakeInformer:
-    def __init__(self, obj: dict[str, Any]) -> None:
+    def __init__(self, obj: dict[str, Any] | None) -> None:
         self.obj = obj
 
     def get(self, key: ObjectKey) -> dict[str, Any] | None:
@@ -178,3 +183,45 @@ async def test_normal_events_merge_into_one_where_the_kind_says_so() -> None:
     reconciler.record_events(ctx)
     assert reconciler.recorder_fake.events == [("Normal", "First", "a; c"), ("Warning", "Odd", "b")]
     assert ctx.events == []
+
+
+async def test_a_pass_waits_while_the_cache_holds_a_version_the_last_pass_replaced() -> None:
+    """The write turned version 1 into 2: a pass that still reads 1 from the cache (the watch has not
+    delivered the write) does nothing and looks again soon; once the cache has 2 (or anything newer), or
+    the object is gone, it is trusted again."""
+    reconciler = ToyReconciler(toy({"size": 1}))
+    await reconciler(KEY)
+    assert len(reconciler.kube_fake.patches) == 1
+    assert await reconciler(KEY) == Result(requeue_after=STALE_RETRY)  # still version 1
+    assert len(reconciler.kube_fake.patches) == 1
+    assert reconciler.recorder_fake.events == [("Normal", "Grown", "grew")]
+
+    cast(FakeInformer, reconciler.informer).obj = toy({"size": 1}, resourceVersion="2")
+    assert await reconciler(KEY) == Result(requeue_after=5.0)
+    assert len(reconciler.written) == 0  # forgotten once the cache caught up
+
+    cast(FakeInformer, reconciler.informer).obj = toy({"size": 1}, resourceVersion="7")
+    await reconciler(KEY)  # wrote 7 into 2 (the fake's answer)
+    assert len(reconciler.written) == 1
+    cast(FakeInformer, reconciler.informer).obj = None  # deleted: the key is forgotten
+    assert await reconciler(KEY) == Result()
+    assert len(reconciler.written) == 0
+
+
+def test_a_pass_records_every_version_its_writes_replaced() -> None:
+    """A finalizer added (1 -> 2), then status written (2 -> 3): the cache may show 1 or 2 meanwhile."""
+    ctx = ToyPass(obj=toy({"size": 1}), status=ToyStatus())
+    ctx.obj = toy({"size": 1}, resourceVersion="2")
+    ctx.obj = toy({"size": 1}, resourceVersion="2")  # the same version again: nothing replaced
+    ctx.obj = toy({"size": 1}, resourceVersion="3")
+    assert ctx.replaced == ["1", "2"]
+
+
+def test_written_versions_trust_the_cache_again_after_their_patience() -> None:
+    written = WrittenVersions(patience=0.0)
+    written.record(KEY, ["1"])
+    assert not written.stale(KEY, "1")  # a cache that never catches up never holds the key up for good
+    assert len(written) == 0
+    written.record(KEY, ["1"])
+    written.record(ObjectKey("team-a", "other"), [])  # a later write sweeps what is past its patience
+    assert len(written) == 0

@@ -75,12 +75,14 @@ def operator_settings(kube: KubeCluster, mysql: MySQLServer, workdir: Path, **ov
 
 
 def capture_logs(path: Path) -> logging.Handler:
-    """Send every log line (JSON) to ``path`` as well, for the leak check."""
+    """Send every log line (JSON) to ``path`` as well, for the leak check; the files earlier calls opened
+    keep theirs (``configure_logging`` replaces the root logger's handlers)."""
+    root = logging.getLogger()
+    files = [handler for handler in root.handlers if isinstance(handler, logging.FileHandler)]
     configure_logging("json", "debug")
-    formatter = logging.getLogger().handlers[0].formatter
     handler = logging.FileHandler(path)
-    handler.setFormatter(formatter)
-    logging.getLogger().addHandler(handler)
+    handler.setFormatter(root.handlers[0].formatter)
+    root.handlers.extend([*files, handler])
     return handler
 
 

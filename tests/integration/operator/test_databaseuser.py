@@ -296,6 +296,21 @@ async def test_a_hundred_users_become_ready(
     """Prints the time for 100 DatabaseUsers (each with its Secret) to become Ready; asserts they all do."""
     count = 100
     bulk = unique("bulk")
+    try:
+        await hundred_users_ready(kube_client, namespace, mysql, passwords, bulk, count)
+    finally:  # their accounts go too: the shared server keeps nothing of this test's (DESIGN.md §7)
+        await delete_all_users(kube_client, namespace)
+    assert not account_exists(mysql, f"{bulk}-0")
+
+
+async def hundred_users_ready(
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+    bulk: str,
+    count: int,
+) -> None:
     writes_before = api_writes()
     started = time.monotonic()
     for n in range(count):
@@ -378,3 +393,14 @@ async def test_a_resource_deleted_with_a_spec_that_no_longer_parses_goes_away(
     finally:
         mysql_query(mysql, f"DROP USER IF EXISTS '{name}'@'%'")
         mysql_query(mysql, f"DELETE FROM {DEFAULT_SCHEMA}.accounts WHERE user = %s", name)
+
+
+async def delete_all_users(kube_client: KubeClient, namespace: str, limit: float = 120) -> None:
+    """Delete every DatabaseUser of ``namespace`` and wait until the operator has let them all go (their
+    accounts dropped)."""
+    for item in (await kube_client.list(DATABASE_USERS, namespace))["items"]:
+        await kube_client.delete(DATABASE_USERS, item["metadata"]["name"], namespace)
+    deadline = time.monotonic() + limit
+    while (await kube_client.list(DATABASE_USERS, namespace))["items"]:
+        assert time.monotonic() < deadline, f"DatabaseUsers of {namespace} still there after {limit:g} s"
+        await asyncio.sleep(0.2)

@@ -5,7 +5,8 @@ A kind subclasses :class:`Reconciler` and supplies its model (:meth:`Reconciler.
 the same way for every kind:
 
 - the object comes from the informer's cache (never a GET); one the cache dropped is let go of if it only
-  left this instance's scope (its target label changed) and still carries the finalizer;
+  left this instance's scope (its target label changed) and still carries the finalizer; a cached object
+  older than the last pass's own writes is not acted on: the pass waits for the cache (:mod:`.freshness`);
 - a spec the models reject is reported as ``Ready=False``, reason ``InvalidSpec``, and not retried; deleted,
   such a resource is let go of: this instance's finalizer comes off and nothing is undone, since what the
   spec named (server, account, deletion policy) is unknown — what it made stays, still recorded as its
@@ -30,6 +31,7 @@ import structlog
 from dbuser_operator.api.v1alpha1 import Condition
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.finalizer import Finalizer
+from dbuser_operator.controllers.kit.freshness import STALE_RETRY, WrittenVersions
 from dbuser_operator.controllers.kit.resources import FIELD_MANAGER
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.kit.steps import EventType
@@ -69,6 +71,15 @@ class Pass(Generic[S]):
     status: S  # the status being built (a copy: the cache is never modified)
     events: list[tuple[EventType, str, str]] = field(default_factory=list)
     requeue_after: float | None = None  # look again after this many seconds (the earliest asked for)
+    replaced: list[str] = field(default_factory=list)  # the resourceVersions this pass's writes replaced
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Replacing ``obj`` (with what a write returned) records the resourceVersion it replaced."""
+        if name == "obj" and "obj" in self.__dict__:
+            before = (self.__dict__["obj"].get("metadata") or {}).get("resourceVersion")
+            if before and before != (value.get("metadata") or {}).get("resourceVersion"):
+                self.replaced.append(before)
+        super().__setattr__(name, value)
 
     def requeue(self, seconds: float) -> None:
         """Ask for another look after ``seconds`` (at least 0.1 s); the earliest request wins."""
@@ -96,6 +107,7 @@ class Reconciler(Generic[P]):
         self.recorder = recorder
         self.scope = scope
         self.finalizer = Finalizer(kube, scope, self.resource)
+        self.written = WrittenVersions()
 
     # --- what a kind supplies ---------------------------------------------------------------------------
 
@@ -131,20 +143,36 @@ class Reconciler(Generic[P]):
     async def __call__(self, key: ObjectKey) -> Result:
         cached = self.informer.get(key)
         if cached is None:
+            self.written.forget(key)
             await self.let_go_if_departed(key)
             return Result()
+        if self.written.stale(key, cached["metadata"].get("resourceVersion")):
+            log.debug("the cache has not seen the last pass's writes yet; waiting for it")
+            return Result(requeue_after=STALE_RETRY)
         obj = copy.deepcopy(cached)
         try:
             ctx = self.parse(obj)
         except pydantic.ValidationError as error:
             # The CRD schema rejects what the models reject, so this is an old or foreign object.
-            if obj["metadata"].get("deletionTimestamp") and self.scope.holds(obj):
-                await self.let_go_unparsed(obj, first_error(error))
-            else:
-                await self.report(
-                    self.unparsed(obj), ConditionError("InvalidSpec", first_error(error), retry=False)
-                )
+            unparsed = self.unparsed(obj)
+            try:
+                if obj["metadata"].get("deletionTimestamp") and self.scope.holds(obj):
+                    await self.let_go_unparsed(obj, first_error(error))
+                else:
+                    await self.report(
+                        unparsed, ConditionError("InvalidSpec", first_error(error), retry=False)
+                    )
+            finally:
+                self.written.record(key, unparsed.replaced)
             return Result()
+        try:
+            return await self._run(ctx)
+        finally:
+            self.written.record(key, ctx.replaced)
+
+    async def _run(self, ctx: P) -> Result:
+        """Ensure or finalize ``ctx``'s object; a ConditionError is reported (and raised if retried)."""
+        obj = ctx.obj
         try:
             if obj["metadata"].get("deletionTimestamp"):
                 if self.scope.holds(obj):
