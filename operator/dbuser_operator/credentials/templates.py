@@ -134,7 +134,9 @@ def serve(max_output: int, memory_limit: int) -> None:
 class TemplateRenderer:
     """Renders templates in a worker process it starts on first use and replaces when a render times out.
 
-    Renders are serialised: a hostile template holds the others back for ``timeout`` at most.
+    Its renders are serialised: a hostile template holds the others back for ``timeout`` at most. The
+    operator renders through :class:`~dbuser_operator.credentials.fair.FairRenderer`, a small pool of these
+    shared fairly between namespaces.
     """
 
     def __init__(

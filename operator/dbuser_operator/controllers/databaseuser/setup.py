@@ -45,7 +45,7 @@ from dbuser_operator.controllers.kit.resources import (
 from dbuser_operator.controllers.kit.shared import Shared
 from dbuser_operator.controllers.kit.steps import Step
 from dbuser_operator.controllers.servers.watch import watch_servers
-from dbuser_operator.credentials.templates import TemplateRenderer
+from dbuser_operator.credentials.fair import FairRenderer
 from dbuser_operator.runtime.controller import Controller, KeyMapper
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.manager import Manager
@@ -75,7 +75,7 @@ def index(users: Informer) -> None:
 def steps(
     shared: Shared,
     owned_secrets: OwnedSecrets,
-    renderer: TemplateRenderer,
+    renderer: FairRenderer,
     queue: RateLimitingQueue[ObjectKey],
 ) -> list[Step]:
     """The steps in the order their ensure halves run (deletion runs them in reverse). A step that reads
@@ -115,6 +115,7 @@ def steps(
             renderer,
             settings.connection_host or settings.mysql_host,
             settings.connection_port or settings.mysql_port,
+            requeue=queue.add,
         ),
         RolloutStep(kube),
         DiscardStep(shared.reader),  # after the connection Secret has the new password
@@ -125,7 +126,7 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     """The DatabaseUser controller on ``queue``, its watches, and its leader-only tasks: the drift checks
     and the sweep for resources that left the scope while no leader watched."""
     settings, users = shared.settings, shared.users
-    renderer = TemplateRenderer()
+    renderer = FairRenderer()  # fair between namespaces: one tenant's templates delay only itself
     reserved = [*settings.reserved_users, settings.mysql_user]
     reconciler = DatabaseUserReconciler(
         shared.kube,

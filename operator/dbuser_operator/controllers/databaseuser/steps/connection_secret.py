@@ -2,7 +2,10 @@
 
 It runs after the account has its password, so a Secret never offers a password that does not work yet.
 Keys: host, port (the operator's ``--connection-host``/``--connection-port``), username, password (the one
-just applied), database, DATABASE_URL, JDBC_URL, then the user's templates rendered in the sandbox. The
+just applied), database, DATABASE_URL, JDBC_URL, then the user's templates rendered in the sandbox, shared
+fairly between namespaces (``credentials/fair.py``): a render that must wait for its turn ends the pass
+with ``TemplatesPending`` (nothing written, later steps wait too) and the resource comes back once it is
+done; a resource without templates never waits on the renderer. The
 Secret's annotation ``mysql.dbuser-operator.dev/credential-version`` counts the passwords it has held: it
 goes up by one whenever the password written changes (mirrored in ``status.credentialVersion``), so a
 rollout can key on it. The Secret is written only when something differs, conditionally on the
@@ -12,6 +15,7 @@ no longer owned.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from dbuser_operator.api.v1alpha1 import CREDENTIAL_VERSION_ANNOTATION, ConnectionSecret, DatabaseUser
@@ -24,8 +28,10 @@ from dbuser_operator.controllers.databaseuser.owned_secrets import (
     encode,
 )
 from dbuser_operator.controllers.kit.errors import ConditionError
-from dbuser_operator.credentials.templates import TemplateError, TemplateRenderer
+from dbuser_operator.credentials.fair import FairRenderer, Pending
+from dbuser_operator.credentials.templates import TemplateError
 from dbuser_operator.credentials.urls import database_url, jdbc_url
+from dbuser_operator.runtime.resources import ObjectKey
 
 WHAT: Final = "connection Secret"
 
@@ -63,11 +69,19 @@ class ConnectionSecretStep:
     name = "connection-secret"
     after = ("password", "hosts")  # a Secret never offers a password that does not work yet
 
-    def __init__(self, secrets: OwnedSecrets, renderer: TemplateRenderer, host: str, port: int) -> None:
+    def __init__(
+        self,
+        secrets: OwnedSecrets,
+        renderer: FairRenderer,
+        host: str,
+        port: int,
+        requeue: Callable[[ObjectKey], None] = lambda key: None,
+    ) -> None:
         self.secrets = secrets
         self.renderer = renderer
         self.host = host
         self.port = port
+        self.requeue = requeue  # puts a resource back in the work queue (its queued render is done)
 
     def _address(self, ctx: Context) -> tuple[str, int]:
         """Where applications connect: the server resource's host and port, else the settings'."""
@@ -88,13 +102,9 @@ class ConnectionSecretStep:
         values = connection_values(
             ctx.user.effective_user(), ctx.password, *self._address(ctx), connection_database(ctx.user, spec)
         )
-        try:
-            # Templates see the standard values, database too (empty when there is none).
-            rendered = await self.renderer.render(spec.templates or {}, {"database": "", **values})
-        except TemplateError as error:
-            raise ConditionError("TemplateInvalid", f"{WHAT} {spec.name}: {error}", retry=False) from None
-        data = values | rendered
         secret = self.secrets.cached(ctx, spec.name)
+        rendered = await self._render(ctx, spec.name, spec.templates or {}, values, secret)
+        data = values | rendered
         if secret is not None:
             secret = await self.secrets.claim(ctx, secret, WHAT)
         version = self._version(ctx, secret, data["password"])
@@ -117,6 +127,39 @@ class ConnectionSecretStep:
             await self.secrets.patch(secret, patch)
             ctx.event("Normal", "ConnectionSecretUpdated", f"updated Secret {spec.name} (version {version})")
         ctx.status.credential_version = version
+
+    async def _render(
+        self,
+        ctx: Context,
+        name: str,
+        templates: dict[str, str],
+        values: dict[str, str],
+        secret: dict[str, Any] | None,
+    ) -> dict[str, str]:
+        """The templates rendered (or as the Secret holds them, when the same inputs rendered that)."""
+        if not templates:
+            return {}  # never waits on the renderer
+        key = ObjectKey.of(ctx.obj)
+        held = {k: v for k in templates if secret is not None and (v := decoded(secret, k)) is not None}
+        try:
+            # Templates see the standard values, database too (empty when there is none).
+            return await self.renderer.render(
+                key.namespace,
+                key,
+                templates,
+                {"database": "", **values},
+                current=held,
+                notify=lambda: self.requeue(key),
+            )
+        except Pending:
+            raise ConditionError(
+                "TemplatesPending",
+                f"{WHAT} {name}: its templates are queued to render (renders are shared fairly between "
+                "namespaces); it is reconciled again once they are",
+                retry=False,
+            ) from None
+        except TemplateError as error:
+            raise ConditionError("TemplateInvalid", f"{WHAT} {name}: {error}", retry=False) from None
 
     @staticmethod
     def _version(ctx: Context, secret: dict[str, Any] | None, password: str) -> int:
