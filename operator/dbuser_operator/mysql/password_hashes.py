@@ -33,6 +33,7 @@ _ORDER_REST: Final = ((15, 25, 5), (6, 16, 26), (27, 7, 17), (18, 28, 8), (9, 19
 _CACHING_SHA2_PREFIX: Final = b"$A$"
 _SALT_LENGTH: Final = 20
 _DIGEST_LENGTH: Final = 43
+_CYCLE: Final = 42  # 2 * 3 * 7: the rounds' pattern
 
 
 def native_hash(password: str) -> str:
@@ -62,15 +63,13 @@ def sha256_crypt(password: bytes, salt: bytes, rounds: int) -> str:
     digest_a = context.digest()
     p_bytes = _repeat(hashlib.sha256(password * len(password)).digest(), len(password))
     s_bytes = _repeat(hashlib.sha256(salt * (16 + digest_a[0])).digest(), len(salt))
-    current = digest_a
+    # Round r hashes (P if r is odd, else C) + (S if r % 3) + (P if r % 7) + (C if r is odd, else P), C the
+    # previous digest: what goes around C repeats every 42 rounds, so it is joined once (half the time).
+    around = [_around(r, p_bytes, s_bytes) for r in range(_CYCLE)]
+    current, sha256 = digest_a, hashlib.sha256
     for round_ in range(rounds):
-        step = hashlib.sha256(p_bytes if round_ & 1 else current)
-        if round_ % 3:
-            step.update(s_bytes)
-        if round_ % 7:
-            step.update(p_bytes)
-        step.update(current if round_ & 1 else p_bytes)
-        current = step.digest()
+        before, after = around[round_ % _CYCLE]
+        current = sha256(before + current + after).digest()
     encoded = [_crypt64(current[a], current[b], current[c], 4) for a, b, c in (*_ORDER, *_ORDER_REST)]
     return "".join(encoded) + _crypt64(0, current[31], current[30], 3)
 
@@ -120,6 +119,12 @@ def fingerprint(auth_string: str | bytes) -> str:
     """``SHA2(auth_string, 256)`` as the server computes it (the bookkeeping's fingerprint)."""
     data = auth_string.encode("utf-8", "surrogateescape") if isinstance(auth_string, str) else auth_string
     return hashlib.sha256(data).hexdigest()
+
+
+def _around(round_: int, p_bytes: bytes, s_bytes: bytes) -> tuple[bytes, bytes]:
+    """What round ``round_`` of SHA-256 crypt hashes before and after the previous digest."""
+    middle = (s_bytes if round_ % 3 else b"") + (p_bytes if round_ % 7 else b"")
+    return (p_bytes + middle, b"") if round_ & 1 else (b"", middle + p_bytes)
 
 
 def _repeat(block: bytes, length: int) -> bytes:
