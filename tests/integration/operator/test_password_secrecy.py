@@ -14,7 +14,7 @@ import pytest
 from dbuser_operator.api.v1alpha1 import ROTATE_ANNOTATION
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import ownership
+from dbuser_operator.mysql import accounts, ownership
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import loaded_plugin
@@ -152,5 +152,40 @@ async def test_a_password_changed_by_hand_right_after_the_operator_s_own_is_set_
 
     async def restored() -> bool:
         return await logs_in(mysql, name, second) and not await logs_in(mysql, name, by_hand)
+
+    await poll(restored, "the Secret's password set back")
+
+
+async def test_a_new_account_s_password_changed_by_hand_right_after_create_user_is_set_back(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same between ``CREATE USER`` and the record of the new account's fingerprint (MySQL: read
+    and checked; MariaDB: recorded with the claim, before the account exists)."""
+    name = unique("race-new")
+    first, by_hand = passwords.new(), passwords.new("by-hand")
+    create = accounts.create
+    raced: list[float] = []
+
+    async def racing(db: Any, user: str, host: str, *args: Any, **kwargs: Any) -> None:
+        await create(db, user, host, *args, **kwargs)
+        if user == name and not raced:
+            raced.append(time.monotonic())
+            query = f"ALTER USER `{name}`@'%%' IDENTIFIED BY %s"
+            await asyncio.to_thread(mysql_query, mysql, query, by_hand)
+
+    monkeypatch.setattr(accounts, "create", racing)
+    await create_secret(kube_client, namespace, "race-new-pw", {"password": first})
+    await kube_client.create(DATABASE_USERS, database_user(name, "race-new-pw"), namespace)
+    event = await wait_for_event(kube_client, namespace, name, "PasswordRestored", limit=30)
+    assert event["type"] == "Warning"
+    assert raced
+
+    async def restored() -> bool:
+        return await logs_in(mysql, name, first) and not await logs_in(mysql, name, by_hand)
 
     await poll(restored, "the Secret's password set back")
