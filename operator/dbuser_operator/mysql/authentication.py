@@ -2,9 +2,14 @@
 clause that sets one.
 
 The plugin names come from :data:`PLUGINS` only (never from input), and passwords travel as query
-parameters. The syntax differs: MySQL writes ``IDENTIFIED WITH plugin BY %s``, MariaDB ``IDENTIFIED VIA
-plugin USING PASSWORD(%s)``; plugins that take no password are ``IDENTIFIED WITH plugin`` (``AS 'RDS'`` for
-AWS IAM) on both. Which plugins a server has is asked of it (``information_schema.PLUGINS``, the ACTIVE
+parameters. The syntax differs: MySQL writes ``IDENTIFIED WITH plugin BY %s``; MariaDB is sent the hash it
+stores instead of the password (:mod:`.password_hashes`: unsalted for both its plugins that take one), so
+that its general log, which records statements as sent, never holds a password: ``IDENTIFIED BY PASSWORD
+%s`` for ``mysql_native_password``, ``IDENTIFIED VIA ed25519 USING %s``. MySQL's ``caching_sha2_password``
+is salted by the server, so MySQL gets the password, and writes ``<secret>`` in its place in its logs.
+Plugins that take no password are ``IDENTIFIED WITH plugin`` (``AS 'RDS'`` for AWS IAM) on both.
+
+Which plugins a server has is asked of it (``information_schema.PLUGINS``, the ACTIVE
 authentication plugins): MySQL 9 has no ``mysql_native_password``, MariaDB loads ``ed25519`` only after
 ``INSTALL SONAME 'auth_ed25519'``, ``auth_socket`` and the AWS plugin are loaded by configuration.
 
@@ -20,7 +25,7 @@ from typing import Final, LiteralString
 
 from pydantic import SecretStr
 
-from dbuser_operator.mysql import catalog
+from dbuser_operator.mysql import catalog, password_hashes
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import InvalidOptionsError, checked_input
 from dbuser_operator.mysql.identifiers import SQL, account, quote_string, validate_host, validate_user
@@ -78,6 +83,14 @@ class Method:
     def takes_password(self) -> bool:
         return known(self.plugin).takes_password
 
+    def stored(self, password: str | SecretStr | None) -> str | None:
+        """The authentication string the server will store for ``password`` under this plugin, when it
+        can be known beforehand (``mysql_native_password``, ``ed25519``: unsalted); None otherwise."""
+        if password is None or not self.takes_password:
+            return None
+        value = password.get_secret_value() if isinstance(password, SecretStr) else password
+        return password_hashes.stored_hash(self.plugin, value)
+
     def identified(self, verb: LiteralString, who: SQL, password: str | SecretStr | None) -> Statement:
         """``<verb> {account} IDENTIFIED ...`` (``verb``: ``CREATE USER`` or ``ALTER USER``) with this
         plugin, and the password as a parameter when the plugin takes one (it must be given then, and
@@ -99,10 +112,24 @@ class Method:
             raise InvalidOptionsError(f"{self.plugin} needs a password")
         secret = validate_password(password)
         check_length(secret, self.flavour, self.plugin)
+        hashed = self.stored(secret) if self.flavour == "mariadb" else None
+        if hashed is not None and self.plugin == password_hashes.NATIVE:
+            return Statement(verb + " {account} IDENTIFIED BY PASSWORD %s", SecretStr(hashed), account=who)
+        if hashed is not None:
+            template = verb + " {account} IDENTIFIED VIA {plugin} USING %s"
+            return Statement(template, SecretStr(hashed), account=who, plugin=name)
         if self.flavour == "mariadb":
             template = verb + " {account} IDENTIFIED VIA {plugin} USING PASSWORD(%s)"
             return Statement(template, secret, account=who, plugin=name)
         return Statement(verb + " {account} IDENTIFIED WITH {plugin} BY %s", secret, account=who, plugin=name)
+
+
+def effective(method: Method | None, server: ServerInfo) -> Method | None:
+    """The method an ``IDENTIFIED`` clause of ``method`` amounts to on ``server``: ``method``, or without
+    one the server's default where the operator knows its hash (MariaDB's ``mysql_native_password``)."""
+    if method is None and server.native_by_default:
+        return Method(password_hashes.NATIVE, server.flavour)
+    return method
 
 
 def unavailable(name: str, server: ServerInfo, active: frozenset[str]) -> str | None:

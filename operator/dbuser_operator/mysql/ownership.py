@@ -13,24 +13,29 @@ servers store hosts in lower case (MariaDB 10.11: ``CREATE USER 'u'@'Example.COM
 Password drift without keeping any password or password hash of our own: the fingerprint is
 ``SHA2(authentication_string, 256)`` of the account (see :mod:`.catalog`), recorded right after the
 operator sets the password (:func:`record_fingerprint`) and compared later (:func:`lookup`, and the
-inventory for all accounts at once). On MariaDB
-(``mysql_native_password``: an unsalted hash) setting the same password again keeps the fingerprint; on
-MySQL 8 (``caching_sha2_password``: salted) any ``ALTER USER ... IDENTIFIED BY`` changes it, even to the
-same password: record the fingerprint again after every password change of the operator's own.
+inventory for all accounts at once). On MariaDB (``mysql_native_password``, ``ed25519``: unsalted hashes)
+setting the same password again keeps the fingerprint; on MySQL 8+ (``caching_sha2_password``: salted)
+any ``ALTER USER ... IDENTIFIED BY`` changes it, even to the same password: record the fingerprint again
+after every password change of the operator's own.
 
-Where the hash is unsalted and the server's default (:attr:`~.server.ServerInfo.native_by_default`), a new
-account's fingerprint is known before it exists (:func:`expected_fingerprint`): the first claim records it,
-and the statement that would read it back after ``CREATE USER`` is not needed.
+Only a fingerprint of the operator's own password is recorded: somebody may change the password between
+the operator's ``ALTER USER`` and the record. Where the hash is unsalted the fingerprint is computed from
+the password (:func:`expected_fingerprint`), and the account is not read at all; where the server salts it
+(MySQL's ``caching_sha2_password``) the account's string is read and checked against the password on the
+client (:func:`.password_hashes.matches`) before it is recorded. A string that is not the password's is
+recorded as :data:`FOREIGN`, which no authentication string has: the next look sees drift and restores.
+A new account's fingerprint known beforehand is recorded by the first claim, and the statement that would
+record it after ``CREATE USER`` is not needed.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from dataclasses import dataclass
 from typing import Final
 
-from dbuser_operator.mysql import catalog, roles
+from dbuser_operator.mysql import catalog, password_hashes, roles
+from dbuser_operator.mysql.authentication import Method, effective
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import ServerError, checked_input
 from dbuser_operator.mysql.identifiers import (
@@ -52,6 +57,9 @@ ROLE_HOST: Final = "%"  # the host of every role in the roles table, whatever th
 SYSTEM_SCHEMAS: Final = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 
 _UID_MAX, _NAME_MAX = 128, 253
+FOREIGN: Final = "0" * 64
+"""The fingerprint recorded for an authentication string that is not the operator's password: it differs
+from every ``SHA2(…, 256)``, so the account shows drift."""
 
 
 def validate_schema(schema: str) -> str:
@@ -191,16 +199,14 @@ async def claim(
     raise ServerError(f"the ownership of '{user}'@'{host}' keeps changing")
 
 
-def expected_fingerprint(server: ServerInfo, password: str) -> str | None:
-    """The fingerprint ``CREATE USER … IDENTIFIED BY password`` (no plugin named) will give the account,
-    when the server's default hash is unsalted (MariaDB: ``*`` and the upper-case hex of
-    ``SHA1(SHA1(password))``); None when it cannot be known beforehand (MySQL's salted default)."""
-    if not server.native_by_default:
-        return None
-    # The server's own (weak) hash format, computed only to compare: nothing is protected by it here.
-    inner = hashlib.sha1(password.encode(), usedforsecurity=False).digest()
-    stage = hashlib.sha1(inner, usedforsecurity=False).hexdigest().upper()
-    return hashlib.sha256(f"*{stage}".encode("ascii")).hexdigest()
+def expected_fingerprint(server: ServerInfo, password: str, method: Method | None = None) -> str | None:
+    """The fingerprint ``IDENTIFIED`` with ``method`` (None: the server's default plugin) gives the account
+    on ``server`` for ``password``, when the hash is unsalted (MariaDB's ``mysql_native_password``: ``*``
+    and the upper-case hex of ``SHA1(SHA1(password))``; ``ed25519``); None when it cannot be known
+    beforehand (MySQL's salted ``caching_sha2_password``)."""
+    sent = effective(method, server)
+    stored = sent.stored(password) if sent is not None else None
+    return None if stored is None else password_hashes.fingerprint(stored)
 
 
 async def claim_new(
@@ -313,12 +319,46 @@ async def list_owned(db: Database, schema: str) -> list[OwnedAccount]:
     return [OwnedAccount(str(u), str(h), Owner(str(uid), str(ns), str(n))) for u, h, uid, ns, n in rows]
 
 
-async def record_fingerprint(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> None:
-    """Remember the fingerprint of the account's current authentication string (one statement).
+async def record_fingerprint(
+    db: Database,
+    schema: str,
+    user: str,
+    host: str,
+    server: ServerInfo,
+    *,
+    password: str | None = None,
+    method: Method | None = None,
+) -> bool:
+    """Remember the fingerprint of the password the operator has just set with ``method`` (None: the
+    server's default plugin); whether it was the operator's own (False: :data:`FOREIGN` recorded).
 
-    Sets ``auth_fingerprint`` to ``SHA2(authentication_string, 256)`` of the account, or to NULL when the
-    account does not exist; an account nobody owns is left alone.
+    Unsalted (:func:`expected_fingerprint`): the fingerprint of the known hash, one statement, the account
+    not read. Salted: the account's plugin and string are read and checked against ``password`` first.
+    Without ``password`` (a plugin that takes none) ``SHA2(authentication_string, 256)`` as it stands, or
+    NULL when the account does not exist, as for a plugin whose format the operator does not check. An
+    account nobody owns is left alone.
     """
+    known = expected_fingerprint(server, password, method) if password is not None else None
+    if known is not None:
+        await _set_fingerprint(db, schema, user, host, known)
+        return True
+    if password is not None:
+        rows = await db.fetch(
+            Statement(
+                "SELECT {plugin}, {auth} FROM {accounts} u WHERE u.User = %s AND u.Host = %s",
+                *_key(user, host.lower()),
+                plugin=catalog.plugin(server, "u"),
+                auth=catalog.authentication_string(server, "u"),
+                accounts=catalog.accounts_table(server),
+            )
+        )
+        if rows:
+            plugin, auth = rows[0]
+            verdict = password_hashes.matches(str(plugin), _text(auth), password)
+            if verdict is not None:
+                fingerprint = password_hashes.fingerprint(_text(auth)) if verdict else FOREIGN
+                await _set_fingerprint(db, schema, user, host, fingerprint)
+                return verdict
     await db.execute(
         Statement(
             "UPDATE {table} o SET o.auth_fingerprint = ("
@@ -330,6 +370,23 @@ async def record_fingerprint(db: Database, schema: str, user: str, host: str, se
             auth=catalog.authentication_string(server, "u"),
         )
     )
+    return True
+
+
+async def _set_fingerprint(db: Database, schema: str, user: str, host: str, fingerprint: str) -> None:
+    await db.execute(
+        Statement(
+            "UPDATE {table} SET auth_fingerprint = %s WHERE user = %s AND host = %s",
+            fingerprint,
+            *_key(user, host),
+            table=table(schema),
+        )
+    )
+
+
+def _text(value: object) -> str | bytes:
+    """An authentication string as the driver returned it (text, or bytes from a binary column)."""
+    return value if isinstance(value, bytes) else str(value)
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import ConnectionSettings, Database, InvalidAccountError, ServerInfo, accounts
+from dbuser_operator.mysql.authentication import Method, effective
 from dbuser_operator.mysql.ownership import (
+    FOREIGN,
     Claim,
     Lookup,
     OwnedAccount,
@@ -25,7 +28,7 @@ from dbuser_operator.mysql.ownership import (
     record_fingerprint,
 )
 from dbuser_operator.mysql.server import read_server
-from tests.integration.mysql.support import Accounts, Databases, admin, admin_rows
+from tests.integration.mysql.support import Accounts, Databases, admin, admin_rows, loaded_plugin
 
 pytestmark = pytest.mark.integration
 
@@ -321,3 +324,49 @@ async def test_no_fingerprint_is_predicted_when_old_passwords_is_on(
             assert expected_fingerprint(server, "pw") is None
     finally:
         admin(mysql, "SET GLOBAL old_passwords = 0")
+
+
+@pytest.mark.parametrize("plugin", [None, "ed25519"], ids=["default", "ed25519"])
+async def test_only_the_operator_s_own_password_is_recorded(
+    db: Database,
+    mysql: MySQLServer,
+    accounts_made: Accounts,
+    owned_schema: str,
+    plugin: str | None,
+) -> None:
+    """The password set, then changed by hand before the record: the record does not take the hand's
+    string for the operator's (unsalted: the known hash is recorded, the account not read; MySQL's
+    caching_sha2_password: the string is checked against the password first), so the lookup sees drift."""
+    server = await read_server(db)  # with native_by_default
+    if plugin is not None and server.flavour == "mysql":
+        pytest.skip("a MariaDB plugin")
+    method = Method(plugin, server.flavour) if plugin is not None else effective(None, server)
+    loaded = loaded_plugin(mysql, "mariadb", plugin) if plugin else contextlib.nullcontext()
+    with loaded:
+        user = accounts_made.track(accounts_made.name(), "%")
+        await claim(db, owned_schema, user, "%", ALICE)
+        await accounts.create(db, user, "%", "operator-pw", method)
+        assert await record_fingerprint(
+            db, owned_schema, user, "%", server, password="operator-pw", method=method
+        )
+        assert await intact(db, owned_schema, user, "%", server) is True
+
+        await accounts.set_password(db, user, "%", "operator-pw-2", method)
+        admin(mysql, f"ALTER USER '{user}'@'%' IDENTIFIED BY 'changed-right-after'")  # the race
+        read = db.statements_read
+        own = await record_fingerprint(
+            db, owned_schema, user, "%", server, password="operator-pw-2", method=method
+        )
+        assert own is (server.flavour == "mariadb")  # MariaDB: not read, the drift shows at the next look
+        assert db.statements_read == read + (0 if server.flavour == "mariadb" else 1)
+        assert recorded_fingerprints(mysql, owned_schema, user) != [(None,)]
+        assert await intact(db, owned_schema, user, "%", server) is False
+        if server.flavour == "mysql":
+            assert recorded_fingerprints(mysql, owned_schema, user) == [(FOREIGN,)]
+
+        await accounts.set_password(db, user, "%", "operator-pw-2", method)  # the next pass restores
+        assert await record_fingerprint(
+            db, owned_schema, user, "%", server, password="operator-pw-2", method=method
+        )
+        assert await intact(db, owned_schema, user, "%", server) is True
+        admin(mysql, f"DROP USER '{user}'@'%'")

@@ -247,24 +247,33 @@ def succeeded(event: dict[str, Any]) -> bool:
 
 @dataclass
 class GeneralLog:
-    """MySQL's general log into ``mysql.general_log`` while the test runs."""
+    """MySQL's general log into ``mysql.general_log`` (too) while the test runs; as it was after."""
 
     mysql: MySQLServer
     _output: str = "FILE"
+    _on: str = "0"
 
     def __enter__(self) -> GeneralLog:
         with self.mysql.connect() as connection, connection.cursor() as cursor:
-            cursor.execute("SELECT @@GLOBAL.log_output")
-            self._output = str(cursor.fetchone()[0])
+            cursor.execute("SELECT @@GLOBAL.log_output, @@GLOBAL.general_log")
+            output, on = cursor.fetchone()
+            self._output, self._on = str(output), str(on)
             cursor.execute("SET GLOBAL log_output = 'TABLE'")
             cursor.execute("SET GLOBAL general_log = 'ON'")
         return self
+
+    def arguments(self) -> list[str]:
+        """The text of every statement logged so far (the table's ``argument``)."""
+        with self.mysql.connect() as connection, connection.cursor() as cursor:
+            cursor.execute("SELECT CONVERT(argument USING utf8mb4) FROM mysql.general_log")
+            return [str(row[0]) for row in cursor.fetchall()]
 
     def __exit__(self, *_: object) -> None:
         with self.mysql.connect() as connection, connection.cursor() as cursor:
             cursor.execute("SET GLOBAL general_log = 'OFF'")
             cursor.execute("TRUNCATE TABLE mysql.general_log")  # it holds statements' text
             cursor.execute("SET GLOBAL log_output = %s", (self._output,))
+            cursor.execute("SET GLOBAL general_log = %s", ("ON" if self._on in ("1", "ON") else "OFF",))
 
 
 def first(items: Iterator[datetime] | list[datetime]) -> datetime:

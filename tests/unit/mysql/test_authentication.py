@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 
 from dbuser_operator.mysql import InvalidOptionsError, ServerInfo
-from dbuser_operator.mysql.authentication import PASSWORDLESS, PLUGINS, Method, known, unavailable
+from dbuser_operator.mysql.authentication import (
+    PASSWORDLESS,
+    PLUGINS,
+    Method,
+    effective,
+    known,
+    unavailable,
+)
 from dbuser_operator.mysql.identifiers import SQL, account
+from dbuser_operator.mysql.password_hashes import ed25519_hash, native_hash
 
 
 def accounts_sql() -> SQL:
@@ -22,12 +30,34 @@ def test_statements_name_only_known_plugins_and_keep_passwords_parameters() -> N
     assert mysql_text.text == "CREATE USER 'app'@'%%' IDENTIFIED WITH caching_sha2_password BY %s"
     assert mysql_text.params == ("p'w",)
     maria = Method("ed25519", "mariadb").identified("ALTER USER", accounts_sql(), "p'w")
-    assert maria.text == "ALTER USER 'app'@'%%' IDENTIFIED VIA ed25519 USING PASSWORD(%s)"
+    assert maria.text == "ALTER USER 'app'@'%%' IDENTIFIED VIA ed25519 USING %s"
+    assert maria.params == (ed25519_hash("p'w"),)  # the hash, never the password (general log)
     aws = Method("AWSAuthenticationPlugin", "mysql").identified("CREATE USER", accounts_sql(), None)
     assert aws.text == "CREATE USER 'app'@'%' IDENTIFIED WITH AWSAuthenticationPlugin AS 'RDS'"
     assert aws.params == ()
     assert set(PLUGINS) >= {"caching_sha2_password", "ed25519", "unix_socket", "auth_socket"}
     assert set(PASSWORDLESS) == {"auth_socket", "unix_socket", "AWSAuthenticationPlugin"}
+
+
+def test_mariadb_is_sent_the_hash_it_stores_and_never_the_password() -> None:
+    native = Method("mysql_native_password", "mariadb").identified("CREATE USER", accounts_sql(), "p'w")
+    assert native.text == "CREATE USER 'app'@'%%' IDENTIFIED BY PASSWORD %s"
+    assert native.params == (native_hash("p'w"),)
+    assert native.secrets == native.params  # redacted from error messages all the same
+    assert Method("mysql_native_password", "mariadb").stored("p'w") == native_hash("p'w")
+    assert Method("ed25519", "mariadb").stored("p'w") == ed25519_hash("p'w")
+    assert Method("caching_sha2_password", "mysql").stored("p'w") is None
+    assert Method("unix_socket", "mariadb").stored(None) is None
+
+
+def test_the_method_a_statement_without_plugin_amounts_to() -> None:
+    """MariaDB with ``old_passwords`` off stores the native hash; MySQL's default is salted."""
+    maria = ServerInfo("mariadb", (11, 8, 9), native_by_default=True)
+    assert effective(None, maria) == Method("mysql_native_password", "mariadb")
+    assert effective(None, ServerInfo("mariadb", (11, 8, 9))) is None  # old_passwords on
+    assert effective(None, ServerInfo("mysql", (9, 7, 4))) is None
+    ed = Method("ed25519", "mariadb")
+    assert effective(ed, maria) is ed
 
 
 @pytest.mark.parametrize("password", ["", "a\x00b"])

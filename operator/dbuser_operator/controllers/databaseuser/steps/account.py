@@ -11,9 +11,9 @@ if the bookkeeping row names this resource's UID.
 from __future__ import annotations
 
 from dbuser_operator.controllers.databaseuser.context import Context
-from dbuser_operator.controllers.databaseuser.steps.ownership import not_ours, owner
+from dbuser_operator.controllers.databaseuser.steps.ownership import not_ours, owner, record_own_fingerprint
 from dbuser_operator.controllers.kit.errors import mysql_condition
-from dbuser_operator.mysql import accounts, ownership, sessions
+from dbuser_operator.mysql import accounts, authentication, ownership, sessions
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
 
 
@@ -32,8 +32,7 @@ class AccountStep:
             if not await self._create(ctx, user, host, ctx.password):
                 return  # somebody made it meanwhile, under our row: the credentials step sets it
             if not ctx.fingerprint_claimed:
-                server = await ctx.server.server()
-                await ownership.record_fingerprint(ctx.server.db, ctx.server.schema, user, host, server)
+                await record_own_fingerprint(ctx, ctx.password)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.created = True
@@ -49,8 +48,9 @@ class AccountStep:
         (not ours); under a row that was ours before this pass, the account is looked at again (False).
         """
         db, schema = ctx.server.db, ctx.server.schema
+        method = authentication.effective(ctx.authentication, await ctx.server.server())
         try:
-            await accounts.create(db, user, host, password, ctx.authentication)
+            await accounts.create(db, user, host, password, method)  # MariaDB: the hash, not the password
         except AccountExistsError:
             if ctx.claimed:  # claimed in this pass, for an account we did not create: not ours
                 await ownership.forget(db, schema, user, host, owner(ctx).uid)

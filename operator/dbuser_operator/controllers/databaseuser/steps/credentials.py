@@ -13,8 +13,9 @@ from __future__ import annotations
 from dbuser_operator.api.v1alpha1 import AppliedSecret
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps import rotation
+from dbuser_operator.controllers.databaseuser.steps.ownership import record_own_fingerprint
 from dbuser_operator.controllers.kit.errors import mysql_condition
-from dbuser_operator.mysql import accounts, ownership, sessions
+from dbuser_operator.mysql import accounts, sessions
 from dbuser_operator.mysql.errors import MySQLError
 
 
@@ -25,11 +26,9 @@ class CredentialsStep:
     after = ("password", "ownership", "authentication", "account", "grants", "roles")
 
     async def ensure(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.host
         try:
             if not ctx.created and await self._set_password(ctx, ctx.password, ctx.secret):
-                server = await ctx.server.server()
-                await ownership.record_fingerprint(ctx.server.db, ctx.server.schema, user, host, server)
+                await record_own_fingerprint(ctx, ctx.password)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.applied_secret = ctx.secret

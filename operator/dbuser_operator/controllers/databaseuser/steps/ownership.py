@@ -32,7 +32,7 @@ from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.controllers.policy.gate import PolicyGate
-from dbuser_operator.mysql import holdings, ownership
+from dbuser_operator.mysql import authentication, holdings, ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import Forbidden, NotFound
@@ -59,6 +59,25 @@ def not_ours(ctx: Context, *, retry: bool = False) -> ConditionError:
         f"anyway, annotate this DatabaseUser with {ADOPT_ANNOTATION}=true",
         retry=retry,
     )
+
+
+FOREIGN_RETRY = 1.0  # seconds until the pass that restores a password changed right after ours
+
+
+async def record_own_fingerprint(ctx: Context, password: str | None) -> bool:
+    """Record the fingerprint of the password this pass has just set: only the operator's own (see
+    :func:`~dbuser_operator.mysql.ownership.record_fingerprint`). A password somebody changed in between is
+    not taken for ours: the account shows drift, and a pass soon sets the Secret's password back."""
+    server = await ctx.server.server()
+    method = authentication.effective(ctx.authentication, server)
+    user, host = ctx.user.effective_user(), ctx.host
+    own = await ownership.record_fingerprint(
+        ctx.server.db, ctx.server.schema, user, host, server, password=password, method=method
+    )
+    if not own:
+        ctx.password_intact = False
+        ctx.requeue(FOREIGN_RETRY)
+    return own
 
 
 class Owners(Protocol):
@@ -190,8 +209,8 @@ class OwnershipStep:
         statement (no look first). False when either is there: then the usual look and claim."""
         server = await ctx.server.server()
         expected = (
-            ownership.expected_fingerprint(server, ctx.password)
-            if ctx.password is not None and ctx.authentication is None
+            ownership.expected_fingerprint(server, ctx.password, ctx.authentication)
+            if ctx.password is not None
             else None
         )
         if not await ownership.claim_new(

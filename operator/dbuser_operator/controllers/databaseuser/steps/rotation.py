@@ -24,7 +24,7 @@ from dbuser_operator.controllers.databaseuser.consumers import consumed_secrets,
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql import accounts, dual_password
+from dbuser_operator.mysql import accounts, authentication, dual_password
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import format_time
@@ -95,7 +95,8 @@ async def set_password(
     previous = ctx.status.rotation or RotationStatus()
     moment = format_time(now())
     if strategy == "Immediate":
-        await accounts.set_password(db, user, host, password, ctx.authentication)
+        method = authentication.effective(ctx.authentication, await handle.server())
+        await accounts.set_password(db, user, host, password, method)  # MariaDB: the hash
         if dual_password.supports_dual_passwords(await handle.server()):
             await dual_password.discard_old_password(db, user, host)  # a secondary from before the switch
         if restore:

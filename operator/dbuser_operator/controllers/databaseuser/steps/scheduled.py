@@ -28,6 +28,7 @@ from dbuser_operator.api.v1alpha1 import GROUP, ROTATE_ANNOTATION, AppliedSecret
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.owned_secrets import OwnedSecrets, decoded, encode
 from dbuser_operator.controllers.databaseuser.steps.generated import generated_password_spec
+from dbuser_operator.controllers.databaseuser.steps.ownership import record_own_fingerprint
 from dbuser_operator.controllers.databaseuser.steps.rotation import (
     now,
     parse_time,
@@ -36,7 +37,7 @@ from dbuser_operator.controllers.databaseuser.steps.rotation import (
 )
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.credentials.generate import generate_password
-from dbuser_operator.mysql import accounts, dual_password, ownership
+from dbuser_operator.mysql import accounts, authentication, dual_password
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.conditions import format_time
 
@@ -150,11 +151,12 @@ class ScheduledRotationStep:
                         db, user, host, password, nonce, retain=retain, method=ctx.authentication
                     )
             else:
-                await accounts.set_password(db, user, host, password, ctx.authentication)
-            await ownership.record_fingerprint(db, ctx.server.schema, user, host, server)
+                method = authentication.effective(ctx.authentication, server)
+                await accounts.set_password(db, user, host, password, method)  # MariaDB: the hash
+            own = await record_own_fingerprint(ctx, password)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
-        ctx.password_intact = True
+        ctx.password_intact = own
 
     def _next_time(self, ctx: Context, secret: dict[str, Any]) -> datetime | None:
         """When the period says the password is due: its last rotation (or creation) plus the period."""
