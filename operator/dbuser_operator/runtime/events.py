@@ -153,9 +153,10 @@ class EventRecorder:
         self.max_delay = max_delay
         self._recorded: OrderedDict[bytes, _Recorded] = OrderedDict()  # by identity key
         self._locks: dict[_Identity, tuple[asyncio.Lock, int]] = {}
-        # One queue per writer: an object's events all go to the same one, so they stay in order.
-        self._queues: list[asyncio.Queue[_Pending]] = [asyncio.Queue() for _ in range(writers)]
-        self._writers: list[asyncio.Task[None] | None] = [None] * writers
+        # One queue per writer, ``writers`` for Normal events and as many for Warnings (which never wait
+        # behind a held Normal): an object's events of one type all go to the same one, so they stay in order.
+        self._queues: list[asyncio.Queue[_Pending]] = [asyncio.Queue() for _ in range(2 * writers)]
+        self._writers: list[asyncio.Task[None] | None] = [None] * (2 * writers)
         self._supervised = False  # run() owns the writers
         self._closed = False
 
@@ -169,7 +170,8 @@ class EventRecorder:
     ) -> None:
         """Record an event in the background, like client-go's recorder: the caller never waits for it.
 
-        Events about one object are written in order, by the one writer its kind, namespace and name pick;
+        Events of one type about one object are written in order, by the one writer its kind, namespace,
+        name and the type pick (Warnings never queue behind a held Normal);
         past ``pending_limit`` waiting events, new ones are dropped (and logged), as client-go drops them
         when its buffer is full.
         """
@@ -179,7 +181,7 @@ class EventRecorder:
             _log.warning("event dropped: too many waiting", type=type_, reason=reason)
             return
         involved = ObjectReference.of(obj)
-        shard = self._shard(involved)
+        shard = self._shard(involved, type_)
         self._queues[shard].put_nowait(
             _Pending(
                 involved,
@@ -250,10 +252,12 @@ class EventRecorder:
         await asyncio.gather(*writers, return_exceptions=True)
         self._writers = [None] * len(self._queues)
 
-    def _shard(self, involved: ObjectReference) -> int:
-        """The writer for events about ``involved``: always the same for one object, so never two at once."""
+    def _shard(self, involved: ObjectReference, type_: EventType) -> int:
+        """The writer for events of ``type_`` about ``involved``: always the same for one object and type,
+        so never two at once; Warnings have writers of their own, which never hold an event."""
         key = (involved.api_version, involved.kind, involved.namespace, involved.name)
-        return hash(key) % len(self._queues)
+        normal_writers = len(self._queues) // 2
+        return hash(key) % normal_writers + (normal_writers if type_ == "Warning" else 0)
 
     async def _write_pending(self, queue: asyncio.Queue[_Pending]) -> None:
         while True:

@@ -227,7 +227,7 @@ async def test_under_a_manager_run_owns_the_writers_and_ends_with_a_writers_erro
     recorder = recorder_for(sink, writers=2)
     running = asyncio.create_task(recorder.run())
     await asyncio.sleep(0)
-    assert len(writers_of(recorder)) == 2  # started by run(), not by emit()
+    assert len(writers_of(recorder)) == 4  # started by run(), not by emit(): 2 for Normal, 2 for Warning
     recorder.emit(user(1), "Normal", "AccountReady", "ready")
     await recorder.flush()
     assert len(sink.events) == 1
@@ -256,7 +256,7 @@ async def test_under_a_manager_run_owns_the_writers_and_ends_with_a_writers_erro
 async def test_without_a_manager_a_writer_that_dies_is_logged_and_replaced(log: Log) -> None:
     sink = SlowEvents()
     recorder = recorder_for(sink, writers=1)
-    (queue,) = recorder._queues
+    queue, _warnings = recorder._queues  # the Normal events' writer, and the Warnings'
 
     def broken(*_: object) -> None:
         raise RuntimeError("writer bug")
@@ -337,4 +337,17 @@ async def test_warnings_never_wait() -> None:
     recorder = recorder_for(sink, yield_to=lambda: True, max_delay=3600)
     recorder.emit(user(1), "Warning", "ServerNotReady", "the server is down")
     await eventually(lambda: len(sink.events) == 1)
+    await recorder.close(flush=False)
+
+
+async def test_a_warning_never_waits_behind_a_held_normal_event() -> None:
+    """Normal events wait for queued work; a Warning about the same object (or one its writer serves)
+    is written at once all the same."""
+    sink = SlowEvents()
+    recorder = recorder_for(sink, writers=1, yield_to=lambda: True, max_delay=3600)
+    recorder.emit(user(1), "Normal", "AccountReady", "ready")  # held
+    recorder.emit(user(1), "Warning", "PasswordRestored", "set back")
+    recorder.emit(user(2), "Warning", "ServerNotReady", "down")
+    await eventually(lambda: len(sink.events) == 2)
+    assert {event["type"] for event in sink.events.values()} == {"Warning"}
     await recorder.close(flush=False)
