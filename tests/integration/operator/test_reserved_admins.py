@@ -1,0 +1,164 @@
+"""Two server resources on one physical server: each one's admin account and bookkeeping schema are reserved
+through the other. The tenants' ClusterMySQLServer (with a policy) and the platform's MySQLServer reach the
+same MySQL/MariaDB server under two host names, with two admin accounts. A tenant naming the platform's admin
+(with the adopt annotation and an in-policy grant) is refused ReservedAccount, and the admin keeps its
+password, privileges and login, also after the tenant's resource is deleted; grants on the platform's
+bookkeeping schema are refused PrivilegeNotAllowed; a DatabaseRole of that name is refused too."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
+from dbuser_operator.api.v1alpha1.mysqlserver import KIND
+from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, MYSQL_SERVERS
+from dbuser_operator.envtest import MySQLServer
+from tests.integration.operator.conftest import PasswordLedger, create_secret
+from tests.integration.operator.helpers import (
+    account_exists,
+    can_log_in,
+    mysql_query,
+    privileges_of,
+    ready,
+    unique,
+    wait_for_ready,
+    wait_until_gone,
+)
+from tests.integration.operator.test_roles import wait_role_ready
+from tests.integration.operator.test_server_policy import BOUNDS, Tenancy, snapshot, tenancy
+from tests.integration.operator.test_servers import server_object, server_spec, wait_for_server
+
+pytestmark = pytest.mark.integration
+
+__all__ = ["tenancy"]  # the fixture, imported for the tests below
+
+
+@dataclass
+class Platform:
+    """The platform's MySQLServer on the tenants' physical server: its namespace, admin and schema."""
+
+    namespace: str
+    server: str
+    admin: str
+    password: str
+    schema: str
+
+
+def _admin_grants(mysql: MySQLServer, user: str) -> list[tuple[Any, ...]]:
+    return sorted(mysql_query(mysql, f"SHOW GRANTS FOR '{user}'@'%'"))
+
+
+@pytest.fixture
+async def platform(
+    tenancy: Tenancy, kube_api: client.ApiClient, passwords: PasswordLedger
+) -> AsyncIterator[Platform]:
+    """A second admin account on the same server, and a MySQLServer of the platform's namespace using it,
+    reaching the server under another host name (localhost, where the tenants' says 127.0.0.1)."""
+    env, suffix = tenancy, uuid.uuid4().hex[:6]
+    core = client.CoreV1Api(kube_api)
+    namespace, admin, password = f"plat-{suffix}", f"padm_{suffix}", passwords.new()
+    await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    mysql_query(env.mysql, f"CREATE USER '{admin}'@'%%' IDENTIFIED BY %s", password)
+    mysql_query(env.mysql, f"GRANT ALL ON *.* TO '{admin}'@'%' WITH GRANT OPTION")
+    data = {"user": admin, "password": password}
+    if env.mysql.ca_file is not None:
+        data["ca.crt"] = env.mysql.ca_file.read_text()
+    await create_secret(env.kube, namespace, "admin", data)
+    schema = f"dbu_plat_{suffix}"
+    spec = server_spec(env.mysql, "admin", schema)
+    spec["host"] = "localhost" if env.mysql.host == "127.0.0.1" else spec["host"]
+    body = server_object(KIND, "platform", spec)
+    body["metadata"]["labels"] = {"dbuser-operator.dev/target": env.target}
+    await env.kube.create(MYSQL_SERVERS, body, namespace)
+    await wait_for_server(env.kube, namespace, "platform", "True")
+    yield Platform(namespace, "platform", admin, password, schema)
+    await env.kube.delete(MYSQL_SERVERS, "platform", namespace)
+    await core.delete_namespace(namespace, _request_timeout=30)
+    mysql_query(env.mysql, f"DROP USER IF EXISTS '{admin}'@'%'")
+    mysql_query(env.mysql, f"DROP DATABASE IF EXISTS `{schema}`")
+
+
+async def test_a_tenant_cannot_take_over_another_server_resources_admin(
+    tenancy: Tenancy, platform: Platform
+) -> None:
+    env, ns = tenancy, tenancy.tenant
+    await env.set_policy(**BOUNDS)
+    before, grants = snapshot(env, {platform.admin}), _admin_grants(env.mysql, platform.admin)
+    assert before  # the admin's rows: mysql.user (and mysql.global_priv on MariaDB)
+    name = unique("grab")
+    obj = env.user(
+        name, user=platform.admin, privileges=[{"database": f"{ns}_app", "privileges": ["SELECT"]}]
+    )
+    obj["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
+    await env.kube.create(DATABASE_USERS, obj, ns)
+    found = await wait_for_ready(env.kube, ns, name, "False", "ReservedAccount", limit=60)
+    message = ready(found)["message"]  # type: ignore[index]
+    assert message == (
+        f"'{platform.admin}'@'%': the admin account of MySQLServer {platform.namespace}/{platform.server} "
+        "(which reaches the same server) is reserved: never managed"
+    )
+    assert platform.password not in str(found)
+    # Nothing changed: password hash, privileges, login.
+    assert snapshot(env, {platform.admin}) == before
+    assert _admin_grants(env.mysql, platform.admin) == grants
+    assert can_log_in(env.mysql, platform.admin, platform.password, tls=env.mysql.ca_file is not None)
+    # Deleting the refused resource leaves the admin.
+    await env.kube.delete(DATABASE_USERS, name, ns)
+    await wait_until_gone(env.kube, ns, name, limit=60)
+    assert snapshot(env, {platform.admin}) == before
+    assert can_log_in(env.mysql, platform.admin, platform.password, tls=env.mysql.ca_file is not None)
+    # The platform's server still works with it.
+    await wait_for_server(env.kube, platform.namespace, platform.server, "True")
+
+
+async def test_a_tenant_cannot_grant_on_another_server_resources_bookkeeping_schema(
+    tenancy: Tenancy, platform: Platform
+) -> None:
+    env, ns = tenancy, tenancy.tenant
+    # Within the policy: the platform's schema is one of the namespace's databases.
+    await env.set_policy(databases=["{namespace}_*", platform.schema], privileges=["SELECT", "UPDATE"])
+    name = unique("books")
+    obj = env.user(name, privileges=[{"database": platform.schema, "privileges": ["SELECT", "UPDATE"]}])
+    await env.kube.create(DATABASE_USERS, obj, ns)
+    found = await wait_for_ready(env.kube, ns, name, "False", "PrivilegeNotAllowed", limit=60)
+    assert ready(found)["message"] == (  # type: ignore[index]
+        f"'{name}'@'%': grants on the bookkeeping schema of MySQLServer {platform.namespace}/"
+        f"{platform.server} (which reaches the same server) are not allowed: never managed"
+    )
+    assert not account_exists(env.mysql, name)
+    await env.kube.delete(DATABASE_USERS, name, ns)
+    await wait_until_gone(env.kube, ns, name, limit=60)
+    # The same name and grants on the tenants' own databases converge.
+    fine = unique("fine")
+    obj = env.user(fine, privileges=[{"database": f"{ns}_app", "privileges": ["SELECT"]}])
+    await env.kube.create(DATABASE_USERS, obj, ns)
+    await wait_for_ready(env.kube, ns, fine, limit=60)
+    assert privileges_of(env.mysql, fine)
+    await env.kube.delete(DATABASE_USERS, fine, ns)
+    await wait_until_gone(env.kube, ns, fine, limit=60)
+
+
+async def test_a_role_named_as_another_server_resources_admin_is_refused(
+    tenancy: Tenancy, platform: Platform
+) -> None:
+    env, ns = tenancy, tenancy.tenant
+    await env.set_policy(**{**BOUNDS, "allowRoles": True})
+    before = snapshot(env, {platform.admin})
+    name = unique("role-grab")
+    obj = env.role(
+        name, role=platform.admin, privileges=[{"database": f"{ns}_app", "privileges": ["SELECT"]}]
+    )
+    obj["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
+    await env.kube.create(DATABASE_ROLES, obj, ns)
+    found = await wait_role_ready(env.kube, ns, name, "False", "ReservedAccount")
+    assert f"the admin account of MySQLServer {platform.namespace}/{platform.server}" in str(ready(found))
+    assert snapshot(env, {platform.admin}) == before
+    await env.kube.delete(DATABASE_ROLES, name, ns)
+    assert account_exists(env.mysql, platform.admin)
+    assert can_log_in(env.mysql, platform.admin, platform.password, tls=env.mysql.ca_file is not None)
