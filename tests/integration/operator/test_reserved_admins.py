@@ -19,6 +19,7 @@ from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.api.v1alpha1.mysqlserver import KIND
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, MYSQL_SERVERS
 from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.runtime.client import PatchType
 from tests.integration.operator.conftest import PasswordLedger, create_secret
 from tests.integration.operator.helpers import (
     account_exists,
@@ -32,7 +33,7 @@ from tests.integration.operator.helpers import (
 )
 from tests.integration.operator.test_roles import wait_role_ready
 from tests.integration.operator.test_server_policy import BOUNDS, Tenancy, snapshot, tenancy
-from tests.integration.operator.test_servers import server_object, server_spec, wait_for_server
+from tests.integration.operator.test_servers import server_object, server_spec, wait_for_server, warning_event
 
 pytestmark = pytest.mark.integration
 
@@ -162,3 +163,48 @@ async def test_a_role_named_as_another_server_resources_admin_is_refused(
     await env.kube.delete(DATABASE_ROLES, name, ns)
     assert account_exists(env.mysql, platform.admin)
     assert can_log_in(env.mysql, platform.admin, platform.password, tls=env.mysql.ca_file is not None)
+
+
+async def test_an_account_that_became_another_server_resources_admin_is_kept_on_deletion(
+    tenancy: Tenancy, kube_api: client.ApiClient, passwords: PasswordLedger
+) -> None:
+    """A tenant's account, made by its DatabaseUser, later picked as the admin of a platform MySQLServer:
+    the DatabaseUser is refused from then on, and deleting it forgets the account instead of dropping it."""
+    env, ns = tenancy, tenancy.tenant
+    await env.set_policy(**BOUNDS)
+    name, password = unique("later-admin"), passwords.new()
+    await create_secret(env.kube, ns, f"{name}-pw", {"password": password})
+    obj = env.user(name, privileges=[{"database": f"{ns}_app", "privileges": ["SELECT"]}])
+    obj["spec"]["password"] = {"name": f"{name}-pw", "key": "password"}
+    await env.kube.create(DATABASE_USERS, obj, ns)
+    await wait_for_ready(env.kube, ns, name, limit=60)
+    core, platform_ns = client.CoreV1Api(kube_api), f"plat-{uuid.uuid4().hex[:6]}"
+    await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=platform_ns)))
+    try:
+        data = {"user": name, "password": password}
+        if env.mysql.ca_file is not None:
+            data["ca.crt"] = env.mysql.ca_file.read_text()
+        await create_secret(env.kube, platform_ns, "admin", data)
+        body = server_object(
+            KIND, "platform", server_spec(env.mysql, "admin", f"dbu_later_{uuid.uuid4().hex[:6]}")
+        )
+        body["metadata"]["labels"] = {"dbuser-operator.dev/target": env.target}
+        await env.kube.create(MYSQL_SERVERS, body, platform_ns)
+        await wait_for_server(env.kube, platform_ns, "platform", "False", "AdminPrivilegeMissing")
+        # Its next pass (any change) refuses it.
+        touch = {"metadata": {"annotations": {"example.com/touch": "1"}}}
+        await env.kube.patch(DATABASE_USERS, name, touch, PatchType.MERGE, namespace=ns)
+        await wait_for_ready(env.kube, ns, name, "False", "ReservedAccount", limit=60)
+        await env.kube.delete(DATABASE_USERS, name, ns)
+        await wait_until_gone(env.kube, ns, name, limit=60)
+        assert account_exists(env.mysql, name)
+        assert can_log_in(env.mysql, name, password, tls=env.mysql.ca_file is not None)
+        event = await warning_event(env.kube, ns, "DatabaseUser", "AccountKept")
+        assert event["message"] == (
+            f"'{name}'@'%' was not dropped, only forgotten: the admin account of MySQLServer "
+            f"{platform_ns}/platform (which reaches the same server) is reserved: never managed"
+        )
+    finally:
+        await env.kube.delete(MYSQL_SERVERS, "platform", platform_ns)
+        await core.delete_namespace(platform_ns, _request_timeout=30)
+        mysql_query(env.mysql, f"DROP USER IF EXISTS '{name}'@'%'")

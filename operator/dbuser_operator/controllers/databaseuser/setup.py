@@ -101,7 +101,7 @@ def steps(
                 OwnershipStep(LiveOwners(kube), shared.policy),
                 AuthenticationStep(),
                 ScheduledRotationStep(owned_secrets),
-                AccountStep(),
+                AccountStep(shared.guard),
                 OptionsStep(),
                 GrantsStep(),
                 RolesStep(shared.roles),
