@@ -33,11 +33,17 @@ from tests.integration.operator.helpers import (
 )
 from tests.integration.operator.test_roles import wait_role_ready
 from tests.integration.operator.test_server_policy import BOUNDS, Tenancy, snapshot, tenancy
-from tests.integration.operator.test_servers import server_object, server_spec, wait_for_server, warning_event
+from tests.integration.operator.test_servers import (
+    second_mysql,
+    server_object,
+    server_spec,
+    wait_for_server,
+    warning_event,
+)
 
 pytestmark = pytest.mark.integration
 
-__all__ = ["tenancy"]  # the fixture, imported for the tests below
+__all__ = ["second_mysql", "tenancy"]  # the fixtures, imported for the tests below
 
 
 @dataclass
@@ -208,3 +214,40 @@ async def test_an_account_that_became_another_server_resources_admin_is_kept_on_
         await env.kube.delete(MYSQL_SERVERS, "platform", platform_ns)
         await core.delete_namespace(platform_ns, _request_timeout=30)
         mysql_query(env.mysql, f"DROP USER IF EXISTS '{name}'@'%'")
+
+
+async def test_the_admin_of_a_server_resource_on_another_server_is_an_ordinary_name(
+    tenancy: Tenancy, second_mysql: MySQLServer, kube_api: client.ApiClient, passwords: PasswordLedger
+) -> None:
+    """The same admin name on another physical server (of the same flavour, on this host: MariaDB's
+    @@hostname is the same, its port differs) reserves nothing on the tenants' server."""
+    env, ns = tenancy, tenancy.tenant
+    await env.set_policy(**BOUNDS)
+    admin, password = f"oadm_{uuid.uuid4().hex[:6]}", passwords.new()
+    mysql_query(second_mysql, f"CREATE USER '{admin}'@'%%' IDENTIFIED BY %s", password)
+    mysql_query(second_mysql, f"GRANT ALL ON *.* TO '{admin}'@'%' WITH GRANT OPTION")
+    core, platform_ns = client.CoreV1Api(kube_api), f"plat-{uuid.uuid4().hex[:6]}"
+    await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=platform_ns)))
+    try:
+        data = {"user": admin, "password": password}
+        if second_mysql.ca_file is not None:
+            data["ca.crt"] = second_mysql.ca_file.read_text()
+        await create_secret(env.kube, platform_ns, "admin", data)
+        body = server_object(
+            KIND, "other", server_spec(second_mysql, "admin", f"dbu_o_{uuid.uuid4().hex[:6]}")
+        )
+        body["metadata"]["labels"] = {"dbuser-operator.dev/target": env.target}
+        await env.kube.create(MYSQL_SERVERS, body, platform_ns)
+        await wait_for_server(env.kube, platform_ns, "other", "True")
+        name = unique("same-name")
+        obj = env.user(name, user=admin, privileges=[{"database": f"{ns}_app", "privileges": ["SELECT"]}])
+        await env.kube.create(DATABASE_USERS, obj, ns)
+        await wait_for_ready(env.kube, ns, name, limit=60)  # a new account of that name on this server
+        assert account_exists(env.mysql, admin)
+        await env.kube.delete(DATABASE_USERS, name, ns)
+        await wait_until_gone(env.kube, ns, name, limit=60)
+        assert not account_exists(env.mysql, admin)
+        assert can_log_in(second_mysql, admin, password, tls=second_mysql.ca_file is not None)
+    finally:
+        await env.kube.delete(MYSQL_SERVERS, "other", platform_ns)
+        await core.delete_namespace(platform_ns, _request_timeout=30)
