@@ -8,8 +8,9 @@ bookkeeping schema are refused PrivilegeNotAllowed; a DatabaseRole of that name 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from kubernetes_asyncio import client
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.api.v1alpha1.mysqlserver import KIND
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, MYSQL_SERVERS
-from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import PatchType
 from tests.integration.operator.conftest import PasswordLedger, create_secret
 from tests.integration.operator.helpers import (
@@ -34,7 +35,6 @@ from tests.integration.operator.helpers import (
 from tests.integration.operator.test_roles import wait_role_ready
 from tests.integration.operator.test_server_policy import BOUNDS, Tenancy, snapshot, tenancy
 from tests.integration.operator.test_servers import (
-    second_mysql,
     server_object,
     server_spec,
     wait_for_server,
@@ -43,7 +43,16 @@ from tests.integration.operator.test_servers import (
 
 pytestmark = pytest.mark.integration
 
-__all__ = ["second_mysql", "tenancy"]  # the fixtures, imported for the tests below
+__all__ = ["tenancy"]  # the fixture, imported for the tests below
+
+
+@pytest.fixture(scope="module")
+def other_mysql(envtest_workdir: Path) -> Iterator[MySQLServer]:
+    """Another real server of the session's flavour, on this host (its own data directory)."""
+    server = LocalMySQLServer(envtest_workdir / "reserved-other-mysql")
+    server.start()
+    yield server.admin
+    server.stop()
 
 
 @dataclass
@@ -217,24 +226,24 @@ async def test_an_account_that_became_another_server_resources_admin_is_kept_on_
 
 
 async def test_the_admin_of_a_server_resource_on_another_server_is_an_ordinary_name(
-    tenancy: Tenancy, second_mysql: MySQLServer, kube_api: client.ApiClient, passwords: PasswordLedger
+    tenancy: Tenancy, other_mysql: MySQLServer, kube_api: client.ApiClient, passwords: PasswordLedger
 ) -> None:
     """The same admin name on another physical server (of the same flavour, on this host: MariaDB's
     @@hostname is the same, its port differs) reserves nothing on the tenants' server."""
     env, ns = tenancy, tenancy.tenant
     await env.set_policy(**BOUNDS)
     admin, password = f"oadm_{uuid.uuid4().hex[:6]}", passwords.new()
-    mysql_query(second_mysql, f"CREATE USER '{admin}'@'%%' IDENTIFIED BY %s", password)
-    mysql_query(second_mysql, f"GRANT ALL ON *.* TO '{admin}'@'%' WITH GRANT OPTION")
+    mysql_query(other_mysql, f"CREATE USER '{admin}'@'%%' IDENTIFIED BY %s", password)
+    mysql_query(other_mysql, f"GRANT ALL ON *.* TO '{admin}'@'%' WITH GRANT OPTION")
     core, platform_ns = client.CoreV1Api(kube_api), f"plat-{uuid.uuid4().hex[:6]}"
     await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=platform_ns)))
     try:
         data = {"user": admin, "password": password}
-        if second_mysql.ca_file is not None:
-            data["ca.crt"] = second_mysql.ca_file.read_text()
+        if other_mysql.ca_file is not None:
+            data["ca.crt"] = other_mysql.ca_file.read_text()
         await create_secret(env.kube, platform_ns, "admin", data)
         body = server_object(
-            KIND, "other", server_spec(second_mysql, "admin", f"dbu_o_{uuid.uuid4().hex[:6]}")
+            KIND, "other", server_spec(other_mysql, "admin", f"dbu_o_{uuid.uuid4().hex[:6]}")
         )
         body["metadata"]["labels"] = {"dbuser-operator.dev/target": env.target}
         await env.kube.create(MYSQL_SERVERS, body, platform_ns)
@@ -247,7 +256,7 @@ async def test_the_admin_of_a_server_resource_on_another_server_is_an_ordinary_n
         await env.kube.delete(DATABASE_USERS, name, ns)
         await wait_until_gone(env.kube, ns, name, limit=60)
         assert not account_exists(env.mysql, admin)
-        assert can_log_in(second_mysql, admin, password, tls=second_mysql.ca_file is not None)
+        assert can_log_in(other_mysql, admin, password, tls=other_mysql.ca_file is not None)
     finally:
         await env.kube.delete(MYSQL_SERVERS, "other", platform_ns)
         await core.delete_namespace(platform_ns, _request_timeout=30)
