@@ -18,6 +18,7 @@ from dbuser_operator.controllers.kit.shared import Shared
 from dbuser_operator.controllers.policy.gate import policy_gate
 from dbuser_operator.controllers.policy.namespaces import namespaces_readable
 from dbuser_operator.controllers.servers import setup as servers
+from dbuser_operator.controllers.servers.admins import Reservations
 from dbuser_operator.controllers.servers.connection import DatabaseFactory
 from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.controllers.servers.watch import server_kinds_served
@@ -155,6 +156,9 @@ def build_manager(
     registry = servers.registry(
         settings, db, servers.secret_reader(reader, secrets), database_factory(settings, fence)
     )
+    resolver = ServerResolver(
+        registry, *servers.informers(reader, settings, scope, users, roles) if server_resources else ()
+    )
     shared = Shared(
         settings=settings,
         reader=reader,
@@ -164,14 +168,13 @@ def build_manager(
         roles=roles,
         secrets=secrets,
         recorder=recorder,
-        servers=ServerResolver(
-            registry, *servers.informers(reader, settings, scope, users, roles) if server_resources else ()
-        ),
+        servers=resolver,
         policy=policy_gate(reader if namespace_labels else None, users, roles),
         guard=Guard(
             [*settings.reserved_users, settings.mysql_user],
             settings.allowed_global_privileges,
             settings.ownership_schema,
+            Reservations(resolver),
         ),
     )
     manager = Manager(

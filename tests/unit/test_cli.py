@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from pydantic_settings import CliApp
 from dbuser_operator import __version__
 from dbuser_operator.app import connection_settings
 from dbuser_operator.cli import main
+from dbuser_operator.controllers.servers.resolver import NO_DEFAULT_SERVER
 from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.settings import Settings
 
@@ -106,3 +108,40 @@ def test_the_tls_flags_reach_the_mysql_connection(tmp_path: Path) -> None:
     context = connection.ssl_context()
     assert context is not None
     assert context.check_hostname
+
+
+def _boolean_flags() -> list[str]:
+    """The kebab-case names of the settings that are booleans (``--default-server``, ``--leader-elect``…)."""
+    return [
+        name.replace("_", "-") for name, field in Settings.model_fields.items() if field.annotation is bool
+    ]
+
+
+def _written_boolean_flags() -> list[tuple[str, str]]:
+    """Every spelling of a boolean flag the docs, the chart and the operator's own messages write, with
+    where: ``--default-server=false`` or ``--no-default-server``, as a reader would copy it."""
+    root = Path(__file__).resolve().parents[2]
+    texts = {
+        str(path.relative_to(root)): path.read_text()
+        for pattern in ("README.md", "docs/*.md", "charts/dbuser-operator/**/*", "config/**/*.yaml")
+        for path in sorted(root.glob(pattern))
+        if path.is_file()
+    }
+    texts["ServerNotFound message"] = NO_DEFAULT_SERVER
+    names = "|".join(re.escape(name) for name in _boolean_flags())
+    spelling = re.compile(rf"--(?:no-)?(?:{names})(?:=[A-Za-z0-9]+)?(?![A-Za-z0-9-])")
+    return [(where, found) for where, text in texts.items() for found in spelling.findall(text)]
+
+
+def test_every_written_boolean_flag_parses_as_written() -> None:
+    """A boolean flag is ``--default-server`` / ``--no-default-server``: the CLI refuses ``=false``, so
+    the docs, the chart and ServerNotFound's message write what the real parser takes."""
+    written = _written_boolean_flags()
+    assert ("ServerNotFound message", "--no-default-server") in written
+    for where, flag in written:
+        try:
+            settings = CliApp.run(Settings, cli_args=[flag])
+        except SystemExit:
+            pytest.fail(f"{where} writes {flag}, which the command line refuses")
+        name = flag.removeprefix("--").removeprefix("no-").partition("=")[0].replace("-", "_")
+        assert getattr(settings, name) is not flag.startswith("--no-"), (where, flag)

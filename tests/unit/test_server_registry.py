@@ -296,7 +296,7 @@ async def test_the_default_server_without_serverref(secrets: Secrets) -> None:
     assert registry.handles() == {"": default}
 
 
-def test_a_server_resources_admin_and_bookkeeping_schema_are_protected() -> None:
+async def test_a_server_resources_admin_and_bookkeeping_schema_are_protected() -> None:
     settings = ConnectionSettings(host="db", user="dba", password=SecretStr(PASSWORD))
     target = ServerHandle(
         Database(settings), "books", key="MySQLServer/team-a/main", name="MySQLServer team-a/main"
@@ -306,15 +306,17 @@ def test_a_server_resources_admin_and_bookkeeping_schema_are_protected() -> None
         "password": {"name": "s", "key": "k"},
         "privileges": [{"database": "Books", "privileges": ["SELECT"]}],
     }
-    assert Guard.server_refusal(target, "dba", plain.privileges) == (
+    guard = Guard([], [], "dbuser_operator")
+    assert await guard.server_refusal(target, "dba", plain.privileges) == (
         "ReservedAccount",
         "the admin account of MySQLServer team-a/main is reserved: never managed",
+        False,
     )
-    refusal = Guard.server_refusal(target, "app", DatabaseUserSpec.model_validate(grants).privileges)
-    assert refusal == ("PrivilegeNotAllowed", "grants on the Books schema are not allowed")
-    assert Guard.server_refusal(target, "app", plain.privileges) is None
+    refusal = await guard.server_refusal(target, "app", DatabaseUserSpec.model_validate(grants).privileges)
+    assert refusal == ("PrivilegeNotAllowed", "grants on the Books schema are not allowed", False)
+    assert await guard.server_refusal(target, "app", plain.privileges) is None
     default = ServerHandle(Database(settings), "books")  # the settings' server: the guard's own lists apply
-    assert Guard.server_refusal(default, "dba", plain.privileges) is None
+    assert await guard.server_refusal(default, "dba", plain.privileges) is None
 
 
 async def test_health_checks_do_not_keep_a_pool_open(secrets: Secrets) -> None:

@@ -162,6 +162,27 @@ async def owner_of(
     return Owner(str(rows[0][0]), str(rows[0][1]), str(rows[0][2])) if rows else None
 
 
+async def recorded_owners(db: Database, schema: str, user: str, host: str) -> list[Owner]:
+    """Who owns ``'user'@'host'`` as an account, or ``user`` as a role, by reads only: nothing when the
+    bookkeeping schema or its tables do not exist (managementPolicy Observe creates nothing)."""
+    rows = await db.fetch(
+        Statement(
+            "SELECT TABLE_NAME FROM information_schema.TABLES"
+            " WHERE TABLE_SCHEMA = %s AND TABLE_NAME IN (%s, %s)",
+            validate_schema(schema),
+            TABLE,
+            ROLES_TABLE,
+        )
+    )
+    tables = {str(row[0]) for row in rows}
+    found = []
+    if TABLE in tables:
+        found.append(await owner_of(db, schema, user, host))
+    if ROLES_TABLE in tables:
+        found.append(await owner_of(db, schema, user, ROLE_HOST, table_name=ROLES_TABLE))
+    return [owner for owner in found if owner is not None]
+
+
 @dataclass(frozen=True)
 class Claim:
     """The outcome of :func:`claim`: who owns the account now, and whether this very call made it so.

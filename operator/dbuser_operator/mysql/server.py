@@ -1,5 +1,6 @@
-"""What server we talk to: MySQL or MariaDB, which version, which privileges it knows, and whether
-``IDENTIFIED BY`` stores a hash the operator can compute (MariaDB's ``mysql_native_password``)."""
+"""What server we talk to: MySQL or MariaDB, which version, which privileges it knows, whether
+``IDENTIFIED BY`` stores a hash the operator can compute (MariaDB's ``mysql_native_password``), and which
+physical server it is (:func:`read_identity`), whatever address reached it."""
 
 from __future__ import annotations
 
@@ -22,13 +23,15 @@ class ServerInfo:
     """The server's flavour and ``(major, minor, patch)`` version, parsed from ``SELECT VERSION()``; and,
     when :func:`read_server` made it, the privilege names of ``SHOW PRIVILEGES`` (upper case; empty when
     not read) and ``native_by_default``: ``CREATE USER … IDENTIFIED BY`` stores the unsalted
-    ``mysql_native_password`` hash (MariaDB with ``old_passwords`` off; False when not read). Two ServerInfo
-    are equal when flavour and version are."""
+    ``mysql_native_password`` hash (MariaDB with ``old_passwords`` off; False when not read), and
+    ``identity``, :func:`read_identity`'s answer ("" when not read). Two ServerInfo are equal when flavour
+    and version are."""
 
     flavour: Flavour
     version: tuple[int, int, int]
     privileges: frozenset[str] = field(default=frozenset(), compare=False)
     native_by_default: bool = field(default=False, compare=False)
+    identity: str = field(default="", compare=False)
 
     @classmethod
     def parse(cls, version: str) -> ServerInfo:
@@ -45,9 +48,23 @@ class ServerInfo:
         return f"{_NAMES[self.flavour]} {'.'.join(str(part) for part in self.version)}"
 
 
+async def read_identity(db: Database, flavour: Flavour) -> str:
+    """Which physical server answers, as the server itself says, whatever host name or address reached it:
+    ``mysql:<@@server_uuid>`` (made once per data directory), or ``mariadb:<@@hostname>:<@@port>`` (MariaDB
+    has no server UUID, and its ``@@server_id`` is 1 unless configured). Two servers that say the same are
+    taken for one: two MariaDB containers with the same host name and port look alike (safe: names are
+    reserved on both), one server always says the same thing."""
+    if flavour == "mysql":
+        [(uuid,)] = await db.fetch(Statement("SELECT @@server_uuid"))
+        return f"mysql:{uuid}"
+    [(hostname, port)] = await db.fetch(Statement("SELECT @@hostname, @@port"))
+    return f"mariadb:{hostname}:{port}"
+
+
 async def read_server(db: Database) -> ServerInfo:
-    """The live server's flavour, version, privilege names (``VERSION()``, ``SHOW PRIVILEGES``) and, on
-    MariaDB, its default password hash (``@@old_passwords``: MySQL has no such variable since 5.7)."""
+    """The live server's flavour, version, privilege names (``VERSION()``, ``SHOW PRIVILEGES``), identity
+    (:func:`read_identity`) and, on MariaDB, its default password hash (``@@old_passwords``: MySQL has no
+    such variable since 5.7)."""
     [(version,)] = await db.fetch(Statement("SELECT VERSION()"))
     rows = await db.fetch(Statement("SHOW PRIVILEGES"))
     info = ServerInfo.parse(str(version))
@@ -56,4 +73,5 @@ async def read_server(db: Database) -> ServerInfo:
     if info.flavour == "mariadb":
         [(old_passwords,)] = await db.fetch(Statement("SELECT @@old_passwords"))
         native = str(old_passwords) in ("0", "OFF")
-    return ServerInfo(info.flavour, info.version, names, native)
+    identity = await read_identity(db, info.flavour)
+    return ServerInfo(info.flavour, info.version, names, native, identity)

@@ -4,11 +4,13 @@ from the live connection, and a privilege of the other flavour is refused by nam
 from __future__ import annotations
 
 import pytest
+from pydantic import SecretStr
 
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.mysql import Database, InvalidGrantError, ServerInfo, accounts
+from dbuser_operator.mysql.connection import ConnectionSettings
 from dbuser_operator.mysql.grants import FLAVOUR_ONLY_PRIVILEGES, GLOBAL, Grant, apply, read_grants
-from dbuser_operator.mysql.server import read_server
+from dbuser_operator.mysql.server import read_identity, read_server
 from tests.integration.mysql.support import Accounts, Databases
 
 pytestmark = pytest.mark.integration
@@ -86,3 +88,30 @@ async def test_a_privilege_the_server_does_not_list_is_refused(db: Database, acc
     with pytest.raises(InvalidGrantError, match=refused):
         await apply(db, user, "%", process, server)
     assert await apply(db, user, "%", process, live) == ["granted PROCESS ON *.*"]
+
+
+async def test_the_server_says_which_it_is_whatever_the_address_or_the_account(
+    db: Database,
+    admin_settings: ConnectionSettings,
+    accounts_made: Accounts,
+    mysql_provider: MySQLServer | LocalMySQLServer,
+) -> None:
+    """read_identity: the same answer through another host name, and for an account without privileges (a
+    server resource's admin may be a narrow one); MySQL's server UUID, MariaDB's host name and port."""
+    info = await read_server(db)
+    prefix, _, rest = info.identity.partition(":")
+    assert (prefix, bool(rest)) == (info.flavour, True)
+    if isinstance(mysql_provider, LocalMySQLServer) and info.flavour == "mariadb":
+        assert rest.endswith(f":{admin_settings.port}")
+    other_name = "localhost" if admin_settings.host == "127.0.0.1" else admin_settings.host
+    user = accounts_made.track(accounts_made.name(), "%")
+    await accounts.create(db, user, "%", "identity-pw-123")
+    for settings in (
+        admin_settings.model_copy(update={"host": other_name}),
+        admin_settings.model_copy(update={"user": user, "password": SecretStr("identity-pw-123")}),
+    ):
+        other = Database(settings)
+        try:
+            assert await read_identity(other, info.flavour) == info.identity
+        finally:
+            await other.close()

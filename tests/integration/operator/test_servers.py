@@ -407,7 +407,7 @@ async def test_without_a_default_server_only_server_resources_are_served(
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
-    """--default-server=false (the --mysql-* flags, pointing nowhere here, are not used): a user without
+    """--no-default-server (the --mysql-* flags, pointing nowhere here, are not used): a user without
     serverRef is refused with a condition saying so; one on a MySQLServer converges; connection Secrets
     carry the server resource's host and port."""
     target = "no-default"

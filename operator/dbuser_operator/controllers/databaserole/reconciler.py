@@ -116,7 +116,7 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
     async def ensure(self, ctx: RoleContext) -> Result:
         ctx.obj = await self.finalizer.add(ctx.obj)
         ctx.binding, ctx.server = await self.servers.resolve(ctx.obj)
-        self._refuse(ctx)
+        await self._refuse(ctx)
         if self.policy is not None:  # before any SQL
             self.policy.check_role(ctx.binding, ctx.role)
         unmanaged = await self._converge(ctx)
@@ -125,7 +125,7 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
         await self.write(ctx)
         return Result(requeue_after=self.resync_period)
 
-    def _refuse(self, ctx: RoleContext) -> None:
+    async def _refuse(self, ctx: RoleContext) -> None:
         """The guard's refusals, as for accounts."""
         name, privileges = ctx.name, ctx.role.spec.privileges
         if self.guard.is_reserved(name):
@@ -133,9 +133,10 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
         refusal = self.guard.grant_refusal(privileges)
         if refusal is not None:
             raise ConditionError("PrivilegeNotAllowed", f"role {name}: {refusal}", retry=False)
-        server_refusal = self.guard.server_refusal(ctx.server, name, privileges)
+        server_refusal = await self.guard.server_refusal(ctx.server, name, privileges)
         if server_refusal is not None:
-            raise ConditionError(server_refusal[0], f"role {name}: {server_refusal[1]}", retry=False)
+            reason, message, retry = server_refusal
+            raise ConditionError(reason, f"role {name}: {message}", retry=retry)
 
     async def _converge(self, ctx: RoleContext) -> list[roles.Account]:
         """The role exists, is this resource's, holds no role, and has exactly the spec's privileges (the

@@ -3,6 +3,12 @@
 Nothing is written to MySQL — no account statement, no bookkeeping row, not even the bookkeeping schema —
 so an account the operator does not own (the import use case) can be looked at safely. The password is
 not compared: the operator keeps no fingerprint of an account it does not own.
+
+Observe reads no further than the namespace could manage, and refuses (Ready=False, nothing of the account
+in status) a reserved account (``ReservedAccount``: the guard's names, and the admin accounts of every
+server resource reaching the same server), an account or role a resource of another namespace owns
+(``ObserveNotAllowed``), and, on a server with a policy, an existing account this namespace does not own
+and could not adopt as it is today (``ObserveNotAllowed``: allowAdoption, adoptableNames, what it holds).
 """
 
 from __future__ import annotations
@@ -15,14 +21,16 @@ from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.options import desired_options
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
-from dbuser_operator.controllers.kit.guard import is_reserved
-from dbuser_operator.mysql import grants
+from dbuser_operator.controllers.kit.guard import Guard
+from dbuser_operator.controllers.policy.gate import PolicyGate
+from dbuser_operator.mysql import grants, holdings, ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.limits import AccountOptions
 from dbuser_operator.mysql.observe import LiveAccount, read_account
 from dbuser_operator.mysql.server import ServerInfo
 
 SHOWN_DIFFERENCES: Final = 5  # differences named in Ready's message; status.observed has them all
+OBSERVE_NOT_ALLOWED: Final = "ObserveNotAllowed"
 
 _LIMITS: Final = (
     ("max_user_connections", "maxUserConnections"),
@@ -100,24 +108,60 @@ def summary(ctx: Context, accounts: list[ObservedAccount]) -> str:
 class Observer:
     """Reads the spec's accounts into ``status.observed``; tells whether they match the spec."""
 
-    def __init__(self, reserved: Iterable[str]) -> None:
-        self.reserved = frozenset(reserved)
+    def __init__(self, guard: Guard, policy: PolicyGate | None = None) -> None:
+        self.guard = guard
+        self.policy = policy
 
     async def observe(self, ctx: Context) -> bool:
-        """Fill ``ctx.status.observed``; whether every account matches the spec (password aside)."""
+        """Fill ``ctx.status.observed``; whether every account matches the spec (password aside).
+
+        Raises ConditionError, with ``status.observed`` cleared, for an account beyond the namespace's
+        bounds (module docstring)."""
         user = ctx.user.effective_user()
-        if is_reserved(user, self.reserved):
+        ctx.status.observed = None  # nothing of an account stays in status once it is refused
+        if self.guard.is_reserved(user):
             raise ConditionError(
                 "ReservedAccount", f"{ctx.account} is reserved: the operator never manages it", retry=False
             )
+        refusal = await self.guard.server_refusal(ctx.server, user, [])
+        if refusal is not None:
+            reason, message, retry = refusal
+            raise ConditionError(reason, f"{ctx.account}: {message}", retry=retry)
         try:
             server = await ctx.server.server()
-            accounts = [
-                observed(host, await read_account(ctx.server.db, user, host, server), ctx.user.spec, server)
-                for host in ctx.user.spec.account_hosts()
-            ]
+            accounts = []
+            for host in ctx.user.spec.account_hosts():
+                live = await read_account(ctx.server.db, user, host, server)
+                await self._within_bounds(ctx, user, host, server, exists=live is not None)
+                accounts.append(observed(host, live, ctx.user.spec, server))
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.observed = accounts
         ctx.status.user = user
         return not any(account.differences for account in accounts)
+
+    async def _within_bounds(
+        self, ctx: Context, user: str, host: str, server: ServerInfo, *, exists: bool
+    ) -> None:
+        """Refuse an account owned in another namespace, or (under a policy) one it could not adopt."""
+        namespace = ctx.user.metadata.namespace or ""
+        account = f"'{user}'@'{host}'"
+        owners = await ownership.recorded_owners(ctx.server.db, ctx.server.schema, user, host)
+        if any(owner.namespace != namespace for owner in owners):
+            raise ConditionError(
+                OBSERVE_NOT_ALLOWED,
+                f"{account} is managed by a resource of another namespace: not observed",
+                retry=False,
+            )
+        if owners or not exists or self.policy is None:
+            return  # this namespace's own, or nothing to read
+        await self.policy.check_adoption(
+            ctx.binding,
+            namespace=namespace,
+            what=account,
+            name=user,
+            holdings=lambda: holdings.read_holdings(ctx.server.db, user, host, server),
+            flavour=server.flavour,
+            reason=OBSERVE_NOT_ALLOWED,
+            action="observe",
+        )

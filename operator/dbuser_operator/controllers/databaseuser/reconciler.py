@@ -34,6 +34,7 @@ from dbuser_operator.controllers.databaseuser.observe import Observer, summary
 from dbuser_operator.controllers.databaseuser.steps.hosts import accounts_of, ready_message
 from dbuser_operator.controllers.databaseuser.steps.ownership import owner
 from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.kit.guard import Guard
 from dbuser_operator.controllers.kit.reconcile import FORGET_TIMEOUT, READY, Reconciler, status_of
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.controllers.kit.scope import Scope
@@ -77,7 +78,7 @@ class DatabaseUserReconciler(Reconciler[Context]):
         self.users = users
         self.steps = check_order(steps)
         self.servers = servers
-        self.observer = observer or Observer(())
+        self.observer = observer or Observer(Guard((), (), ownership.DEFAULT_SCHEMA))
         self.observe_period = observe_period  # seconds between two looks at an observed account (0: none)
         self.policy = policy  # checked before observing (the Manage path has it among the steps)
 

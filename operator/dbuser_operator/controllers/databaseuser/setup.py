@@ -101,7 +101,7 @@ def steps(
                 OwnershipStep(LiveOwners(kube), shared.policy),
                 AuthenticationStep(),
                 ScheduledRotationStep(owned_secrets),
-                AccountStep(),
+                AccountStep(shared.guard),
                 OptionsStep(),
                 GrantsStep(),
                 RolesStep(shared.roles),
@@ -127,7 +127,6 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     and the sweep for resources that left the scope while no leader watched."""
     settings, users = shared.settings, shared.users
     renderer = FairRenderer()  # fair between namespaces: one tenant's templates delay only itself
-    reserved = [*settings.reserved_users, settings.mysql_user]
     reconciler = DatabaseUserReconciler(
         shared.kube,
         users,
@@ -135,7 +134,7 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
         shared.recorder,
         servers=shared.servers,
         scope=shared.scope,
-        observer=Observer(reserved),
+        observer=Observer(shared.guard, shared.policy),
         observe_period=settings.resync_period,
         policy=shared.policy,
     )

@@ -2,15 +2,21 @@
 
 Reserved accounts are never managed. Grants on the server's own schemas or the operator's bookkeeping
 schema, and on ``*.*`` anything beyond the configured allow-list, are refused: they would let an
-application account read password hashes or take over other accounts.
+application account read password hashes or take over other accounts. On a server, the admin account and
+bookkeeping schema of every server resource that reaches the same physical server are refused too
+(:mod:`~dbuser_operator.controllers.servers.admins`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from dbuser_operator.api.v1alpha1 import Grant as GrantSpec
 from dbuser_operator.controllers.servers.handle import ServerHandle
+
+if TYPE_CHECKING:
+    from dbuser_operator.controllers.servers.admins import Reservations
 
 ALWAYS_RESERVED = frozenset({"root", "mariadb.sys", "debian-sys-maint", "mysql"})
 SYSTEM_SCHEMAS = frozenset({"mysql", "sys", "information_schema", "performance_schema"})
@@ -24,28 +30,39 @@ def is_reserved(user: str, reserved: Iterable[str]) -> bool:
 class Guard:
     """The refusals: reserved names, and grants that would escalate."""
 
-    def __init__(self, reserved: Iterable[str], allowed_global: Iterable[str], ownership_schema: str) -> None:
+    def __init__(
+        self,
+        reserved: Iterable[str],
+        allowed_global: Iterable[str],
+        ownership_schema: str,
+        reservations: Reservations | None = None,
+    ) -> None:
         self.reserved = frozenset(reserved)
         self.allowed_global = frozenset(name.upper() for name in allowed_global)
         self.protected_schemas = SYSTEM_SCHEMAS | {ownership_schema.lower()}
+        self.reservations = reservations  # the other server resources' admins (None: none are known)
 
     def is_reserved(self, name: str) -> bool:
         """Whether the account or role ``name`` is never managed."""
         return is_reserved(name, self.reserved)
 
-    @staticmethod
-    def server_refusal(
-        server: ServerHandle | None, name: str, privileges: Sequence[GrantSpec]
-    ) -> tuple[str, str] | None:
-        """On a server resource: its admin account and its bookkeeping schema are protected as the
-        settings' are (a reason and why), else None."""
-        if server is None or not server.key:
+    async def server_refusal(
+        self, server: ServerHandle | None, name: str, privileges: Sequence[GrantSpec]
+    ) -> tuple[str, str, bool] | None:
+        """On a server: its admin account and bookkeeping schema, and those of every server resource that
+        reaches the same physical server, are protected as the settings' are (a reason, why, and whether
+        to retry: when a server could not be asked which one it is), else None."""
+        if server is None:
             return None
-        if name == server.db.settings.user:
-            return "ReservedAccount", f"the admin account of {server.name} is reserved: never managed"
+        if server.key and name == server.db.settings.user:
+            return "ReservedAccount", f"the admin account of {server.name} is reserved: never managed", False
         for item in privileges:
-            if item.database.lower() == server.schema.lower():
-                return "PrivilegeNotAllowed", f"grants on the {item.database} schema are not allowed"
+            if server.key and item.database.lower() == server.schema.lower():
+                return "PrivilegeNotAllowed", f"grants on the {item.database} schema are not allowed", False
+        if self.reservations is not None:
+            found = await self.reservations.refusal(server, name, privileges)
+            if found is not None:
+                return found.reason, found.message, found.retry
         return None
 
     def grant_refusal(self, privileges: Sequence[GrantSpec]) -> str | None:

@@ -84,10 +84,13 @@ class PolicyGate:
         name: str,
         holdings: Callable[[], Awaitable[Holdings]],
         flavour: Flavour,
+        reason: str = ADOPTION_NOT_ALLOWED,
+        action: str = "adopt",
     ) -> None:
         """Raise AdoptionNotAllowed unless the policy lets ``namespace`` take over the account or role
         ``name`` (``what``, for messages) as it is today; ``holdings`` reads that only when the policy lets
-        the namespace adopt the name at all. No server resource, or no policy: nothing to check."""
+        the namespace adopt the name at all. No server resource, or no policy: nothing to check.
+        (managementPolicy Observe asks the same, with its own ``reason`` and ``action``: observe.)"""
         if server is None or server.spec.policy is None:
             return
         labels = self._labels(server, namespace)
@@ -99,12 +102,12 @@ class PolicyGate:
         rule = f"policy.namespaces[{index}]"
         problems = name_problems(entry, namespace, name)
         if problems:  # looked at again when the policy or the resource changes
-            message = Violation(rule, f"cannot adopt {what}: {'; '.join(problems)}").message(str(server))
-            raise ConditionError(ADOPTION_NOT_ALLOWED, message, retry=False)
+            message = Violation(rule, f"cannot {action} {what}: {'; '.join(problems)}").message(str(server))
+            raise ConditionError(reason, message, retry=False)
         problems = holding_problems(entry, namespace, await holdings(), flavour)
         if problems:  # what it holds may change by hand: looked at again, with backoff
-            message = Violation(rule, f"cannot adopt {what}: {'; '.join(problems)}").message(str(server))
-            raise ConditionError(ADOPTION_NOT_ALLOWED, message)
+            message = Violation(rule, f"cannot {action} {what}: {'; '.join(problems)}").message(str(server))
+            raise ConditionError(reason, message)
 
     def _check(self, server: ServerBinding | None, namespace: str | None, evaluate: Evaluation) -> None:
         if server is None or server.spec.policy is None:

@@ -11,7 +11,7 @@ import structlog
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.probe import Probe
-from dbuser_operator.mysql.server import ServerInfo, read_server
+from dbuser_operator.mysql.server import ServerInfo, read_identity, read_server
 
 log = structlog.get_logger(__name__)
 
@@ -54,6 +54,12 @@ class ServerHandle:
         if self._server is not None and time.monotonic() - self._read_at >= min_age:
             self._server = None
         return await self.server()
+
+    async def identity(self) -> str:
+        """Which physical server this handle reaches, asked now (:func:`~.mysql.server.read_identity`): a
+        server behind a name can change, and whoever decides that two handles reach one server asks both."""
+        info = await self.server()
+        return await read_identity(self.db, info.flavour)
 
     async def ensure_schema(self) -> None:
         """Create the bookkeeping schema and table on first use (idempotent; retried after a failure)."""

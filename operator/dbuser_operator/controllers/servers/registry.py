@@ -92,6 +92,14 @@ class ServerRegistry:
             entry.used = time.monotonic()
         return handle
 
+    async def current(self, binding: ServerBinding) -> ServerHandle:
+        """The server's ServerHandle as :meth:`handle` gives it, without counting as a use (for who only
+        asks which admin account a server has)."""
+        entry = self._entries.get(binding.key)
+        if entry is not None and entry.generation == binding.generation:
+            return entry.handle
+        return await self.refresh(binding)
+
     async def refresh(self, binding: ServerBinding) -> ServerHandle:
         """Read the server's Secrets again; rebuild its ServerHandle when they or the spec changed (a use by a
         reconcile is :meth:`handle`'s: this does not count as one)."""

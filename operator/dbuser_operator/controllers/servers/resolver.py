@@ -25,7 +25,7 @@ from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
 
 NO_DEFAULT_SERVER = (
-    "this operator has no default server (--default-server=false): name a MySQLServer or "
+    "this operator has no default server (--no-default-server): name a MySQLServer or "
     "ClusterMySQLServer in spec.serverRef"
 )
 

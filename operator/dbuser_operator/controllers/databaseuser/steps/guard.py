@@ -27,10 +27,10 @@ class GuardStep:
         refusal = self.guard.grant_refusal(privileges)
         if refusal is not None:
             raise ConditionError("PrivilegeNotAllowed", f"{ctx.account}: {refusal}", retry=False)
-        server_refusal = self.guard.server_refusal(ctx.server, user, privileges)
+        server_refusal = await self.guard.server_refusal(ctx.server, user, privileges)
         if server_refusal is not None:
-            reason, message = server_refusal
-            raise ConditionError(reason, f"{ctx.account}: {message}", retry=False)
+            reason, message, retry = server_refusal
+            raise ConditionError(reason, f"{ctx.account}: {message}", retry=retry)
 
     async def delete(self, ctx: Context) -> None:
         """Nothing to undo: a reserved account was never touched."""

@@ -1,0 +1,98 @@
+"""Another server resource's admin account and bookkeeping schema, on a server: refused when both handles say
+they reach one physical server, refused and retried when one cannot say, admitted when they differ."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from pydantic import SecretStr
+
+from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
+from dbuser_operator.controllers.kit.guard import Guard
+from dbuser_operator.controllers.servers.admins import Admin, Refusal, Reservations
+from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.controllers.servers.resolver import ServerResolver
+from dbuser_operator.mysql.connection import ConnectionSettings, Database
+from dbuser_operator.mysql.errors import DatabaseUnavailableError
+
+
+class Handle(ServerHandle):
+    """A handle whose server says ``identity`` (None: it cannot be reached)."""
+
+    def __init__(self, user: str, schema: str, identity: str | None, name: str) -> None:
+        settings = ConnectionSettings(host="db", user=user, password=SecretStr("never-shown"))
+        super().__init__(Database(settings), schema, key=name.replace(" ", "/"), name=name)
+        self.said = identity
+
+    async def identity(self) -> str:
+        if self.said is None:
+            raise DatabaseUnavailableError("unreachable")
+        return self.said
+
+
+class Known(Reservations):
+    """Reservations over a fixed list of handles."""
+
+    def __init__(self, *handles: Handle) -> None:
+        super().__init__(cast(ServerResolver, None))
+        self.known = handles
+
+    async def admins(self) -> list[Admin]:
+        return [Admin(h.name, h.db.settings.user, h.schema, h) for h in self.known]
+
+
+def grants(*databases: str) -> DatabaseUserSpec:
+    privileges = [{"database": database, "privileges": ["SELECT"]} for database in databases]
+    return DatabaseUserSpec.model_validate({"password": {"name": "s", "key": "k"}, "privileges": privileges})
+
+
+TENANTS = Handle("tenants_admin", "books_t", "mysql:1111", "ClusterMySQLServer shared")
+PLATFORM = Handle("platform_admin", "books_p", "mysql:1111", "MySQLServer platform/main")
+ELSEWHERE = Handle("elsewhere_admin", "books_e", "mysql:2222", "MySQLServer team-b/own")
+DOWN = Handle("down_admin", "books_d", None, "MySQLServer team-c/down")
+
+
+async def test_the_admin_of_a_server_resource_on_the_same_server_is_reserved() -> None:
+    reservations = Known(TENANTS, PLATFORM, ELSEWHERE, DOWN)
+    assert await reservations.refusal(TENANTS, "platform_admin", []) == Refusal(
+        "ReservedAccount",
+        "the admin account of MySQLServer platform/main (which reaches the same server) is reserved: "
+        "never managed",
+    )
+    refused = await reservations.refusal(TENANTS, "app", grants("app", "BOOKS_P").privileges)
+    assert refused == Refusal(
+        "PrivilegeNotAllowed",
+        "grants on the bookkeeping schema of MySQLServer platform/main (which reaches the same server) are "
+        "not allowed: never managed",
+    )
+    # Its own admin is the guard's own rule; another server's admin is an ordinary name there.
+    assert await reservations.refusal(TENANTS, "tenants_admin", []) is None
+    assert await reservations.refusal(TENANTS, "elsewhere_admin", grants("books_e").privileges) is None
+    assert await reservations.refusal(TENANTS, "app", grants("app").privileges) is None
+
+
+async def test_a_server_that_cannot_say_which_it_is_is_taken_for_the_same_and_retried() -> None:
+    refused = await Known(TENANTS, DOWN).refusal(TENANTS, "down_admin", [])
+    assert refused is not None
+    assert (refused.reason, refused.retry) == ("ReservedAccount", True)
+    assert "cannot be asked which server it reaches (it may be this one)" in refused.message
+    # ... and the other way round: the resource's own server down.
+    refused = await Known(DOWN, TENANTS).refusal(DOWN, "tenants_admin", [])
+    assert refused is not None
+    assert refused.retry
+
+
+async def test_the_guard_asks_the_reservations_after_its_own_rules() -> None:
+    guard = Guard([], [], "dbuser_operator", Known(TENANTS, PLATFORM))
+    assert await guard.server_refusal(TENANTS, "platform_admin", []) == (
+        "ReservedAccount",
+        "the admin account of MySQLServer platform/main (which reaches the same server) is reserved: "
+        "never managed",
+        False,
+    )
+    assert await guard.server_refusal(TENANTS, "tenants_admin", []) == (
+        "ReservedAccount",
+        "the admin account of ClusterMySQLServer shared is reserved: never managed",
+        False,
+    )
+    assert await guard.server_refusal(None, "platform_admin", []) is None
