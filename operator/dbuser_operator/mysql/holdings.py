@@ -17,15 +17,13 @@ from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import InvalidAccountError, checked_input
 from dbuser_operator.mysql.grants import Grant, read_grants
 from dbuser_operator.mysql.identifiers import validate_grantee_host, validate_user
-from dbuser_operator.mysql.roles import Role
+from dbuser_operator.mysql.roles import Role, held_by
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement
 
 MAX_ROLES: Final = 64
 """At most this many roles are followed; beyond, the rest counts as unreadable."""
 
-_MYSQL_ROLES: Final = "SELECT FROM_USER, FROM_HOST FROM mysql.role_edges WHERE TO_USER = %s AND TO_HOST = %s"
-_MARIADB_ROLES: Final = "SELECT Role, '' FROM mysql.roles_mapping WHERE User = %s AND Host = %s"
 _PROXIES: Final = "SELECT Proxied_user, Proxied_host FROM mysql.proxies_priv WHERE User = %s AND Host = %s"
 _PLUGIN: Final = "SELECT plugin FROM mysql.user WHERE User = %s AND Host = %s"
 
@@ -53,11 +51,6 @@ class Holdings:
     """For a role: the accounts outside the operator's bookkeeping that hold it (filled by the caller)."""
 
 
-async def _roles_of(db: Database, user: str, host: str, server: ServerInfo) -> list[Role]:
-    query = _MARIADB_ROLES if server.flavour == "mariadb" else _MYSQL_ROLES
-    return [(str(name), str(role_host)) for name, role_host in await db.fetch(Statement(query, user, host))]
-
-
 async def read_holdings(db: Database, user: str, host: str, server: ServerInfo) -> Holdings:
     """What ``'user'@'host'`` holds (host ``''``: a MariaDB role)."""
     with checked_input():
@@ -65,7 +58,7 @@ async def read_holdings(db: Database, user: str, host: str, server: ServerInfo) 
     own = frozenset(await read_grants(db, user, host, server))
     roles: dict[Role, frozenset[Grant]] = {}
     unreadable: list[str] = []
-    pending = await _roles_of(db, user, host, server)
+    pending = list(await held_by(db, user, host, server))
     while pending:
         role = pending.pop()
         if role in roles or role_name(role) in unreadable:
@@ -75,7 +68,7 @@ async def read_holdings(db: Database, user: str, host: str, server: ServerInfo) 
             continue
         try:
             roles[role] = frozenset(await read_grants(db, role[0], role[1], server))
-            pending += await _roles_of(db, role[0], role[1].lower(), server)
+            pending += await held_by(db, role[0], role[1].lower(), server)
         except InvalidAccountError:  # a name no statement of ours takes: judged as beyond
             unreadable.append(role_name(role))
     proxies = tuple(

@@ -102,21 +102,27 @@ async def drop(db: Database, name: str, server: ServerInfo) -> None:
     await db.execute(Statement("DROP ROLE IF EXISTS {role}", role=_literal(role_of(name, server))))
 
 
-async def granted(db: Database, user: str, host: str, server: ServerInfo) -> frozenset[Role]:
-    """The roles the account ``'user'@'host'`` holds."""
-    with checked_input():
-        user, host = validate_user(user), validate_host(host).lower()
+async def held_by(db: Database, grantee: str, grantee_host: str, server: ServerInfo) -> frozenset[Role]:
+    """The roles granted to ``'grantee'@'grantee_host'``: an account, or a role (a MariaDB role's host is
+    ``''``), its name and host validated by the caller."""
     if server.flavour == "mariadb":
         query = Statement(
-            "SELECT Role, '' FROM mysql.roles_mapping WHERE User = %s AND Host = %s", user, host
+            "SELECT Role, '' FROM mysql.roles_mapping WHERE User = %s AND Host = %s", grantee, grantee_host
         )
     else:
         query = Statement(
             "SELECT FROM_USER, FROM_HOST FROM mysql.role_edges WHERE TO_USER = %s AND TO_HOST = %s",
-            user,
-            host,
+            grantee,
+            grantee_host,
         )
     return frozenset((str(name), str(role_host)) for name, role_host in await db.fetch(query))
+
+
+async def granted(db: Database, user: str, host: str, server: ServerInfo) -> frozenset[Role]:
+    """The roles the account ``'user'@'host'`` holds."""
+    with checked_input():
+        user, host = validate_user(user), validate_host(host).lower()
+    return await held_by(db, user, host, server)
 
 
 Account = tuple[str, str]
@@ -127,17 +133,7 @@ role holding a role)."""
 async def held_by_role(db: Database, name: str, server: ServerInfo) -> frozenset[Role]:
     """The roles granted to the role ``name`` (a role granted to a role: its holders get both)."""
     role, host = role_of(name, server)
-    if server.flavour == "mariadb":
-        query = Statement(
-            "SELECT Role, '' FROM mysql.roles_mapping WHERE User = %s AND Host = %s", role, host
-        )
-    else:
-        query = Statement(
-            "SELECT FROM_USER, FROM_HOST FROM mysql.role_edges WHERE TO_USER = %s AND TO_HOST = %s",
-            role,
-            host,
-        )
-    return frozenset((str(held), str(held_host)) for held, held_host in await db.fetch(query))
+    return await held_by(db, role, host, server)
 
 
 async def revoke_from_role(db: Database, held: Role, name: str, server: ServerInfo) -> None:
