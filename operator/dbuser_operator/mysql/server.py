@@ -64,14 +64,16 @@ async def read_identity(db: Database, flavour: Flavour) -> str:
 async def read_server(db: Database) -> ServerInfo:
     """The live server's flavour, version, privilege names (``VERSION()``, ``SHOW PRIVILEGES``), identity
     (:func:`read_identity`) and, on MariaDB, its default password hash (``@@old_passwords``: MySQL has no
-    such variable since 5.7)."""
+    such variable since 5.7): three statements on either flavour."""
     [(version,)] = await db.fetch(Statement("SELECT VERSION()"))
     rows = await db.fetch(Statement("SHOW PRIVILEGES"))
     info = ServerInfo.parse(str(version))
     names = frozenset(" ".join(str(row[0]).upper().split()) for row in rows)
-    native = False
-    if info.flavour == "mariadb":
-        [(old_passwords,)] = await db.fetch(Statement("SELECT @@old_passwords"))
-        native = str(old_passwords) in ("0", "OFF")
-    identity = await read_identity(db, info.flavour)
+    if info.flavour == "mariadb":  # its identity in the same statement
+        [(old_passwords, hostname, port)] = await db.fetch(
+            Statement("SELECT @@old_passwords, @@hostname, @@port")
+        )
+        native, identity = str(old_passwords) in ("0", "OFF"), f"mariadb:{hostname}:{port}"
+    else:
+        native, identity = False, await read_identity(db, info.flavour)
     return ServerInfo(info.flavour, info.version, names, native, identity)
