@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, cast
 
 from dbuser_operator.controllers.servers.handle import ServerHandle
@@ -15,9 +16,12 @@ from dbuser_operator.runtime.metrics import REGISTRY
 class FakeProbe:
     def __init__(self, outcomes: list[bool]) -> None:
         self.outcomes = outcomes  # True: answers; the last one repeats
+        self.given = len(outcomes)
+        self.calls = 0
         self.closed = 0
 
     async def check(self, bound: float) -> None:
+        self.calls += 1
         up = self.outcomes.pop(0) if len(self.outcomes) > 1 else self.outcomes[0]
         if not up:
             raise DatabaseUnavailableError("no login within 1 s of connecting")
@@ -51,11 +55,24 @@ class FakeRegistry:
         return cast(dict[str, ServerHandle], self.found)
 
 
-async def run_for(liveness: Liveness, seconds: float) -> None:
+async def run_until(liveness: Liveness, probe: FakeProbe, limit: float = 10.0) -> None:
+    """Run the loop until ``probe`` has given its every outcome and a few more (or ``limit`` seconds: a
+    loaded machine may be slow, never wrong)."""
     task = asyncio.create_task(liveness.run())
-    await asyncio.sleep(seconds)
+    deadline = asyncio.get_running_loop().time() + limit
+    while len(probe.outcomes) > 1 or probe.calls < probe.given + 3:
+        assert asyncio.get_running_loop().time() < deadline, "the probe loop never got through its outcomes"
+        await asyncio.sleep(0.01)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+async def eventually(condition: Callable[[], bool], limit: float = 10.0) -> None:
+    """Wait until ``condition`` holds (a loaded machine may be slow, never wrong)."""
+    deadline = asyncio.get_running_loop().time() + limit
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "the condition never held"
+        await asyncio.sleep(0.01)
 
 
 def up_metric(key: str) -> Any:
@@ -73,7 +90,7 @@ async def test_a_server_that_goes_down_and_comes_back_is_marked_and_requeued_at_
         unhealthy_period=0.01,
         rescan=0.01,
     )
-    await run_for(liveness, 0.3)
+    await run_until(liveness, handle.probe)
     # up at first (nothing to requeue), down once (two failed probes in a row, then a third), back up once
     assert changes == [(key, False), (key, True)]
     assert handle.db.marks[0] is None
@@ -95,12 +112,10 @@ async def test_a_server_down_from_the_start_is_reported_and_a_gone_one_is_no_lon
         rescan=0.01,
     )
     task = asyncio.create_task(liveness.run())
-    await asyncio.sleep(0.1)
-    assert changes == [("", False)]
+    await eventually(lambda: changes == [("", False)])
     assert up_metric("") == 0  # the default server's label is "default"
     gone = handles.pop("")
-    await asyncio.sleep(0.1)
-    assert gone.probe.closed == 1
+    await eventually(lambda: gone.probe.closed == 1)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
 
@@ -117,7 +132,7 @@ async def test_one_late_answer_is_not_an_outage() -> None:
         unhealthy_period=0.01,
         rescan=0.01,
     )
-    await run_for(liveness, 0.2)
+    await run_until(liveness, handle.probe)
     assert changes == []
     assert handle.db.marks == [None]
     assert up_metric(key) == 1
