@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from dbuser_operator.controllers.databaserole import holders
-from dbuser_operator.mysql import ownership, roles
+from dbuser_operator.mysql import name_holders, roles
 
 
 def test_only_holders_outside_the_bookkeeping_are_unmanaged() -> None:
     found = [
-        ownership.Holder("app", "%", account=True, role=False),
-        ownership.Holder("other", "", account=False, role=True),
-        ownership.Holder("dba", "localhost", account=False, role=False),
-        ownership.Holder("legacy", "", account=False, role=False),
+        name_holders.Holder("app", "%", account=True, role=False),
+        name_holders.Holder("other", "", account=False, role=True),
+        name_holders.Holder("dba", "localhost", account=False, role=False),
+        name_holders.Holder("legacy", "", account=False, role=False),
     ]
     assert holders.unmanaged(found) == [("dba", "localhost"), ("legacy", "")]
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, ownership, roles
+from dbuser_operator.mysql import Database, name_holders, ownership, roles
 from dbuser_operator.mysql.server import read_server
 from tests.integration.mysql.support import Databases, admin, admin_rows
 
@@ -74,19 +74,19 @@ async def test_role_holders(
     accounts = (f"'{managed}'@'example.com'", f"'{stranger}'@'%'", f"'{stranger}'@'localhost'")
     try:
         admin(mysql, *(f"CREATE USER {account}" for account in accounts))
-        assert await ownership.role_holders(db, schema, name, server) == []  # nor the operator's own
+        assert await name_holders.role_holders(db, schema, name, server) == []  # nor the operator's own
         admin(mysql, *(f"GRANT {role_literal} TO {account}" for account in (*accounts, other_literal)))
         await ownership.claim(db, schema, managed, "Example.COM", OWNER)
 
-        def holder(user: str, at: str, *, account: bool = False, role: bool = False) -> ownership.Holder:
-            return ownership.Holder(user, at, account=account, role=role)
+        def holder(user: str, at: str, *, account: bool = False, role: bool = False) -> name_holders.Holder:
+            return name_holders.Holder(user, at, account=account, role=role)
 
         strangers = [holder(stranger, "%"), holder(stranger, "localhost")]
-        found = await ownership.role_holders(db, schema, name, server)
+        found = await name_holders.role_holders(db, schema, name, server)
         mine = holder(managed, "example.com", account=True)
         assert found == sorted([mine, holder(other, host), *strangers], key=lambda h: (h.user, h.host))
         await ownership.claim(db, schema, other, ownership.ROLE_HOST, OWNER, table_name=ownership.ROLES_TABLE)
-        found = await ownership.role_holders(db, schema, name, server)
+        found = await name_holders.role_holders(db, schema, name, server)
         assert [h for h in found if h.managed] == sorted(
             [mine, holder(other, host, role=True)], key=lambda h: (h.user, h.host)
         )

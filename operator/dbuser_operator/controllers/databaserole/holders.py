@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql import ownership, roles, sessions
+from dbuser_operator.mysql import name_holders, roles, sessions
 
 HOLDERS: Final = "UnmanagedHolders"
 """The condition saying whether accounts the operator does not manage hold the role."""
@@ -33,7 +33,7 @@ async def revoke_held_roles(handle: ServerHandle, name: str) -> list[str]:
     return revoked
 
 
-async def end_managed_sessions(handle: ServerHandle, holders: Iterable[ownership.Holder]) -> int:
+async def end_managed_sessions(handle: ServerHandle, holders: Iterable[name_holders.Holder]) -> int:
     """End the open sessions of the DatabaseUsers' accounts among ``holders``; how many."""
     ended = 0
     for holder in holders:
@@ -42,7 +42,7 @@ async def end_managed_sessions(handle: ServerHandle, holders: Iterable[ownership
     return ended
 
 
-def unmanaged(holders: Iterable[ownership.Holder]) -> list[roles.Account]:
+def unmanaged(holders: Iterable[name_holders.Holder]) -> list[roles.Account]:
     """The holders the operator does not manage, as accounts."""
     return [(holder.user, holder.host) for holder in holders if not holder.managed]
 

@@ -39,7 +39,7 @@ from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.mysql import grants, holdings, ownership, roles
+from dbuser_operator.mysql import grants, holdings, name_holders, ownership, roles
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
@@ -163,7 +163,7 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
             if created:
                 account.assume(())  # a new role has no grants
             summary = await account.converge(desired_grants(role.spec.privileges))
-            found = [] if created else await ownership.role_holders(db, handle.schema, name, server)
+            found = [] if created else await name_holders.role_holders(db, handle.schema, name, server)
             ended = await holders.end_managed_sessions(handle, found) if revoked or account.reduced else 0
         except MySQLError as error:
             raise mysql_condition(error, f"role {name}") from None
@@ -236,7 +236,9 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
 
         async def held() -> holdings.Holdings:
             found = await holdings.read_holdings(handle.db, name, roles.role_host(server), server)
-            outside = holders.unmanaged(await ownership.role_holders(handle.db, handle.schema, name, server))
+            outside = holders.unmanaged(
+                await name_holders.role_holders(handle.db, handle.schema, name, server)
+            )
             return dataclasses.replace(found, held_by=tuple(roles.describe(account) for account in outside))
 
         await self.policy.check_adoption(
@@ -302,7 +304,7 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
                 )
                 if current is not None and current.uid == owner_of(role).uid:
                     server = await handle.server()
-                    found = await ownership.role_holders(handle.db, handle.schema, name, server)
+                    found = await name_holders.role_holders(handle.db, handle.schema, name, server)
                     if unmanaged := holders.unmanaged(found):
                         ctx.event(
                             "Warning",

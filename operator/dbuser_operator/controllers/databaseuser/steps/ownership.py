@@ -32,7 +32,7 @@ from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.controllers.policy.gate import PolicyGate
-from dbuser_operator.mysql import authentication, holdings, ownership
+from dbuser_operator.mysql import authentication, holdings, name_holders, ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import Forbidden, NotFound
@@ -122,7 +122,7 @@ class OwnershipStep:
         if ctx.binding is None or ctx.binding.spec.policy is None:
             return
         namespace = ctx.user.metadata.namespace
-        others = await ownership.same_user_elsewhere(
+        others = await name_holders.same_user_elsewhere(
             ctx.server.db, ctx.server.schema, user, host, owner(ctx).uid
         )
         if not others:
