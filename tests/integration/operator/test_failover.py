@@ -25,7 +25,7 @@ from kubernetes_asyncio import client
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
-from dbuser_operator.runtime.leaderelection import EPOCH_ANNOTATION
+from dbuser_operator.runtime.lease import EPOCH_ANNOTATION
 from dbuser_operator.runtime.resources import LEASES, SECRETS
 from tests.integration.operator.conftest import PasswordLedger, create_secret
 from tests.integration.operator.helpers import (

@@ -20,13 +20,12 @@ from dbuser_operator.envtest import KubeCluster
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.fence import FenceLost
 from dbuser_operator.runtime.leaderelection import (
-    EPOCH_ANNOTATION,
     JITTER_FACTOR,
     LeaderElectionConfig,
     LeaderElector,
     LeadershipLost,
-    format_micro_time,
 )
+from dbuser_operator.runtime.lease import EPOCH_ANNOTATION, format_micro_time
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import LEASES
 

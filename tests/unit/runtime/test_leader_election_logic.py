@@ -11,11 +11,10 @@ from kubernetes_asyncio import client
 
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import NotFound
-from dbuser_operator.runtime.leaderelection import (
+from dbuser_operator.runtime.leaderelection import LeaderElectionConfig, LeaderElector
+from dbuser_operator.runtime.lease import (
     EPOCH_ANNOTATION,
-    LeaderElectionConfig,
     LeaderElectionRecord,
-    LeaderElector,
     LeaseObservation,
     format_micro_time,
 )
