@@ -14,6 +14,7 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
+from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
 from tests.integration.operator.helpers import (
     account_exists,
@@ -332,9 +333,46 @@ async def test_orphans_are_reported_and_never_dropped(
         return REGISTRY.get_sample_value("dbuser_operator_orphaned_accounts") or 0
 
     await until(lambda: orphans() >= 1, what="the orphan reported")
+    await asyncio.sleep(3.5)  # three more drift checks find it again
     assert account_exists(mysql, orphan)
+    logged = [
+        line
+        for line in operator.log_path.read_text(errors="replace").splitlines()
+        if "orphaned account" in line and f"'{orphan}'@'%'" in line
+    ]
+    assert len(logged) == 1, logged  # logged when found, not once a period
     mysql_query(mysql, f"DROP USER '{orphan}'@'%'")
     mysql_query(mysql, "DELETE FROM dbuser_operator.accounts WHERE user = %s", orphan)
+
+
+async def test_the_drift_check_leaves_a_failing_resource_to_the_controller(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """A resource that is not Ready gets no reconcile per drift period (the controller retries it with
+    back-off): its account, dropped by hand meanwhile, is recreated once what it waits for is back."""
+    name, secret, password = unique("failing"), unique("pw"), passwords.new()
+    await create_secret(kube_client, namespace, secret, {"password": password})
+    await kube_client.create(DATABASE_USERS, database_user(name, secret), namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    await kube_client.delete(SECRETS, secret, namespace)
+    await wait_for_ready(kube_client, namespace, name, "False")
+    mysql_query(mysql, f"DROP USER '{name}'@'%'")
+
+    def repairs() -> list[str]:
+        lines = operator.log_path.read_text(errors="replace").splitlines()
+        return [line for line in lines if "account drifted" in line and f'"{name}"' in line]
+
+    await asyncio.sleep(3.5)  # three drift checks find the account gone
+    assert repairs() == []
+    assert not account_exists(mysql, name)
+
+    await create_secret(kube_client, namespace, secret, {"password": password})
+    await wait_for_ready(kube_client, namespace, name)
+    await until(lambda: can_log_in(mysql, name, password), what="the account recreated")
 
 
 @pytest.mark.parametrize(

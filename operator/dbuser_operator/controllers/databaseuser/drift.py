@@ -4,8 +4,9 @@ An account dropped or changed by hand (password, limits, TLS, grants) is found h
 queued for repair; a pass that finds nothing drifted writes nothing. Every host of a resource is an account
 of its own; an owned account whose host left the spec counts as drifted (its drop or release is retried).
 Resources under managementPolicy Observe or Paused are not repaired. Owned accounts whose resource no
-longer exists, or no longer carries the target label, are orphans: counted in a metric and logged, never
-dropped.
+longer exists, or no longer carries the target label, are orphans: counted in a metric and logged once
+(when first found), never dropped. A resource that is not Ready at its generation is left to the controller,
+which retries it with back-off: the check never adds a reconcile per period to a failing resource.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pydantic
 import structlog
@@ -27,6 +29,7 @@ from dbuser_operator.mysql import grants
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.inventory import AccountState, inventory
 from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.runtime.conditions import find_condition
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import ObjectKey
@@ -81,6 +84,7 @@ class DriftCheck:
         self.users = users
         self.queue = queue
         self.period = period
+        self._orphans_logged: set[tuple[str, str, str]] = set()  # (server, user, host) already logged
 
     async def run(self) -> None:
         """Check every ``period`` seconds until cancelled (never when the period is 0)."""
@@ -128,10 +132,17 @@ class DriftCheck:
                 continue
             if resource.spec.management_policy != "Manage" or obj["metadata"].get("deletionTimestamp"):
                 continue
+            if not _settled(obj):
+                continue  # failing or in progress: the controller retries it, with back-off
             if self._drifted(state, resource, server) or not _wants(resource, host):
                 report.drifted.append(ObjectKey.of(obj))
         report.orphans += orphans
+        logged = {(user, host) for server, user, host in self._orphans_logged if server == key}
+        self._orphans_logged -= {(key, user, host) for user, host in logged - set(orphans)}
         for user, host in orphans:
+            if (user, host) in logged:
+                continue
+            self._orphans_logged.add((key, user, host))
             owner = states[(user, host)].owner
             log.warning(
                 "orphaned account: owned, but its DatabaseUser is gone or no longer carries the target label",
@@ -152,6 +163,15 @@ class DriftCheck:
         if state.options != desired_options(resource.spec):
             return True
         return bool(grants.changes(state.grants, desired_grants(resource.spec.privileges), server))
+
+
+def _settled(obj: Mapping[str, Any]) -> bool:
+    """Whether the resource's status says Ready for its current generation (what a repair restores)."""
+    ready = find_condition((obj.get("status") or {}).get("conditions"), "Ready")
+    if ready is None or ready.get("status") != "True":
+        return False
+    observed = ready.get("observedGeneration")
+    return observed is None or observed == obj["metadata"].get("generation")
 
 
 def _wants(resource: DatabaseUser, host: str) -> bool:
