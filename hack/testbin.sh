@@ -124,18 +124,24 @@ go_install() { # name module-path version [extra ldflags]
 }
 
 start=$SECONDS
+# The MySQL server roots download and unpack packages while Go compiles: built alongside, waited for below.
+roots_pid=
+if [[ -z "${MYSQL_URL:-}" ]]; then
+  case "${DBUSER_OPERATOR_MYSQL_FLAVOUR:-}" in
+    mariadb-10.11) ;;
+    "" | mysql-9.7) "$(dirname "${BASH_SOURCE[0]}")/mysqlroots.sh" >/dev/null & roots_pid=$! ;;
+    *) "$(dirname "${BASH_SOURCE[0]}")/mysqlroots.sh" "$DBUSER_OPERATOR_MYSQL_FLAVOUR" >/dev/null & roots_pid=$! ;;
+  esac
+fi
+trap '[[ -z "$roots_pid" ]] || kill "$roots_pid" 2>/dev/null || true' EXIT  # a failed build stops it too
 mkdir -p "$BIN" "$SRC"
 build_etcd
 build_kube
 go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 go_install actionlint github.com/rhysd/actionlint/cmd/actionlint "$ACTIONLINT_VERSION"
 log "test binaries ready in $BIN ($((SECONDS - start)) s)"
-
-if [[ -z "${MYSQL_URL:-}" ]]; then
-  case "${DBUSER_OPERATOR_MYSQL_FLAVOUR:-}" in
-    mariadb-10.11) ;;
-    "" | mysql-9.7) "$(dirname "${BASH_SOURCE[0]}")/mysqlroots.sh" >/dev/null ;;
-    *) "$(dirname "${BASH_SOURCE[0]}")/mysqlroots.sh" "$DBUSER_OPERATOR_MYSQL_FLAVOUR" >/dev/null ;;
-  esac
+if [[ -n "$roots_pid" ]]; then
+  wait "$roots_pid" || { roots_pid=; log "building the MySQL server roots failed (above)"; exit 1; }
+  roots_pid=
 fi
 echo "$BIN"
