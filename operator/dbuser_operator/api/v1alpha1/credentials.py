@@ -185,6 +185,14 @@ class ConnectionSecret(Model):
     """Deployments and StatefulSets, in the namespace of the DatabaseUser, whose pod template is annotated
     with the new credential version after the password changes, so that their pods restart onto it."""
 
+    @field_validator("endpoints")
+    @classmethod
+    def _endpoints_once(cls, names: list[str] | None) -> list[str] | None:
+        """What the CRD's list type set checks."""
+        if names is not None and len(set(names)) != len(names):
+            raise ValueError("Duplicate value: endpoints name an endpoint once each")
+        return names
+
     @field_validator("templates")
     @classmethod
     def _template_keys(cls, templates: dict[str, str] | None) -> dict[str, str] | None:
