@@ -172,7 +172,7 @@ class ConnectionSecret(Model):
     default server) whose address the standard keys carry: host, port, sslMode, DATABASE_URL, JDBC_URL.
     Defaults to the first; when the server has none, its host and port (for the default server,
     --connection-host and --connection-port). A name the server does not have sets Ready=False, reason
-    EndpointNotFound, and writes nothing."""
+    EndpointNotFound, and leaves the Secret as it was."""
 
     endpoints: list[EndpointName] | None = Field(
         default=None, max_length=MAX_ENDPOINTS, json_schema_extra={"x-kubernetes-list-type": "set"}
