@@ -381,6 +381,7 @@ async def test_a_forged_status_never_deletes_another_resources_secret(
         user = database_user(name, f"{name}-pw", connectionSecret={"name": f"{name}-db"})
         await kube_client.create(DATABASE_USERS, user, namespace)
         await settled(kube_client, namespace, name)
+    theirs = (await secret_of(kube_client, namespace, f"{other}-db"))["metadata"]
     forged = {"status": {"connectionSecret": f"{other}-db"}}
     await kube_client.patch(
         DATABASE_USERS, mine, forged, PatchType.MERGE, namespace=namespace, subresource="status"
@@ -398,7 +399,8 @@ async def test_a_forged_status_never_deletes_another_resources_secret(
     ) != f"{mine}-db":
         assert time.monotonic() < deadline, "the forged status was never replaced"
         await asyncio.sleep(0.05)
-    assert await secret_exists(kube_client, namespace, f"{other}-db")
+    kept = (await secret_of(kube_client, namespace, f"{other}-db"))["metadata"]
+    assert (kept["uid"], kept["resourceVersion"]) == (theirs["uid"], theirs["resourceVersion"])
     assert await secret_exists(kube_client, namespace, f"{mine}-db")
     for name in (mine, other):
         await kube_client.delete(DATABASE_USERS, name, namespace)
