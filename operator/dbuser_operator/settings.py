@@ -16,6 +16,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from dbuser_operator.api.v1alpha1.mysqlserver import ENDPOINT_NAMES_MESSAGE, MAX_ENDPOINTS, ServerEndpoint
 from dbuser_operator.controllers.kit.scope import MAX_TARGET_LENGTH
 from dbuser_operator.mysql.tls import SSLMode, TLSOptions
 
@@ -76,6 +77,19 @@ class Settings(BaseSettings):
     )
     connection_port: int | None = Field(
         None, ge=1, le=65535, description="port written into connection Secrets (default: --mysql-port)"
+    )
+    connection_ssl_mode: SSLMode | None = Field(
+        None,
+        description="client TLS mode written into connection Secrets (key sslMode, ssl-mode= in "
+        "DATABASE_URL, sslMode= in JDBC_URL), as --mysql-ssl-mode; unset: none (the client's default)",
+    )
+    connection_endpoints: list[ServerEndpoint] = Field(
+        default_factory=list,
+        max_length=MAX_ENDPOINTS,
+        description="named endpoints of the default server for connection Secrets, a JSON list as a "
+        'MySQLServer\'s spec.endpoints, e.g. [{"name":"primary","host":"mysql.db.svc"},{"name":"readonly",'
+        '"host":"mysql-ro.db.svc","port":3306,"tls":{"mode":"REQUIRED"}}]; instead of --connection-host, '
+        "--connection-port and --connection-ssl-mode",
     )
     mysql_password_file: Path | None = Field(
         None, description=f"file holding the admin password (else the {PASSWORD_ENV} environment variable)"
@@ -179,10 +193,24 @@ class Settings(BaseSettings):
     log_format: Literal["json", "console"] = Field("json", description="json lines, or key-value for humans")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")
 
-    @field_validator("mysql_ssl_mode", mode="before")
+    @field_validator("mysql_ssl_mode", "connection_ssl_mode", mode="before")
     @classmethod
     def _mode_in_any_case(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_way_to_name_endpoints(self) -> Self:
+        names = [endpoint.name for endpoint in self.connection_endpoints]
+        if len(set(names)) != len(names):
+            raise PydanticCustomError("endpoints", "--connection-endpoints: " + ENDPOINT_NAMES_MESSAGE)
+        single = (self.connection_host, self.connection_port, self.connection_ssl_mode)
+        if names and any(value is not None for value in single):
+            raise PydanticCustomError(
+                "endpoints",
+                "--connection-endpoints replaces --connection-host, --connection-port and "
+                "--connection-ssl-mode: set one or the other",
+            )
+        return self
 
     @model_validator(mode="after")
     def _consistent_tls(self) -> Self:

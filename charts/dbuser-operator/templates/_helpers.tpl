@@ -161,6 +161,12 @@ and status by patch).
 {{- with .Values.connection.port }}
 {{- $args = append $args (printf "--connection-port=%d" (int .)) }}
 {{- end }}
+{{- with .Values.connection.sslMode }}
+{{- $args = append $args (printf "--connection-ssl-mode=%s" .) }}
+{{- end }}
+{{- with .Values.connection.endpoints }}
+{{- $args = append $args (printf "--connection-endpoints=%s" (toJson .)) }}
+{{- end }}
 {{- if .Values.defaultServer }}
 {{- $args = append $args (printf "--mysql-password-file=%s/%s" (include "dbuser-operator.adminSecretDir" .) .Values.mysql.adminSecret.key) }}
 {{- end }}

@@ -1,4 +1,10 @@
-"""Connection URLs for an account, every part percent-encoded, so any password survives a URL parser."""
+"""Connection URLs for an account, every part percent-encoded, so any password survives a URL parser.
+
+A client TLS mode (the MySQL client's --ssl-mode values: DISABLED, PREFERRED, REQUIRED, VERIFY_CA,
+VERIFY_IDENTITY) goes where each convention puts it: ``?ssl-mode=REQUIRED`` in a ``mysql://`` URI (MySQL's
+URI-like connection strings), ``sslMode=REQUIRED`` among Connector/J's properties. Without one, the URLs are
+as they were before modes existed.
+"""
 
 from __future__ import annotations
 
@@ -14,14 +20,21 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else _part(host)
 
 
-def database_url(user: str, password: str, host: str, port: int, database: str | None) -> str:
-    """``mysql://user:password@host:port/database`` (no path without a database)."""
+def database_url(
+    user: str, password: str, host: str, port: int, database: str | None, *, ssl_mode: str | None = None
+) -> str:
+    """``mysql://user:password@host:port/database?ssl-mode=MODE`` (no path without a database, no query
+    without a mode)."""
     path = f"/{_part(database)}" if database else ""
-    return f"mysql://{_part(user)}:{_part(password)}@{url_host(host)}:{port}{path}"
+    query = f"?ssl-mode={_part(ssl_mode)}" if ssl_mode else ""
+    return f"mysql://{_part(user)}:{_part(password)}@{url_host(host)}:{port}{path}{query}"
 
 
-def jdbc_url(user: str, password: str, host: str, port: int, database: str | None) -> str:
-    """``jdbc:mysql://host:port/database?user=…&password=…``, as MySQL Connector/J reads it (it decodes
-    percent-encoded property values)."""
+def jdbc_url(
+    user: str, password: str, host: str, port: int, database: str | None, *, ssl_mode: str | None = None
+) -> str:
+    """``jdbc:mysql://host:port/database?user=…&password=…&sslMode=MODE``, as MySQL Connector/J reads it
+    (it decodes percent-encoded property values)."""
     credentials = f"user={_part(user)}&password={_part(password)}"
-    return f"jdbc:mysql://{url_host(host)}:{port}/{_part(database or '')}?{credentials}"
+    mode = f"&sslMode={_part(ssl_mode)}" if ssl_mode else ""
+    return f"jdbc:mysql://{url_host(host)}:{port}/{_part(database or '')}?{credentials}{mode}"

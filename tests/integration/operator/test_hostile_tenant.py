@@ -16,7 +16,14 @@ from kubernetes_asyncio import client
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.api.v1alpha1.mysqlserver import KIND
-from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, MYSQL_SERVERS
+from dbuser_operator.controllers.kit.resources import (
+    CLUSTER_MYSQL_SERVERS,
+    DATABASE_ROLES,
+    DATABASE_USERS,
+    MYSQL_SERVERS,
+)
+from dbuser_operator.runtime.client import PatchType
+from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator import test_server_policy
 from tests.integration.operator.conftest import PasswordLedger, create_secret
 from tests.integration.operator.helpers import (
@@ -25,8 +32,10 @@ from tests.integration.operator.helpers import (
     ready,
     unique,
     wait_for_ready,
+    wait_until_gone,
 )
 from tests.integration.operator.test_adoption_policy import is_mariadb
+from tests.integration.operator.test_credentials import secret_exists, wait_for_secret
 from tests.integration.operator.test_roles import wait_role_ready
 from tests.integration.operator.test_server_policy import Tenancy, escaped, snapshot
 from tests.integration.operator.test_servers import admin_secrets, server_object, server_spec
@@ -153,3 +162,46 @@ async def test_every_name_a_tenant_gives_stays_inside_its_bounds(
     assert can_log_in(env.mysql, b.user, b.password)
     obj = await env.kube.get(DATABASE_USERS, b.user, b.namespace)
     assert ready(obj)["status"] == "True"  # type: ignore[index]
+
+
+async def test_a_tenants_endpoint_and_connection_secret_names_stay_inside_its_bounds(
+    shared_tenancy: Tenancy, victim: Victim, passwords: PasswordLedger
+) -> None:
+    """spec.connectionSecret.endpoint selects among the endpoints of the server the policy lets the tenant
+    use, never another server's; a renamed connection Secret's cleanup never deletes a Secret the
+    DatabaseUser does not own."""
+    env, b = shared_tenancy, victim
+    mine = [{"database": f"{env.tenant}_app", "privileges": ["SELECT"]}]
+    shared = {"spec": {"endpoints": [{"name": "shared", "host": env.mysql.host, "port": env.mysql.port}]}}
+    await env.kube.patch(CLUSTER_MYSQL_SERVERS, env.server, shared, PatchType.MERGE)
+    private = {"spec": {"endpoints": [{"name": "b-only", "host": "b-private.databases.svc"}]}}
+    await env.kube.patch(MYSQL_SERVERS, b.server, private, PatchType.MERGE, namespace=b.namespace)
+    try:
+        # An endpoint only B's server has: not found on A's server, whose endpoints alone are named.
+        other = env.user(
+            unique("a-ep"), privileges=mine, connectionSecret={"name": "a-ep", "endpoint": "b-only"}
+        )
+        expected = f"ClusterMySQLServer {env.server} has no endpoint b-only (its endpoints: shared)"
+        await attempt(env, other, "EndpointNotFound", expected)
+        assert not await secret_exists(env.kube, env.tenant, "a-ep")
+
+        # A connection Secret named over a Secret someone else made, then renamed: that Secret stays.
+        foreign = await create_secret(env.kube, env.tenant, "theirs-db", {"config": "x"})
+        name = unique("a-rename")
+        obj = env.user(name, privileges=mine, connectionSecret={"name": "theirs-db"})
+        await env.kube.create(DATABASE_USERS, obj, env.tenant)
+        await wait_for_ready(env.kube, env.tenant, name, "False", "SecretNotOwned", limit=60)
+        patch = {"spec": {"connectionSecret": {"name": "a-own-db"}}}
+        await env.kube.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=env.tenant)
+        await wait_for_secret(env.kube, env.tenant, "a-own-db")
+        await wait_for_ready(env.kube, env.tenant, name, limit=60)
+        kept = await env.kube.get(SECRETS, "theirs-db", env.tenant)
+        assert kept["metadata"]["resourceVersion"] == foreign["metadata"]["resourceVersion"]
+        await env.kube.delete(DATABASE_USERS, name, env.tenant)
+        await wait_until_gone(env.kube, env.tenant, name, limit=60)
+        assert await secret_exists(env.kube, env.tenant, "theirs-db")
+    finally:
+        none = {"spec": {"endpoints": None}}
+        await env.kube.patch(CLUSTER_MYSQL_SERVERS, env.server, none, PatchType.MERGE)
+        await env.kube.patch(MYSQL_SERVERS, b.server, none, PatchType.MERGE, namespace=b.namespace)
+    assert can_log_in(env.mysql, b.user, b.password)

@@ -84,6 +84,22 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
         "clusterResourceNamespace": "platform",
         "watchNamespaces": ["team-a"],
     },
+    "connection-ssl-mode": {
+        "connection": {"host": "proxy.databases.svc", "port": 6033, "sslMode": "REQUIRED"}
+    },
+    "connection-endpoints": {
+        "connection": {
+            "endpoints": [
+                {"name": "primary", "host": "mysql.databases.svc"},
+                {
+                    "name": "readonly",
+                    "host": "mysql-ro.databases.svc",
+                    "port": 3307,
+                    "tls": {"mode": "VERIFY_CA"},
+                },
+            ]
+        }
+    },
     "everything-else": {
         "image": {"repository": "registry.example.com/dbuser-operator", "digest": "sha256:" + "ab" * 32},
         "imagePullSecrets": [{"name": "regcred"}],

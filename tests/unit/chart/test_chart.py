@@ -432,6 +432,16 @@ def test_args_are_the_operators_flags(
     legacy = "VERIFY_IDENTITY" if files.get("ca") or files.get("cert") or tls["required"] else "PREFERRED"
     assert settings.mysql_tls_options().effective_mode == (tls["mode"] or legacy)
 
+    connection = values["connection"]
+    assert (settings.connection_host, settings.connection_port) == (
+        connection["host"] or None,
+        connection["port"],
+    )
+    assert settings.connection_ssl_mode == (connection["sslMode"] or None)
+    assert [e.model_dump(by_alias=True, exclude_none=True) for e in settings.connection_endpoints] == [
+        {"port": 3306, **endpoint} for endpoint in connection["endpoints"]
+    ]
+
     assert settings.ownership_schema == values["ownershipSchema"]
     assert settings.reserved_users == values["reservedUsers"]
     assert settings.allowed_global_privileges == values["allowedGlobalPrivileges"]

@@ -51,3 +51,20 @@ def test_jdbc_url(database: str | None) -> None:
     assert url.startswith(f"jdbc:mysql://db:3306/{database or ''}?")
     query = parse_qs(urlsplit(url.removeprefix("jdbc:")).query)
     assert query == {"user": ["app"], "password": ["p&ss=w?rd"]}
+
+
+def test_without_a_tls_mode_the_urls_are_as_before() -> None:
+    assert database_url("app", "pw", "db", 3306, "shop") == "mysql://app:pw@db:3306/shop"
+    assert jdbc_url("app", "pw", "db", 3306, None) == "jdbc:mysql://db:3306/?user=app&password=pw"
+
+
+@pytest.mark.parametrize("database", ["shop", None])
+def test_a_tls_mode_is_a_query_parameter_of_each_convention(database: str | None) -> None:
+    url = database_url("app", "p?w&d", "db", 3306, database, ssl_mode="VERIFY_IDENTITY")
+    path = f"/{database}" if database else ""
+    assert url == f"mysql://app:p%3Fw%26d@db:3306{path}?ssl-mode=VERIFY_IDENTITY"
+    assert make_url(url).query == {"ssl-mode": "VERIFY_IDENTITY"}
+    assert make_url(url).password == "p?w&d"
+    jdbc = jdbc_url("app", "p?w&d", "db", 3306, database, ssl_mode="REQUIRED")
+    query = parse_qs(urlsplit(jdbc.removeprefix("jdbc:")).query)
+    assert query == {"user": ["app"], "password": ["p?w&d"], "sslMode": ["REQUIRED"]}

@@ -4,7 +4,7 @@ connection Secret and the workloads rolled out onto it, and what the status reco
 from __future__ import annotations
 
 import re
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, field_validator
 
@@ -18,6 +18,11 @@ from dbuser_operator.api.v1alpha1.meta import (
     SECRET_KEY_PATTERN,
     Model,
 )
+from dbuser_operator.api.v1alpha1.mysqlserver import (
+    ENDPOINT_NAME_MAX_LENGTH,
+    ENDPOINT_NAME_PATTERN,
+    MAX_ENDPOINTS,
+)
 
 # Annotations the operator reads on a DatabaseUser (rotate) or writes on its connection Secret.
 ROTATE_ANNOTATION: Final = f"{GROUP}/rotate"
@@ -27,6 +32,11 @@ is kept in status.rotation.trigger. Recorded as an Event Rotated."""
 CREDENTIAL_VERSION_ANNOTATION: Final = f"{GROUP}/credential-version"
 """On the connection Secret (and mirrored in status.credentialVersion): a counter increased whenever the
 password in the Secret changes, for tools and rollouts that restart workloads on a new credential."""
+
+MANAGED_METADATA_ANNOTATION: Final = f"{GROUP}/managed-metadata"
+"""On the connection Secret: the keys of the labels and annotations spec.connectionSecret set there, as JSON
+({"annotations": [...], "labels": [...]}), so that one removed from the spec is removed from the Secret and
+those others set are left alone. Absent when the spec sets none."""
 
 RotationStrategy = Literal["DualPassword", "Immediate"]
 """How a new password replaces the old one: DualPassword keeps the old one valid for a while (MySQL 8.0.14+:
@@ -79,6 +89,8 @@ CONNECTION_TEMPLATE_MAX_LENGTH: Final = 4096
 MAX_CONNECTION_METADATA: Final = 64
 MAX_ROLLOUT_WORKLOADS: Final = 16
 
+EndpointName = Annotated[str, Field(max_length=ENDPOINT_NAME_MAX_LENGTH, pattern=ENDPOINT_NAME_PATTERN)]
+
 TEMPLATE_KEY_MESSAGE: Final = "template keys must be Secret data keys: letters, digits, '-', '_' or '.'"
 
 
@@ -123,15 +135,18 @@ class ConnectionSecret(Model):
     name: str = Field(max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN)
     """Name of the Secret, in the namespace of the DatabaseUser. The operator creates and owns it; an
     existing Secret of that name that this DatabaseUser does not own is never overwritten (Ready=False,
-    reason SecretNotOwned). Keys: host, port, username, password, database (when there is one), DATABASE_URL
-    (mysql://user:password@host:port/database, every part percent-encoded), JDBC_URL, and the template
-    keys."""
+    reason SecretNotOwned). Keys: host, port, username, password, database (when there is one), sslMode
+    (when the endpoint has a TLS mode), DATABASE_URL (mysql://user:password@host:port/database, every part
+    percent-encoded), JDBC_URL, those of the other endpoints, and the template keys. Renamed, the Secret of
+    the old name (if this DatabaseUser owns it) is deleted once the new one is written."""
 
     labels: dict[str, str] | None = Field(default=None, max_length=MAX_CONNECTION_METADATA)
-    """Labels of the Secret, besides app.kubernetes.io/managed-by: dbuser-operator."""
+    """Labels of the Secret, besides app.kubernetes.io/managed-by: dbuser-operator. One removed from here
+    is removed from the Secret (labels others set are left alone)."""
 
     annotations: dict[str, str] | None = Field(default=None, max_length=MAX_CONNECTION_METADATA)
-    """Annotations of the Secret, besides mysql.dbuser-operator.dev/credential-version."""
+    """Annotations of the Secret, besides mysql.dbuser-operator.dev/credential-version. One removed from
+    here is removed from the Secret (annotations others set are left alone)."""
 
     database: str | None = Field(default=None, max_length=OBJECT_NAME_MAX_LENGTH, pattern=OBJECT_NAME_PATTERN)
     """The database of the database key and of the URLs. Defaults to the database of the grants when they
@@ -152,9 +167,31 @@ class ConnectionSecret(Model):
     Rendered in Jinja2's sandbox, bounded in time and size; a template that fails, or reaches for anything
     but these values, sets Ready=False (reason TemplateInvalid). A template may replace a standard key."""
 
+    endpoint: EndpointName | None = None
+    """The endpoint of the server (its spec.endpoints, or the operator's --connection-endpoints for the
+    default server) whose address the standard keys carry: host, port, sslMode, DATABASE_URL, JDBC_URL.
+    Defaults to the first; when the server has none, its host and port (for the default server,
+    --connection-host and --connection-port). A name the server does not have sets Ready=False, reason
+    EndpointNotFound, and leaves the Secret as it was."""
+
+    endpoints: list[EndpointName] | None = Field(
+        default=None, max_length=MAX_ENDPOINTS, json_schema_extra={"x-kubernetes-list-type": "set"}
+    )
+    """More endpoints of the server, each written with its name as a prefix ('-' as '_'): e.g. readonly
+    gives readonly_host, readonly_port, readonly_sslMode (when it has a TLS mode), readonly_DATABASE_URL and
+    readonly_JDBC_URL. Templates may use these keys too."""
+
     rollout: list[RolloutTarget] | None = Field(default=None, max_length=MAX_ROLLOUT_WORKLOADS)
     """Deployments and StatefulSets, in the namespace of the DatabaseUser, whose pod template is annotated
     with the new credential version after the password changes, so that their pods restart onto it."""
+
+    @field_validator("endpoints")
+    @classmethod
+    def _endpoints_once(cls, names: list[str] | None) -> list[str] | None:
+        """What the CRD's list type set checks."""
+        if names is not None and len(set(names)) != len(names):
+            raise ValueError("Duplicate value: endpoints name an endpoint once each")
+        return names
 
     @field_validator("templates")
     @classmethod

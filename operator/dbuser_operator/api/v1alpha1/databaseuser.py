@@ -375,6 +375,12 @@ class DatabaseUserStatus(Model):
     """The credential version of the connection Secret (its annotation
     mysql.dbuser-operator.dev/credential-version): increased whenever the password in it changes."""
 
+    connection_secret: str | None = Field(
+        default=None, max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN
+    )
+    """Name of the connection Secret the operator last wrote: once spec.connectionSecret is renamed or
+    removed, the Secret of this name is deleted (if this DatabaseUser owns it)."""
+
     def to_api(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The status as the API stores it (camelCase, None left out), keeping the fields of ``previous``
         (the stored status) that this model does not know: a newer operator's are not erased."""

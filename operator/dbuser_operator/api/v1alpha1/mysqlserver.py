@@ -61,6 +61,13 @@ NamePattern = Annotated[str, Field(max_length=128, pattern=NAME_PATTERN_PATTERN)
 MAX_POLICY_ENTRIES: Final = 32
 MAX_DATABASE_PATTERNS: Final = 32
 MAX_POOL_SIZE: Final = 128
+MAX_ENDPOINTS: Final = 16
+ENDPOINT_NAME_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+"""An endpoint's name: a DNS label (lower-case letters, digits and '-'), at most ENDPOINT_NAME_MAX_LENGTH."""
+ENDPOINT_NAME_MAX_LENGTH: Final = 63
+ENDPOINT_NAMES_MESSAGE: Final = "endpoint names must be unique"
+SSLModeName = Literal["DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"]
+"""The MySQL client's --ssl-mode values."""
 LABEL_SELECTOR_OPERATORS = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 VALUES_REQUIRED_MESSAGE: Final = "values must be non-empty when operator is In or NotIn"
 VALUES_FORBIDDEN_MESSAGE: Final = "values must be empty when operator is Exists or DoesNotExist"
@@ -120,7 +127,7 @@ class ServerCredentials(Model):
 class ServerTLS(Model):
     """TLS towards the server, as the MySQL client's --ssl-mode and --ssl-* options."""
 
-    mode: Literal["DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"] = "PREFERRED"
+    mode: SSLModeName = "PREFERRED"
     """DISABLED, PREFERRED (TLS when the server offers it, the default), REQUIRED (TLS, certificate not
     checked), VERIFY_CA (TLS, certificate signed by ca) or VERIFY_IDENTITY (and issued to the server's
     name)."""
@@ -137,6 +144,34 @@ class ServerTLS(Model):
 
     server_name: str | None = Field(default=None, min_length=1, max_length=253)
     """The name VERIFY_IDENTITY checks in the server's certificate (default: host)."""
+
+
+class EndpointTLS(Model):
+    """TLS from applications to an endpoint, as the connection Secret's URLs ask their clients for it."""
+
+    mode: SSLModeName
+    """The client's TLS mode, as the MySQL client's --ssl-mode: DISABLED, PREFERRED, REQUIRED, VERIFY_CA or
+    VERIFY_IDENTITY. Written into the connection Secret: the key sslMode, ssl-mode=<mode> in DATABASE_URL
+    and sslMode=<mode> in JDBC_URL."""
+
+
+class ServerEndpoint(Model):
+    """An address applications connect to (a Service, a proxy, a read-only replica): written into the
+    connection Secrets of the DatabaseUsers on this server, never used by the operator itself."""
+
+    name: str = Field(max_length=ENDPOINT_NAME_MAX_LENGTH, pattern=ENDPOINT_NAME_PATTERN)
+    """The endpoint's name (a DNS label, e.g. primary, readonly, proxy), which a DatabaseUser's
+    spec.connectionSecret.endpoint names."""
+
+    host: str = Field(max_length=255, pattern=SERVER_HOST_PATTERN)
+    """Host name or IP address applications connect to."""
+
+    port: int = Field(default=3306, ge=1, le=65535)
+    """TCP port applications connect to. Defaults to 3306."""
+
+    tls: EndpointTLS | None = None
+    """TLS applications use towards this endpoint. Unset: the URLs name no TLS mode (the client's default,
+    as before endpoints existed)."""
 
 
 class LabelSelectorRequirement(Model):
@@ -266,6 +301,15 @@ class MySQLServerSpec(Model):
     tls: ServerTLS | None = None
     """TLS towards the server. Defaults to PREFERRED: TLS when the server offers it."""
 
+    endpoints: list[ServerEndpoint] | None = Field(
+        default=None,
+        max_length=MAX_ENDPOINTS,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+    """The addresses applications connect to (at most 16, names unique), distinct from host and port (the
+    operator's admin connection). A DatabaseUser's connection Secret names one in
+    spec.connectionSecret.endpoint, by default the first. Unset: connection Secrets carry host and port."""
+
     pool_size: int | None = Field(default=None, ge=1, le=MAX_POOL_SIZE)
     """Most connections the operator opens to the server at once. Defaults to the operator's
     --max-concurrent-reconciles."""
@@ -279,6 +323,14 @@ class MySQLServerSpec(Model):
     """Which namespaces may use the server and within which bounds. Unset: a MySQLServer serves its own
     namespace only, a ClusterMySQLServer every namespace the operator watches, both without bounds beyond
     the operator's own."""
+
+    @model_validator(mode="after")
+    def _endpoint_names_unique(self) -> MySQLServerSpec:
+        """What the CRD's list map (keyed by name) checks, with a message."""
+        names = [endpoint.name for endpoint in self.endpoints or []]
+        if len(set(names)) != len(names):
+            raise ValueError(ENDPOINT_NAMES_MESSAGE)
+        return self
 
 
 class ServerCapabilities(Model):

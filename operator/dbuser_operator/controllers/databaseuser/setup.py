@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from dbuser_operator.controllers.databaseuser.drift import DriftCheck
+from dbuser_operator.controllers.databaseuser.endpoints import DefaultServerEndpoints, endpoint_of
 from dbuser_operator.controllers.databaseuser.observe import Observer
 from dbuser_operator.controllers.databaseuser.owned_secrets import OwnedSecrets
 from dbuser_operator.controllers.databaseuser.reconciler import DatabaseUserReconciler
@@ -45,6 +46,7 @@ from dbuser_operator.controllers.kit.resources import (
 from dbuser_operator.controllers.kit.shared import Shared
 from dbuser_operator.controllers.kit.steps import Step
 from dbuser_operator.controllers.servers.watch import watch_servers
+from dbuser_operator.credentials.endpoints import Endpoint
 from dbuser_operator.credentials.fair import FairRenderer
 from dbuser_operator.runtime.controller import Controller, KeyMapper
 from dbuser_operator.runtime.informer import Informer
@@ -59,6 +61,7 @@ from dbuser_operator.runtime.predicates import (
 )
 from dbuser_operator.runtime.resources import ObjectKey
 from dbuser_operator.runtime.workqueue import RateLimitingQueue
+from dbuser_operator.settings import Settings
 
 CONTROLLER_NAME = "databaseuser"
 
@@ -110,16 +113,20 @@ def steps(
             ],
             on_release=requeue_claimants,
         ),
-        ConnectionSecretStep(
-            owned_secrets,
-            renderer,
-            settings.connection_host or settings.mysql_host,
-            settings.connection_port or settings.mysql_port,
-            requeue=queue.add,
-        ),
+        ConnectionSecretStep(owned_secrets, renderer, default_endpoints(settings), requeue=queue.add),
         RolloutStep(kube),
         DiscardStep(shared.reader),  # after the connection Secret has the new password
     ]
+
+
+def default_endpoints(settings: Settings) -> DefaultServerEndpoints:
+    """The default server's endpoints for connection Secrets, from the operator's settings."""
+    fallback = Endpoint(
+        settings.connection_host or settings.mysql_host,
+        settings.connection_port or settings.mysql_port,
+        settings.connection_ssl_mode.value if settings.connection_ssl_mode else None,
+    )
+    return DefaultServerEndpoints([endpoint_of(item) for item in settings.connection_endpoints], fallback)
 
 
 def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey]) -> Controller:

@@ -1,16 +1,19 @@
 """The connection-Secret step: a Secret with everything an application needs to connect, kept in sync.
 
 It runs after the account has its password, so a Secret never offers a password that does not work yet.
-Keys: host, port (the operator's ``--connection-host``/``--connection-port``), username, password (the one
-just applied), database, DATABASE_URL, JDBC_URL, then the user's templates rendered in the sandbox, shared
+Keys: host, port, sslMode (of the endpoint selected: ``credentials/endpoints.py``), username, password (the
+one just applied), database, DATABASE_URL, JDBC_URL, the other endpoints' keys with their prefixes, then the
+user's templates rendered in the sandbox, shared
 fairly between namespaces (``credentials/fair.py``): a render that must wait for its turn ends the pass
 with ``TemplatesPending`` (nothing written, later steps wait too) and the resource comes back once it is
 done; a resource without templates never waits on the renderer. The
 Secret's annotation ``mysql.dbuser-operator.dev/credential-version`` counts the passwords it has held: it
 goes up by one whenever the password written changes (mirrored in ``status.credentialVersion``), so a
 rollout can key on it. The Secret is written only when something differs, conditionally on the
-resourceVersion it was computed from. Under ``Delete`` it goes with the resource; under ``Retain`` it stays,
-no longer owned.
+resourceVersion it was computed from; labels and annotations removed from the spec are removed from it
+(``secret_metadata.py``). Its name is kept in ``status.connectionSecret``: once the spec renames or removes
+it, the Secret of that name is deleted if this DatabaseUser owns it. Under ``Delete`` it goes with the
+resource; under ``Retain`` it stays, no longer owned.
 """
 
 from __future__ import annotations
@@ -18,8 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from dbuser_operator.api.v1alpha1 import CREDENTIAL_VERSION_ANNOTATION, ConnectionSecret, DatabaseUser
+from dbuser_operator.api.v1alpha1 import (
+    CREDENTIAL_VERSION_ANNOTATION,
+    MANAGED_METADATA_ANNOTATION,
+    ConnectionSecret,
+    DatabaseUser,
+)
 from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.databaseuser.endpoints import DefaultServerEndpoints
 from dbuser_operator.controllers.databaseuser.owned_secrets import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
@@ -27,10 +36,11 @@ from dbuser_operator.controllers.databaseuser.owned_secrets import (
     decoded,
     encode,
 )
+from dbuser_operator.controllers.databaseuser.secret_metadata import metadata_patch, record
 from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.credentials.endpoints import SSL_MODE_KEY, EndpointNotFound, connection_values, select
 from dbuser_operator.credentials.fair import FairRenderer, Pending
 from dbuser_operator.credentials.templates import TemplateError
-from dbuser_operator.credentials.urls import database_url, jdbc_url
 from dbuser_operator.runtime.resources import ObjectKey
 
 WHAT: Final = "connection Secret"
@@ -42,19 +52,6 @@ def connection_database(user: DatabaseUser, spec: ConnectionSecret) -> str | Non
         return spec.database
     databases = {grant.database for grant in user.spec.privileges if grant.database != "*"}
     return databases.pop() if len(databases) == 1 else None
-
-
-def connection_values(user: str, password: str, host: str, port: int, database: str | None) -> dict[str, str]:
-    """The standard keys of a connection Secret (also the names its templates may use)."""
-    values = {
-        "host": host,
-        "port": str(port),
-        "username": user,
-        "password": password,
-        "DATABASE_URL": database_url(user, password, host, port, database),
-        "JDBC_URL": jdbc_url(user, password, host, port, database),
-    }
-    return values | ({"database": database} if database else {})
 
 
 def credential_version(secret: dict[str, Any] | None) -> int:
@@ -73,25 +70,29 @@ class ConnectionSecretStep:
         self,
         secrets: OwnedSecrets,
         renderer: FairRenderer,
-        host: str,
-        port: int,
+        endpoints: DefaultServerEndpoints,
         requeue: Callable[[ObjectKey], None] = lambda key: None,
     ) -> None:
         self.secrets = secrets
         self.renderer = renderer
-        self.host = host
-        self.port = port
+        self.endpoints = endpoints
         self.requeue = requeue  # puts a resource back in the work queue (its queued render is done)
 
-    def _address(self, ctx: Context) -> tuple[str, int]:
-        """Where applications connect: the server resource's host and port, else the settings'."""
-        if ctx.binding is not None:
-            return ctx.binding.spec.host, ctx.binding.spec.port
-        return self.host, self.port
+    def _values(self, ctx: Context, spec: ConnectionSecret, password: str) -> dict[str, str]:
+        """The keys for the endpoints ``spec`` selects among its server's; EndpointNotFound otherwise."""
+        named, fallback, server = self.endpoints.of(ctx)
+        try:
+            chosen, more = select(named, fallback, spec.endpoint, spec.endpoints or ())
+        except EndpointNotFound as error:
+            message = f"{WHAT} {spec.name}: {server} has {error}"
+            raise ConditionError("EndpointNotFound", message, retry=False) from None
+        user, database = ctx.user.effective_user(), connection_database(ctx.user, spec)
+        return connection_values(user, password, chosen, database, more)
 
     async def ensure(self, ctx: Context) -> None:
         spec = ctx.user.spec.connection_secret
         if spec is None:
+            await self._delete_left_over(ctx, None)
             return
         if ctx.password is None:  # a plugin that takes none: there is nothing to connect with
             raise ConditionError(
@@ -99,9 +100,7 @@ class ConnectionSecretStep:
                 f"{WHAT} {spec.name}: the account takes no password, so there is none to offer",
                 retry=False,
             )
-        values = connection_values(
-            ctx.user.effective_user(), ctx.password, *self._address(ctx), connection_database(ctx.user, spec)
-        )
+        values = self._values(ctx, spec, ctx.password)
         secret = self.secrets.cached(ctx, spec.name)
         rendered = await self._render(ctx, spec.name, spec.templates or {}, values, secret)
         data = values | rendered
@@ -110,6 +109,8 @@ class ConnectionSecretStep:
         version = self._version(ctx, secret, data["password"])
         labels = {**(spec.labels or {}), MANAGED_BY_LABEL: MANAGED_BY}
         annotations = {**(spec.annotations or {}), CREDENTIAL_VERSION_ANNOTATION: str(version)}
+        if (keys := record(spec.labels or {}, spec.annotations or {})) is not None:
+            annotations[MANAGED_METADATA_ANNOTATION] = keys
         if secret is None:
             secret, created = await self.secrets.create(
                 ctx, spec.name, data, WHAT, labels=labels, annotations=annotations
@@ -119,6 +120,7 @@ class ConnectionSecretStep:
                     "Normal", "ConnectionSecretCreated", f"created Secret {spec.name} (version {version})"
                 )
                 ctx.status.credential_version = version
+                await self._delete_left_over(ctx, spec.name)
                 return
             version = self._version(ctx, secret, data["password"])
             annotations[CREDENTIAL_VERSION_ANNOTATION] = str(version)
@@ -127,6 +129,15 @@ class ConnectionSecretStep:
             await self.secrets.patch(secret, patch)
             ctx.event("Normal", "ConnectionSecretUpdated", f"updated Secret {spec.name} (version {version})")
         ctx.status.credential_version = version
+        await self._delete_left_over(ctx, spec.name)
+
+    async def _delete_left_over(self, ctx: Context, name: str | None) -> None:
+        """Delete the connection Secret last written under another name (or none wanted now), if this
+        DatabaseUser owns it and it is not now its password's Secret; then record ``name`` as written."""
+        written = ctx.status.connection_secret
+        if written is not None and written not in (name, ctx.user.password_secret_name()):
+            await self.secrets.delete(ctx, written)
+        ctx.status.connection_secret = name
 
     async def _render(
         self,
@@ -142,12 +153,12 @@ class ConnectionSecretStep:
         key = ObjectKey.of(ctx.obj)
         held = {k: v for k in templates if secret is not None and (v := decoded(secret, k)) is not None}
         try:
-            # Templates see the standard values, database too (empty when there is none).
+            # Templates see the standard values, database and sslMode too (empty when there is none).
             return await self.renderer.render(
                 key.namespace,
                 key,
                 templates,
-                {"database": "", **values},
+                {"database": "", SSL_MODE_KEY: "", **values},
                 current=held,
                 notify=lambda: self.requeue(key),
             )
@@ -169,30 +180,34 @@ class ConnectionSecretStep:
         return max(last, 1) if unchanged else last + 1
 
     async def delete(self, ctx: Context) -> None:
-        spec = ctx.user.spec.connection_secret
-        if spec is not None:
-            await self.secrets.delete(ctx, spec.name)
+        for name in _names(ctx):
+            await self.secrets.delete(ctx, name)
 
     async def release(self, ctx: Context) -> None:
-        spec = ctx.user.spec.connection_secret
-        if spec is not None:
-            await self.secrets.release(ctx, spec.name)
+        for name in _names(ctx):
+            await self.secrets.release(ctx, name)
+
+
+def _names(ctx: Context) -> list[str]:
+    """The connection Secret the spec names and the one last written, if another."""
+    spec = ctx.user.spec.connection_secret
+    names = [spec.name if spec is not None else None, ctx.status.connection_secret]
+    return [name for name in dict.fromkeys(names) if name is not None]
 
 
 def _patch(
     secret: dict[str, Any], data: dict[str, str], labels: dict[str, str], annotations: dict[str, str]
 ) -> dict[str, Any]:
-    """A merge patch bringing ``secret`` to ``data`` (keys not in it removed) and adding ``labels`` and
-    ``annotations`` (others' are left alone); empty when nothing differs."""
+    """A merge patch bringing ``secret`` to ``data`` (keys not in it removed), setting ``labels`` and
+    ``annotations`` and removing those the spec set before and no longer does (others' are left alone);
+    empty when nothing differs."""
     patch: dict[str, Any] = {}
     current = secret.get("data") or {}
     if current != data:
         patch["data"] = {**{key: None for key in current if key not in data}, **data}
     metadata = secret["metadata"]
-    for field, wanted in (("labels", labels), ("annotations", annotations)):
-        present = metadata.get(field) or {}
-        if any(present.get(key) != value for key, value in wanted.items()):
-            patch.setdefault("metadata", {})[field] = wanted
+    if changes := metadata_patch(metadata, labels, annotations):
+        patch["metadata"] = changes
     if secret.get("type") not in (None, "Opaque"):
         raise ConditionError(
             "SecretNotOwned", f"Secret {metadata['name']} is not of type Opaque", retry=False
