@@ -12,6 +12,7 @@ from typing import Any
 import pymysql
 import pytest
 
+from dbuser_operator.controllers.databaseuser.steps.account_metadata import AccountMetadataStep
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database, ServerInfo, account_metadata, accounts, dual_password, ownership
 from dbuser_operator.mysql.account_metadata import AccountMetadata, owner_entry, patch
@@ -19,6 +20,7 @@ from dbuser_operator.mysql.dual_password import PasswordState
 from dbuser_operator.mysql.ownership import Owner
 from tests.conftest import REPO
 from tests.integration.mysql.support import Accounts, admin, admin_rows, as_user
+from tests.integration.mysql.test_account_steps import SECRET, context, steps
 
 pytestmark = pytest.mark.integration
 
@@ -220,3 +222,33 @@ async def test_the_documented_query_tells_a_dba_the_owner(
         assert found == [], "USER_ATTRIBUTES shows a DBA only its own account without more privileges"
         answer = admin_rows(mysql, ATTRIBUTES_QUERY.format(user=user))
         assert answer == [(user, "%", OWNER.namespace, OWNER.name, "billing")]
+
+
+async def test_the_metadata_costs_one_statement_at_creation_and_none_in_a_pass_in_line(
+    db: Database, server: ServerInfo, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str
+) -> None:
+    """The state comes with the ownership look every pass sends: a pass with the attributes in line sends
+    nothing more; creation sends one ALTER USER more where the server keeps attributes, none elsewhere."""
+    user = accounts_made.track(accounts_made.name(), "%")
+    ownership_step, account_step, target = steps(db, owned_schema)
+    metadata_step = AccountMetadataStep()
+    ctx = context(user, target)
+    await target.server()
+    await target.ensure_schema()
+    read, written = db.statements_read, db.statements_written
+    await ownership_step.ensure(ctx)
+    await account_step.ensure(ctx)
+    created = (db.statements_read - read, db.statements_written - written)
+    await metadata_step.ensure(ctx)
+    extra = 1 if account_metadata.supports_attributes(server) else 0
+    assert (db.statements_read - read, db.statements_written - written) == (created[0], created[1] + extra)
+    if extra:
+        assert attributes(mysql, user)["dbuser-operator.dev/owner"]["uid"] == ctx.user.metadata.uid
+
+    again = context(user, target)  # the next pass: the ownership look, nothing else
+    again.status.observed_generation, again.status.applied_secret = 1, SECRET
+    read, written = db.statements_read, db.statements_written
+    await ownership_step.ensure(again)
+    await account_step.ensure(again)
+    await metadata_step.ensure(again)
+    assert (db.statements_read - read, db.statements_written - written) == (1, 0)
