@@ -181,3 +181,22 @@ async def test_mariadb_refuses_a_comment_by_name(
     assert mysql_query(mysql, query, name) == [(namespace, name, obj["metadata"]["uid"])]
     await kube_client.delete(DATABASE_USERS, name, namespace)
     await wait_until_gone(kube_client, namespace, name)
+
+
+@pytest.mark.usefixtures("mysql_only", "secret")
+async def test_an_owner_entry_written_by_hand_is_no_proof_of_ownership(
+    operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer
+) -> None:
+    """An account made by hand whose attributes name this very resource is still not the operator's: the
+    bookkeeping table decides (AccountExists), and the account is left as it is."""
+    name = unique("claimed")
+    forged = json.dumps({OWNER_KEY: {"managedBy": "dbuser-operator", "namespace": namespace, "name": name}})
+    mysql_query(mysql, f"CREATE USER '{name}'@'%' IDENTIFIED BY 'theirs' ATTRIBUTE '{forged}'")
+    before = attributes(mysql, name)
+    await kube_client.create(DATABASE_USERS, database_user(name, "pw", comment="mine"), namespace)
+    await wait_for_ready(kube_client, namespace, name, "False", "AccountExists")
+    assert attributes(mysql, name) == before
+    await kube_client.delete(DATABASE_USERS, name, namespace)
+    await wait_until_gone(kube_client, namespace, name)
+    assert account_exists(mysql, name)  # not ours: never dropped
+    mysql_query(mysql, f"DROP USER '{name}'@'%'")
