@@ -70,6 +70,9 @@ def test_the_databaseuser_steps_are_in_an_order_they_accept() -> None:
     names = [step.name for step in flattened(check_order(steps))]
     assert names.index("password") < names.index("account") < names.index("connection-secret")
     assert names.index("connection-secret") < names.index("rotation-discard")
+    # spec.comment is refused before any account statement; the owner entry written once the account exists
+    assert names.index("comment-check") < names.index("ownership")
+    assert names.index("account") < names.index("account-metadata") < names.index("credentials")
     assert all(
         getattr(step, "after", None) is not None for step in flattened(steps) if step.name == "account"
     )

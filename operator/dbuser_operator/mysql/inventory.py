@@ -22,11 +22,15 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Final
 
+from dbuser_operator.mysql import account_metadata
+from dbuser_operator.mysql.account_metadata import AccountMetadata
 from dbuser_operator.mysql.connection import Database, Row
 from dbuser_operator.mysql.grants import Grant, grants_from_rows, split_grantee
 from dbuser_operator.mysql.grants.model import ROUTINE_RANK
+from dbuser_operator.mysql.identifiers import SQL
 from dbuser_operator.mysql.limits import COLUMNS, AccountOptions, column_list
 from dbuser_operator.mysql.ownership import Owner, compare_fingerprints, table
+from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement
 
 QUERIES: Final = 2
@@ -40,7 +44,8 @@ class AccountState:
     ``present``: the account exists. ``options``: its limits and TLS requirement (None when absent).
     ``password_intact``: its authentication string still has the recorded fingerprint (None when absent or
     no fingerprint is recorded). ``grants``: its global, database, table, column and routine grants, one per
-    level.
+    level. ``metadata``: the owner entry and comment in its attributes (None when absent, or not read: a
+    server without attributes, or no server given to :func:`inventory`).
     """
 
     owner: Owner
@@ -48,6 +53,7 @@ class AccountState:
     options: AccountOptions | None
     password_intact: bool | None
     grants: frozenset[Grant]
+    metadata: AccountMetadata | None = None
 
 
 _OWNED_COLUMNS: Final = ("user", "host", "owner_uid", "namespace", "name", "auth_fingerprint")
@@ -56,12 +62,13 @@ _ACCOUNTS: Final = (
     + column_list(_OWNED_COLUMNS, "o")
     + ", u.User, "
     + column_list(COLUMNS, "u")
-    + ", SHA2(u.authentication_string, 256)"
+    + ", SHA2(u.authentication_string, 256), {metadata}"
     " FROM {table} o LEFT JOIN mysql.user u ON u.User = o.user AND u.Host = LOWER(o.host)"
 )
-_ACCOUNTS_ROW: Final = (*_OWNED_COLUMNS, "User", *COLUMNS, "fingerprint")
+_ACCOUNTS_ROW: Final = (*_OWNED_COLUMNS, "User", *COLUMNS, "fingerprint", "owner_entry", "comment")
 """The names of :data:`_ACCOUNTS`' columns: the bookkeeping row's, then ``mysql.user``'s (NULL when the
-account is gone) and the fingerprint of its authentication string."""
+account is gone), the fingerprint of its authentication string, and its owner entry and comment (NULL
+where not read)."""
 
 # The information_schema rows of every account, matched to the owned ones here, by GRANTEE: a join on that
 # string in SQL cannot use an index, and MariaDB runs it as a nested loop (owned accounts times privilege
@@ -87,13 +94,18 @@ _PRIVILEGES: Final = (
 )
 
 
-async def inventory(db: Database, schema: str) -> dict[tuple[str, str], AccountState]:
-    """Every account of the bookkeeping table in ``schema``, keyed by ``(user, host)`` as claimed.
+async def inventory(
+    db: Database, schema: str, server: ServerInfo | None = None
+) -> dict[tuple[str, str], AccountState]:
+    """Every account of the bookkeeping table in ``schema``, keyed by ``(user, host)`` as claimed; with
+    ``server``, their owner metadata too where it has account attributes.
 
     Sends :data:`QUERIES` queries in all.
     """
     owned = table(schema)
-    accounts: list[Row] = await db.fetch(Statement(_ACCOUNTS, table=owned))
+    metadata = account_metadata.columns(server, "u") if server is not None else SQL("NULL, NULL")
+    read_metadata = server is not None and account_metadata.supports_attributes(server)
+    accounts: list[Row] = await db.fetch(Statement(_ACCOUNTS, table=owned, metadata=metadata))
     privileges: list[Row] = await db.fetch(Statement(_PRIVILEGES, table=owned))
 
     # A GRANTEE names an owned account when its user is the same (case-sensitive) and its host the same
@@ -128,5 +140,10 @@ async def inventory(db: Database, schema: str) -> dict[tuple[str, str], AccountS
                 else None
             ),
             grants=grants_from_rows(rows_by_account.get((user, host), [])) if present else frozenset(),
+            metadata=(
+                AccountMetadata.from_columns(owned_row["owner_entry"], owned_row["comment"])
+                if present and read_metadata
+                else None
+            ),
         )
     return result

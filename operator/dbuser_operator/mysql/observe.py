@@ -8,9 +8,11 @@ MySQL, ``mysql.roles_mapping`` on MariaDB) when the admin account may read them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
+from dbuser_operator.mysql import account_metadata
+from dbuser_operator.mysql.account_metadata import AccountMetadata
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import AccessDeniedError, AdminPrivilegeMissingError, checked_input
 from dbuser_operator.mysql.grants import Grant, read_grants
@@ -23,7 +25,9 @@ _TLS_NAMES: Final = {"": "NONE", "ANY": "SSL", "X509": "X509", "SPECIFIED": "SPE
 
 _ACCOUNT_COLUMNS: Final = ("plugin", *LIMIT_COLUMNS)
 _ACCOUNT: Final = (
-    "SELECT " + column_list(_ACCOUNT_COLUMNS) + " FROM mysql.user WHERE User = %s AND Host = %s"  # noqa: S608
+    "SELECT "  # noqa: S608 - constant column names
+    + column_list(_ACCOUNT_COLUMNS)
+    + ", {metadata} FROM mysql.user WHERE User = %s AND Host = %s"
 )
 _MYSQL_ROLES: Final = (
     "SELECT FROM_USER, FROM_HOST FROM mysql.role_edges WHERE TO_USER = %s AND TO_HOST = %s"
@@ -35,24 +39,28 @@ _MARIADB_ROLES: Final = "SELECT Role, '' FROM mysql.roles_mapping WHERE User = %
 @dataclass(frozen=True)
 class LiveAccount:
     """An existing account: its plugin, TLS requirement as MySQL names it (``NONE``, ``SSL``, ``X509``,
-    ``SPECIFIED``), limits and TLS as :class:`~.limits.AccountOptions`, grants, and roles (``None`` when
-    they could not be read)."""
+    ``SPECIFIED``), limits and TLS as :class:`~.limits.AccountOptions`, grants, roles (``None`` when
+    they could not be read), and the owner entry and comment of its attributes (all None on a server
+    without attributes)."""
 
     plugin: str
     tls: str
     options: AccountOptions
     grants: frozenset[Grant]
     roles: tuple[str, ...] | None
+    metadata: AccountMetadata = field(default_factory=AccountMetadata)
 
 
 async def read_account(db: Database, user: str, host: str, server: ServerInfo) -> LiveAccount | None:
     """The account ``'user'@'host'`` as the server has it; None when it does not exist. Sends only reads."""
     with checked_input():
         user, host = validate_user(user), validate_host(host)
-    rows = await db.fetch(Statement(_ACCOUNT, user, host.lower()))
+    metadata = account_metadata.columns(server, "user")  # mysql.user, by its table name
+    rows = await db.fetch(Statement(_ACCOUNT, user, host.lower(), metadata=metadata))
     if not rows:
         return None
-    row = dict(zip(_ACCOUNT_COLUMNS, rows[0], strict=True))
+    owner_entry, comment = rows[0][len(_ACCOUNT_COLUMNS) :]
+    row = dict(zip(_ACCOUNT_COLUMNS, rows[0][: len(_ACCOUNT_COLUMNS)], strict=True))
     tls = "" if row["ssl_type"] is None else str(row["ssl_type"])
     return LiveAccount(
         plugin=str(row["plugin"] or ""),
@@ -60,6 +68,7 @@ async def read_account(db: Database, user: str, host: str, server: ServerInfo) -
         options=AccountOptions.from_row(row),
         grants=frozenset(await read_grants(db, user, host, server)),
         roles=await _read_roles(db, user, host, server),
+        metadata=AccountMetadata.from_columns(owner_entry, comment),
     )
 
 

@@ -34,7 +34,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Final
 
-from dbuser_operator.mysql import catalog, password_hashes
+from dbuser_operator.mysql import account_metadata, catalog, password_hashes
 from dbuser_operator.mysql.authentication import Method, effective
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import ServerError, checked_input
@@ -394,21 +394,25 @@ class Lookup:
     ``owner``: who owns it (None: nobody). ``exists``: the account exists. ``password_intact``: its
     authentication string still has the recorded fingerprint (None when nothing can be compared: not
     owned, no fingerprint recorded, or no account). ``plugin``: its authentication plugin (None: no account;
-    not compared: two lookups are equal when owner, existence and fingerprint are).
+    not compared: two lookups are equal when owner, existence and fingerprint are). ``metadata``: the owner
+    entry and comment in its attributes (:mod:`.account_metadata`; None: no account; not compared).
     """
 
     owner: Owner | None
     exists: bool
     password_intact: bool | None
     plugin: str | None = dataclasses.field(default=None, compare=False)
+    metadata: account_metadata.AccountMetadata | None = dataclasses.field(default=None, compare=False)
 
 
 async def lookup(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> Lookup:
-    """Owner, existence and password fingerprint of ``'user'@'host'``, in one query by primary keys."""
+    """Owner, existence, password fingerprint, plugin and owner metadata of ``'user'@'host'``, in one query
+    by primary keys."""
     user, host = _key(user, host)
     rows = await db.fetch(
         Statement(
-            "SELECT o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User, SHA2({auth}, 256), {plugin}"
+            "SELECT o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User, SHA2({auth}, 256),"
+            " {plugin}, {metadata}"
             " FROM (SELECT 1) AS one"
             " LEFT JOIN {table} o ON o.user = %s AND o.host = %s"
             " LEFT JOIN {accounts} u ON u.User = %s AND u.Host = %s",
@@ -420,13 +424,20 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
             accounts=catalog.accounts_table(server),
             auth=catalog.authentication_string(server, "u"),
             plugin=catalog.plugin(server, "u"),
+            metadata=account_metadata.columns(server, "u"),
         )
     )
-    uid, namespace, name, recorded, account, current, plugin = rows[0]
+    uid, namespace, name, recorded, account, current, plugin, owner_entry, comment = rows[0]
     owner = Owner(str(uid), str(namespace), str(name)) if uid is not None else None
     exists = account is not None
     intact = compare_fingerprints(recorded, current) if owner is not None and exists else None
-    return Lookup(owner, exists, intact, str(plugin) if exists and plugin is not None else None)
+    return Lookup(
+        owner,
+        exists,
+        intact,
+        str(plugin) if exists and plugin is not None else None,
+        account_metadata.AccountMetadata.from_columns(owner_entry, comment) if exists else None,
+    )
 
 
 def compare_fingerprints(recorded: object, current: object) -> bool | None:

@@ -6,6 +6,7 @@ reason naming why) and B's accounts, roles, grants and logins are exactly as bef
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.api.v1alpha1.mysqlserver import KIND
@@ -28,6 +30,7 @@ from tests.integration.operator import test_server_policy
 from tests.integration.operator.conftest import PasswordLedger, create_secret
 from tests.integration.operator.helpers import (
     can_log_in,
+    mysql_query,
     privileges_of,
     ready,
     unique,
@@ -205,3 +208,55 @@ async def test_a_tenants_endpoint_and_connection_secret_names_stay_inside_its_bo
         await env.kube.patch(CLUSTER_MYSQL_SERVERS, env.server, none, PatchType.MERGE)
         await env.kube.patch(MYSQL_SERVERS, b.server, none, PatchType.MERGE, namespace=b.namespace)
     assert can_log_in(env.mysql, b.user, b.password)
+
+
+def forged_owner(namespace: str, name: str) -> str:
+    """A comment that would close its JSON string and name another owner, were it pasted into the JSON."""
+    owner = json.dumps({"namespace": namespace, "name": name})
+    return '"}, "dbuser-operator.dev/owner": ' + owner + ', "x": {"'
+
+
+async def test_a_tenants_comment_forges_no_owner(shared_tenancy: Tenancy, victim: Victim) -> None:
+    """spec.comment is free text a tenant writes: on B's account it changes nothing (AccountClaimed, or
+    CommentNotSupported on MariaDB, before any SQL); on A's own account it is one JSON string next to A's
+    owner entry, whatever it contains; 64 KiB is refused at admission."""
+    env, b = shared_tenancy, victim
+    before = snapshot(env, {b.user})
+    mine = [{"database": f"{env.tenant}_app", "privileges": ["SELECT"]}]
+    forged = forged_owner(b.namespace, b.user)
+    mariadb = is_mariadb(env.mysql)
+
+    claim = env.user(unique("a-note"), user=b.user, privileges=mine, comment=forged)
+    claim["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
+    if mariadb:
+        await attempt(env, claim, "CommentNotSupported", "MariaDB has no account comments")
+    else:
+        await attempt(env, claim, "AccountClaimed", "is managed by")
+    assert snapshot(env, {b.user}) == before  # B's mysql.user row, attributes included, and bookkeeping
+
+    own = unique("a-own")
+    await env.kube.create(DATABASE_USERS, env.user(own, privileges=mine, comment=forged), env.tenant)
+    if mariadb:
+        await wait_for_ready(env.kube, env.tenant, own, "False", "CommentNotSupported", limit=60)
+    else:
+        obj = await wait_for_ready(env.kube, env.tenant, own, limit=60)
+        rows = mysql_query(
+            env.mysql, "SELECT ATTRIBUTE FROM information_schema.USER_ATTRIBUTES WHERE USER = %s", own
+        )
+        assert json.loads(rows[0][0]) == {
+            "dbuser-operator.dev/owner": {
+                "managedBy": "dbuser-operator",
+                "namespace": env.tenant,
+                "name": own,
+                "uid": obj["metadata"]["uid"],
+            },
+            "comment": forged,
+        }
+    await env.kube.delete(DATABASE_USERS, own, env.tenant)
+    await wait_until_gone(env.kube, env.tenant, own, limit=60)
+
+    with pytest.raises(ApiException) as refused:
+        await env.kube.create(DATABASE_USERS, env.user(unique("a-big"), comment="x" * 65536), env.tenant)
+    assert refused.value.status == 422
+    assert "spec.comment" in str(refused.value.body)
+    assert snapshot(env, {b.user}) == before

@@ -100,11 +100,13 @@ def test_the_selects_list_the_option_columns() -> None:
     assert column_list(("a", "b"), "u") == "u.a, u.b"
     assert COLUMNS[: len(LIMIT_COLUMNS)] == LIMIT_COLUMNS
     assert selected(limits._READ_OPTIONS) == list(COLUMNS)
-    assert selected(observe._ACCOUNT) == ["plugin", *LIMIT_COLUMNS] == list(observe._ACCOUNT_COLUMNS)
+    assert selected(observe._ACCOUNT) == ["plugin", *LIMIT_COLUMNS, "{metadata}"]
+    assert list(observe._ACCOUNT_COLUMNS) == ["plugin", *LIMIT_COLUMNS]
     listed = selected(inventory._ACCOUNTS)
-    assert len(listed) == len(inventory._ACCOUNTS_ROW)
-    assert listed[6:-1] == ["u.User", *(f"u.{name}" for name in COLUMNS)]
-    assert inventory._ACCOUNTS_ROW[6:-1] == ("User", *COLUMNS)
+    assert listed[-1] == "{metadata}"  # two columns: the owner entry and the comment (account_metadata)
+    assert len(listed) + 1 == len(inventory._ACCOUNTS_ROW)
+    assert listed[6:-2] == ["u.User", *(f"u.{name}" for name in COLUMNS)]
+    assert inventory._ACCOUNTS_ROW[6:-3] == ("User", *COLUMNS)
 
 
 def test_the_alter_user_statement() -> None:

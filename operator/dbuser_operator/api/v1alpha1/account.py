@@ -8,7 +8,7 @@ from typing import Final, Literal, get_args
 from pydantic import ConfigDict, Field, model_validator
 
 from dbuser_operator.api.v1alpha1.meta import INT64, Model
-from dbuser_operator.mysql import authentication, tls_identity
+from dbuser_operator.mysql import account_metadata, authentication, tls_identity
 
 # Account limits: MySQL stores them as unsigned 32-bit integers. MariaDB stores max_user_connections as a
 # signed one (a larger value is a syntax error there), so that limit stays within what both accept.
@@ -38,6 +38,11 @@ TLS_NAME_PATTERN: Final = r"^/[ -~]*$"
 TLS_NAME_MAX_LENGTH: Final = tls_identity.NAME_MAX_LENGTH
 TLS_CIPHER_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
 TLS_CIPHER_MAX_LENGTH: Final = tls_identity.CIPHER_MAX_LENGTH
+
+# spec.comment: printable text (Python's str.isprintable: no control, format or separator character but
+# the space), bounded.
+COMMENT_PATTERN: Final = r"^(?:[^\p{C}\p{Z}]| )*$"
+COMMENT_MAX_LENGTH: Final = account_metadata.COMMENT_MAX_LENGTH
 
 X509_ALONE_MESSAGE: Final = (
     "x509 stands alone (MySQL's REQUIRE X509): issuer and subject require a client certificate by themselves"
@@ -129,6 +134,14 @@ class ObservedAccount(Model):
 
     roles: list[str] = Field(default_factory=list)
     """The roles granted to it ('role'@'host'), where the server has roles."""
+
+    owner: str | None = None
+    """The owner its attributes name (MySQL 8.0.21+): "namespace/name" of a DatabaseUser of this
+    namespace, "a DatabaseUser of another namespace", or nothing. Information for people: the operator's
+    bookkeeping table decides who owns an account."""
+
+    comment: str | None = None
+    """Its comment (MySQL 8.0.21+)."""
 
     differences: list[str] = Field(default_factory=list)
     """What Manage would change to bring it in line with the spec; empty when it matches."""

@@ -9,6 +9,8 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from dbuser_operator.api.v1alpha1.account import (
+    COMMENT_MAX_LENGTH,
+    COMMENT_PATTERN,
     LIMIT_MAX,
     PASSWORDLESS_PLUGINS,
     USER_CONNECTIONS_MAX,
@@ -237,6 +239,13 @@ class DatabaseUserSpec(Model):
     require_tls: bool = Field(default=False, alias="requireTLS", strict=True)
     """Whether the account may only connect over TLS: true is REQUIRE SSL, false (the default) REQUIRE
     NONE (unless tls asks for more)."""
+
+    comment: str | None = Field(default=None, max_length=COMMENT_MAX_LENGTH, pattern=COMMENT_PATTERN)
+    """A note for the DBAs who look at the account on the server (MySQL 8.0.21+: COMMENT, shown in
+    information_schema.USER_ATTRIBUTES next to the owner the operator records there), e.g. "billing API,
+    team payments". At most 256 printable characters. MariaDB and older MySQL cannot store it (Ready=False,
+    reason CommentNotSupported). Unset (the default), the account's comment is left as it is; "" removes
+    it."""
 
     tls: TLSIdentity | None = None
     """What the account must show over TLS besides TLS itself: a client certificate (x509), its issuer

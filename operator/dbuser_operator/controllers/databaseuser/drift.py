@@ -1,8 +1,9 @@
 """Periodic drift check: every owned account against its DatabaseUser, in a constant number of queries.
 
-An account dropped or changed by hand (password, limits, TLS, grants) is found here and its resource is
-queued for repair; a pass that finds nothing drifted writes nothing. Every host of a resource is an account
-of its own; an owned account whose host left the spec counts as drifted (its drop or release is retried).
+An account dropped or changed by hand (password, limits, TLS, grants, owner metadata) is found here and its
+resource is queued for repair; a pass that finds nothing drifted writes nothing. Every host of a resource is
+an account of its own; an owned account whose host left the spec counts as drifted (its drop or release is
+retried).
 Resources under managementPolicy Observe or Paused are not repaired. Owned accounts whose resource no
 longer exists, or no longer carries the target label, are orphans: counted in a metric and logged once
 (when first found), never dropped. A resource that is not Ready at its generation is left to the controller,
@@ -21,6 +22,7 @@ import structlog
 from prometheus_client import Counter, Gauge
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.controllers.databaseuser.steps.account_metadata import metadata_differs
 from dbuser_operator.controllers.databaseuser.steps.options import desired_options
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.resources import server_key
@@ -115,7 +117,7 @@ class DriftCheck:
     async def _check_server(self, key: str, handle: ServerHandle, report: DriftReport) -> None:
         await handle.ensure_schema()
         server = await handle.server()
-        states = await inventory(handle.db, handle.schema)
+        states = await inventory(handle.db, handle.schema, server)
         by_uid = {obj["metadata"].get("uid"): obj for obj in self.users.store}
         orphans: list[tuple[str, str]] = []
         for (user, host), state in sorted(states.items()):
@@ -161,6 +163,8 @@ class DriftCheck:
         if not state.present or state.password_intact is False:
             return True
         if state.options != desired_options(resource.spec):
+            return True
+        if state.metadata is not None and metadata_differs(state.metadata, state.owner, resource.spec):
             return True
         return bool(grants.changes(state.grants, desired_grants(resource.spec.privileges), server))
 

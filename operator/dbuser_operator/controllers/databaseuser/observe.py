@@ -18,12 +18,13 @@ from typing import Final
 
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec, ObservedAccount
 from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.databaseuser.steps.account_metadata import unsupported_comment
 from dbuser_operator.controllers.databaseuser.steps.options import desired_options
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.guard import Guard
 from dbuser_operator.controllers.policy.gate import PolicyGate
-from dbuser_operator.mysql import grants, holdings, ownership
+from dbuser_operator.mysql import account_metadata, grants, holdings, ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.limits import AccountOptions
 from dbuser_operator.mysql.observe import LiveAccount, read_account
@@ -74,13 +75,39 @@ def grant_differences(live: Iterable[grants.Grant], spec: DatabaseUserSpec, serv
     return found
 
 
+def metadata_shown(live: LiveAccount, namespace: str) -> tuple[str | None, str | None]:
+    """The owner its attributes name (only within ``namespace``) and its comment, as status shows them."""
+    entry, comment = live.metadata.owner, live.metadata.comment
+    owner: str | None = None
+    if isinstance(entry, dict) and isinstance(entry.get("namespace"), str):
+        if entry["namespace"] == namespace:
+            owner = f"{namespace}/{entry.get('name')}"
+        else:
+            owner = "a DatabaseUser of another namespace"
+    elif entry is not None:
+        owner = "not a DatabaseUser (changed by hand)"
+    return owner, None if comment is None else str(comment)
+
+
+def comment_differences(live: LiveAccount, spec: DatabaseUserSpec, server: ServerInfo) -> list[str]:
+    """How the live comment differs from spec.comment (unset: not compared)."""
+    if spec.comment is None:
+        return []
+    if not account_metadata.supports_attributes(server):
+        return [unsupported_comment(server)]
+    if live.metadata.comment != (spec.comment or None):  # "": no comment
+        return [f"comment is {live.metadata.comment!r} (spec {spec.comment!r})"]
+    return []
+
+
 def observed(
-    host: str, live: LiveAccount | None, spec: DatabaseUserSpec, server: ServerInfo
+    host: str, live: LiveAccount | None, spec: DatabaseUserSpec, server: ServerInfo, namespace: str = ""
 ) -> ObservedAccount:
     """What status shows of one account."""
     if live is None:
         return ObservedAccount(host=host, exists=False, differences=["the account does not exist"])
     options = live.options
+    owner, comment = metadata_shown(live, namespace)
     return ObservedAccount(
         host=host,
         exists=True,
@@ -92,7 +119,11 @@ def observed(
         max_connections_per_hour=options.max_connections_per_hour,
         privileges=sorted(str(grant) for grant in live.grants),
         roles=list(live.roles or ()),
-        differences=option_differences(options, spec) + grant_differences(live.grants, spec, server),
+        owner=owner,
+        comment=comment,
+        differences=option_differences(options, spec)
+        + grant_differences(live.grants, spec, server)
+        + comment_differences(live, spec, server),
     )
 
 
@@ -133,7 +164,8 @@ class Observer:
             for host in ctx.user.spec.account_hosts():
                 live = await read_account(ctx.server.db, user, host, server)
                 await self._within_bounds(ctx, user, host, server, exists=live is not None)
-                accounts.append(observed(host, live, ctx.user.spec, server))
+                namespace = ctx.user.metadata.namespace or ""
+                accounts.append(observed(host, live, ctx.user.spec, server, namespace))
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.observed = accounts

@@ -31,6 +31,7 @@ from dbuser_operator.api.v1alpha1 import (
 )
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.observe import Observer, summary
+from dbuser_operator.controllers.databaseuser.steps.account_metadata import release as release_metadata
 from dbuser_operator.controllers.databaseuser.steps.hosts import accounts_of, ready_message
 from dbuser_operator.controllers.databaseuser.steps.ownership import owner
 from dbuser_operator.controllers.kit.errors import ConditionError
@@ -155,6 +156,7 @@ class DatabaseUserReconciler(Reconciler[Context]):
             if bound:  # else the server is gone or unusable: as if MySQL did not answer
                 async with asyncio.timeout(FORGET_TIMEOUT):
                     server = ctx.server
+                    await release_metadata(ctx)  # a released account names no owner (Manage only)
                     forgotten = (
                         await ownership.forget_owner(server.db, server.schema, user, owner(ctx).uid) > 0
                     )

@@ -12,6 +12,10 @@ from dbuser_operator.controllers.databaseuser.owned_secrets import OwnedSecrets
 from dbuser_operator.controllers.databaseuser.reconciler import DatabaseUserReconciler
 from dbuser_operator.controllers.databaseuser.role_drift import RoleDriftCheck
 from dbuser_operator.controllers.databaseuser.steps.account import AccountStep
+from dbuser_operator.controllers.databaseuser.steps.account_metadata import (
+    AccountMetadataStep,
+    CommentCheckStep,
+)
 from dbuser_operator.controllers.databaseuser.steps.authentication import AuthenticationStep
 from dbuser_operator.controllers.databaseuser.steps.connection_secret import ConnectionSecretStep
 from dbuser_operator.controllers.databaseuser.steps.credentials import CredentialsStep, SessionsStep
@@ -95,6 +99,7 @@ def steps(
         GuardStep(shared.guard),
         PolicyStep(shared.policy),  # before any SQL
         PrivilegeCheckStep(),
+        CommentCheckStep(),  # before any SQL too
         GeneratedPasswordStep(owned_secrets),
         PasswordStep(shared.secrets),
         StrategyStep(),
@@ -106,6 +111,7 @@ def steps(
                 ScheduledRotationStep(owned_secrets),
                 AccountStep(shared.guard),
                 OptionsStep(),
+                AccountMetadataStep(),  # the owner entry and comment, in the account's attributes
                 GrantsStep(),
                 RolesStep(shared.roles),
                 CredentialsStep(),  # the password last: after the revokes

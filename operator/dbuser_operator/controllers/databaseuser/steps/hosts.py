@@ -22,6 +22,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.databaseuser.steps.account_metadata import release as release_metadata
 from dbuser_operator.controllers.databaseuser.steps.ownership import owner
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.steps import Step
@@ -44,6 +45,7 @@ def for_host(ctx: Context, host: str) -> Context:
         created=False,
         adopted=False,
         reduced=False,
+        account_metadata=None,
     )
 
 
@@ -177,6 +179,7 @@ class HostsStep:
             await self._delete(ctx)
             return
         try:
+            await release_metadata(ctx, host=ctx.host)  # no owner entry on an account nobody manages
             await ownership.forget(
                 ctx.server.db, ctx.server.schema, ctx.user.effective_user(), ctx.host, owner(ctx).uid
             )

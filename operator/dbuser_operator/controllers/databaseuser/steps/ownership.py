@@ -168,7 +168,7 @@ class OwnershipStep:
                 return
             found = await ownership.lookup(db, schema, user, host, await ctx.server.server())
             ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
-            ctx.plugin = found.plugin
+            ctx.plugin, ctx.account_metadata = found.plugin, found.metadata
             current = found.owner
             if current is None:
                 if found.exists and not adopting(ctx):
