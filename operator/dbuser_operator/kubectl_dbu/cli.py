@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from dbuser_operator.kubectl_dbu.errors import CommandError
 from dbuser_operator.kubectl_dbu.kube import Target, connect
+from dbuser_operator.kubectl_dbu.table import printable
 from dbuser_operator.runtime.errors import ApiError, Forbidden, NotFound
 
 PROG = "kubectl dbu"
@@ -88,35 +89,39 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-async def _run(args: argparse.Namespace, extra: list[str]) -> int:
+def _show(text: str) -> None:
+    print(printable(text, keep="\n"))
+
+
+async def _run(args: argparse.Namespace) -> int | dict[str, str]:
+    """Run the command; its exit code, or for connect the connection Secret's keys (the client runs
+    once the API connection is closed, in the main thread, where it can ignore Ctrl-C)."""
     target = Target(args.kubeconfig, args.context, args.namespace, getattr(args, "all_namespaces", False))
     async with connect(target) as (kube, namespace):
         if args.command == "status":
             from dbuser_operator.kubectl_dbu import status  # noqa: PLC0415 - one command's imports
 
-            print(await status.run(kube, namespace, args.server))
+            _show(await status.run(kube, namespace, args.server))
             return 0
         assert namespace is not None  # only status takes -A
         if args.command == "rotate":
             from dbuser_operator.kubectl_dbu import rotate  # noqa: PLC0415
 
-            print(await rotate.run(kube, namespace, args.name, wait=args.wait, limit=args.timeout))
+            _show(await rotate.run(kube, namespace, args.name, wait=args.wait, limit=args.timeout))
             return 0
         if args.command == "consumers":
             from dbuser_operator.kubectl_dbu import consumers  # noqa: PLC0415
 
-            print(await consumers.run(kube, namespace, args.name))
+            _show(await consumers.run(kube, namespace, args.name))
             return 0
         if args.command == "why":
             from dbuser_operator.kubectl_dbu import why  # noqa: PLC0415
 
-            print(await why.run(kube, namespace, args.name))
+            _show(await why.run(kube, namespace, args.name))
             return 0
         from dbuser_operator.kubectl_dbu import connect as connect_command  # noqa: PLC0415
 
-        data = await connect_command.credentials(kube, namespace, args.name)
-    sys.stdout.flush()
-    return await asyncio.to_thread(connect_command.run_client, data, args.client, extra)
+        return await connect_command.credentials(kube, namespace, args.name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,13 +132,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         top.error(f"unrecognized arguments: {' '.join(extra)}")
     extra = extra[1:] if extra[:1] == ["--"] else extra
     try:
-        return asyncio.run(_run(args, extra))
+        outcome = asyncio.run(_run(args))
+        if isinstance(outcome, int):
+            return outcome
+        from dbuser_operator.kubectl_dbu.connect import run_client  # noqa: PLC0415
+
+        sys.stdout.flush()
+        return run_client(outcome, args.client, extra)
     except CommandError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {printable(str(error))}", file=sys.stderr)
     except NotFound as error:
-        print(f"Error from server (NotFound): {error.message or error}", file=sys.stderr)
+        print(f"Error from server (NotFound): {printable(error.message or str(error))}", file=sys.stderr)
     except Forbidden as error:
-        print(f"Error from server (Forbidden): {error.message or error}", file=sys.stderr)
+        print(f"Error from server (Forbidden): {printable(error.message or str(error))}", file=sys.stderr)
     except ApiError as error:
-        print(f"Error from server: {error}", file=sys.stderr)
+        print(f"Error from server: {printable(str(error))}", file=sys.stderr)
     return 1

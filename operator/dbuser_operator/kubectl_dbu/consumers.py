@@ -11,7 +11,7 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.kubectl_dbu import facts
 from dbuser_operator.kubectl_dbu.events import events_of, last_seen
 from dbuser_operator.kubectl_dbu.kube import PODS
-from dbuser_operator.kubectl_dbu.table import age, table
+from dbuser_operator.kubectl_dbu.table import age, printable, table
 from dbuser_operator.runtime.client import KubeClient
 
 SESSION_EVENTS = ("OldPasswordDiscardedWhileInUse", "OldPasswordDiscarded", "PasswordRetained")
@@ -57,7 +57,9 @@ async def run(kube: KubeClient, namespace: str, name: str) -> str:
     ]
     if reported:
         lines.append("What the operator reported:")
-        lines += [f"  {last_seen(e)}  {e.get('reason')}: {e.get('message')}" for e in reported[-5:]]
+        lines += [
+            f"  {last_seen(e)}  {e.get('reason')}: {printable(str(e.get('message')))}" for e in reported[-5:]
+        ]
     return "\n".join(lines)
 
 

@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 MINUTE, HOUR, DAY, YEAR = 60, 3600, 86400, 365 * 86400
 
 
+def printable(text: str, keep: str = "") -> str:
+    """``text`` with control and format characters (escape sequences, bidi overrides, newlines but those
+    in ``keep``) written as ``\\xNN``/``\\uNNNN``: messages and names come from other people, and must
+    not drive the terminal of whoever reads them."""
+    return "".join(
+        char
+        if char in keep or unicodedata.category(char) not in {"Cc", "Cf"}
+        else (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+        for char in text
+    )
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Columns left-aligned and three spaces apart, like ``kubectl get``; no trailing spaces."""
+    """Columns left-aligned and three spaces apart, like ``kubectl get``; no trailing spaces; every cell
+    :func:`printable` (one line each)."""
+    rows = [[printable(str(cell)) for cell in row] for row in rows]
     widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
     lines = [
         "   ".join(str(cell).ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dbuser_operator.kubectl_dbu.table import age, human_duration, table
+from dbuser_operator.kubectl_dbu.table import age, human_duration, printable, table
 
 
 @pytest.mark.parametrize(
@@ -50,3 +50,12 @@ def test_columns_line_up_without_trailing_spaces() -> None:
         "a-longer-name   False   -",
     ]
     assert table(("NAME", "READY"), []) == "NAME   READY"
+
+
+def test_text_from_others_cannot_drive_the_terminal() -> None:
+    hostile = "ok\x1b]0;owned\x07\r\u202egnp.exe\nnext"
+    assert printable(hostile) == "ok\\x1b]0;owned\\x07\\x0d\\u202egnp.exe\\x0anext"
+    assert printable("line\nline", keep="\n") == "line\nline"
+    assert printable("café ✓") == "café ✓"
+    text = table(("NAME", "MESSAGE"), [["a", "two\nlines\x1b[2J"]])
+    assert text.splitlines()[1] == "a      two\\x0alines\\x1b[2J"
