@@ -7,10 +7,12 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
+from kubernetes_asyncio.config import ConfigException
+
 from dbuser_operator.kubectl_dbu.errors import CommandError
-from dbuser_operator.kubectl_dbu.kube import Target, connect
+from dbuser_operator.kubectl_dbu.kube import Target, connect, kubeconfig_path
 from dbuser_operator.kubectl_dbu.table import printable
-from dbuser_operator.runtime.errors import ApiError, Forbidden, NotFound
+from dbuser_operator.runtime.errors import ApiError, Forbidden, NotFound, Unavailable
 
 PROG = "kubectl dbu"
 DESCRIPTION = (
@@ -93,10 +95,9 @@ def _show(text: str) -> None:
     print(printable(text, keep="\n"))
 
 
-async def _run(args: argparse.Namespace) -> int | dict[str, str]:
+async def _run(args: argparse.Namespace, target: Target) -> int | dict[str, str]:
     """Run the command; its exit code, or for connect the connection Secret's keys (the client runs
     once the API connection is closed, in the main thread, where it can ignore Ctrl-C)."""
-    target = Target(args.kubeconfig, args.context, args.namespace, getattr(args, "all_namespaces", False))
     async with connect(target) as (kube, namespace):
         if args.command == "status":
             from dbuser_operator.kubectl_dbu import status  # noqa: PLC0415 - one command's imports
@@ -132,7 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         top.error(f"unrecognized arguments: {' '.join(extra)}")
     extra = extra[1:] if extra[:1] == ["--"] else extra
     try:
-        outcome = asyncio.run(_run(args))
+        kubeconfig = kubeconfig_path(args.kubeconfig)
+        all_namespaces = getattr(args, "all_namespaces", False)
+        outcome = asyncio.run(_run(args, Target(kubeconfig, args.context, args.namespace, all_namespaces)))
         if isinstance(outcome, int):
             return outcome
         from dbuser_operator.kubectl_dbu.connect import run_client  # noqa: PLC0415
@@ -145,6 +148,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Error from server (NotFound): {printable(error.message or str(error))}", file=sys.stderr)
     except Forbidden as error:
         print(f"Error from server (Forbidden): {printable(error.message or str(error))}", file=sys.stderr)
+    except Unavailable as error:
+        print(f"Unable to connect to the server: {printable(str(error))}", file=sys.stderr)
     except ApiError as error:
         print(f"Error from server: {printable(str(error))}", file=sys.stderr)
+    except ConfigException as error:
+        print(f"error: kubeconfig: {printable(str(error))}", file=sys.stderr)
+    except KeyboardInterrupt:
+        return 130
     return 1

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from kubernetes_asyncio import client, config
 
+from dbuser_operator.kubectl_dbu.errors import CommandError
 from dbuser_operator.runtime.client import KubeClient, api_client
 from dbuser_operator.runtime.resources import Resource
 
@@ -20,17 +21,21 @@ PODS = Resource("", "v1", "pods", "Pod")  # as the rotation step names them, wit
 
 @dataclass(frozen=True)
 class Target:
-    """Where a command looks: the kubeconfig and context chosen, and the namespace (None: all)."""
+    """Where a command looks: the kubeconfig files and context chosen, and the namespace (None: all)."""
 
-    kubeconfig: str | None
+    kubeconfig: str
     context: str | None
     namespace: str | None
     all_namespaces: bool = False
 
 
 def kubeconfig_path(flag: str | None) -> str:
-    """``--kubeconfig``, else ``KUBECONFIG`` (a list of files, merged), else ``~/.kube/config``."""
-    return flag or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+    """``--kubeconfig``, else ``KUBECONFIG`` (a list of files, merged), else ``~/.kube/config``; refused
+    when none of its files exists."""
+    paths = flag or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+    if not any(Path(path).expanduser().is_file() for path in paths.split(os.pathsep) if path):
+        raise CommandError(f"no kubeconfig at {paths} (set --kubeconfig or KUBECONFIG)")
+    return paths
 
 
 @asynccontextmanager
@@ -39,7 +44,7 @@ async def connect(target: Target) -> AsyncIterator[tuple[KubeClient, str | None]
     ``default``; None with ``-A``."""
     configuration = client.Configuration()
     loader = await config.load_kube_config(
-        config_file=kubeconfig_path(target.kubeconfig),
+        config_file=target.kubeconfig,
         context=target.context,
         client_configuration=configuration,
         persist_config=False,

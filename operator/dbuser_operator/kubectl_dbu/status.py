@@ -3,6 +3,7 @@ age, rotation phase, and the pods still on a retained old password."""
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
@@ -17,6 +18,7 @@ from dbuser_operator.runtime.resources import SECRETS
 
 HEADERS = ("NAME", "READY", "REASON", "SERVER", "ACCOUNT", "PASSWORD AGE", "ROTATION", "OLD-PASSWORD PODS")
 UNKNOWN = "?"  # a value the user may not read (RBAC)
+PARALLEL_GETS = 16  # Secrets read at once for the passwords' ages
 
 
 def row(
@@ -76,19 +78,24 @@ async def run(kube: KubeClient, namespace: str | None, server: str | None) -> st
     retained = any(facts.retained_since(obj) is not None for obj in users)
     pods = await _pods(kube, namespace) if retained else []
     now = datetime.now(UTC)
-    groups: dict[str, list[list[str]]] = defaultdict(list)
-    for obj in sorted(users, key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"])):
-        line = row(obj, await _applied_secret(kube, obj), pods, now)
-        if server is not None:
-            groups[server].append(line)
-            continue
-        groups[obj["metadata"]["namespace"]].append(line)
+    users.sort(key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"]))
+    gate = asyncio.Semaphore(PARALLEL_GETS)
+
+    async def applied(obj: dict[str, Any]) -> dict[str, Any] | None:
+        async with gate:
+            return await _applied_secret(kube, obj)
+
+    secrets = await asyncio.gather(*(applied(obj) for obj in users))
+    rows = [row(obj, secret, pods, now) for obj, secret in zip(users, secrets, strict=True)]
     if server is not None:  # one table across namespaces: the name alone is ambiguous
-        return _server_table(users, groups[server], server)
+        return _server_table(users, rows, server)
+    groups: dict[str, list[list[str]]] = defaultdict(list)
+    for obj, line in zip(users, rows, strict=True):
+        groups[obj["metadata"]["namespace"]].append(line)
     return render(groups, "NAMESPACE")
 
 
 def _server_table(users: list[dict[str, Any]], rows: list[list[str]], server: str) -> str:
-    ordered = sorted(users, key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"]))
-    lines = [[obj["metadata"]["namespace"], *line] for obj, line in zip(ordered, rows, strict=True)]
+    """One table of the (sorted) ``users`` of ``server``, with their namespaces."""
+    lines = [[obj["metadata"]["namespace"], *line] for obj, line in zip(users, rows, strict=True)]
     return f"SERVER: {server}\n{table(('NAMESPACE', *HEADERS), lines)}"

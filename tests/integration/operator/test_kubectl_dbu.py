@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import Binaries, KubeCluster, MySQLServer
@@ -106,6 +107,15 @@ async def as_tenant(
 ) -> Kubectl:  # fmt: skip
     kubeconfig = await tenant_kubeconfig(kube, kube_client, namespace, tmp_path / "tenant.kubeconfig")
     return Kubectl(binaries.path("kubectl"), kubeconfig, plugin_path)
+
+
+def with_context(kubeconfig: Path, name: str, namespace: str, path: Path) -> Path:
+    """A copy of ``kubeconfig`` with one more context ``name``: its first context's, in ``namespace``."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    first = config["contexts"][0]["context"]
+    config["contexts"].append({"name": name, "context": {**first, "namespace": namespace}})
+    path.write_text(yaml.safe_dump(config))
+    return path
 
 
 def line_of(output: str, name: str) -> list[str]:
@@ -258,3 +268,51 @@ async def test_connect_runs_the_client_as_the_account(
     finally:
         await delete_users(kube_client, namespace)
         mysql_query(mysql, f"DROP DATABASE `{database}`")
+
+
+async def test_the_contexts_namespace_and_text_that_would_drive_a_terminal(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    as_tenant: Kubectl,
+    binaries: Binaries,
+    plugin_path: Path,
+    tmp_path: Path,
+) -> None:
+    name = unique("kdbu-ctx")
+    obj = await kube_client.create(DATABASE_USERS, database_user(name, "missing-pw"), namespace)
+    await wait_for_ready(kube_client, namespace, name, "False", "SecretNotFound")
+    # Anyone who may create Events in the namespace can write one about the user: its text is hostile.
+    event = {
+        "metadata": {"name": f"{name}.forged"},
+        "involvedObject": {"kind": "DatabaseUser", "name": name, "namespace": namespace,
+                           "uid": obj["metadata"]["uid"]},
+        "reason": "Forged",
+        "message": "look\x1b]0;owned\x07\x1b[2J\u202eevil",
+        "type": "Warning",
+        "lastTimestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }  # fmt: skip
+    await kube_client.create(Resource("", "v1", "events", "Event"), event, namespace)
+    try:
+        # A second context whose namespace is the test's: -n is then not needed.
+        kubeconfig = with_context(
+            Path(as_tenant.env["KUBECONFIG"]), "team", namespace, tmp_path / "two.kubeconfig"
+        )
+        user = Kubectl(binaries.path("kubectl"), kubeconfig, plugin_path)
+        assert "Forbidden" in await user("status", code=1)  # the current context: namespace default
+        status = await user("status", "--context", "team")
+        assert status.splitlines()[0] == f"NAMESPACE: {namespace}"
+        assert line_of(status, name)[:3] == [name, "False", "SecretNotFound"]
+        assert "nope" in await user("status", "--context", "nope", code=1)
+        missing = await user("status", "--kubeconfig", str(tmp_path / "none"), code=1)
+        assert missing.startswith("error: no kubeconfig at")
+
+        why = await user("why", name, "--context", "team")
+        assert "\x1b" not in why
+        assert "\x07" not in why
+        assert "\u202e" not in why
+        forged = [line for line in why.splitlines() if "Forged" in line]
+        assert len(forged) == 1
+        assert forged[0].endswith("look\\x1b]0;owned\\x07\\x1b[2J\\u202eevil")  # shown, escaped
+    finally:
+        await delete_users(kube_client, namespace)
