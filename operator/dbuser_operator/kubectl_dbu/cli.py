@@ -1,0 +1,159 @@
+"""``kubectl dbu``: the command line (argparse) and the dispatch to each command's module."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from kubernetes_asyncio.config import ConfigException
+
+from dbuser_operator.kubectl_dbu.errors import CommandError
+from dbuser_operator.kubectl_dbu.kube import Target, connect, kubeconfig_path
+from dbuser_operator.kubectl_dbu.table import printable
+from dbuser_operator.runtime.errors import ApiError, Forbidden, NotFound, Unavailable
+
+PROG = "kubectl dbu"
+DESCRIPTION = (
+    "DatabaseUsers (dbuser-operator) as their owners see them, with your kubeconfig and RBAC: "
+    "status, rotate, consumers, connect, why."
+)
+
+
+def _common(parser: argparse.ArgumentParser, *, all_namespaces: bool = False) -> None:
+    """kubectl's flags: -n/--namespace, --context, --kubeconfig (and -A where a command lists)."""
+    parser.add_argument("-n", "--namespace", help="the namespace (default: the context's, else default)")
+    parser.add_argument("--context", help="the kubeconfig context to use (default: its current context)")
+    parser.add_argument("--kubeconfig", help="the kubeconfig file (default: KUBECONFIG, else ~/.kube/config)")
+    if all_namespaces:
+        parser.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The plugin's parser and its five commands."""
+    top = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    status = commands.add_parser(
+        "status",
+        help="one table per namespace: ready, server, account, password age, rotation, old-password pods",
+        description="One table per namespace (or one for --server): Ready and its reason, the server, "
+        "user@host, the password's age, the rotation phase, and how many pods still use a retained "
+        "old password.",
+    )
+    _common(status, all_namespaces=True)
+    status.add_argument(
+        "--server",
+        metavar="NAME",
+        help="only the users of this server resource, across "
+        "the namespaces listed; (default) for the operator's own server",
+    )
+    rotate = commands.add_parser(
+        "rotate",
+        help="rotate a generated password now",
+        description="Rotate the generated password of DatabaseUser NAME now: sets the annotation "
+        "mysql.dbuser-operator.dev/rotate to the current time.",
+    )
+    rotate.add_argument("name", metavar="NAME")
+    _common(rotate)
+    rotate.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait for the new credential version in the connection Secret and Ready",
+    )
+    rotate.add_argument("--timeout", type=float, default=120.0, help="seconds --wait waits (default 120)")
+    consumers = commands.add_parser(
+        "consumers",
+        help="what still holds a retained old password",
+        description="The pods that use the Secrets of DatabaseUser NAME and started before its old "
+        "password was retained, and where the operator reports the account's older sessions.",
+    )
+    consumers.add_argument("name", metavar="NAME")
+    _common(consumers)
+    connect_ = commands.add_parser(
+        "connect",
+        help="a mysql shell with the credentials of the connection Secret",
+        description="Run the mysql (or mariadb) client as the account of DatabaseUser NAME, with the "
+        "credentials of its connection Secret; the password goes through a temporary 0600 option file. "
+        "Arguments after NAME that are not the plugin's (e.g. -e 'SELECT 1') or after -- go to the client.",
+    )
+    connect_.add_argument("name", metavar="NAME")
+    _common(connect_)
+    connect_.add_argument("--client", help="the client program (default: mysql, else mariadb, on PATH)")
+    why = commands.add_parser(
+        "why",
+        help="conditions, last Events and the operator's view in one screen",
+        description="The conditions of DatabaseUser NAME, its last 10 Events, and the operator's view: "
+        "account, hosts, rotation, credential version.",
+    )
+    why.add_argument("name", metavar="NAME")
+    _common(why)
+    return top
+
+
+def _show(text: str) -> None:
+    print(printable(text, keep="\n"))
+
+
+async def _run(args: argparse.Namespace, target: Target) -> int | dict[str, str]:
+    """Run the command; its exit code, or for connect the connection Secret's keys (the client runs
+    once the API connection is closed, in the main thread, where it can ignore Ctrl-C)."""
+    async with connect(target) as (kube, namespace):
+        if args.command == "status":
+            from dbuser_operator.kubectl_dbu import status  # noqa: PLC0415 - one command's imports
+
+            _show(await status.run(kube, namespace, args.server))
+            return 0
+        assert namespace is not None  # only status takes -A
+        if args.command == "rotate":
+            from dbuser_operator.kubectl_dbu import rotate  # noqa: PLC0415
+
+            _show(await rotate.run(kube, namespace, args.name, wait=args.wait, limit=args.timeout))
+            return 0
+        if args.command == "consumers":
+            from dbuser_operator.kubectl_dbu import consumers  # noqa: PLC0415
+
+            _show(await consumers.run(kube, namespace, args.name))
+            return 0
+        if args.command == "why":
+            from dbuser_operator.kubectl_dbu import why  # noqa: PLC0415
+
+            _show(await why.run(kube, namespace, args.name))
+            return 0
+        from dbuser_operator.kubectl_dbu import connect as connect_command  # noqa: PLC0415
+
+        return await connect_command.credentials(kube, namespace, args.name)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, run one command; the exit code (1 with a message on stderr when it failed)."""
+    top = parser()
+    args, extra = top.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+    if extra and args.command != "connect":
+        top.error(f"unrecognized arguments: {' '.join(extra)}")
+    extra = extra[1:] if extra[:1] == ["--"] else extra
+    try:
+        kubeconfig = kubeconfig_path(args.kubeconfig)
+        all_namespaces = getattr(args, "all_namespaces", False)
+        outcome = asyncio.run(_run(args, Target(kubeconfig, args.context, args.namespace, all_namespaces)))
+        if isinstance(outcome, int):
+            return outcome
+        from dbuser_operator.kubectl_dbu.connect import run_client  # noqa: PLC0415
+
+        sys.stdout.flush()
+        return run_client(outcome, args.client, extra)
+    except CommandError as error:
+        print(f"error: {printable(str(error))}", file=sys.stderr)
+    except NotFound as error:
+        print(f"Error from server (NotFound): {printable(error.message or str(error))}", file=sys.stderr)
+    except Forbidden as error:
+        print(f"Error from server (Forbidden): {printable(error.message or str(error))}", file=sys.stderr)
+    except Unavailable as error:
+        print(f"Unable to connect to the server: {printable(str(error))}", file=sys.stderr)
+    except ApiError as error:
+        print(f"Error from server: {printable(str(error))}", file=sys.stderr)
+    except ConfigException as error:
+        print(f"error: kubeconfig: {printable(str(error))}", file=sys.stderr)
+    except KeyboardInterrupt:
+        return 130
+    return 1

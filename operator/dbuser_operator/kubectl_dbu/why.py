@@ -1,0 +1,82 @@
+"""``kubectl dbu why NAME``: the conditions, the last Events, and the operator's view (account, hosts,
+rotation, credential version) of one DatabaseUser, in one screen."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
+from dbuser_operator.kubectl_dbu import facts
+from dbuser_operator.kubectl_dbu.events import events_of, last_seen
+from dbuser_operator.kubectl_dbu.table import age, table
+from dbuser_operator.runtime.client import KubeClient
+
+LAST_EVENTS = 10
+ROTATION_FIELDS = ("phase", "strategy", "lastRotationTime", "retainedSince", "nextRotationTime", "trigger")
+
+
+def render(obj: dict[str, Any], events: list[dict[str, Any]], now: datetime) -> str:
+    """The screen for ``obj`` and its Events (oldest first; the last ten are shown)."""
+    metadata, status = obj["metadata"], obj.get("status") or {}
+    ready, reason = facts.ready(obj)
+    lines = [
+        f"DatabaseUser {metadata.get('namespace')}/{metadata['name']}: Ready={ready} ({reason})",
+        f"Account:    {facts.account(obj)} on {facts.server(obj)}",
+        f"Hosts:      {', '.join(status.get('hosts') or []) or '-'}",
+        f"Generation: {metadata.get('generation')} (observed {status.get('observedGeneration', '-')})",
+    ]
+    if metadata.get("deletionTimestamp"):
+        lines.append(
+            f"Deleting since {metadata['deletionTimestamp']}, finalizers: {metadata.get('finalizers')}"
+        )
+    conditions = status.get("conditions") or []
+    lines.append("Conditions:")
+    if conditions:
+        rows = [
+            [
+                c.get("type", ""),
+                c.get("status", ""),
+                c.get("reason", ""),
+                age(c.get("lastTransitionTime"), now),
+                c.get("message", ""),
+            ]
+            for c in conditions
+        ]
+        lines.append(_indent(table(("TYPE", "STATUS", "REASON", "AGE", "MESSAGE"), rows)))
+    else:
+        lines.append(
+            "  none yet (the operator has not reconciled it: is it running, and is its target label right?)"
+        )
+    rotation = facts.rotation(obj)
+    shown = [f"{key}={rotation[key]}" for key in ROTATION_FIELDS if rotation.get(key) is not None]
+    lines.append(f"Rotation:   {', '.join(shown) or '-'}")
+    version = status.get("credentialVersion")
+    secret = ((obj.get("spec") or {}).get("connectionSecret") or {}).get("name")
+    connection = f"Secret {secret}, credential version {version or '-'}" if secret else "-"
+    lines.append(f"Connection: {connection}")
+    last = events[-LAST_EVENTS:]
+    lines.append(f"Events (last {len(last)} of {len(events)}):" if events else "Events: none")
+    if last:
+        rows = [
+            [
+                age(last_seen(e), now),
+                e.get("type", ""),
+                e.get("reason", ""),
+                str(e.get("count") or 1),
+                e.get("message", ""),
+            ]
+            for e in last
+        ]
+        lines.append(_indent(table(("LAST SEEN", "TYPE", "REASON", "COUNT", "MESSAGE"), rows)))
+    return "\n".join(lines)
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())
+
+
+async def run(kube: KubeClient, namespace: str, name: str) -> str:
+    obj = await kube.get(DATABASE_USERS, name, namespace)
+    events = await events_of(kube, namespace, name, obj["metadata"].get("uid"))
+    return render(obj, events, datetime.now(UTC))
