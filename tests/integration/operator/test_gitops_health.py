@@ -204,7 +204,7 @@ async def test_a_retained_old_password_is_progressing_until_discarded(
     if not has_dual_passwords(mysql):
         pytest.skip("dual passwords: MySQL only")
     name = unique("rotated")
-    await new_user(kube_client, namespace, passwords, name, rotation={"gracePeriod": "3s"})
+    await new_user(kube_client, namespace, passwords, name, rotation={"gracePeriod": "8s"})
     await wait_for_ready(kube_client, namespace, name)
     patch = {"stringData": {"password": passwords.new()}}
     await kube_client.patch(SECRETS, f"{name}-pw", patch, PatchType.MERGE, namespace=namespace)
@@ -214,7 +214,7 @@ async def test_a_retained_old_password_is_progressing_until_discarded(
     message = assess("DatabaseUser", obj, "Progressing", "user-rotation-retained")
     assert message.startswith("password rotated: the previous password still works")
 
-    await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
+    await wait_for_phase(kube_client, namespace, name, "Discarded", limit=40)
     obj = await wait_for_ready(kube_client, namespace, name)
     assess("DatabaseUser", obj, "Healthy", "user-rotation-discarded")
 
