@@ -12,6 +12,8 @@ from dbuser_operator.mysql.errors import (
 from dbuser_operator.runtime.controller import ReconcileError
 
 UNREACHABLE_RECHECK = 60.0  # seconds: a resource blocked by an unreachable server looks again after this
+PERMANENT_ERRORS = (InvalidNameError, PrivilegeUnknownError, PrivilegeMisplacedError)
+"""MySQL refusals not retried until the spec changes."""
 
 
 class ConditionError(ReconcileError):
@@ -35,11 +37,10 @@ def mysql_condition(error: MySQLError, context: str) -> ConditionError:
     spec changes. A server found unreachable by its probe is not retried with backoff either (thousands of
     resources would hammer the API server with the same report): its return requeues the resource.
     """
-    permanent = (InvalidNameError, PrivilegeUnknownError, PrivilegeMisplacedError)
     if isinstance(error, ServerUnreachableError):
         # No backoff while the server's probe says it is down: its return requeues the resource
         # (servers.liveness); the look after UNREACHABLE_RECHECK only guards against a missed one.
         return ConditionError(
             error.reason, f"{context}: {error}", retry=False, requeue_after=UNREACHABLE_RECHECK
         )
-    return ConditionError(error.reason, f"{context}: {error}", retry=not isinstance(error, permanent))
+    return ConditionError(error.reason, f"{context}: {error}", retry=not isinstance(error, PERMANENT_ERRORS))
