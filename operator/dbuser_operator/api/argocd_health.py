@@ -82,6 +82,7 @@ DEGRADED_REASONS: Final[Mapping[str, frozenset[str]]] = {
         "ConnectionSecretInvalid",
         "EndpointNotFound",
         "DualPasswordUnsupported",
+        "CommentNotSupported",
         "RotationUnsupported",
         "TooManyDefaultRoles",
         "RoleNotFound",

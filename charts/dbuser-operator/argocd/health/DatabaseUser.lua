@@ -5,6 +5,7 @@ local degraded = {
   AccountClaimed = true,
   AccountExists = true,
   AdoptionNotAllowed = true,
+  CommentNotSupported = true,
   ConnectionSecretInvalid = true,
   DualPasswordUnsupported = true,
   EndpointNotFound = true,
