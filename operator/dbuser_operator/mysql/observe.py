@@ -1,16 +1,18 @@
 """An account as the server has it, read without writing anything: for observing accounts the operator
 does not manage (importing them) and reporting how they differ from what is wanted.
 
-Reads only: ``mysql.user`` (a table on MySQL, a view on MariaDB, with the same columns), the grants as
+Reads only: ``mysql.user`` (a table on MySQL, a view on MariaDB, with the same columns), the lock and
+password policy as :func:`.account_options.read_policy` reads it, the grants as
 :func:`.grants.read_grants` reads them, and the roles granted to the account (``mysql.role_edges`` on
 MySQL, ``mysql.roles_mapping`` on MariaDB) when the admin account may read them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
+from dbuser_operator.mysql.account_options import LockPolicy, read_policy
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import AccessDeniedError, AdminPrivilegeMissingError, checked_input
 from dbuser_operator.mysql.grants import Grant, read_grants
@@ -35,14 +37,16 @@ _MARIADB_ROLES: Final = "SELECT Role, '' FROM mysql.roles_mapping WHERE User = %
 @dataclass(frozen=True)
 class LiveAccount:
     """An existing account: its plugin, TLS requirement as MySQL names it (``NONE``, ``SSL``, ``X509``,
-    ``SPECIFIED``), limits and TLS as :class:`~.limits.AccountOptions`, grants, and roles (``None`` when
-    they could not be read)."""
+    ``SPECIFIED``), limits and TLS as :class:`~.limits.AccountOptions`, grants, roles (``None`` when
+    they could not be read), its lock and password policy and the server's default password lifetime."""
 
     plugin: str
     tls: str
     options: AccountOptions
     grants: frozenset[Grant]
     roles: tuple[str, ...] | None
+    policy: LockPolicy = field(default_factory=LockPolicy)
+    default_lifetime: int = 0
 
 
 async def read_account(db: Database, user: str, host: str, server: ServerInfo) -> LiveAccount | None:
@@ -54,12 +58,15 @@ async def read_account(db: Database, user: str, host: str, server: ServerInfo) -
         return None
     row = dict(zip(_ACCOUNT_COLUMNS, rows[0], strict=True))
     tls = "" if row["ssl_type"] is None else str(row["ssl_type"])
+    policy = await read_policy(db, user, host, server)
     return LiveAccount(
         plugin=str(row["plugin"] or ""),
         tls=_TLS_NAMES.get(tls, tls),
         options=AccountOptions.from_row(row),
         grants=frozenset(await read_grants(db, user, host, server)),
         roles=await _read_roles(db, user, host, server),
+        policy=policy[0] if policy is not None else LockPolicy(),
+        default_lifetime=policy[1] if policy is not None else 0,
     )
 
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from dbuser_operator.mysql import InvalidAccountError, InvalidOptionsError, inventory, limits, observe
+from dbuser_operator.mysql import (
+    InvalidAccountError,
+    InvalidOptionsError,
+    account_options,
+    inventory,
+    limits,
+    observe,
+)
 from dbuser_operator.mysql.limits import (
     COLUMNS,
     LIMIT_COLUMNS,
@@ -102,9 +109,12 @@ def test_the_selects_list_the_option_columns() -> None:
     assert selected(limits._READ_OPTIONS) == list(COLUMNS)
     assert selected(observe._ACCOUNT) == ["plugin", *LIMIT_COLUMNS] == list(observe._ACCOUNT_COLUMNS)
     listed = selected(inventory._ACCOUNTS)
-    assert len(listed) == len(inventory._ACCOUNTS_ROW)
-    assert listed[6:-1] == ["u.User", *(f"u.{name}" for name in COLUMNS)]
-    assert inventory._ACCOUNTS_ROW[6:-1] == ("User", *COLUMNS)
+    policy = (*account_options.COLUMNS, "default_lifetime")  # one fragment, {policy}, lists them
+    assert len(listed) == len(inventory._ACCOUNTS_ROW) - len(policy) + 1
+    assert listed[6:-2] == ["u.User", *(f"u.{name}" for name in COLUMNS)]
+    assert listed[-1] == "{policy}"
+    assert inventory._ACCOUNTS_ROW[6:-6] == ("User", *COLUMNS)
+    assert inventory._ACCOUNTS_ROW[-5:] == policy
 
 
 def test_the_alter_user_statement() -> None:
