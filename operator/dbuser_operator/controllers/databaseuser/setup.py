@@ -11,6 +11,7 @@ from dbuser_operator.controllers.databaseuser.owned_secrets import OwnedSecrets
 from dbuser_operator.controllers.databaseuser.reconciler import DatabaseUserReconciler
 from dbuser_operator.controllers.databaseuser.role_drift import RoleDriftCheck
 from dbuser_operator.controllers.databaseuser.steps.account import AccountStep
+from dbuser_operator.controllers.databaseuser.steps.account_options import AccountOptionsStep
 from dbuser_operator.controllers.databaseuser.steps.authentication import AuthenticationStep
 from dbuser_operator.controllers.databaseuser.steps.connection_secret import ConnectionSecretStep
 from dbuser_operator.controllers.databaseuser.steps.credentials import CredentialsStep, SessionsStep
@@ -103,6 +104,7 @@ def steps(
                 ScheduledRotationStep(owned_secrets),
                 AccountStep(shared.guard),
                 OptionsStep(),
+                AccountOptionsStep(),
                 GrantsStep(),
                 RolesStep(shared.roles),
                 CredentialsStep(),  # the password last: after the revokes
