@@ -11,7 +11,10 @@ from dbuser_operator.controllers.databaseuser.owned_secrets import OwnedSecrets
 from dbuser_operator.controllers.databaseuser.reconciler import DatabaseUserReconciler
 from dbuser_operator.controllers.databaseuser.role_drift import RoleDriftCheck
 from dbuser_operator.controllers.databaseuser.steps.account import AccountStep
-from dbuser_operator.controllers.databaseuser.steps.account_options import AccountOptionsStep
+from dbuser_operator.controllers.databaseuser.steps.account_options import (
+    AccountOptionsCheckStep,
+    AccountOptionsStep,
+)
 from dbuser_operator.controllers.databaseuser.steps.authentication import AuthenticationStep
 from dbuser_operator.controllers.databaseuser.steps.connection_secret import ConnectionSecretStep
 from dbuser_operator.controllers.databaseuser.steps.credentials import CredentialsStep, SessionsStep
@@ -93,6 +96,7 @@ def steps(
         GuardStep(shared.guard),
         PolicyStep(shared.policy),  # before any SQL
         PrivilegeCheckStep(),
+        AccountOptionsCheckStep(),  # before any account is written
         GeneratedPasswordStep(owned_secrets),
         PasswordStep(shared.secrets),
         StrategyStep(),

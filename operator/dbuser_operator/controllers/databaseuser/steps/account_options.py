@@ -4,8 +4,8 @@ back from the server and set when it differs.
 An account is locked when ``locked`` is true or ``expiresAt`` has passed (the operator's clock); a pass
 before ``expiresAt`` asks to be looked at again at that moment. ``ACCOUNT LOCK`` refuses new logins only:
 every pass that finds the account wanted locked ends its open sessions too (one processlist read when it
-has none). The failed-login lock exists on MySQL 8.0.19+ only: elsewhere it is refused by name
-(``AccountOptionUnsupported``), before anything is written.
+has none). The failed-login lock exists on MySQL 8.0.19+ only: elsewhere :class:`AccountOptionsCheckStep`
+refuses it by name (``AccountOptionUnsupported``) before anything is written, the account included.
 """
 
 from __future__ import annotations
@@ -118,21 +118,37 @@ def ready_outcome(ctx: Context, message: str) -> tuple[str, str]:
     return "AccountReady", message
 
 
+class AccountOptionsCheckStep:
+    """Refuses what spec.account asks and the server cannot do, before anything is written (not even the
+    account): Ready=False, reason AccountOptionUnsupported, naming the field and the server."""
+
+    name = "account-options-check"
+
+    async def ensure(self, ctx: Context) -> None:
+        try:
+            server = await ctx.server.server()
+        except MySQLError as error:
+            raise mysql_condition(error, ctx.account) from None
+        problem = unsupported(ctx.user.spec, server)
+        if problem is not None:
+            raise ConditionError(UNSUPPORTED, problem, retry=False)
+
+    async def delete(self, ctx: Context) -> None:
+        """Nothing was done."""
+
+
 class AccountOptionsStep:
     """ALTER USER … ACCOUNT LOCK|UNLOCK PASSWORD EXPIRE … only when the server's values differ from the
     spec; a locked account's sessions ended."""
 
     name = "account-options"
-    after = ("account",)
+    after = ("account-options-check", "account")
 
     async def ensure(self, ctx: Context) -> None:
         user, host, spec = ctx.user.effective_user(), ctx.host, ctx.user.spec
         moment = now()
         try:
             server = await ctx.server.server()
-            problem = unsupported(spec, server)
-            if problem is not None:
-                raise ConditionError(UNSUPPORTED, problem, retry=False)
             wanted = wanted_policy(spec, moment)
             changed = await account_options.apply_policy(ctx.server.db, user, host, wanted, server)
             ended = await sessions.end_sessions(ctx.server.db, user, host) if wanted.locked else 0
