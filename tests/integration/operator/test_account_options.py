@@ -71,7 +71,7 @@ def policy_of(mysql: MySQLServer, user: str, host: str = "%") -> tuple[bool, int
         if not rows:
             return None
         locked, lifetime = rows[0]
-        return str(locked) == "true", -1 if lifetime is None else int(lifetime)
+        return str(locked) in ("true", "1"), -1 if lifetime is None else int(lifetime)  # JSON true reads "1"
     rows = mysql_query(
         mysql,
         "SELECT account_locked, password_lifetime FROM mysql.user WHERE User = %s AND Host = %s",
