@@ -32,6 +32,7 @@ from dbuser_operator.runtime.conditions import format_time
 UNSUPPORTED: Final = "AccountOptionUnsupported"
 LOCKED: Final = "AccountLocked"
 EXPIRED: Final = "AccountExpired"
+EXPIRY_MARGIN: Final = 0.05  # seconds after expiresAt that the pass which locks the account is asked for
 
 
 def expired(spec: DatabaseUserSpec, moment: datetime) -> datetime | None:
@@ -155,7 +156,8 @@ class AccountOptionsStep:
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         if spec.account is not None and spec.account.expires_at is not None and not wanted.locked:
-            ctx.requeue(max((parse_expires_at(spec.account.expires_at) - moment).total_seconds(), 0.0) + 0.5)
+            # At that moment, and a little after: a timer that fires early finds it unexpired, and asks again.
+            ctx.requeue((parse_expires_at(spec.account.expires_at) - moment).total_seconds() + EXPIRY_MARGIN)
         if changed is not None:
             self._report(ctx, *changed)
         if ended:
