@@ -205,16 +205,24 @@ def _expire_clause(lifetime: int) -> str:
 
 
 async def apply_policy(
-    db: Database, user: str, host: str, wanted: WantedPolicy, server: ServerInfo
+    db: Database,
+    user: str,
+    host: str,
+    wanted: WantedPolicy,
+    server: ServerInfo,
+    *,
+    live: tuple[LockPolicy, int] | None = None,
 ) -> tuple[LockPolicy, LockPolicy] | None:
     """Give the account ``wanted`` with one ``ALTER USER``, only if it differs: ``(before, after)`` when it
-    wrote, None when nothing changed. A missing account raises :class:`~.errors.InvalidAccountError`."""
-    found = await read_policy(db, user, host, server)
+    wrote, None when nothing changed. ``live``: the account's policy and the server's default lifetime as
+    the caller read them in this pass (None: read here). A missing account raises
+    :class:`~.errors.InvalidAccountError`."""
+    found = live if live is not None else await read_policy(db, user, host, server)
     if found is None:
         raise InvalidAccountError(f"'{user}'@'{host}' does not exist", 1396)
-    live, default_lifetime = found
-    target = wanted.target(live, default_lifetime)
-    if target == live:
+    current, default_lifetime = found
+    target = wanted.target(current, default_lifetime)
+    if target == current:
         return None
-    await db.execute(alter_statement(user, host, live, target, server))
-    return live, target
+    await db.execute(alter_statement(user, host, current, target, server))
+    return current, target

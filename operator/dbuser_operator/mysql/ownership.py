@@ -34,7 +34,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Final
 
-from dbuser_operator.mysql import catalog, password_hashes
+from dbuser_operator.mysql import account_options, catalog, password_hashes
+from dbuser_operator.mysql.account_options import LockPolicy
 from dbuser_operator.mysql.authentication import Method, effective
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import ServerError, checked_input
@@ -394,13 +395,17 @@ class Lookup:
     ``owner``: who owns it (None: nobody). ``exists``: the account exists. ``password_intact``: its
     authentication string still has the recorded fingerprint (None when nothing can be compared: not
     owned, no fingerprint recorded, or no account). ``plugin``: its authentication plugin (None: no account;
-    not compared: two lookups are equal when owner, existence and fingerprint are).
+    not compared: two lookups are equal when owner, existence and fingerprint are). ``policy``: its lock and
+    password policy (None: no account) and ``default_lifetime`` the server's ``default_password_lifetime``
+    (:mod:`.account_options`; not compared either), so that a pass needs no statement of its own for them.
     """
 
     owner: Owner | None
     exists: bool
     password_intact: bool | None
     plugin: str | None = dataclasses.field(default=None, compare=False)
+    policy: LockPolicy | None = dataclasses.field(default=None, compare=False)
+    default_lifetime: int = dataclasses.field(default=0, compare=False)
 
 
 async def lookup(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> Lookup:
@@ -408,8 +413,8 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
     user, host = _key(user, host)
     rows = await db.fetch(
         Statement(
-            "SELECT o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User, SHA2({auth}, 256), {plugin}"
-            " FROM (SELECT 1) AS one"
+            "SELECT o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User, SHA2({auth}, 256),"
+            " {plugin}, {policy} FROM (SELECT 1) AS one"
             " LEFT JOIN {table} o ON o.user = %s AND o.host = %s"
             " LEFT JOIN {accounts} u ON u.User = %s AND u.Host = %s",
             user,
@@ -420,13 +425,22 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
             accounts=catalog.accounts_table(server),
             auth=catalog.authentication_string(server, "u"),
             plugin=catalog.plugin(server, "u"),
+            policy=account_options.column_list(server, "u"),
         )
     )
-    uid, namespace, name, recorded, account, current, plugin = rows[0]
+    uid, namespace, name, recorded, account, current, plugin = rows[0][:7]
     owner = Owner(str(uid), str(namespace), str(name)) if uid is not None else None
     exists = account is not None
     intact = compare_fingerprints(recorded, current) if owner is not None and exists else None
-    return Lookup(owner, exists, intact, str(plugin) if exists and plugin is not None else None)
+    policy = LockPolicy.from_row(dict(zip(account_options.COLUMNS, rows[0][7:11], strict=True)))
+    return Lookup(
+        owner,
+        exists,
+        intact,
+        str(plugin) if exists and plugin is not None else None,
+        policy if exists else None,
+        int(rows[0][11] or 0),
+    )
 
 
 def compare_fingerprints(recorded: object, current: object) -> bool | None:

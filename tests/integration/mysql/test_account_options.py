@@ -19,7 +19,7 @@ from dbuser_operator.mysql.account_options import (
     read_policy,
 )
 from dbuser_operator.mysql.inventory import QUERIES, inventory
-from dbuser_operator.mysql.ownership import Owner, claim
+from dbuser_operator.mysql.ownership import Owner, claim, lookup
 from tests.integration.mysql.support import Accounts, admin
 
 pytestmark = pytest.mark.integration
@@ -115,3 +115,24 @@ async def test_the_inventory_reads_the_policy_in_its_two_queries(
     assert found[(gone, "%")].policy is None
     assert {state.default_lifetime for state in found.values()} == {0}
     assert all(state.policy is None for state in (await inventory(db, owned_schema)).values())
+
+
+async def test_the_ownership_look_reads_the_policy_so_a_pass_reads_nothing_more(
+    db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str, server: ServerInfo
+) -> None:
+    user = await new_account(db, accounts_made)
+    await claim(db, owned_schema, user, "%", OWNER)
+    admin(mysql, f"ALTER USER '{user}'@'%' ACCOUNT LOCK PASSWORD EXPIRE INTERVAL 30 DAY")
+    found = await lookup(db, owned_schema, user, "%", server)
+    assert (found.policy, found.default_lifetime) == (LockPolicy(locked=True, password_lifetime=30), 0)
+    assert (await lookup(db, owned_schema, accounts_made.name(), "%", server)).policy is None
+
+    read, written = db.statements_read, db.statements_written
+    assert found.policy is not None
+    live = (found.policy, found.default_lifetime)
+    wanted = WantedPolicy(locked=True, password_lifetime=30)
+    assert await apply_policy(db, user, "%", wanted, server, live=live) is None
+    assert (db.statements_read, db.statements_written) == (read, written)
+    await apply_policy(db, user, "%", WantedPolicy(), server, live=live)
+    assert (db.statements_read, db.statements_written) == (read, written + 1)
+    assert await read_policy(db, user, "%", server) == (LockPolicy(password_lifetime=NEVER), 0)

@@ -9,6 +9,7 @@ from dbuser_operator.api.v1alpha1 import AppliedSecret, DatabaseUser, DatabaseUs
 from dbuser_operator.controllers.kit.reconcile import Pass
 from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.mysql.account_options import LockPolicy
 from dbuser_operator.mysql.authentication import Method
 
 
@@ -30,6 +31,10 @@ class Context(Pass[DatabaseUserStatus]):
     adopted: bool = False  # this pass took the account over (adopt annotation): its sessions are ended
     reduced: bool = False  # this pass revoked privileges or roles: the account's sessions are ended
     plugin: str | None = None  # the account's authentication plugin as read in this pass (None: no account)
+    # The account's lock and password policy and the server's default password lifetime, as the ownership
+    # step's look read them (None: not read in this pass).
+    lock_policy: LockPolicy | None = None
+    default_lifetime: int | None = None
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server
     host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
     credential_id: str | None = None  # id of a generated password's rotation (its Secret's annotation)

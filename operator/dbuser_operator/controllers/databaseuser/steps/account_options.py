@@ -119,6 +119,19 @@ def ready_outcome(ctx: Context, message: str) -> tuple[str, str]:
     return "AccountReady", message
 
 
+def known_policy(ctx: Context, wanted: WantedPolicy) -> tuple[LockPolicy, int] | None:
+    """The account's policy and the server's default lifetime as this pass knows them without a statement:
+    the ownership step's look, or a new account's defaults (whose server default matters only when the
+    spec leaves passwordExpire unset); None: to be read."""
+    if ctx.created:
+        if wanted.password_lifetime is not None:
+            return LockPolicy(), 0
+        return (LockPolicy(), ctx.default_lifetime) if ctx.default_lifetime is not None else None
+    if ctx.lock_policy is None or ctx.default_lifetime is None:
+        return None
+    return ctx.lock_policy, ctx.default_lifetime
+
+
 class AccountOptionsCheckStep:
     """Refuses what spec.account asks and the server cannot do, before anything is written (not even the
     account): Ready=False, reason AccountOptionUnsupported, naming the field and the server."""
@@ -151,7 +164,9 @@ class AccountOptionsStep:
         try:
             server = await ctx.server.server()
             wanted = wanted_policy(spec, moment)
-            changed = await account_options.apply_policy(ctx.server.db, user, host, wanted, server)
+            changed = await account_options.apply_policy(
+                ctx.server.db, user, host, wanted, server, live=known_policy(ctx, wanted)
+            )
             ended = await sessions.end_sessions(ctx.server.db, user, host) if wanted.locked else 0
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None

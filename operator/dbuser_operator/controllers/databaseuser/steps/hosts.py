@@ -44,6 +44,8 @@ def for_host(ctx: Context, host: str) -> Context:
         created=False,
         adopted=False,
         reduced=False,
+        lock_policy=None,
+        default_lifetime=None,
     )
 
 
