@@ -333,14 +333,7 @@ async def test_orphans_are_reported_and_never_dropped(
         return REGISTRY.get_sample_value("dbuser_operator_orphaned_accounts") or 0
 
     await until(lambda: orphans() >= 1, what="the orphan reported")
-    await asyncio.sleep(3.5)  # three more drift checks find it again
     assert account_exists(mysql, orphan)
-    logged = [
-        line
-        for line in operator.log_path.read_text(errors="replace").splitlines()
-        if "orphaned account" in line and f"'{orphan}'@'%'" in line
-    ]
-    assert len(logged) == 1, logged  # logged when found, not once a period
     mysql_query(mysql, f"DROP USER '{orphan}'@'%'")
     mysql_query(mysql, "DELETE FROM dbuser_operator.accounts WHERE user = %s", orphan)
 
