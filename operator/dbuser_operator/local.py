@@ -195,7 +195,7 @@ class Local:
             if operator.done():
                 operator.result()  # the operator failed: show why
             states = self.kubectl("get", "dbu,mysqlservers", "-n", namespace, "-o", f"jsonpath={query}")
-            if states and all(state == "True" for state in states.rstrip(",").split(",")):
+            if states and all(state == "True" for state in states.split(",")[:-1]):  # one "," each
                 return
             await asyncio.sleep(0.1)
         raise TimeoutError(f"the samples in {namespace} did not become Ready within 60 s")
