@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import os
 import shutil
 import signal
@@ -73,11 +74,12 @@ def _write_mysql_options(path: Path, server: MySQLServer) -> Path:
 
 
 def point_samples_at(
-    documents: Sequence[dict[str, Any]], server: MySQLServer, ca_pem: str | None
+    samples: Sequence[dict[str, Any]], server: MySQLServer, ca_pem: str | None
 ) -> list[dict[str, Any]]:
     """The sample objects with each MySQLServer, and the Secret of its credentials, naming ``server``: its
     host, port and admin account, and (``ca_pem``) the CA to verify its certificate with. The samples name
     a server of a cluster (mysql-reporting.databases.svc) that a local run cannot reach."""
+    documents = copy.deepcopy(list(samples))  # the caller's objects stay as they are
     servers = [doc for doc in documents if doc.get("kind") == SERVER_KIND]
     admin: dict[str, dict[str, str]] = {}  # Secret name -> the keys to write
     for doc in servers:
@@ -95,7 +97,7 @@ def point_samples_at(
         if keys is not None:
             doc.pop("data", None)
             doc["stringData"] = keys
-    return list(documents)
+    return documents
 
 
 def client_command(product: str, which: Callable[[str], str | None] = shutil.which) -> str:

@@ -43,6 +43,12 @@ def test_the_sample_server_and_its_admin_secret_name_the_local_server() -> None:
     assert by_kind(documents, "DatabaseUser", "app") == by_kind(samples(), "DatabaseUser", "app")
 
 
+def test_the_callers_objects_are_left_as_they_are() -> None:
+    original = samples()
+    point_samples_at(original, SERVER, "ca")
+    assert original == samples()
+
+
 def test_a_server_without_a_ca_keeps_the_samples_tls() -> None:
     documents = point_samples_at(samples(), SERVER, None)
     spec = by_kind(documents, "MySQLServer", "reporting")["spec"]
