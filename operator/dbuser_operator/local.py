@@ -1,22 +1,27 @@
 """``python -m dbuser_operator.local``: the operator end to end on a local environment.
 
 Starts a real kube-apiserver + etcd (unless ``KUBECONFIG`` names a cluster) and a MySQL server (unless
-``MYSQL_URL`` names one), installs the CRDs, runs the operator against them, applies the samples, and
-shows ``kubectl get dbu`` and ``kubectl describe dbu`` once the sample is Ready. Then it runs until
-Ctrl-C, saying how to reach both servers; ``--check`` stops right after the sample was shown Ready.
+``MYSQL_URL`` names one), installs the CRDs, runs the operator against them, applies the samples (their
+MySQLServer and its admin Secret pointed at that server), and shows ``kubectl get`` of both kinds and
+``kubectl describe dbu`` once the samples are Ready. Then it runs until Ctrl-C, saying how to reach both
+servers; ``--check`` stops right after the samples were shown Ready.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from dbuser_operator import app
 from dbuser_operator.envtest import (
@@ -28,11 +33,13 @@ from dbuser_operator.envtest import (
     install_crds,
     provide_mysql,
 )
+from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.tls import SSLMode
 from dbuser_operator.runtime.logging import configure_logging
 from dbuser_operator.settings import Settings
 
 SAMPLE = "app"
+SERVER_KIND = "MySQLServer"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -66,6 +73,48 @@ def _write_mysql_options(path: Path, server: MySQLServer) -> Path:
     )
 
 
+def point_samples_at(
+    samples: Sequence[dict[str, Any]], server: MySQLServer, ca_pem: str | None
+) -> list[dict[str, Any]]:
+    """The sample objects with each MySQLServer, and the Secret of its credentials, naming ``server``: its
+    host, port and admin account, and (``ca_pem``) the CA to verify its certificate with. The samples name
+    a server of a cluster (mysql-reporting.databases.svc) that a local run cannot reach."""
+    documents = copy.deepcopy(list(samples))  # the caller's objects stay as they are
+    servers = [doc for doc in documents if doc.get("kind") == SERVER_KIND]
+    admin: dict[str, dict[str, str]] = {}  # Secret name -> the keys to write
+    for doc in servers:
+        spec = doc["spec"]
+        spec.update(host=server.host, port=server.port)
+        credentials = spec["credentials"]
+        admin.setdefault(credentials["user"]["name"], {})[credentials["user"]["key"]] = server.user
+        secret = credentials["password"]["name"]
+        admin.setdefault(secret, {})[credentials["password"]["key"]] = server.password
+        if ca_pem is not None:
+            admin[secret]["ca.crt"] = ca_pem
+            spec["tls"] = {"mode": "VERIFY_IDENTITY", "ca": {"name": secret, "key": "ca.crt"}}
+    for doc in documents:
+        keys = admin.get(doc["metadata"]["name"]) if doc.get("kind") == "Secret" else None
+        if keys is not None:
+            doc.pop("data", None)
+            doc["stringData"] = keys
+    return documents
+
+
+def client_command(product: str, which: Callable[[str], str | None] = shutil.which) -> str:
+    """The command-line client for a server of ``product`` ("mysql" or "mariadb"): its own when installed,
+    else the other one that is (MariaDB's client speaks to MySQL and the reverse), else its own."""
+    preferred = ["mariadb", "mysql"] if product == "mariadb" else ["mysql", "mariadb"]
+    return next((name for name in preferred if which(name) is not None), preferred[0])
+
+
+def _server_info(server: MySQLServer) -> ServerInfo:
+    """The server's flavour and version, as it says (SELECT VERSION())."""
+    with server.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("SELECT VERSION()")
+        row = cursor.fetchone()
+    return ServerInfo.parse(str(row[0]) if row else "")
+
+
 class Local:
     """One local run: the environment, the operator, the samples."""
 
@@ -77,11 +126,13 @@ class Local:
         self.server = server
         self.kubectl_binary = kubectl
         self.workdir: Path = arguments.workdir
+        self.info = _server_info(server)
 
-    def kubectl(self, *args: str) -> str:
+    def kubectl(self, *args: str, stdin: str | None = None) -> str:
         result = subprocess.run(  # noqa: S603 - the pinned kubectl
             [str(self.kubectl_binary), *args],
             env={**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)},
+            input=stdin,
             capture_output=True,
             text=True,
             check=True,
@@ -114,11 +165,12 @@ class Local:
         operator = asyncio.create_task(app.run(settings, stop))
         try:
             namespace = self.arguments.namespace
-            print(self.kubectl("apply", "-n", namespace, "-k", str(self.arguments.samples)), flush=True)
+            print(self._apply_samples(namespace), flush=True)
             await self._wait_ready(namespace, operator)
             await self._wait_for_events(namespace)
-            print("$ kubectl get dbu", flush=True)
-            print(self.kubectl("get", "dbu", "-n", namespace), flush=True)
+            for kind in ("dbu", "mysqlservers"):
+                print(f"$ kubectl get {kind}", flush=True)
+                print(self.kubectl("get", kind, "-n", namespace), flush=True)
             print(f"$ kubectl describe dbu {SAMPLE}", flush=True)
             print(self.kubectl("describe", "dbu", SAMPLE, "-n", namespace), flush=True)
             self._say_how_to_reach()
@@ -129,15 +181,26 @@ class Local:
             stop.set()
             await operator
 
+    def _apply_samples(self, namespace: str) -> str:
+        """Apply the samples, their MySQLServer pointed at the local server; kubectl's report."""
+        documents = [
+            doc for doc in yaml.safe_load_all(self.kubectl("kustomize", str(self.arguments.samples))) if doc
+        ]
+        ca_pem = self.server.ca_file.read_text() if self.server.ca_file is not None else None
+        rendered = yaml.safe_dump_all(point_samples_at(documents, self.server, ca_pem), sort_keys=False)
+        return self.kubectl("apply", "-n", namespace, "-f", "-", stdin=rendered)
+
     async def _wait_ready(self, namespace: str, operator: asyncio.Task[None]) -> None:
-        query = '{.status.conditions[?(@.type=="Ready")].status}'
+        """Until every sample DatabaseUser and MySQLServer is Ready."""
+        query = '{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{","}{end}'
         for _ in range(600):
             if operator.done():
                 operator.result()  # the operator failed: show why
-            if self.kubectl("get", "dbu", SAMPLE, "-n", namespace, "-o", f"jsonpath={query}") == "True":
+            states = self.kubectl("get", "dbu,mysqlservers", "-n", namespace, "-o", f"jsonpath={query}")
+            if states and all(state == "True" for state in states.split(",")[:-1]):  # one "," each
                 return
             await asyncio.sleep(0.1)
-        raise TimeoutError(f"the sample DatabaseUser {namespace}/{SAMPLE} did not become Ready within 60 s")
+        raise TimeoutError(f"the samples in {namespace} did not become Ready within 60 s")
 
     async def _wait_for_events(self, namespace: str) -> None:
         """Events are written in the background: give them a moment to show in ``kubectl describe``."""
@@ -151,7 +214,8 @@ class Local:
         print(f"export KUBECONFIG={self.cluster.kubeconfig}")
         print(f"export PATH={self.kubectl_binary.parent}:$PATH    # the pinned kubectl and helm")
         options = self.workdir / "mysql-client.cnf"
-        print(f"mariadb --defaults-file={options}    # MySQL admin ({self.server.origin} server)")
+        client = client_command(self.info.flavour)
+        print(f"{client} --defaults-file={options}    # {self.info} admin ({self.server.origin} server)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""Install CustomResourceDefinitions from YAML files and wait until they are Established."""
+"""Install CustomResourceDefinitions from YAML files and wait until they are Established and served."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ def read_crds(paths: Iterable[Path]) -> list[dict[str, Any]]:
 
 
 async def install_crds(api: client.ApiClient, *paths: Path) -> list[str]:
-    """Create or update the CRDs found in ``paths``; return their names once all are Established."""
+    """Create or update the CRDs found in ``paths``; return their names once all are Established and
+    their resources can be listed (a fresh CRD's storage answers 429 for a moment: a watch started then
+    logs a warning)."""
     extensions = client.ApiextensionsV1Api(api)
     names = []
     for crd in read_crds(paths):
@@ -42,10 +44,13 @@ async def install_crds(api: client.ApiClient, *paths: Path) -> list[str]:
             )
             crd["metadata"]["resourceVersion"] = current.metadata.resource_version
             await extensions.replace_custom_resource_definition(name, body, _request_timeout=_REQUEST_TIMEOUT)
-    for name in names:
+    objects = client.CustomObjectsApi(api)
+    for name, crd in zip(names, read_crds(paths), strict=True):
         try:
             async with asyncio.timeout(_ESTABLISHED_TIMEOUT):
                 while not await _established(extensions, name):  # noqa: ASYNC110 - a remote condition
+                    await asyncio.sleep(0.1)
+                while not await _served(objects, crd):  # noqa: ASYNC110 - a remote condition
                     await asyncio.sleep(0.1)
         except TimeoutError:
             raise TimeoutError(
@@ -58,3 +63,18 @@ async def _established(extensions: client.ApiextensionsV1Api, name: str) -> bool
     crd = await extensions.read_custom_resource_definition(name, _request_timeout=_REQUEST_TIMEOUT)
     conditions = (crd.status.conditions if crd.status else None) or []
     return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+
+async def _served(objects: client.CustomObjectsApi, crd: dict[str, Any]) -> bool:
+    """Whether the CRD's resources can be listed (its storage initialised) in its first served version."""
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("served", True))
+    try:
+        await objects.list_cluster_custom_object(
+            spec["group"], version, spec["names"]["plural"], limit=1, _request_timeout=_REQUEST_TIMEOUT
+        )
+    except ApiException as error:
+        if error.status in {404, 429, 503}:
+            return False
+        raise
+    return True

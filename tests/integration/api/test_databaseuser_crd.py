@@ -27,18 +27,20 @@ pytestmark = pytest.mark.integration
 
 TIMEOUT = 30
 MERGE_PATCH = "application/merge-patch+json"
-# The optional fields the API server fills in with their defaults.
-SPEC_DEFAULTS: dict[str, Any] = {
+# The optional fields the API server fills in with their defaults (a decision: describe shows it).
+SPEC_DEFAULTS: dict[str, Any] = {"deletionPolicy": "Delete", "managementPolicy": "Manage"}
+# The optional fields the models default to empty or zero and the API server leaves out (absent == empty):
+# describe shows no empty list or zero limit that nobody set.
+MODEL_DEFAULTS: dict[str, Any] = {
+    "privileges": [],
     "maxUserConnections": 0,
     "maxQueriesPerHour": 0,
     "maxUpdatesPerHour": 0,
     "maxConnectionsPerHour": 0,
     "requireTLS": False,
-    "deletionPolicy": "Delete",
     "roles": [],
     "defaultRoles": [],
     "hosts": [],
-    "managementPolicy": "Manage",
 }
 
 

@@ -14,6 +14,7 @@ from kubernetes_asyncio import client
 from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec
 from tests.conftest import Runner
 from tests.integration.api.test_databaseuser_crd import (
+    MODEL_DEFAULTS,
     SPEC_DEFAULTS,
     body,
     create,
@@ -102,8 +103,9 @@ async def test_accepted_with_their_defaults(
     # The model reads what the server stored and writes it back unchanged.
     parsed = DatabaseUser.model_validate(created)
     dumped = parsed.spec.model_dump(by_alias=True, exclude_none=True, mode="json")
-    if "privileges" not in created["spec"]:  # no schema default: none stored, the model's is []
-        assert dumped.pop("privileges") == []
+    for key, value in MODEL_DEFAULTS.items():
+        if key not in created["spec"]:  # no schema default: none stored, the model's is empty
+            assert dumped.pop(key) == value, key
     assert dumped == created["spec"]
 
 
@@ -111,9 +113,12 @@ async def test_a_minimal_spec_gets_every_default(
     crds: list[str], kube_api: client.ApiClient, namespace: str
 ) -> None:
     created = await create(kube_api, namespace, body("minimal"))
-    assert created["spec"] == {"host": "%"} | PASSWORD | SPEC_DEFAULTS
+    assert created["spec"] == {"host": "%"} | PASSWORD | SPEC_DEFAULTS  # no empty list nor zero limit
     spec = DatabaseUser.model_validate(created).spec
     assert spec == DatabaseUserSpec.model_validate(PASSWORD)
+    assert spec == DatabaseUserSpec.model_validate(
+        PASSWORD | SPEC_DEFAULTS | MODEL_DEFAULTS
+    )  # absent == empty
     assert spec.deletion_policy == "Delete"
 
 

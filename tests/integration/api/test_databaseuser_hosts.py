@@ -21,6 +21,11 @@ ACCEPTED: list[tuple[str, dict[str, Any]]] = [
     ("longest", {"hosts": ["h" * 255]}),
     ("observe", {"managementPolicy": "Observe"}),
     ("paused", {"managementPolicy": "Paused", "hosts": ["localhost"]}),
+    # As stored before these fields lost their schema defaults: still admitted, still meaning none.
+    (
+        "stored-empties",
+        {"hosts": [], "roles": [], "defaultRoles": [], "maxUserConnections": 0, "requireTLS": False},
+    ),
 ]
 
 
@@ -32,7 +37,7 @@ async def test_accepted(
     for key, value in spec.items():
         assert created["spec"][key] == value
     parsed = DatabaseUser.model_validate(created).spec
-    assert parsed.account_hosts() == [created["spec"]["host"], *created["spec"]["hosts"]]
+    assert parsed.account_hosts() == [created["spec"]["host"], *created["spec"].get("hosts", [])]
 
 
 REJECTED: list[tuple[str, dict[str, Any], str]] = [
@@ -79,7 +84,10 @@ async def test_hosts_and_the_policy_may_change_host_may_not(
     )
     assert (changed["spec"]["hosts"], changed["spec"]["managementPolicy"]) == (["10.%", "::1"], "Paused")
     changed = await patch(kube_api, namespace, "changing", {"spec": {"hosts": None}})
-    assert changed["spec"]["hosts"] == []  # the default again: host alone
+    assert "hosts" not in changed["spec"]  # the default again: host alone (no hosts for CEL to read)
+    assert DatabaseUser.model_validate(changed).spec.account_hosts() == ["localhost"]
+    changed = await patch(kube_api, namespace, "changing", {"spec": {"managementPolicy": "Manage"}})
+    assert changed["spec"]["managementPolicy"] == "Manage"  # an update without hosts passes the rules
     assert "spec.host is immutable" in await rejected(
         patch(kube_api, namespace, "changing", {"spec": {"host": "127.0.0.1", "hosts": ["localhost"]}})
     )

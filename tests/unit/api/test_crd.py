@@ -294,14 +294,13 @@ def test_grants_limits_tls_and_deletion_policy_in_the_schema() -> None:
         ("maxConnectionsPerHour", 4294967295),
     ]:
         node = properties[limit]
-        assert (node["type"], node["format"], node["minimum"], node["maximum"], node["default"]) == (
+        assert (node["type"], node["format"], node["minimum"], node["maximum"]) == (
             "integer",
             "int64",
             0,
             maximum,
-            0,
         ), limit
-    assert (properties["requireTLS"]["type"], properties["requireTLS"]["default"]) == ("boolean", False)
+    assert properties["requireTLS"]["type"] == "boolean"
     policy = properties["deletionPolicy"]
     assert (policy["enum"], policy["default"]) == (["Delete", "Retain"], "Delete")
     assert "Retain leaves the account in MySQL" in policy["description"]
@@ -356,3 +355,37 @@ def test_the_grant_rules_name_their_field_and_build_the_models_messages() -> Non
 def test_cel_format_quotes_literals() -> None:
     assert meta.cel_format("{a} isn't {b}\\", a="x", b="self.y") == "x + ' isn\\'t ' + self.y + '\\\\'"
     assert meta.cel_format("plain") == "'plain'"
+
+
+def test_fields_whose_default_is_empty_have_no_schema_default() -> None:
+    """The API server writes a schema default into every object: ``kubectl describe`` would show empty
+    lists and zero limits that nobody set. The model defaults them instead (absent == empty)."""
+    properties = spec_schema()["properties"]
+    unset = (
+        "hosts",
+        "roles",
+        "defaultRoles",
+        "privileges",
+        "maxUserConnections",
+        "maxQueriesPerHour",
+        "maxUpdatesPerHour",
+        "maxConnectionsPerHour",
+        "requireTLS",
+    )
+    assert [name for name in unset if "default" in properties[name]] == []
+    spec = v1alpha1.DatabaseUserSpec.model_validate({"password": {"name": "s", "key": "k"}})
+    assert (spec.hosts, spec.roles, spec.default_roles, spec.privileges) == ([], [], [], [])
+    assert (spec.max_user_connections, spec.max_queries_per_hour, spec.require_tls) == (0, 0, False)
+    role = next(r for r in crd.RESOURCES if r.kind == "DatabaseRole")
+    document = yaml.safe_load((REPO / "crds" / role.file_name).read_text())
+    schema = document["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert "default" not in schema["properties"]["spec"]["properties"]["privileges"]
+
+
+def test_the_hosts_rule_guards_an_absent_hosts() -> None:
+    """Without a schema default, spec.hosts may be absent: CEL errors on a missing field unless guarded."""
+    rules = [
+        rule["rule"] for rule in spec_schema()["x-kubernetes-validations"] if "self.hosts" in rule["rule"]
+    ]
+    assert rules
+    assert all(rule.startswith("!has(self.hosts) || ") for rule in rules)

@@ -93,7 +93,7 @@ class DatabaseRoleSpec(Model):
     role must live on the same one. Unset: the server the operator's settings name. Immutable."""
 
     privileges: list[Grant] = Field(
-        default=[],
+        default_factory=list,  # no schema default: describe shows no empty "Privileges:"
         max_length=MAX_GRANTS,
         json_schema_extra={
             "x-kubernetes-validations": [

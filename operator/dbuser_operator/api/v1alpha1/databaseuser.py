@@ -157,7 +157,7 @@ class DatabaseUserSpec(Model):
                     "fieldPath": ".password",
                 },
                 {
-                    "rule": "self.hosts.all(h, h.lowerAscii() != self.host.lowerAscii())"
+                    "rule": "!has(self.hosts) || self.hosts.all(h, h.lowerAscii() != self.host.lowerAscii())"
                     " && self.hosts.all(a, self.hosts.exists_one(b, a.lowerAscii() == b.lowerAscii()))",
                     "message": HOSTS_REPEAT_MESSAGE,
                     "fieldPath": ".hosts",
@@ -178,8 +178,9 @@ class DatabaseUserSpec(Model):
     """The server resource (MySQLServer or ClusterMySQLServer) the account lives on. Unset: the server the
     operator's settings name. Immutable."""
 
+    # No schema defaults on lists, limits and requireTLS: describe shows only what was set (absent == empty).
     hosts: list[_HostItem] = Field(
-        default=[], max_length=MAX_HOSTS, json_schema_extra={"x-kubernetes-list-type": "set"}
+        default_factory=list, max_length=MAX_HOSTS, json_schema_extra={"x-kubernetes-list-type": "set"}
     )
     """More hosts of the same user, each its own MySQL account 'user'@'host' with the same password,
     privileges and limits (at most 16; same rules as host; no repeat of host, case aside). Unlike host, the
@@ -221,23 +222,25 @@ class DatabaseUserSpec(Model):
     of a table (columns), or on a stored procedure or function (routine). The operator grants exactly these
     and revokes any other, at every level. Defaults to none (the account can only log in)."""
 
-    max_user_connections: int = Field(default=0, ge=0, le=USER_CONNECTIONS_MAX, json_schema_extra=INT64)
+    max_user_connections: int = Field(
+        default_factory=int, ge=0, le=USER_CONNECTIONS_MAX, json_schema_extra=INT64
+    )
     """Most connections the account may have open at once (MAX_USER_CONNECTIONS), at most 2147483647. 0, the
     default, means no limit of the account's own (the server's max_user_connections applies)."""
 
-    max_queries_per_hour: int = Field(default=0, ge=0, le=LIMIT_MAX, json_schema_extra=INT64)
+    max_queries_per_hour: int = Field(default_factory=int, ge=0, le=LIMIT_MAX, json_schema_extra=INT64)
     """Most statements the account may run per hour (MAX_QUERIES_PER_HOUR). 0, the default, means
     unlimited."""
 
-    max_updates_per_hour: int = Field(default=0, ge=0, le=LIMIT_MAX, json_schema_extra=INT64)
+    max_updates_per_hour: int = Field(default_factory=int, ge=0, le=LIMIT_MAX, json_schema_extra=INT64)
     """Most statements that modify data the account may run per hour (MAX_UPDATES_PER_HOUR). 0, the default,
     means unlimited."""
 
-    max_connections_per_hour: int = Field(default=0, ge=0, le=LIMIT_MAX, json_schema_extra=INT64)
+    max_connections_per_hour: int = Field(default_factory=int, ge=0, le=LIMIT_MAX, json_schema_extra=INT64)
     """Most times the account may connect per hour (MAX_CONNECTIONS_PER_HOUR). 0, the default, means
     unlimited."""
 
-    require_tls: bool = Field(default=False, alias="requireTLS", strict=True)
+    require_tls: bool = Field(default_factory=bool, alias="requireTLS", strict=True)
     """Whether the account may only connect over TLS: true is REQUIRE SSL, false (the default) REQUIRE
     NONE (unless tls asks for more)."""
 
@@ -274,14 +277,14 @@ class DatabaseUserSpec(Model):
     and releases the resource at once, even while MySQL is unreachable."""
 
     roles: list[_RoleName] = Field(
-        default=[], max_length=MAX_ROLES, json_schema_extra={"x-kubernetes-list-type": "set"}
+        default_factory=list, max_length=MAX_ROLES, json_schema_extra={"x-kubernetes-list-type": "set"}
     )
     """Roles granted to the account: names of DatabaseRoles in the namespace of this DatabaseUser (served by
     the same operator). The operator grants exactly these roles and revokes any other role the account
     holds. Defaults to none."""
 
     default_roles: list[_RoleName] = Field(
-        default=[], max_length=MAX_ROLES, json_schema_extra={"x-kubernetes-list-type": "set"}
+        default_factory=list, max_length=MAX_ROLES, json_schema_extra={"x-kubernetes-list-type": "set"}
     )
     """Roles active by default when the account logs in (SET DEFAULT ROLE), each also listed in roles.
     MySQL allows several; MariaDB one (more is refused with Ready=False, reason TooManyDefaultRoles).
