@@ -195,6 +195,8 @@ async def test_an_owned_account_of_a_host_no_longer_in_the_spec_is_found_and_dro
         DATABASE_USERS, name, {"spec": {"hosts": None}}, PatchType.MERGE, namespace=namespace
     )
     await until(lambda: not account_exists(mysql, name, "10.9.%"), what="the removed host's account dropped")
+    # Its row goes right after the drop: a row written before that would be forgotten with it.
+    await until(lambda: owned_hosts(mysql, name) == {"10.1.%"}, what="the removed host's account forgotten")
     # As if that drop had failed: the account and its row are back; status no longer names the host.
     mysql_query(mysql, f"CREATE USER '{name}'@'10.9.%' IDENTIFIED BY 'left-over-9'")
     mysql_query(

@@ -72,7 +72,14 @@ def grant_tables(mysql: MySQLServer, user: str) -> dict[str, list[tuple[Any, ...
         rows[table] = sorted(
             mysql_query(mysql, f"SELECT * FROM {table} WHERE {where}", *([user] * len(keys))), key=repr
         )
-    rows["bookkeeping"] = mysql_query(mysql, f"SELECT * FROM {DEFAULT_SCHEMA}.accounts WHERE user = %s", user)
+    books = (
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'accounts'"
+    )
+    rows["bookkeeping"] = (  # none before the operator's first account made its schema
+        mysql_query(mysql, f"SELECT * FROM {DEFAULT_SCHEMA}.accounts WHERE user = %s", user)
+        if mysql_query(mysql, books, DEFAULT_SCHEMA)[0][0]
+        else []
+    )
     return rows
 
 
