@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from dbuser_operator.mysql.connection import Database
-from dbuser_operator.mysql.errors import MySQLError, ServerError, checked_input
+from dbuser_operator.mysql.errors import InvalidNameError, MySQLError, ServerError
 from dbuser_operator.mysql.identifiers import SQL, InvalidIdentifierError, quote_identifier, validate_database
 from dbuser_operator.mysql.ownership import SYSTEM_SCHEMAS, Claim, Owner, table
 from dbuser_operator.mysql.statement import Statement
@@ -71,16 +71,18 @@ def is_reserved(name: str, bookkeeping: str) -> bool:
 
 
 def _name(name: str) -> str:
-    with checked_input():
+    """A database name, validated (never ``*``); InvalidNameError if not one."""
+    try:
         if name == "*":
             raise InvalidIdentifierError("database name", name, "every database", "a database name")
         return validate_database(name)
+    except InvalidIdentifierError as error:
+        raise InvalidNameError(str(error)) from None
 
 
 def _option(kind: str, value: str, allowed: re.Pattern[str]) -> SQL:
-    with checked_input():
-        if allowed.fullmatch(value) is None:
-            raise InvalidIdentifierError(kind, value, "not a name", allowed.pattern)
+    if allowed.fullmatch(value) is None:
+        raise InvalidNameError(str(InvalidIdentifierError(kind, value, "not a name", allowed.pattern)))
     return quote_identifier(value)
 
 
