@@ -13,17 +13,21 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
+from dbuser_operator.api.v1alpha1.mysqlserver import CLUSTER_KIND
 from dbuser_operator.controllers.kit.resources import DATABASES
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import databases as mysql_databases
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
+from tests.integration.operator import test_server_policy
 from tests.integration.operator.conftest import TARGET, RunningOperator
 from tests.integration.operator.helpers import mysql_query, ready, unique
 from tests.integration.operator.rotation_support import wait_for_event
+from tests.integration.operator.test_server_policy import Tenancy
 
 pytestmark = pytest.mark.integration
 
+shared_tenancy = test_server_policy.tenancy  # the policy tests' fixture, under this name here
 HOSTILE_NAMES = ["a`b", "a'b", "a b", "ｄｂ", "x" * 65, "*", "a.b", "a/b", "a\\b", ""]  # noqa: RUF001
 HOSTILE_CHARSETS = ["utf8mb4; DROP DATABASE x", "utf8mb4`", "latin1 COLLATE x", "ｌａｔｉｎ1", "x" * 65]  # noqa: RUF001
 
@@ -284,3 +288,89 @@ async def test_reserved_and_hostile_names(
     await kube_client.delete(DATABASES, name, namespace)
     await gone(kube_client, namespace, name)
     assert owner_row(mysql, schema, name) is None
+
+
+def tenant_database(env: Tenancy, resource: str, **spec: Any) -> dict[str, Any]:
+    obj = database(resource, **spec)
+    obj["metadata"]["labels"] = {"dbuser-operator.dev/target": env.target}
+    obj["spec"]["serverRef"] = {"kind": CLUSTER_KIND, "name": env.server}
+    return obj
+
+
+async def test_policy_decides_names_and_a_tenant_cannot_take_or_drop_others(shared_tenancy: Tenancy) -> None:
+    """As a tenant writing only in its own namespace: names outside the policy's databases patterns are
+    refused before any SQL; a database that exists (another tenant's, or made by hand) is neither adopted
+    nor dropped; a namespace no entry selects may create nothing."""
+    env, ns = shared_tenancy, shared_tenancy.tenant
+    kube, mysql = env.kube, env.mysql
+    await env.set_policy(databases=["{namespace}_*"])
+    created: list[tuple[str, str]] = []
+    try:
+        # Outside the patterns: PolicyViolation, nothing created, no bookkeeping row.
+        outside = unique("billing")
+        await kube.create(DATABASES, tenant_database(env, outside, deletionPolicy="Delete"), ns)
+        created.append((ns, outside))
+        obj = await wait_db(kube, ns, outside, "False", "PolicyViolation")
+        assert f"database {outside} is outside {ns}_*" in ready(obj)["message"]  # type: ignore[index]
+        assert schema_of(mysql, outside) is None
+        # A namespace no entry selects.
+        other = f"{env.outsider}_x"
+        await kube.create(DATABASES, tenant_database(env, "x", name=other), env.outsider)
+        created.append((env.outsider, "x"))
+        obj = await wait_db(kube, env.outsider, "x", "False", "PolicyViolation")
+        assert "may not use it" in ready(obj)["message"]  # type: ignore[index]
+        assert schema_of(mysql, other) is None
+
+        # Inside the patterns: created.
+        mine = f"{ns}_app"
+        await kube.create(DATABASES, tenant_database(env, "app", name=mine), ns)
+        created.append((ns, "app"))
+        await wait_db(kube, ns, "app")
+        assert schema_of(mysql, mine) is not None
+        assert owner_row(mysql, env.schema, mine) is not None
+
+        # A database that exists, within the patterns, adopt annotation, allowAdoption false: refused.
+        handmade = f"{ns}_hand"
+        mysql_query(mysql, f"CREATE DATABASE `{handmade}`")
+        body = tenant_database(env, "hand", name=handmade, deletionPolicy="Delete")
+        body["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
+        await kube.create(DATABASES, body, ns)
+        obj = await wait_db(kube, ns, "hand", "False", "AdoptionNotAllowed")
+        assert owner_row(mysql, env.schema, handmade) is None
+        await kube.delete(DATABASES, "hand", ns)  # deletionPolicy Delete, never owned: nothing dropped
+        await gone(kube, ns, "hand")
+        assert schema_of(mysql, handmade) is not None
+
+        # Any name, adoption allowed only of its own names: another tenant's database is refused, and the
+        # tenant's deletion (Delete) drops nothing of it.
+        await env.set_policy(allowAdoption=True, adoptableNames=["{namespace}_*"])
+        victim = unique("victim").replace("-", "_")
+        mysql_query(mysql, f"CREATE DATABASE `{victim}`")
+        mysql_query(mysql, f"CREATE TABLE `{victim}`.t (a INT)")
+        body = tenant_database(env, "steal", name=victim, deletionPolicy="Delete")
+        body["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
+        await kube.create(DATABASES, body, ns)
+        obj = await wait_db(kube, ns, "steal", "False", "AdoptionNotAllowed")
+        assert "not among the adoptable names" in ready(obj)["message"]  # type: ignore[index]
+        await kube.delete(DATABASES, "steal", ns)
+        await gone(kube, ns, "steal")
+        assert mysql_query(mysql, f"SELECT COUNT(*) FROM `{victim}`.t") == [(0,)]
+        assert owner_row(mysql, env.schema, victim) is None
+        # ... nor a database another Database owns, even one the tenant could otherwise adopt.
+        body = tenant_database(env, "steal2", name=mine, deletionPolicy="Delete")
+        body["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
+        await kube.create(DATABASES, body, ns)
+        await wait_db(kube, ns, "steal2", "False", "DatabaseClaimed")
+        await kube.delete(DATABASES, "steal2", ns)
+        await gone(kube, ns, "steal2")
+        assert schema_of(mysql, mine) is not None
+        mysql_query(mysql, f"DROP DATABASE `{victim}`")
+    finally:
+        for namespace, name in created:
+            await kube.delete(DATABASES, name, namespace)
+        for namespace, name in created:
+            await gone(kube, namespace, name)
+    # Retain (the default): the tenant's database stays after its resource is gone.
+    assert schema_of(mysql, f"{ns}_app") is not None
+    mysql_query(mysql, f"DROP DATABASE `{ns}_app`")
+    mysql_query(mysql, f"DROP DATABASE `{ns}_hand`")
