@@ -57,6 +57,10 @@ def schema_of(mysql: MySQLServer, name: str) -> tuple[str, str] | None:
 
 
 def owner_row(mysql: MySQLServer, schema: str, name: str) -> tuple[Any, ...] | None:
+    """The bookkeeping row of database ``name`` (None also when there is no bookkeeping table yet)."""
+    tables = "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'databases'"
+    if not mysql_query(mysql, tables, schema):
+        return None
     rows = mysql_query(
         mysql, f"SELECT owner_uid, namespace, resource FROM `{schema}`.`databases` WHERE name = %s", name
     )
@@ -374,3 +378,36 @@ async def test_policy_decides_names_and_a_tenant_cannot_take_or_drop_others(shar
     assert schema_of(mysql, f"{ns}_app") is not None
     mysql_query(mysql, f"DROP DATABASE `{ns}_app`")
     mysql_query(mysql, f"DROP DATABASE `{ns}_hand`")
+
+
+async def test_observe_reads_and_never_drops_paused_waits(
+    operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer
+) -> None:
+    schema = operator.settings.ownership_schema
+    name = db_name("dbobs")
+    mysql_query(mysql, f"CREATE DATABASE `{name}` CHARACTER SET latin1")
+    body = database(name, managementPolicy="Observe", deletionPolicy="Delete", characterSet="utf8mb4")
+    await kube_client.create(DATABASES, body, namespace)
+    obj = await wait_db(kube_client, namespace, name, "False", "Diverged")
+    assert obj["status"]["characterSet"] == "latin1"
+    assert schema_of(mysql, name)[0] == "latin1"  # type: ignore[index]  # observed, not changed
+    assert owner_row(mysql, schema, name) is None  # nothing claimed
+    await kube_client.patch(
+        DATABASES, name, {"spec": {"characterSet": "latin1"}}, PatchType.MERGE, namespace=namespace
+    )
+    await wait_db(kube_client, namespace, name, "True", "Observed")
+    # Deleted under Observe with deletionPolicy Delete: never dropped.
+    await kube_client.delete(DATABASES, name, namespace)
+    await gone(kube_client, namespace, name)
+    assert schema_of(mysql, name) is not None
+
+    # Paused: nothing at all, deletion included, until the release annotation.
+    body = database(name, managementPolicy="Paused", deletionPolicy="Delete")
+    body["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
+    await kube_client.create(DATABASES, body, namespace)
+    await wait_db(kube_client, namespace, name, "Unknown", "Paused")
+    await asyncio.sleep(1.5)
+    assert owner_row(mysql, schema, name) is None
+    mysql_query(mysql, f"DROP DATABASE `{name}`")
+    await kube_client.delete(DATABASES, name, namespace)
+    await gone(kube_client, namespace, name)  # no finalizer was ever added while Paused
