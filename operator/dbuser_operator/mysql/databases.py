@@ -1,8 +1,9 @@
 """Databases (schemas): which the operator owns, creating, altering, reading back and dropping them.
 
 Ownership is a bookkeeping table ``<schema>.databases`` beside ``accounts`` and ``roles``: one row per
-owned database, keyed by its name (binary: MySQL on Linux tells ``App`` from ``app``), with the owning
-resource's UID, namespace and name. The row is written *before* ``CREATE DATABASE``: a process that dies
+owned database, keyed by its name without regard to case (a server with ``lower_case_table_names`` set
+reads ``App`` as ``app``: two resources must never own one database under two spellings; where the server
+tells them apart, only one of them can be managed), with the owning resource's UID, namespace and name. The row is written *before* ``CREATE DATABASE``: a process that dies
 between the two leaves a row without a database, which the next pass reads as "ours, create it"; never a
 database nobody owns. The operator drops only a database its row says is the resource's.
 
@@ -33,7 +34,7 @@ _ALIASES: Final = {"utf8": "utf8mb3"}
 
 _CREATE_TABLE: Final = (
     "CREATE TABLE IF NOT EXISTS {table} ("
-    " name VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,"
+    " name VARCHAR(64) CHARACTER SET ascii COLLATE ascii_general_ci NOT NULL,"
     " owner_uid VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,"
     " namespace VARCHAR(253) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,"
     " resource VARCHAR(253) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,"
