@@ -5,7 +5,8 @@ owned database, keyed by its name without regard to case (a server with ``lower_
 reads ``App`` as ``app``: two resources must never own one database under two spellings; where the server
 tells them apart, only one of them can be managed), with the owning resource's UID, namespace and name.
 The row is written *before* ``CREATE DATABASE``: a process that dies between the two leaves a row without
-a database, which the next pass reads as "ours, create it"; never a database nobody owns. The operator drops only a database its row says is the resource's.
+a database, which the next pass reads as "ours, create it"; never a database nobody owns. The operator
+drops only a database its row says is the resource's.
 
 Character sets and collations are checked against the patterns of the API, quoted as identifiers (both
 servers accept `` CHARACTER SET `utf8mb4` ``), and refused by the server if unknown (errors 1115, 1273,
