@@ -369,6 +369,14 @@ async def test_policy_decides_names_and_a_tenant_cannot_take_or_drop_others(shar
         await gone(kube, ns, "steal2")
         assert schema_of(mysql, mine) is not None
         mysql_query(mysql, f"DROP DATABASE `{victim}`")
+        # Its own name, adoption allowed: adopted, and then owned (Retain keeps it at deletion).
+        body = tenant_database(env, "hand2", name=handmade)
+        body["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
+        await kube.create(DATABASES, body, ns)
+        created.append((ns, "hand2"))
+        obj = await wait_db(kube, ns, "hand2")
+        assert owner_row(mysql, env.schema, handmade) == (obj["metadata"]["uid"], ns, "hand2")
+        await wait_for_event(kube, ns, "hand2", "DatabaseAdopted")
     finally:
         for namespace, name in created:
             await kube.delete(DATABASES, name, namespace)
