@@ -8,11 +8,12 @@ import os
 import structlog
 from kubernetes_asyncio import client, config
 
+from dbuser_operator.controllers.database import setup as database
 from dbuser_operator.controllers.databaserole import setup as databaserole
 from dbuser_operator.controllers.databaseuser import setup as databaseuser
 from dbuser_operator.controllers.databaseuser.setup import CONTROLLER_NAME
 from dbuser_operator.controllers.kit.guard import Guard
-from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, SECRET_INDEX
+from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, DATABASES, SECRET_INDEX
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.kit.shared import Shared
 from dbuser_operator.controllers.policy.gate import policy_gate
@@ -148,6 +149,7 @@ def build_manager(
     users = Informer(reader, DATABASE_USERS, namespaces=settings.namespaces, label_selector=scope.selector)
     databaseuser.index(users)  # before the caches that read its indexes are built
     roles = Informer(reader, DATABASE_ROLES, namespaces=settings.namespaces, label_selector=scope.selector)
+    dbs = Informer(reader, DATABASES, namespaces=settings.namespaces, label_selector=scope.selector)
     # Only the Secrets DatabaseUsers name (their own included); the server kinds add those servers name.
     secrets = ReferencedInformer(
         reader, SECRETS, namespaces=settings.namespaces, referenced_by=[(users, SECRET_INDEX)]
@@ -157,7 +159,7 @@ def build_manager(
         settings, db, servers.secret_reader(reader, secrets), database_factory(settings, fence)
     )
     resolver = ServerResolver(
-        registry, *servers.informers(reader, settings, scope, users, roles) if server_resources else ()
+        registry, *servers.informers(reader, settings, scope, users, roles, dbs) if server_resources else ()
     )
     shared = Shared(
         settings=settings,
@@ -166,10 +168,11 @@ def build_manager(
         scope=scope,
         users=users,
         roles=roles,
+        databases=dbs,
         secrets=secrets,
         recorder=recorder,
         servers=resolver,
-        policy=policy_gate(reader if namespace_labels else None, users, roles),
+        policy=policy_gate(reader if namespace_labels else None, users, roles, dbs),
         guard=Guard(
             [*settings.reserved_users, settings.mysql_user],
             settings.allowed_global_privileges,
@@ -188,7 +191,12 @@ def build_manager(
     manager.endpoints.ready_checks["api-writes"] = kube.denials.check  # RBAC narrowed after the start
     user_controller = databaseuser.setup(manager, shared, queue)
     role_controller = databaserole.setup(manager, shared)
-    servers.setup(manager, shared, [(user_controller, users), (role_controller, roles)])
+    database_controller = database.setup(manager, shared)
+    servers.setup(
+        manager,
+        shared,
+        [(user_controller, users), (role_controller, roles), (database_controller, dbs)],
+    )
     manager.add_runnable(Runnable("event recorder", recorder.run))
 
     async def close_recorder() -> None:  # write pending Events while the lease is held, else drop them

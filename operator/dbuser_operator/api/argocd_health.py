@@ -89,6 +89,8 @@ DEGRADED_REASONS: Final[Mapping[str, frozenset[str]]] = {
         "RoleNotFound",
     },
     "DatabaseRole": _REFUSALS | {"RoleExists", "RoleClaimed"},
+    "Database": _REFUSALS
+    | {"DatabaseExists", "DatabaseClaimed", "ReservedDatabase", "CharacterSetInvalid", "DatabaseNotFound"},
     "MySQLServer": _SERVER_REFUSALS,
     "ClusterMySQLServer": _SERVER_REFUSALS,
 }

@@ -20,6 +20,7 @@ from dbuser_operator.controllers.kit.resources import (
     CLUSTER_MYSQL_SERVERS,
     DATABASE_ROLES,
     DATABASE_USERS,
+    DATABASES,
     MYSQL_SERVERS,
 )
 from dbuser_operator.envtest import MySQLServer
@@ -35,6 +36,7 @@ from tests.integration.operator.helpers import (
     wait_for_ready,
 )
 from tests.integration.operator.rotation_support import delete_users, has_dual_passwords, wait_for_phase
+from tests.integration.operator.test_database import database, gone, wait_db
 from tests.integration.operator.test_roles import database_role, wait_role_ready
 from tests.integration.operator.test_servers import (
     CLUSTER_NAMESPACE,
@@ -299,3 +301,25 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+async def test_databases_ready_and_refused(
+    operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer
+) -> None:
+    name = unique("gitops-db")
+    await kube_client.create(DATABASES, database(name, deletionPolicy="Delete"), namespace)
+    obj = await wait_db(kube_client, namespace, name)
+    assert assess("Database", obj, "Healthy", "database-ready").startswith("DatabaseReady: ")
+
+    taken = unique("handmade-db")
+    mysql_query(mysql, f"CREATE DATABASE `{taken}`")
+    try:
+        await kube_client.create(DATABASES, database(taken, deletionPolicy="Delete"), namespace)
+        obj = await wait_db(kube_client, namespace, taken, "False", "DatabaseExists")
+        assert assess("Database", obj, "Degraded", "database-exists").startswith("DatabaseExists: ")
+    finally:
+        for each in (name, taken):
+            await kube_client.delete(DATABASES, each, namespace)
+    await gone(kube_client, namespace, taken)
+    assert mysql_query(mysql, "SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", taken)
+    mysql_query(mysql, f"DROP DATABASE `{taken}`")

@@ -25,6 +25,8 @@ OPERATOR_RULES: frozenset[Rule] = frozenset(
     | {(API_GROUP, "databaseusers/status", "patch")}
     | {(API_GROUP, "databaseroles", verb) for verb in ("get", "list", "watch", "patch")}
     | {(API_GROUP, "databaseroles/status", "patch")}
+    | {(API_GROUP, "databases", verb) for verb in ("get", "list", "watch", "patch")}
+    | {(API_GROUP, "databases/status", "patch")}
     | {(API_GROUP, "mysqlservers", verb) for verb in ("get", "list", "watch", "patch")}
     | {(API_GROUP, "mysqlservers/status", "patch")}
     | {("", "secrets", verb) for verb in ("list", "watch", "get", "create", "patch", "delete")}

@@ -130,7 +130,9 @@ def _reasons_raised(call_name: str, *, not_retried: bool) -> set[str]:
 
 def test_every_reason_the_operator_does_not_retry_is_classified() -> None:
     """A new ``ConditionError(..., retry=False)`` reason must be added to a Degraded list or to WAITS."""
-    accounts = DEGRADED_REASONS["DatabaseUser"] | DEGRADED_REASONS["DatabaseRole"]
+    accounts = (
+        DEGRADED_REASONS["DatabaseUser"] | DEGRADED_REASONS["DatabaseRole"] | DEGRADED_REASONS["Database"]
+    )
     not_retried = _reasons_raised("ConditionError", not_retried=True)
     assert len(not_retried) > 20, "the scan finds the refusals"
     not_retried |= {error.reason for error in PERMANENT_ERRORS}

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbuser_operator.api.v1alpha1 import GROUP, KIND, PLURAL, VERSION, databaserole, mysqlserver
+from dbuser_operator.api.v1alpha1 import GROUP, KIND, PLURAL, VERSION, database, databaserole, mysqlserver
 from dbuser_operator.runtime.resources import Resource
 
 DATABASE_USERS = Resource(GROUP, VERSION, PLURAL, KIND)
 DATABASE_ROLES = Resource(GROUP, VERSION, databaserole.PLURAL, databaserole.KIND)
+DATABASES = Resource(GROUP, VERSION, database.PLURAL, database.KIND)
 MYSQL_SERVERS = Resource(GROUP, VERSION, mysqlserver.PLURAL, mysqlserver.KIND)
 CLUSTER_MYSQL_SERVERS = Resource(
     GROUP, VERSION, mysqlserver.CLUSTER_PLURAL, mysqlserver.CLUSTER_KIND, namespaced=False

@@ -29,6 +29,7 @@ class Shared:
     scope: Scope
     users: Informer  # DatabaseUsers of this instance's target
     roles: Informer  # DatabaseRoles of this instance's target
+    databases: Informer  # Databases of this instance's target
     secrets: ReferencedInformer  # only the Secrets the resources (and the server resources) name
     recorder: EventRecorder
     servers: ServerResolver

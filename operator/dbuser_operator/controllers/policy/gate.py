@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.api.v1alpha1.database import Database
 from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
 from dbuser_operator.api.v1alpha1.mysqlserver import ServerPolicy
 from dbuser_operator.controllers.kit.errors import ConditionError
@@ -19,6 +20,7 @@ from dbuser_operator.controllers.policy.adoption import holding_problems, name_p
 from dbuser_operator.controllers.policy.namespaces import POLICY_NAMESPACE_INDEX, NamespaceLabels, on_a_server
 from dbuser_operator.controllers.policy.rules import (
     Violation,
+    database_violations,
     describe,
     entry_for,
     role_violations,
@@ -73,6 +75,15 @@ class PolicyGate:
         """Raise PolicyViolation if ``role`` breaks its server's policy."""
         self._check(
             server, role.metadata.namespace, lambda p, ns, labels: role_violations(p, ns, labels, role.spec)
+        )
+
+    def check_database(self, server: ServerBinding | None, database: Database) -> None:
+        """Raise PolicyViolation if the namespace of ``database`` may not have its name."""
+        name = database.effective_name()
+        self._check(
+            server,
+            database.metadata.namespace,
+            lambda p, ns, labels: database_violations(p, ns, labels, name),
         )
 
     async def check_adoption(

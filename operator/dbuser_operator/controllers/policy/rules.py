@@ -229,3 +229,17 @@ def role_violations(
         return grant_problems(entry, spec.privileges, namespace)
 
     return _evaluate(policy, namespace, labels, problems)
+
+
+def database_violations(
+    policy: ServerPolicy | None, namespace: str, labels: Mapping[str, str], name: str
+) -> list[Violation]:
+    """How a Database of ``namespace`` named ``name`` breaks ``policy``: the name must match the entry's
+    ``databases`` patterns (none: any name, as for grants)."""
+
+    def problems(entry: NamespacePolicy) -> list[str]:
+        if allowed_database(entry, name, namespace) or entry.databases is None:
+            return []
+        return [f"database {name} is outside {patterns_text(entry.databases, namespace)}"]
+
+    return _evaluate(policy, namespace, labels, problems)

@@ -80,7 +80,7 @@ class ServerReconciler:
         self.resource = resource
         self.informer = informer
         self.resolver = resolver
-        self.dependents = dependents  # the DatabaseUser and DatabaseRole informers (SERVER_INDEX)
+        self.dependents = dependents  # the DatabaseUser, DatabaseRole and Database informers (SERVER_INDEX)
         self.recorder = recorder
         self.finalizer = server_finalizer(scope)
         self.check_period = check_period
@@ -154,31 +154,33 @@ class ServerReconciler:
         new = {**previous, **status.model_dump(by_alias=True, exclude_none=True, mode="json")}
         await update_status(self.kube, self.resource, obj, new, field_manager=FIELD_MANAGER)
 
-    def _dependents(self, server: str) -> tuple[int, int]:
-        """How many DatabaseUsers and DatabaseRoles name the server."""
-        users, roles = (len(informer.store.by_index(SERVER_INDEX, server)) for informer in self.dependents)
-        return users, roles
+    def _dependents(self, server: str) -> tuple[int, int, int]:
+        """How many DatabaseUsers, DatabaseRoles and Databases name the server (informers not given: 0)."""
+        counts = [len(informer.store.by_index(SERVER_INDEX, server)) for informer in self.dependents]
+        users, roles, dbs = [*counts, 0, 0, 0][:3]
+        return users, roles, dbs
 
     async def _finalize(self, server: str, obj: dict[str, Any]) -> Result:
         if self.finalizer not in (obj["metadata"].get("finalizers") or []):
             return Result()
-        users, roles = self._dependents(server)
+        users, roles, dbs = self._dependents(server)
         name = describe_server(server)
         released = (obj["metadata"].get("annotations") or {}).get(RELEASE_ANNOTATION) == "true"
-        if users + roles and not released:
+        if users + roles + dbs and not released:
             message = (
-                f"deletion waits for {users} DatabaseUser(s) and {roles} DatabaseRole(s) that use it; "
+                f"deletion waits for {users} DatabaseUser(s), {roles} DatabaseRole(s) and {dbs} Database(s) "
+                "that use it; "
                 f"annotate {RELEASE_ANNOTATION}=true to let go at once (their accounts stay in MySQL)"
             )
             await self._write(obj, Health(False, "Deleting", message))
             return Result(requeue_after=WAIT_FOR_DEPENDENTS)
-        if released and users + roles:
+        if released and users + roles + dbs:
             self.recorder.emit(
                 _involved(obj, self.resource.kind),
                 "Warning",
                 "Released",
-                f"released by the {RELEASE_ANNOTATION} annotation while {users} DatabaseUser(s) and {roles} "
-                f"DatabaseRole(s) used {name}: what they made stays in MySQL",
+                f"released by the {RELEASE_ANNOTATION} annotation while {users} DatabaseUser(s), {roles} "
+                f"DatabaseRole(s) and {dbs} Database(s) used {name}: what they made stays in MySQL",
             )
         await remove_finalizer(self.kube, self.resource, obj, self.finalizer, field_manager=FIELD_MANAGER)
         await self._forget(server)

@@ -8,7 +8,7 @@ import time
 
 import structlog
 
-from dbuser_operator.mysql import ownership
+from dbuser_operator.mysql import databases, ownership
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.probe import Probe
 from dbuser_operator.mysql.server import ServerInfo, read_identity, read_server
@@ -32,6 +32,7 @@ class ServerHandle:
         self._read_at = 0.0  # monotonic time of the last read
         self._schema_ready = False
         self._roles_table_ready = False
+        self._databases_table_ready = False
         self._lock = asyncio.Lock()
 
     async def server(self) -> ServerInfo:
@@ -76,6 +77,13 @@ class ServerHandle:
         if not self._roles_table_ready:
             await ownership.ensure_roles_table(self.db, self.schema)
             self._roles_table_ready = True
+
+    async def ensure_databases_table(self) -> None:
+        """The bookkeeping schema, and its table of databases, on first use."""
+        await self.ensure_schema()
+        if not self._databases_table_ready:
+            await databases.ensure_table(self.db, self.schema)
+            self._databases_table_ready = True
 
     @functools.cached_property
     def probe(self) -> Probe:

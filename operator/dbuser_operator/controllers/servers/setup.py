@@ -105,7 +105,7 @@ def setup(
     A server is looked at again when it changes, when a Secret it is built from changes, when a resource
     on it goes away, when its liveness changes, and every ``server_check_period`` seconds.
     """
-    resolver, dependents = shared.servers, [shared.users, shared.roles]
+    resolver, dependents = shared.servers, [shared.users, shared.roles, shared.databases]
     controllers = []
     for kind, informer in resolver.informers.items():
         shared.secrets.keep_referenced(informer, SERVER_SECRET_INDEX)
