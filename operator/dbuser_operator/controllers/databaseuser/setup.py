@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbuser_operator.controllers.databaseuser.compliance import COMPLIANCE
 from dbuser_operator.controllers.databaseuser.drift import DriftCheck
 from dbuser_operator.controllers.databaseuser.endpoints import DefaultServerEndpoints, endpoint_of
 from dbuser_operator.controllers.databaseuser.observe import Observer
@@ -171,7 +172,14 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
 
     handles = shared.servers.registry.handles
     period = settings.resync_period
-    manager.add_leader_task("drift check", DriftCheck(handles, users, queue, period).run)
+    drift = DriftCheck(handles, users, queue, period)
+    manager.add_leader_task("drift check", drift.run)
+    detach = COMPLIANCE.attach(users.store, lambda: drift.orphans_by_server)
+
+    async def detach_compliance() -> None:
+        detach()
+
+    manager.on_shutdown(detach_compliance)
     manager.add_leader_task(
         "role drift check", RoleDriftCheck(handles, users, shared.roles, queue, period).run
     )
