@@ -3,7 +3,7 @@
 #
 #   hack/test.sh                 the full suite on MySQL 9.7 (with the tests marked fleet, which run a server of
 #                                every flavour at once, and only in that pass), then the MySQL-layer, API and
-#                                operator integration suites on MariaDB 11.8 and on MariaDB 10.11
+#                                operator integration suites on MariaDB 11.8 and on MariaDB 10.11, side by side
 #   hack/test.sh -k mysql -x     one run, arguments to pytest, on DBUSER_OPERATOR_MYSQL_FLAVOUR (default
 #                                mysql-9.7): also what runs when that variable or MYSQL_URL is set
 #
@@ -46,8 +46,25 @@ if (($#)) || [[ -n "${DBUSER_OPERATOR_MYSQL_FLAVOUR:-}" || -n "${MYSQL_URL:-}" ]
   run "" "$@"
 else
   run mysql-9.7
+  # The MariaDB passes wait on their servers far more than they compute: they run side by side, each with
+  # servers of its own, and each pass's output is printed whole once both are done.
+  pids=() outputs=()
   for flavour in mariadb-11.8 mariadb-10.11; do
-    run "$flavour" tests/integration/mysql tests/integration/api tests/integration/operator
+    output=$(mktemp)
+    outputs+=("$output")
+    (
+      summaries=() status=0
+      run "$flavour" tests/integration/mysql tests/integration/api tests/integration/operator
+      printf '%s\n' "${summaries[@]}" >"$output.summary"
+      exit "$status"
+    ) >"$output" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || status=1
+    cat "${outputs[$i]}"
+    mapfile -t -O "${#summaries[@]}" summaries <"${outputs[$i]}.summary" || status=1
+    rm -f "${outputs[$i]}" "${outputs[$i]}.summary"
   done
 fi
 

@@ -83,6 +83,7 @@ DEGRADED_REASONS: Final[Mapping[str, frozenset[str]]] = {
         "EndpointNotFound",
         "DualPasswordUnsupported",
         "CommentNotSupported",
+        "AccountOptionUnsupported",
         "RotationUnsupported",
         "TooManyDefaultRoles",
         "RoleNotFound",

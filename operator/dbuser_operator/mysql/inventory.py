@@ -1,7 +1,8 @@
 """The state of every owned account at once, with a fixed number of queries however many there are.
 
 :func:`inventory` sends :data:`QUERIES` (two) queries: the bookkeeping table ``LEFT JOIN mysql.user``
-(presence, limits, TLS requirement and identity, the authentication string's fingerprint), and the three
+(presence, limits, TLS requirement and identity, the authentication string's fingerprint, the lock and
+password policy), and the three
 ``information_schema`` privilege tables (and ``COLUMN_PRIVILEGES``) of every account, and
 ``mysql.procs_priv`` joined to the bookkeeping table on user and host for routines, united (``UNION
 ALL``). The rest is done here: each privilege row is matched to its owned account by its GRANTEE (a dictionary
@@ -24,6 +25,9 @@ from typing import Final
 
 from dbuser_operator.mysql import account_metadata
 from dbuser_operator.mysql.account_metadata import AccountMetadata
+from dbuser_operator.mysql.account_options import COLUMNS as POLICY_COLUMNS
+from dbuser_operator.mysql.account_options import LockPolicy
+from dbuser_operator.mysql.account_options import column_list as policy_columns
 from dbuser_operator.mysql.connection import Database, Row
 from dbuser_operator.mysql.grants import Grant, grants_from_rows, split_grantee
 from dbuser_operator.mysql.grants.model import ROUTINE_RANK
@@ -42,6 +46,8 @@ class AccountState:
     """An owned account as the server has it.
 
     ``present``: the account exists. ``options``: its limits and TLS requirement (None when absent).
+    ``policy``: its lock and password policy, and ``default_lifetime`` the server's
+    ``default_password_lifetime`` (None when absent, or when the inventory was read without the server).
     ``password_intact``: its authentication string still has the recorded fingerprint (None when absent or
     no fingerprint is recorded). ``grants``: its global, database, table, column and routine grants, one per
     level. ``metadata``: the owner entry and comment in its attributes (None when absent, or not read: a
@@ -54,6 +60,8 @@ class AccountState:
     password_intact: bool | None
     grants: frozenset[Grant]
     metadata: AccountMetadata | None = None
+    policy: LockPolicy | None = None
+    default_lifetime: int = 0
 
 
 _OWNED_COLUMNS: Final = ("user", "host", "owner_uid", "namespace", "name", "auth_fingerprint")
@@ -62,13 +70,24 @@ _ACCOUNTS: Final = (
     + column_list(_OWNED_COLUMNS, "o")
     + ", u.User, "
     + column_list(COLUMNS, "u")
-    + ", SHA2(u.authentication_string, 256), {metadata}"
-    " FROM {table} o LEFT JOIN mysql.user u ON u.User = o.user AND u.Host = LOWER(o.host)"
+    + ", SHA2(u.authentication_string, 256), {metadata}, {policy}"
+    " FROM {table} o LEFT JOIN mysql.user u ON u.User = o.user AND u.Host = LOWER(o.host){join}"
 )
-_ACCOUNTS_ROW: Final = (*_OWNED_COLUMNS, "User", *COLUMNS, "fingerprint", "owner_entry", "comment")
+_ACCOUNTS_ROW: Final = (
+    *_OWNED_COLUMNS,
+    "User",
+    *COLUMNS,
+    "fingerprint",
+    "owner_entry",
+    "comment",
+    *POLICY_COLUMNS,
+    "default_lifetime",
+)
 """The names of :data:`_ACCOUNTS`' columns: the bookkeeping row's, then ``mysql.user``'s (NULL when the
-account is gone), the fingerprint of its authentication string, and its owner entry and comment (NULL
-where not read)."""
+account is gone), the fingerprint of its authentication string, its owner entry and comment (NULL where not
+read), and its lock and password policy with the server's default password lifetime
+(:mod:`.account_options`; on MariaDB from ``mysql.global_priv``, joined on its primary key)."""
+_MARIADB_POLICY_JOIN: Final = " LEFT JOIN mysql.global_priv g ON g.User = o.user AND g.Host = LOWER(o.host)"
 
 # The information_schema rows of every account, matched to the owned ones here, by GRANTEE: a join on that
 # string in SQL cannot use an index, and MariaDB runs it as a nested loop (owned accounts times privilege
@@ -98,14 +117,22 @@ async def inventory(
     db: Database, schema: str, server: ServerInfo | None = None
 ) -> dict[tuple[str, str], AccountState]:
     """Every account of the bookkeeping table in ``schema``, keyed by ``(user, host)`` as claimed; with
-    ``server``, their owner metadata too where it has account attributes.
+    ``server``, their owner metadata too where it has account attributes, and their lock and password
+    policy.
 
     Sends :data:`QUERIES` queries in all.
     """
     owned = table(schema)
     metadata = account_metadata.columns(server, "u") if server is not None else SQL("NULL, NULL")
     read_metadata = server is not None and account_metadata.supports_attributes(server)
-    accounts: list[Row] = await db.fetch(Statement(_ACCOUNTS, table=owned, metadata=metadata))
+    if server is None:
+        policy, join = SQL("NULL, NULL, NULL, NULL, NULL"), SQL("")
+    elif server.flavour == "mariadb":
+        policy, join = policy_columns(server, "g"), SQL(_MARIADB_POLICY_JOIN)
+    else:
+        policy, join = policy_columns(server, "u"), SQL("")
+    statement = Statement(_ACCOUNTS, table=owned, metadata=metadata, policy=policy, join=join)
+    accounts: list[Row] = await db.fetch(statement)
     privileges: list[Row] = await db.fetch(Statement(_PRIVILEGES, table=owned))
 
     # A GRANTEE names an owned account when its user is the same (case-sensitive) and its host the same
@@ -145,5 +172,7 @@ async def inventory(
                 if present and read_metadata
                 else None
             ),
+            policy=LockPolicy.from_row(owned_row) if present and server is not None else None,
+            default_lifetime=int(owned_row["default_lifetime"] or 0),
         )
     return result

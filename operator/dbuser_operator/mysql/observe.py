@@ -1,7 +1,8 @@
 """An account as the server has it, read without writing anything: for observing accounts the operator
 does not manage (importing them) and reporting how they differ from what is wanted.
 
-Reads only: ``mysql.user`` (a table on MySQL, a view on MariaDB, with the same columns), the grants as
+Reads only: ``mysql.user`` (a table on MySQL, a view on MariaDB, with the same columns), the lock and
+password policy as :func:`.account_options.read_policy` reads it, the grants as
 :func:`.grants.read_grants` reads them, and the roles granted to the account (``mysql.role_edges`` on
 MySQL, ``mysql.roles_mapping`` on MariaDB) when the admin account may read them.
 """
@@ -13,6 +14,7 @@ from typing import Final
 
 from dbuser_operator.mysql import account_metadata
 from dbuser_operator.mysql.account_metadata import AccountMetadata
+from dbuser_operator.mysql.account_options import LockPolicy, read_policy
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import AccessDeniedError, AdminPrivilegeMissingError, checked_input
 from dbuser_operator.mysql.grants import Grant, read_grants
@@ -40,8 +42,8 @@ _MARIADB_ROLES: Final = "SELECT Role, '' FROM mysql.roles_mapping WHERE User = %
 class LiveAccount:
     """An existing account: its plugin, TLS requirement as MySQL names it (``NONE``, ``SSL``, ``X509``,
     ``SPECIFIED``), limits and TLS as :class:`~.limits.AccountOptions`, grants, roles (``None`` when
-    they could not be read), and the owner entry and comment of its attributes (all None on a server
-    without attributes)."""
+    they could not be read), the owner entry and comment of its attributes (all None on a server without
+    attributes), its lock and password policy and the server's default password lifetime."""
 
     plugin: str
     tls: str
@@ -49,6 +51,8 @@ class LiveAccount:
     grants: frozenset[Grant]
     roles: tuple[str, ...] | None
     metadata: AccountMetadata = field(default_factory=AccountMetadata)
+    policy: LockPolicy = field(default_factory=LockPolicy)
+    default_lifetime: int = 0
 
 
 async def read_account(db: Database, user: str, host: str, server: ServerInfo) -> LiveAccount | None:
@@ -62,6 +66,7 @@ async def read_account(db: Database, user: str, host: str, server: ServerInfo) -
     owner_entry, comment = rows[0][len(_ACCOUNT_COLUMNS) :]
     row = dict(zip(_ACCOUNT_COLUMNS, rows[0][: len(_ACCOUNT_COLUMNS)], strict=True))
     tls = "" if row["ssl_type"] is None else str(row["ssl_type"])
+    policy = await read_policy(db, user, host, server)
     return LiveAccount(
         plugin=str(row["plugin"] or ""),
         tls=_TLS_NAMES.get(tls, tls),
@@ -69,6 +74,8 @@ async def read_account(db: Database, user: str, host: str, server: ServerInfo) -
         grants=frozenset(await read_grants(db, user, host, server)),
         roles=await _read_roles(db, user, host, server),
         metadata=AccountMetadata.from_columns(owner_entry, comment),
+        policy=policy[0] if policy is not None else LockPolicy(),
+        default_lifetime=policy[1] if policy is not None else 0,
     )
 
 

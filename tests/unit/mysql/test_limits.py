@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from dbuser_operator.mysql import InvalidAccountError, InvalidOptionsError, inventory, limits, observe
+from dbuser_operator.mysql import (
+    InvalidAccountError,
+    InvalidOptionsError,
+    account_options,
+    inventory,
+    limits,
+    observe,
+)
 from dbuser_operator.mysql.limits import (
     COLUMNS,
     LIMIT_COLUMNS,
@@ -103,10 +110,14 @@ def test_the_selects_list_the_option_columns() -> None:
     assert selected(observe._ACCOUNT) == ["plugin", *LIMIT_COLUMNS, "{metadata}"]
     assert list(observe._ACCOUNT_COLUMNS) == ["plugin", *LIMIT_COLUMNS]
     listed = selected(inventory._ACCOUNTS)
-    assert listed[-1] == "{metadata}"  # two columns: the owner entry and the comment (account_metadata)
-    assert len(listed) + 1 == len(inventory._ACCOUNTS_ROW)
-    assert listed[6:-2] == ["u.User", *(f"u.{name}" for name in COLUMNS)]
-    assert inventory._ACCOUNTS_ROW[6:-3] == ("User", *COLUMNS)
+    policy = (*account_options.COLUMNS, "default_lifetime")  # one fragment, {policy}, lists them
+    # {metadata} is two columns (the owner entry and the comment), {policy} the policy's and the default
+    assert listed[-2:] == ["{metadata}", "{policy}"]
+    assert len(listed) - 2 + 2 + len(policy) == len(inventory._ACCOUNTS_ROW)
+    assert listed[6:-3] == ["u.User", *(f"u.{name}" for name in COLUMNS)]
+    assert inventory._ACCOUNTS_ROW[6:-8] == ("User", *COLUMNS)
+    assert inventory._ACCOUNTS_ROW[-8:-5] == ("fingerprint", "owner_entry", "comment")
+    assert inventory._ACCOUNTS_ROW[-5:] == policy
 
 
 def test_the_alter_user_statement() -> None:

@@ -4,6 +4,7 @@
 local degraded = {
   AccountClaimed = true,
   AccountExists = true,
+  AccountOptionUnsupported = true,
   AdoptionNotAllowed = true,
   CommentNotSupported = true,
   ConnectionSecretInvalid = true,

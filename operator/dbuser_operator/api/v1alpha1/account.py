@@ -1,12 +1,15 @@
 """A DatabaseUser's account beyond its grants and its password: how it authenticates, what it must show
-over TLS, its limits, and the account as the server has it (managementPolicy Observe)."""
+over TLS, its limits, its lock and password policy, and the account as the server has it (managementPolicy
+Observe)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Final, Literal, get_args
 
 from pydantic import ConfigDict, Field, model_validator
 
+from dbuser_operator.api.duration import DAYS_PATTERN, days_cel, parse_days
 from dbuser_operator.api.v1alpha1.meta import INT64, Model
 from dbuser_operator.mysql import account_metadata, authentication, tls_identity
 
@@ -102,6 +105,133 @@ class Authentication(Model):
     the password."""
 
 
+PASSWORD_LIFETIME_MAX: Final = 65535
+"""The longest password lifetime in days (MySQL keeps it in a SMALLINT UNSIGNED)."""
+FAILED_LOGIN_ATTEMPTS_MAX: Final = 32767
+PASSWORD_LOCK_TIME_MAX: Final = 32767
+"""MySQL's bounds of FAILED_LOGIN_ATTEMPTS and PASSWORD_LOCK_TIME (days)."""
+
+NEVER: Final = "Never"
+DEFAULT: Final = "Default"
+UNBOUNDED: Final = "Unbounded"
+_DAYS: Final = DAYS_PATTERN[2:-2]  # the alternatives, without anchors and group
+PASSWORD_EXPIRE_PATTERN: Final = rf"^({NEVER}|{DEFAULT}|{_DAYS})$"
+PASSWORD_LOCK_TIME_PATTERN: Final = rf"^({UNBOUNDED}|{_DAYS})$"
+PASSWORD_EXPIRE_MESSAGE: Final = (
+    f"passwordExpire is Never, Default or a whole number of days from 1 to {PASSWORD_LIFETIME_MAX} "
+    "(90d, or a duration of whole days such as 2160h)"
+)
+PASSWORD_LOCK_TIME_MESSAGE: Final = (
+    f"passwordLockTime is Unbounded or a whole number of days from 1 to {PASSWORD_LOCK_TIME_MAX} "
+    "(2d, or a duration of whole days such as 48h)"
+)
+FAILED_LOGIN_PAIR_MESSAGE: Final = "failedLoginAttempts and passwordLockTime go together: set both or neither"
+EXPIRES_AT_MESSAGE: Final = "expiresAt is an RFC 3339 time with a time zone, e.g. 2026-12-31T18:00:00Z"
+
+
+def password_lifetime_days(value: str) -> int | None:
+    """The days of a passwordExpire interval; None for Never and Default (ValueError when malformed)."""
+    if value in (NEVER, DEFAULT):
+        return None
+    return parse_days(value, most=PASSWORD_LIFETIME_MAX)
+
+
+def lock_time_days(value: str) -> int | None:
+    """The days of a passwordLockTime; None for Unbounded (ValueError when malformed)."""
+    if value == UNBOUNDED:
+        return None
+    return parse_days(value, most=PASSWORD_LOCK_TIME_MAX)
+
+
+def parse_expires_at(value: str) -> datetime:
+    """expiresAt as an aware time (ValueError when it is not RFC 3339 with a time zone)."""
+    try:
+        moment = datetime.fromisoformat(value.upper())
+    except ValueError:
+        raise ValueError(EXPIRES_AT_MESSAGE) from None
+    if moment.tzinfo is None:
+        raise ValueError(EXPIRES_AT_MESSAGE)
+    return moment
+
+
+class AccountSpec(Model):
+    """The account's lock and password policy. Every field is optional; the defaults leave an account as
+    the operator has always made it: unlocked, a password that does not expire, no failed-login lock."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.passwordExpire)"
+                    f" || self.passwordExpire in ['{NEVER}', '{DEFAULT}']"
+                    f" || ({days_cel('self.passwordExpire', 1, PASSWORD_LIFETIME_MAX)})",
+                    "message": PASSWORD_EXPIRE_MESSAGE,
+                    "fieldPath": ".passwordExpire",
+                },
+                {
+                    "rule": f"!has(self.passwordLockTime) || self.passwordLockTime == '{UNBOUNDED}' || "
+                    f"({days_cel('self.passwordLockTime', 1, PASSWORD_LOCK_TIME_MAX)})",
+                    "message": PASSWORD_LOCK_TIME_MESSAGE,
+                    "fieldPath": ".passwordLockTime",
+                },
+                {
+                    "rule": "has(self.failedLoginAttempts) == has(self.passwordLockTime)",
+                    "message": FAILED_LOGIN_PAIR_MESSAGE,
+                    "fieldPath": ".failedLoginAttempts",
+                },
+            ]
+        }
+    )
+
+    locked: bool = Field(default=False, strict=True)
+    """ACCOUNT LOCK: nobody can log in as the account, and its open sessions are ended; the account, its
+    grants and its password stay. A way to suspend an application without deleting anything. Defaults to
+    false: the account is unlocked (ACCOUNT UNLOCK), a lock made by hand included."""
+
+    password_expire: str | None = Field(default=None, max_length=16, pattern=PASSWORD_EXPIRE_PATTERN)
+    """When the server expires the account's password: Never (PASSWORD EXPIRE NEVER), Default (the
+    server's default_password_lifetime) or a whole number of days after each password change (90d, or a
+    duration of whole days such as 2160h; PASSWORD EXPIRE INTERVAL n DAY). The operator does not rotate a
+    password because it will expire: pair an interval with rotation.period. Unset: the password never
+    expires in effect — the account keeps the server's default while that default is 0 (never), and gets
+    PASSWORD EXPIRE NEVER as soon as the server's default_password_lifetime would expire it."""
+
+    failed_login_attempts: int | None = Field(default=None, ge=1, le=FAILED_LOGIN_ATTEMPTS_MAX)
+    """MySQL 8.0.19 and later: lock the account for passwordLockTime after this many consecutive failed
+    logins (FAILED_LOGIN_ATTEMPTS, 1 to 32767). Goes with passwordLockTime. Refused on MariaDB (Ready=False,
+    reason AccountOptionUnsupported): MariaDB has only the server-wide max_password_errors. Unset: no
+    failed-login lock."""
+
+    password_lock_time: str | None = Field(default=None, max_length=16, pattern=PASSWORD_LOCK_TIME_PATTERN)
+    """MySQL 8.0.19 and later: how long failedLoginAttempts locks the account, in whole days (2d, 48h;
+    1 to 32767) or Unbounded (until an administrator unlocks it) (PASSWORD_LOCK_TIME). Goes with
+    failedLoginAttempts."""
+
+    expires_at: str | None = Field(default=None, max_length=64, json_schema_extra={"format": "date-time"})
+    """A time (RFC 3339, e.g. 2026-12-31T18:00:00Z) from which the account is locked (ACCOUNT LOCK, its
+    sessions ended), as the operator's clock tells: time-bound access for people and jobs. Ready then has
+    reason AccountExpired. Moving it later, or removing it, unlocks the account again. Unset: never."""
+
+    @model_validator(mode="after")
+    def _checked(self) -> AccountSpec:
+        """The CEL rules, with their messages."""
+        if self.password_expire is not None:
+            try:
+                password_lifetime_days(self.password_expire)
+            except ValueError:
+                raise ValueError(PASSWORD_EXPIRE_MESSAGE) from None
+        if self.password_lock_time is not None:
+            try:
+                lock_time_days(self.password_lock_time)
+            except ValueError:
+                raise ValueError(PASSWORD_LOCK_TIME_MESSAGE) from None
+        if (self.failed_login_attempts is None) != (self.password_lock_time is None):
+            raise ValueError(FAILED_LOGIN_PAIR_MESSAGE)
+        if self.expires_at is not None:
+            parse_expires_at(self.expires_at)
+        return self
+
+
 class ObservedAccount(Model):
     """One account as the server has it (managementPolicy Observe), never its password or hash."""
 
@@ -128,6 +258,18 @@ class ObservedAccount(Model):
 
     max_connections_per_hour: int | None = Field(default=None, json_schema_extra=INT64)
     """Its MAX_CONNECTIONS_PER_HOUR."""
+
+    locked: bool | None = None
+    """Whether it is locked (ACCOUNT LOCK)."""
+
+    password_expire: str | None = None
+    """When its password expires: Never, Default (the server's default_password_lifetime) or Nd."""
+
+    failed_login_attempts: int | None = Field(default=None, json_schema_extra=INT64)
+    """MySQL: its FAILED_LOGIN_ATTEMPTS (0: none)."""
+
+    password_lock_time: str | None = None
+    """MySQL: its PASSWORD_LOCK_TIME, Nd or Unbounded (with failedLoginAttempts)."""
 
     privileges: list[str] = Field(default_factory=list)
     """Its global, database and table privileges, e.g. "SELECT, INSERT ON `app`.*"."""

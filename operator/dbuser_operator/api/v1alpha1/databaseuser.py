@@ -14,6 +14,7 @@ from dbuser_operator.api.v1alpha1.account import (
     LIMIT_MAX,
     PASSWORDLESS_PLUGINS,
     USER_CONNECTIONS_MAX,
+    AccountSpec,
     Authentication,
     ObservedAccount,
     TLSIdentity,
@@ -251,6 +252,12 @@ class DatabaseUserSpec(Model):
     """What the account must show over TLS besides TLS itself: a client certificate (x509), its issuer
     and/or subject, a cipher (REQUIRE X509, ISSUER, SUBJECT, CIPHER). Implies requireTLS. Defaults to
     nothing more than requireTLS says."""
+
+    account: AccountSpec | None = None
+    """The account's lock and password policy: locked (ACCOUNT LOCK), when its password expires
+    (passwordExpire), on MySQL a lock after failed logins (failedLoginAttempts, passwordLockTime), and a time
+    from which it is locked (expiresAt). Unset: unlocked, a password that never expires in effect, no
+    failed-login lock."""
 
     authentication: Authentication | None = None
     """How the account authenticates: its plugin. Unset (the default), an account is created with the

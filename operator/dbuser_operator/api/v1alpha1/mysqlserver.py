@@ -19,6 +19,8 @@ from typing import Annotated, Final, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from dbuser_operator.api.duration import DAYS_PATTERN, days_cel, parse_days
+from dbuser_operator.api.v1alpha1.account import PASSWORD_LIFETIME_MAX
 from dbuser_operator.api.v1alpha1.grants import OBJECT_NAME_MAX_LENGTH, Privilege
 from dbuser_operator.api.v1alpha1.meta import (
     API_VERSION,
@@ -224,8 +226,26 @@ class LabelSelector(Model):
     """Requirements on the namespace's labels."""
 
 
+MAX_PASSWORD_LIFETIME_MESSAGE: Final = (
+    f"maxPasswordLifetime is a whole number of days from 1 to {PASSWORD_LIFETIME_MAX} (90d, or 2160h)"
+)
+
+
 class NamespacePolicy(Model):
     """What the namespaces one selector picks may do on the server."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.maxPasswordLifetime) || "
+                    f"({days_cel('self.maxPasswordLifetime', 1, PASSWORD_LIFETIME_MAX)})",
+                    "message": MAX_PASSWORD_LIFETIME_MESSAGE,
+                    "fieldPath": ".maxPasswordLifetime",
+                }
+            ]
+        }
+    )
 
     namespace_selector: LabelSelector
     """The namespaces this entry is for, by their labels ({} selects every namespace). A namespace no entry
@@ -273,6 +293,21 @@ class NamespacePolicy(Model):
     """Patterns of the account and role names these namespaces may adopt: '*' matches any run of
     characters, {namespace} is the namespace's name (e.g. "{namespace}_*"). Unset: any name (within
     allowAdoption and the bounds of what the account holds)."""
+
+    max_password_lifetime: str | None = Field(default=None, max_length=16, pattern=DAYS_PATTERN)
+    """Passwords must expire within this many days (90d, or a duration of whole days such as 2160h): a
+    DatabaseUser must set spec.account.passwordExpire to an interval no longer than this; Never, Default
+    and unset are refused (PolicyViolation). Unset: no requirement."""
+
+    @model_validator(mode="after")
+    def _lifetime_in_days(self) -> NamespacePolicy:
+        """The CEL rule on maxPasswordLifetime, with its message."""
+        if self.max_password_lifetime is not None:
+            try:
+                parse_days(self.max_password_lifetime, most=PASSWORD_LIFETIME_MAX)
+            except ValueError:
+                raise ValueError(MAX_PASSWORD_LIFETIME_MESSAGE) from None
+        return self
 
 
 class ServerPolicy(Model):

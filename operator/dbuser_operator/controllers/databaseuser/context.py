@@ -10,6 +10,7 @@ from dbuser_operator.controllers.kit.reconcile import Pass
 from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.mysql.account_metadata import AccountMetadata
+from dbuser_operator.mysql.account_options import LockPolicy
 from dbuser_operator.mysql.authentication import Method
 
 
@@ -33,6 +34,10 @@ class Context(Pass[DatabaseUserStatus]):
     plugin: str | None = None  # the account's authentication plugin as read in this pass (None: no account)
     # The owner entry and comment in the account's attributes as read in this pass (None: not read).
     account_metadata: AccountMetadata | None = None
+    # The account's lock and password policy and the server's default password lifetime, as the ownership
+    # step's look read them (None: not read in this pass).
+    lock_policy: LockPolicy | None = None
+    default_lifetime: int | None = None
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server
     host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
     credential_id: str | None = None  # id of a generated password's rotation (its Secret's annotation)

@@ -1,9 +1,9 @@
 """Periodic drift check: every owned account against its DatabaseUser, in a constant number of queries.
 
-An account dropped or changed by hand (password, limits, TLS, grants, owner metadata) is found here and its
-resource is queued for repair; a pass that finds nothing drifted writes nothing. Every host of a resource is
-an account of its own; an owned account whose host left the spec counts as drifted (its drop or release is
-retried).
+An account dropped or changed by hand (password, limits, TLS, lock and password policy, grants, owner
+metadata) is found here and its resource is queued for repair (so is an account still unlocked after its
+expiresAt); a pass that finds nothing drifted writes nothing. Every host of a resource is an account of its
+own; an owned account whose host left the spec counts as drifted (its drop or release is retried).
 Resources under managementPolicy Observe or Paused are not repaired. Owned accounts whose resource no
 longer exists, or no longer carries the target label, are orphans: counted in a metric and logged once
 (when first found), never dropped. A resource that is not Ready at its generation is left to the controller,
@@ -24,7 +24,9 @@ from prometheus_client import Counter, Gauge
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import metadata_differs
+from dbuser_operator.controllers.databaseuser.steps.account_options import unsupported, wanted_policy
 from dbuser_operator.controllers.databaseuser.steps.options import desired_options
+from dbuser_operator.controllers.databaseuser.steps.rotation import now
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.resources import server_key
 from dbuser_operator.controllers.servers.handle import ServerHandle
@@ -178,6 +180,10 @@ class DriftCheck:
             return True
         if state.metadata is not None and metadata_differs(state.metadata, state.owner, resource.spec):
             return True
+        if state.policy is not None and unsupported(resource.spec, server) is None:
+            wanted = wanted_policy(resource.spec, now())
+            if wanted.target(state.policy, state.default_lifetime) != state.policy:
+                return True
         return bool(grants.changes(state.grants, desired_grants(resource.spec.privileges), server))
 
 

@@ -19,12 +19,20 @@ from typing import Final
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec, ObservedAccount
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import unsupported_comment
+from dbuser_operator.controllers.databaseuser.steps.account_options import (
+    lock_time_text,
+    password_expire_text,
+    unsupported,
+    wanted_policy,
+)
 from dbuser_operator.controllers.databaseuser.steps.options import desired_options
+from dbuser_operator.controllers.databaseuser.steps.rotation import now
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.guard import Guard
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.mysql import account_metadata, grants, holdings, ownership
+from dbuser_operator.mysql.account_options import DEFAULT_LIFETIME
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.limits import AccountOptions
 from dbuser_operator.mysql.observe import LiveAccount, read_account
@@ -55,6 +63,35 @@ def option_differences(live: AccountOptions, spec: DatabaseUserSpec) -> list[str
         )
     elif live.require_tls != wanted.require_tls:
         found.append(f"requireTLS is {live.require_tls} (spec {wanted.require_tls})")
+    return found
+
+
+def policy_differences(live: LiveAccount, spec: DatabaseUserSpec, server: ServerInfo) -> list[str]:
+    """How the live lock and password policy differs from what Manage would make of it."""
+    problem = unsupported(spec, server)
+    if problem is not None:
+        return [problem]
+    policy = live.policy
+    target = wanted_policy(spec, now()).target(policy, live.default_lifetime)
+    found = []
+    if policy.locked != target.locked:
+        found.append(f"locked is {str(policy.locked).lower()} (spec {str(target.locked).lower()})")
+    if policy.password_lifetime != target.password_lifetime:
+        default = f", the server's default_password_lifetime is {live.default_lifetime} days"
+        shown = password_expire_text(policy.password_lifetime)
+        found.append(
+            f"passwordExpire is {shown}{default if policy.password_lifetime == DEFAULT_LIFETIME else ''}"
+            f" (spec {password_expire_text(target.password_lifetime)})"
+        )
+    if policy.failed_login_attempts != target.failed_login_attempts:
+        found.append(
+            f"failedLoginAttempts is {policy.failed_login_attempts} (spec {target.failed_login_attempts})"
+        )
+    elif policy.password_lock_time != target.password_lock_time:
+        found.append(
+            f"passwordLockTime is {lock_time_text(policy.password_lock_time)}"
+            f" (spec {lock_time_text(target.password_lock_time)})"
+        )
     return found
 
 
@@ -106,7 +143,7 @@ def observed(
     """What status shows of one account."""
     if live is None:
         return ObservedAccount(host=host, exists=False, differences=["the account does not exist"])
-    options = live.options
+    options, policy = live.options, live.policy
     owner, comment = metadata_shown(live, namespace)
     return ObservedAccount(
         host=host,
@@ -117,11 +154,18 @@ def observed(
         max_queries_per_hour=options.max_queries_per_hour,
         max_updates_per_hour=options.max_updates_per_hour,
         max_connections_per_hour=options.max_connections_per_hour,
+        locked=policy.locked,
+        password_expire=password_expire_text(policy.password_lifetime),
+        failed_login_attempts=policy.failed_login_attempts if server.flavour == "mysql" else None,
+        password_lock_time=lock_time_text(policy.password_lock_time)
+        if policy.failed_login_attempts
+        else None,
         privileges=sorted(str(grant) for grant in live.grants),
         roles=list(live.roles or ()),
         owner=owner,
         comment=comment,
         differences=option_differences(options, spec)
+        + policy_differences(live, spec, server)
         + grant_differences(live.grants, spec, server)
         + comment_differences(live, spec, server),
     )

@@ -32,6 +32,7 @@ from dbuser_operator.api.v1alpha1 import (
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.observe import Observer, summary
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import release as release_metadata
+from dbuser_operator.controllers.databaseuser.steps.account_options import ready_outcome
 from dbuser_operator.controllers.databaseuser.steps.hosts import accounts_of, ready_message
 from dbuser_operator.controllers.databaseuser.steps.ownership import owner
 from dbuser_operator.controllers.kit.errors import ConditionError
@@ -119,7 +120,7 @@ class DatabaseUserReconciler(Reconciler[Context]):
             _clear_policy_status(ctx)
             for step in self.steps:
                 await step.ensure(ctx)
-            self.set_ready(ctx, "True", "AccountReady", ready_message(ctx))
+            self.set_ready(ctx, "True", *ready_outcome(ctx, ready_message(ctx)))
             await self.write(ctx)
         return Result(requeue_after=ctx.requeue_after or 0.0)
 

@@ -17,6 +17,10 @@ from dbuser_operator.controllers.databaseuser.steps.account_metadata import (
     AccountMetadataStep,
     CommentCheckStep,
 )
+from dbuser_operator.controllers.databaseuser.steps.account_options import (
+    AccountOptionsCheckStep,
+    AccountOptionsStep,
+)
 from dbuser_operator.controllers.databaseuser.steps.authentication import AuthenticationStep
 from dbuser_operator.controllers.databaseuser.steps.connection_secret import ConnectionSecretStep
 from dbuser_operator.controllers.databaseuser.steps.credentials import CredentialsStep, SessionsStep
@@ -101,6 +105,7 @@ def steps(
         PolicyStep(shared.policy),  # before any SQL
         PrivilegeCheckStep(),
         CommentCheckStep(),  # before any SQL too
+        AccountOptionsCheckStep(),  # before any account is written
         GeneratedPasswordStep(owned_secrets),
         PasswordStep(shared.secrets),
         StrategyStep(),
@@ -113,6 +118,7 @@ def steps(
                 AccountStep(shared.guard),
                 OptionsStep(),
                 AccountMetadataStep(),  # the owner entry and comment, in the account's attributes
+                AccountOptionsStep(),
                 GrantsStep(),
                 RolesStep(shared.roles),
                 CredentialsStep(),  # the password last: after the revokes

@@ -6,7 +6,8 @@ a server whose policy has an entry whose selector matches its labels (the first 
 label selectors match as Kubernetes' do (matchLabels AND matchExpressions). Database names compare
 case-sensitively, as MySQL's do on Linux. Grants on ``*.*`` are governed by allowGlobalPrivileges only;
 grants on a database, table, columns or routine by the entry's database patterns; every privilege of every
-grant by the ceiling (ALL only if the ceiling lists ALL); a grant's grant option by allowGrantOption.
+grant by the ceiling (ALL only if the ceiling lists ALL); a grant's grant option by allowGrantOption; a
+DatabaseUser's password expiry by maxPasswordLifetime.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from dbuser_operator.api.duration import parse_days
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec, Grant
+from dbuser_operator.api.v1alpha1.account import PASSWORD_LIFETIME_MAX, password_lifetime_days
 from dbuser_operator.api.v1alpha1.databaserole import DatabaseRoleSpec
 from dbuser_operator.api.v1alpha1.mysqlserver import (
     LabelSelector,
@@ -156,6 +159,22 @@ def grant_problems(entry: NamespacePolicy, grants: Iterable[Grant], namespace: s
     return problems
 
 
+def password_lifetime_problems(entry: NamespacePolicy, spec: DatabaseUserSpec) -> list[str]:
+    """maxPasswordLifetime: spec.account.passwordExpire must be an interval no longer than it."""
+    if entry.max_password_lifetime is None:
+        return []
+    cap = parse_days(entry.max_password_lifetime, most=PASSWORD_LIFETIME_MAX)
+    expire = spec.account.password_expire if spec.account is not None else None
+    days = password_lifetime_days(expire) if expire is not None else None
+    if days is not None and days <= cap:
+        return []
+    shown = f"is {expire}" if expire is not None else "is unset (the password never expires)"
+    return [
+        f"passwords must expire within {cap} days (maxPasswordLifetime {entry.max_password_lifetime}):"
+        f" spec.account.passwordExpire {shown}"
+    ]
+
+
 def _evaluate(
     policy: ServerPolicy | None,
     namespace: str,
@@ -187,6 +206,7 @@ def user_violations(
         roles = list(dict.fromkeys([*spec.roles, *spec.default_roles]))
         if roles and not entry.allow_roles:
             found.append(f"roles are not allowed (allowRoles is false): spec.roles names {', '.join(roles)}")
+        found += password_lifetime_problems(entry, spec)
         if spec.authentication is not None and not entry.allow_plugins:
             found.append(
                 "choosing the authentication plugin is not allowed (allowPlugins is false): "

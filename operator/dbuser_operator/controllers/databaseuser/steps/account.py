@@ -65,6 +65,7 @@ class AccountStep:
                 raise not_ours(ctx, retry=True) from None  # our row went meanwhile: look again
             ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
             ctx.plugin = found.plugin
+            ctx.lock_policy, ctx.default_lifetime = found.policy, found.default_lifetime
             return False
         ctx.account_exists = True
         return True

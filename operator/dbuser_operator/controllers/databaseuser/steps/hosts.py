@@ -46,6 +46,8 @@ def for_host(ctx: Context, host: str) -> Context:
         adopted=False,
         reduced=False,
         account_metadata=None,
+        lock_policy=None,
+        default_lifetime=None,
     )
 
 

@@ -169,6 +169,7 @@ class OwnershipStep:
             found = await ownership.lookup(db, schema, user, host, await ctx.server.server())
             ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
             ctx.plugin, ctx.account_metadata = found.plugin, found.metadata
+            ctx.lock_policy, ctx.default_lifetime = found.policy, found.default_lifetime
             current = found.owner
             if current is None:
                 if found.exists and not adopting(ctx):
