@@ -3,11 +3,11 @@
 ``python -m bench.compliance_metrics [--users 10000] [--namespaces 20] [--servers 2] [--scrapes 20]``
 
 Builds N synthetic DatabaseUser dicts as the informer's cache holds them (a generated password, a rotation
-status, some Retained past their grace period, some with a global grant, TLS on a third), attaches them to a
-fresh :class:`~dbuser_operator.controllers.databaseuser.compliance.ComplianceCollector`, and times the
-exposition of a registry holding it alone (``generate_latest``: what the metrics endpoint does per scrape),
-in process CPU seconds and wall time, with the number of series it returns. Benchmark code, not a product
-path.
+status, some Retained past their grace period, some with a global grant, TLS on a third, a password lifetime
+and an expiry on a quarter), attaches them to a fresh
+:class:`~dbuser_operator.controllers.databaseuser.compliance.ComplianceCollector`, and times the exposition
+of a registry holding it alone (``generate_latest``: what the metrics endpoint does per scrape), in process
+CPU seconds and wall time, with the number of series it returns. Benchmark code, not a product path.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ def synthetic_users(count: int, namespaces: int, servers: int) -> list[dict[str,
             "requireTLS": i % 3 == 0,
             "privileges": [{"database": "*" if i % 50 == 0 else "app", "privileges": ["SELECT"]}],
         }
+        if i % 4 == 0:
+            spec["account"] = {"passwordExpire": "90d", "expiresAt": _rfc3339(now + timedelta(days=i % 30))}
         rotation = {
             "phase": "Retained" if i % 10 == 0 else "Discarded",
             "lastRotationTime": _rfc3339(last),

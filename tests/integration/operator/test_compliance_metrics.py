@@ -39,6 +39,7 @@ from tests.integration.operator.rotation_support import (
 pytestmark = [pytest.mark.integration, pytest.mark.dual_passwords]
 
 SCHEMA = "dbuser_operator"  # the session operator's bookkeeping schema
+PAST, FUTURE = "2020-01-01T00:00:00Z", "2100-01-01T00:00:00Z"  # expiresAt of an ended and an ending account
 
 
 @pytest.fixture(autouse=True)
@@ -64,11 +65,14 @@ def owned_accounts(mysql: MySQLServer, namespace: str) -> list[tuple[str, str]]:
 
 def server_facts(mysql: MySQLServer, accounts: list[tuple[str, str]]) -> dict[str, Any]:
     """What the server says of ``accounts``, as the metrics count them."""
-    facts: dict[str, Any] = {"without_tls": 0, "global": 0, "grant_option": 0, "retained": 0, "changed": []}
+    facts: dict[str, Any] = {
+        "without_tls": 0, "global": 0, "grant_option": 0, "retained": 0, "locked": 0, "changed": []
+    }  # fmt: skip
     for user, host in accounts:
-        [(ssl_type, additional, age)] = mysql_query(
+        [(ssl_type, additional, locked, age)] = mysql_query(
             mysql,
             "SELECT ssl_type, JSON_EXTRACT(User_attributes, '$.additional_password') IS NOT NULL,"
+            " account_locked,"
             " TIMESTAMPDIFF(SECOND, password_last_changed, NOW())"
             " FROM mysql.user WHERE User = %s AND Host = %s",
             user,
@@ -79,6 +83,7 @@ def server_facts(mysql: MySQLServer, accounts: list[tuple[str, str]]) -> dict[st
         facts["global"] += any(database == "*" for database, *_ in privileges)
         facts["grant_option"] += any(grantable for *_, grantable in privileges)
         facts["retained"] += bool(additional)
+        facts["locked"] += locked == "Y"
         facts["changed"].append(int(age))
     return facts
 
@@ -100,6 +105,13 @@ async def test_the_metrics_match_the_server_after_a_scripted_history(
         generated_user(unique("admin"), TARGET, privileges=[{"database": "*", "privileges": ["PROCESS"]}]),
         generated_user(
             unique("granter"), TARGET, privileges=[{**app[0], "grantOption": True}], tls={"x509": True}
+        ),
+        generated_user(unique("locked"), TARGET, requireTLS=True, account={"locked": True}),
+        generated_user(
+            unique("ended"), TARGET, requireTLS=True, account={"expiresAt": "2020-01-01T00:00:00Z"}
+        ),
+        generated_user(
+            unique("ending"), TARGET, requireTLS=True, account={"expiresAt": "2100-01-01T00:00:00Z"}
         ),
         generated_user(unique("overdue"), TARGET, rotation={"period": "3s", "gracePeriod": "1s"}),
     ]
@@ -147,8 +159,8 @@ async def test_the_metrics_match_the_server_after_a_scripted_history(
 
         accounts = owned_accounts(mysql, ns)
         facts = server_facts(mysql, accounts)
-        assert metric("compliance_accounts", ns) == len(accounts) == 8  # plain has two hosts
-        assert metric("compliance_users", ns) == 7
+        assert metric("compliance_accounts", ns) == len(accounts) == 11  # plain has two hosts
+        assert metric("compliance_users", ns) == 10
         assert metric("accounts_without_tls", ns) == facts["without_tls"] == 6
         assert metric("accounts_with_global_privileges", ns) == facts["global"] == 1
         assert metric("accounts_with_grant_option", ns) == facts["grant_option"] == 1
@@ -157,7 +169,10 @@ async def test_the_metrics_match_the_server_after_a_scripted_history(
             for reason in ("pods", "sessions", "pods_and_sessions", "unknown")
         )
         assert retained == facts["retained"] == 2
-        assert (metric("passwords_over_max_lifetime", ns) or 0) >= 1  # the paused one, past its 3 s period
+        assert metric("accounts_locked", ns) == facts["locked"] == 2
+        assert metric("accounts_expiring", ns) == 1  # not locked yet: nothing on the server to compare
+        assert metric("passwords_over_max_lifetime", ns) == 0  # the settings' server has no policy
+        assert metric("passwords_expired", ns) == 0
         oldest = metric("oldest_password_age_seconds", ns) or 0
         assert abs(oldest - max(facts["changed"])) <= 3, (oldest, facts["changed"])
     finally:
@@ -176,7 +191,7 @@ async def test_the_metrics_match_the_server_after_a_scripted_history(
 
         await poll(orphaned, "the orphans counted for the server and namespace", limit=30)
         assert len([user for user, _ in owned_accounts(mysql, ns) if user == orphan]) == 2
-        assert metric("compliance_accounts", ns) == 6
+        assert metric("compliance_accounts", ns) == 9
     finally:
         for host in ("%", "10.0.%"):
             mysql_query(mysql, f"DROP USER IF EXISTS '{orphan}'@'{host}'")

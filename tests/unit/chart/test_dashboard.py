@@ -29,6 +29,9 @@ COMPLIANCE_METRICS = {
     "dbuser_operator_accounts_with_grant_option",
     "dbuser_operator_retained_passwords_past_grace",
     "dbuser_operator_server_orphaned_accounts",
+    "dbuser_operator_accounts_locked",
+    "dbuser_operator_accounts_expiring",
+    "dbuser_operator_passwords_expired",
 }
 
 

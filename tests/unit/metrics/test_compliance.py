@@ -4,14 +4,16 @@ namespace only."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from dbuser_operator.api.v1alpha1.mysqlserver import ServerPolicy
 from dbuser_operator.controllers.databaseuser.compliance import (
     ComplianceCollector,
     RetainedHolders,
-    max_password_lifetime,
+    policy_lifetime_cap,
     tally,
 )
 
@@ -80,7 +82,7 @@ def test_each_fact_is_counted_per_server_and_namespace() -> None:
     assert a.accounts_without_tls == 5  # plain (2 hosts), admin, granter, scheduled
     assert (a.accounts_with_global_privileges, a.accounts_with_grant_option) == (1, 1)
     assert a.oldest_password_age == timedelta(days=40).total_seconds()
-    assert (a.rotations_overdue, a.passwords_over_max_lifetime) == (1, 1)
+    assert (a.rotations_overdue, a.passwords_over_max_lifetime) == (1, 0)  # no policy: no maximum
     assert tallies[("MySQLServer/team-b/main", "team-b")].accounts_without_tls == 1
 
 
@@ -120,9 +122,68 @@ def test_retained_past_grace_by_reason() -> None:
     assert (holders.reason("uid-pods"), holders.reason("uid-both")) == ("unknown", "unknown")
 
 
-def test_max_password_lifetime_hook_reads_the_rotation_period() -> None:
-    assert max_password_lifetime(user("a", spec={"rotation": {"period": "2h"}})) == 7200
-    assert max_password_lifetime(user("b")) is None
+def test_passwords_over_the_policy_maximum_and_expired() -> None:
+    month_old = {"lastRotationTime": at(-timedelta(days=31))}
+    objects = [
+        user("old", server="main", rotation=month_old),
+        user("young", server="main", rotation={"lastRotationTime": at(-timedelta(days=1))}),
+        user("expired", server="main", rotation=month_old, spec={"account": {"passwordExpire": "30d"}}),
+        user("within", server="main", rotation=month_old, spec={"account": {"passwordExpire": "Default"}}),
+        user("elsewhere", namespace="team-b", rotation=month_old),
+    ]
+    asked: list[tuple[str, str]] = []
+
+    def cap(server: str, namespace: str) -> float | None:
+        asked.append((server, namespace))
+        return timedelta(days=30).total_seconds() if namespace == "team-a" else None
+
+    tallies = tally(objects, NOW, cap=cap)
+    a = tallies[("MySQLServer/team-a/main", "team-a")]
+    assert (a.passwords_over_max_lifetime, a.passwords_expired) == (3, 1)
+    assert tallies[("default", "team-b")].passwords_over_max_lifetime == 0
+    assert sorted(asked) == [("", "team-b"), ("MySQLServer/team-a/main", "team-a")]  # once per pair
+
+
+def test_locked_and_expiring_accounts() -> None:
+    objects = [
+        user("locked", hosts=("%", "10.%"), spec={"account": {"locked": True}}),
+        user("ended", spec={"account": {"expiresAt": at(-timedelta(minutes=1))}}),
+        user("ending", spec={"account": {"expiresAt": at(timedelta(days=2))}}),
+        user("open"),
+    ]
+    a = tally(objects, NOW)[("default", "team-a")]
+    assert (a.accounts_locked, a.accounts_expiring) == (3, 1)
+
+
+class _Resolver:
+    def __init__(self, policy: dict[str, Any]) -> None:
+        self.policy = ServerPolicy.model_validate(policy)
+
+    def server_object(self, key: str) -> dict[str, Any] | None:
+        return {"metadata": {"name": "main"}} if key == "ClusterMySQLServer/main" else None
+
+    def binding(self, key: str, obj: dict[str, Any]) -> Any:
+        return SimpleNamespace(spec=SimpleNamespace(policy=self.policy))
+
+
+class _Namespaces:
+    def labels(self, namespace: str) -> dict[str, str] | None:
+        return {"team-a": {"tier": "prod"}, "team-b": {}}.get(namespace)
+
+
+def test_the_cap_is_the_namespace_policy_entrys() -> None:
+    policy = {
+        "namespaces": [
+            {"namespaceSelector": {"matchLabels": {"tier": "prod"}}, "maxPasswordLifetime": "90d"},
+            {"namespaceSelector": {}},
+        ]
+    }
+    cap = policy_lifetime_cap(cast(Any, _Resolver(policy)), cast(Any, _Namespaces()))
+    assert cap("ClusterMySQLServer/main", "team-a") == timedelta(days=90).total_seconds()
+    assert cap("ClusterMySQLServer/main", "team-b") is None  # its entry sets no maximum
+    assert cap("ClusterMySQLServer/main", "unknown") is None  # labels not known yet
+    assert cap("ClusterMySQLServer/other", "team-a") is None  # not in the cache
+    assert cap("", "team-a") is None  # the settings' server has no policy
 
 
 def exposition(objects: list[dict[str, Any]], orphans: dict[tuple[str, str], int] | None = None) -> str:
@@ -171,4 +232,4 @@ def test_series_do_not_grow_with_users() -> None:
 
     small, large = series(exposition(population(40))), series(exposition(population(10_000)))
     assert len(large) == len(small)
-    assert len(large) == 20 * 2 * (8 + 4)  # 8 gauges, and retained by 4 reasons, per (server, namespace)
+    assert len(large) == 20 * 2 * (11 + 4)  # 11 gauges, and retained by 4 reasons, per (server, namespace)

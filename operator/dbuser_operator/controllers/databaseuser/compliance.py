@@ -20,9 +20,14 @@ from typing import Any, Final
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from dbuser_operator.api.duration import parse_duration
+from dbuser_operator.api.duration import parse_days, parse_duration
+from dbuser_operator.api.v1alpha1.account import PASSWORD_LIFETIME_MAX, password_lifetime_days
+from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.resources import server_key
+from dbuser_operator.controllers.policy.namespaces import NamespaceLabels
+from dbuser_operator.controllers.policy.rules import entry_for
 from dbuser_operator.controllers.servers.liveness import server_label
+from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.runtime.metrics import REGISTRY
 
 PREFIX: Final = "dbuser_operator_"
@@ -32,6 +37,7 @@ RETAINED_REASONS: Final = ("pods", "sessions", "pods_and_sessions", "unknown")
 it, both, or not known (no discard pass has looked since this process started, consumers are not awaited,
 or the discard itself fails)."""
 DEFAULT_GRACE_PERIOD: Final = "5m"  # spec.rotation.gracePeriod's default
+DAY: Final = 86400.0
 
 Key = tuple[str, str]  # (server label, namespace)
 
@@ -74,13 +80,34 @@ class RetainedHolders:
 RETAINED_HOLDERS = RetainedHolders()
 
 
-def max_password_lifetime(obj: Mapping[str, Any]) -> float | None:
-    """HOOK (maxPasswordLifetime): the longest a password of this resource may live, in seconds, or None.
+LifetimeCap = Callable[[str, str], float | None]
+"""The longest a password may live, in seconds, on a server (by its key) for a namespace; None: no bound."""
 
-    Meant to be the namespace policy's ``maxPasswordLifetime`` (NamespacePolicy, api/v1alpha1/mysqlserver.py)
-    once the API has it; until then, the resource's own ``spec.rotation.period``."""
-    period = ((obj.get("spec") or {}).get("rotation") or {}).get("period")
-    return _seconds(period) if isinstance(period, str) else None
+
+def no_cap(server: str, namespace: str) -> float | None:
+    """No server has a policy."""
+    return None
+
+
+def policy_lifetime_cap(servers: ServerResolver, namespaces: NamespaceLabels) -> LifetimeCap:
+    """The namespace policy's ``maxPasswordLifetime``: of the entry of the server's ``spec.policy`` that
+    selects the namespace (by its labels, from the cache), as the policy gate reads it."""
+
+    def cap(server: str, namespace: str) -> float | None:
+        obj = servers.server_object(server) if server else None
+        labels = namespaces.labels(namespace)
+        if obj is None or labels is None:
+            return None
+        try:
+            policy = servers.binding(server, obj).spec.policy
+        except ConditionError:  # an invalid server spec: its resources are refused anyway
+            return None
+        found = entry_for(policy, labels) if policy is not None else None
+        if found is None or found[1].max_password_lifetime is None:
+            return None
+        return parse_days(found[1].max_password_lifetime, most=PASSWORD_LIFETIME_MAX) * DAY
+
+    return cap
 
 
 @dataclass
@@ -95,21 +122,32 @@ class Tally:
     accounts_without_tls: int = 0
     accounts_with_global_privileges: int = 0
     accounts_with_grant_option: int = 0
+    accounts_locked: int = 0
+    accounts_expiring: int = 0
+    passwords_expired: int = 0
     retained_past_grace: Counter[str] = field(default_factory=Counter)
 
 
 def tally(
-    objects: Iterable[dict[str, Any]], now: datetime, holders: RetainedHolders = RETAINED_HOLDERS
+    objects: Iterable[dict[str, Any]],
+    now: datetime,
+    holders: RetainedHolders = RETAINED_HOLDERS,
+    cap: LifetimeCap = no_cap,
 ) -> dict[Key, Tally]:
-    """The compliance facts of ``objects`` (DatabaseUsers as the API returns them) at ``now``."""
+    """The compliance facts of ``objects`` (DatabaseUsers as the API returns them) at ``now``; ``cap``
+    gives the namespace policies' maximum password lifetime."""
     tallies: dict[Key, Tally] = {}
+    caps: dict[tuple[str, str], float | None] = {}
     stamp = now.timestamp()
     for obj in objects:
         metadata, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
         hosts = status.get("hosts") or []
         if not hosts or metadata.get("deletionTimestamp") or spec.get("managementPolicy") == "Observe":
             continue
-        key = (server_label(server_key(obj)), str(metadata.get("namespace") or ""))
+        server, namespace = server_key(obj), str(metadata.get("namespace") or "")
+        key = (server_label(server), namespace)
+        if (server, namespace) not in caps:
+            caps[(server, namespace)] = cap(server, namespace)
         counts = tallies.get(key)
         if counts is None:
             counts = tallies[key] = Tally()
@@ -123,9 +161,15 @@ def tally(
             counts.accounts_with_global_privileges += accounts
         if any(grant.get("grantOption") for grant in grants):
             counts.accounts_with_grant_option += accounts
+        account = spec.get("account") or {}
+        expires = _timestamp(account.get("expiresAt"))
+        if account.get("locked") or (expires is not None and stamp >= expires):
+            counts.accounts_locked += accounts
+        elif expires is not None:
+            counts.accounts_expiring += accounts
         rotation = status.get("rotation") or {}
         if "password" in spec or "generatedPassword" in spec:
-            _password_facts(obj, rotation, stamp, counts)
+            _password_facts(obj, rotation, stamp, counts, caps[(server, namespace)])
         if rotation.get("phase") == "Retained":
             since = _timestamp(rotation.get("retainedSince"))
             grace = _seconds((spec.get("rotation") or {}).get("gracePeriod") or DEFAULT_GRACE_PERIOD)
@@ -134,16 +178,20 @@ def tally(
     return tallies
 
 
-def _password_facts(obj: Mapping[str, Any], rotation: Mapping[str, Any], stamp: float, counts: Tally) -> None:
+def _password_facts(
+    obj: Mapping[str, Any], rotation: Mapping[str, Any], stamp: float, counts: Tally, cap: float | None
+) -> None:
     born = _timestamp(rotation.get("lastRotationTime")) or _timestamp(
         obj["metadata"].get("creationTimestamp")
     )
     if born is not None:
         age = max(stamp - born, 0.0)
         counts.oldest_password_age = max(counts.oldest_password_age, age)
-        limit = max_password_lifetime(obj)
-        if limit is not None and age > limit:
+        if cap is not None and age > cap:
             counts.passwords_over_max_lifetime += 1
+        lifetime = _lifetime(((obj.get("spec") or {}).get("account") or {}).get("passwordExpire"))
+        if lifetime is not None and age > lifetime:
+            counts.passwords_expired += 1
     due = _timestamp(rotation.get("nextRotationTime"))
     if due is not None and stamp > due:
         counts.rotations_overdue += 1
@@ -160,6 +208,18 @@ def _timestamp(value: object) -> float | None:
     except ValueError:
         return None
     return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+
+
+@lru_cache(maxsize=256)
+def _lifetime(value: object) -> float | None:
+    """Seconds of a passwordExpire interval; None for Never, Default (the server's), unset or malformed."""
+    if not isinstance(value, str):
+        return None
+    try:
+        days = password_lifetime_days(value)
+    except ValueError:
+        return None
+    return days * DAY if days is not None else None
 
 
 @lru_cache(maxsize=256)
@@ -184,8 +244,13 @@ _GAUGES: Final = (
     ),
     (
         "passwords_over_max_lifetime",
-        "Passwords older than the longest they may live (the resource's rotation period)",
+        "Passwords older than the maxPasswordLifetime of the server's namespace policy",
         "passwords_over_max_lifetime",
+    ),
+    (
+        "passwords_expired",
+        "Passwords older than their spec.account.passwordExpire interval: expired on the server",
+        "passwords_expired",
     ),
     ("rotations_overdue", "Scheduled rotations whose time (status.rotation.nextRotationTime) has passed",
      "rotations_overdue"),
@@ -196,6 +261,8 @@ _GAUGES: Final = (
         "accounts_with_global_privileges",
     ),
     ("accounts_with_grant_option", "Accounts granted GRANT OPTION", "accounts_with_grant_option"),
+    ("accounts_locked", "Accounts locked (spec.account.locked, or expiresAt passed)", "accounts_locked"),
+    ("accounts_expiring", "Accounts with an expiresAt still to come", "accounts_expiring"),
 )  # fmt: skip
 RETAINED: Final = "retained_passwords_past_grace"
 ORPHANED: Final = "server_orphaned_accounts"
@@ -206,13 +273,17 @@ class ComplianceCollector(Collector):
 
     def __init__(self, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.clock = clock
-        self._sources: list[tuple[Iterable[dict[str, Any]], OrphanSource | None]] = []
+        self._sources: list[tuple[Iterable[dict[str, Any]], OrphanSource | None, LifetimeCap]] = []
 
     def attach(
-        self, users: Iterable[dict[str, Any]], orphans: OrphanSource | None = None
+        self,
+        users: Iterable[dict[str, Any]],
+        orphans: OrphanSource | None = None,
+        cap: LifetimeCap = no_cap,
     ) -> Callable[[], None]:
-        """Count ``users`` (an informer's store) and ``orphans``; returns what detaches them."""
-        source = (users, orphans)
+        """Count ``users`` (an informer's store), with ``orphans`` and the policies' ``cap``; returns what
+        detaches them."""
+        source = (users, orphans, cap)
         self._sources.append(source)
         return lambda: self._sources.remove(source) if source in self._sources else None
 
@@ -226,10 +297,10 @@ class ComplianceCollector(Collector):
         tallies: dict[Key, Tally] = {}
         orphans: Counter[Key] = Counter()
         uids: set[str] = set()
-        for users, orphan_source in list(self._sources):
+        for users, orphan_source, cap in list(self._sources):
             objects = list(users)
             uids.update(str((obj.get("metadata") or {}).get("uid")) for obj in objects)
-            for key, found in tally(objects, now).items():
+            for key, found in tally(objects, now, cap=cap).items():
                 tallies[key] = _merge(tallies[key], found) if key in tallies else found
             if orphan_source is not None:
                 orphans.update(orphan_source())
@@ -281,6 +352,9 @@ def _merge(left: Tally, right: Tally) -> Tally:
         accounts_with_global_privileges=left.accounts_with_global_privileges
         + right.accounts_with_global_privileges,
         accounts_with_grant_option=left.accounts_with_grant_option + right.accounts_with_grant_option,
+        accounts_locked=left.accounts_locked + right.accounts_locked,
+        accounts_expiring=left.accounts_expiring + right.accounts_expiring,
+        passwords_expired=left.passwords_expired + right.passwords_expired,
         retained_past_grace=left.retained_past_grace + right.retained_past_grace,
     )
 

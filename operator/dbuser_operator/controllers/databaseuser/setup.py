@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbuser_operator.controllers.databaseuser.compliance import COMPLIANCE
+from dbuser_operator.controllers.databaseuser.compliance import COMPLIANCE, policy_lifetime_cap
 from dbuser_operator.controllers.databaseuser.drift import DriftCheck
 from dbuser_operator.controllers.databaseuser.endpoints import DefaultServerEndpoints, endpoint_of
 from dbuser_operator.controllers.databaseuser.observe import Observer
@@ -180,7 +180,8 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     period = settings.resync_period
     drift = DriftCheck(handles, users, queue, period)
     manager.add_leader_task("drift check", drift.run)
-    detach = COMPLIANCE.attach(users.store, lambda: drift.orphans_by_server)
+    cap = policy_lifetime_cap(shared.servers, shared.policy.namespaces)
+    detach = COMPLIANCE.attach(users.store, lambda: drift.orphans_by_server, cap)
 
     async def detach_compliance() -> None:
         detach()
