@@ -5,6 +5,7 @@ rotation overdue, the oldest password's age, an orphan."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pymysql
@@ -13,6 +14,7 @@ import pytest
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.conditions import format_time
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import client_tls
@@ -35,6 +37,7 @@ from tests.integration.operator.rotation_support import (
     rotation_status,
     wait_for_phase,
 )
+from tests.integration.operator.test_server_policy import Tenancy, tenancy  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.integration, pytest.mark.dual_passwords]
 
@@ -52,10 +55,9 @@ async def _cleanup(kube_client: KubeClient, namespace: str) -> AsyncIterator[Non
     await delete_users(kube_client, namespace)
 
 
-def metric(name: str, namespace: str, **labels: str) -> float | None:
-    return REGISTRY.get_sample_value(
-        f"dbuser_operator_{name}", {"server": "default", "namespace": namespace, **labels}
-    )
+def metric(name: str, namespace: str, server: str = "default", **labels: str) -> float | None:
+    wanted = {"server": server, "namespace": namespace, **labels}
+    return REGISTRY.get_sample_value(f"dbuser_operator_{name}", wanted)
 
 
 def owned_accounts(mysql: MySQLServer, namespace: str) -> list[tuple[str, str]]:
@@ -196,3 +198,43 @@ async def test_the_metrics_match_the_server_after_a_scripted_history(
         for host in ("%", "10.0.%"):
             mysql_query(mysql, f"DROP USER IF EXISTS '{orphan}'@'{host}'")
         mysql_query(mysql, f"DELETE FROM `{SCHEMA}`.accounts WHERE user = %s", orphan)
+
+
+async def test_passwords_over_the_namespace_policys_maximum(
+    tenancy: Tenancy,  # noqa: F811 - the fixture of test_server_policy
+    kube_client: KubeClient,
+) -> None:
+    """maxPasswordLifetime of the server's policy entry for the namespace, from the caches: a password whose
+    status says it was set two days ago is over a 1-day maximum, and expired by its own 1-day interval; a
+    looser policy counts it no more."""
+    env, ns = tenancy, tenancy.tenant
+    server = f"ClusterMySQLServer/{env.server}"
+    await env.set_policy(maxPasswordLifetime="1d")
+    name = unique("aged")
+    await kube_client.create(DATABASE_USERS, env.user(name, account={"passwordExpire": "1d"}), ns)
+    await wait_for_ready(kube_client, ns, name)
+    assert metric("passwords_over_max_lifetime", ns, server) == 0
+    pause = {"spec": {"managementPolicy": "Paused"}}
+    await kube_client.patch(DATABASE_USERS, name, pause, PatchType.MERGE, namespace=ns)
+    await wait_for_ready(kube_client, ns, name, "True", "Paused")
+    try:
+        # As if set two days ago: the status of a Paused resource is not written again.
+        two_days = timedelta(days=2)
+        aged = {"status": {"rotation": {"lastRotationTime": format_time(datetime.now(UTC) - two_days)}}}
+        await kube_client.patch(
+            DATABASE_USERS, name, aged, PatchType.MERGE, namespace=ns, subresource="status"
+        )
+
+        async def counted(over: float) -> bool:
+            return (
+                metric("passwords_over_max_lifetime", ns, server) == over
+                and metric("passwords_expired", ns, server) == 1
+            )
+
+        await poll(lambda: counted(1), "the password over the policy's maximum", limit=30)
+        assert (metric("oldest_password_age_seconds", ns, server) or 0) > two_days.total_seconds() - 60
+        await env.set_policy(maxPasswordLifetime="3d")
+        await poll(lambda: counted(0), "no longer over the looser maximum", limit=30)
+    finally:
+        manage = {"spec": {"managementPolicy": "Manage"}}
+        await kube_client.patch(DATABASE_USERS, name, manage, PatchType.MERGE, namespace=ns)
