@@ -3,6 +3,8 @@ namespace only."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, cast
@@ -13,6 +15,8 @@ from dbuser_operator.api.v1alpha1.mysqlserver import ServerPolicy
 from dbuser_operator.controllers.databaseuser.compliance import (
     ComplianceCollector,
     RetainedHolders,
+    export_while_leading,
+    no_cap,
     policy_lifetime_cap,
     tally,
 )
@@ -233,3 +237,15 @@ def test_series_do_not_grow_with_users() -> None:
     small, large = series(exposition(population(40))), series(exposition(population(10_000)))
     assert len(large) == len(small)
     assert len(large) == 20 * 2 * (11 + 4)  # 11 gauges, and retained by 4 reasons, per (server, namespace)
+
+
+async def test_only_a_leader_task_exports() -> None:
+    """The cache is counted while the leader task runs, and no longer once it is cancelled."""
+    collector = ComplianceCollector(clock=lambda: NOW)
+    task = asyncio.create_task(export_while_leading([user("plain")], dict, no_cap, collector))
+    await asyncio.sleep(0)
+    assert any(family.samples for family in collector.collect())
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert all(not family.samples for family in collector.collect())

@@ -9,6 +9,7 @@ deleted, or without an account yet (no ``status.hosts``) are not counted.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -338,6 +339,19 @@ class ComplianceCollector(Collector):
             )
         )
         return families
+
+
+async def export_while_leading(
+    users: Iterable[dict[str, Any]], orphans: OrphanSource, cap: LifetimeCap, collector: ComplianceCollector
+) -> None:
+    """A leader task: export the compliance metrics of ``users`` until cancelled (leadership lost, shutdown).
+    Only the leader exports them, as only it knows the orphans and what holds a retained password, so that
+    replicas never count a fact twice."""
+    detach = collector.attach(users, orphans, cap)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        detach()
 
 
 def _merge(left: Tally, right: Tally) -> Tally:

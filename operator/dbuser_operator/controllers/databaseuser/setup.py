@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbuser_operator.controllers.databaseuser.compliance import COMPLIANCE, policy_lifetime_cap
+from dbuser_operator.controllers.databaseuser.compliance import (
+    COMPLIANCE,
+    export_while_leading,
+    policy_lifetime_cap,
+)
 from dbuser_operator.controllers.databaseuser.drift import DriftCheck
 from dbuser_operator.controllers.databaseuser.endpoints import DefaultServerEndpoints, endpoint_of
 from dbuser_operator.controllers.databaseuser.observe import Observer
@@ -181,12 +185,10 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     drift = DriftCheck(handles, users, queue, period)
     manager.add_leader_task("drift check", drift.run)
     cap = policy_lifetime_cap(shared.servers, shared.policy.namespaces)
-    detach = COMPLIANCE.attach(users.store, lambda: drift.orphans_by_server, cap)
-
-    async def detach_compliance() -> None:
-        detach()
-
-    manager.on_shutdown(detach_compliance)
+    manager.add_leader_task(
+        "compliance metrics",
+        lambda: export_while_leading(users.store, lambda: drift.orphans_by_server, cap, COMPLIANCE),
+    )
     manager.add_leader_task(
         "role drift check", RoleDriftCheck(handles, users, shared.roles, queue, period).run
     )
