@@ -57,7 +57,8 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
         "replicaCount": 2,
         "podDisruptionBudget": {"enabled": True},
         "metrics": {
-            "serviceMonitor": {"enabled": True, "scrapeTimeout": "10s", "labels": {"release": "prom"}}
+            "serviceMonitor": {"enabled": True, "scrapeTimeout": "10s", "labels": {"release": "prom"}},
+            "grafanaDashboard": {"enabled": True},
         },
     },
     "leader-election-off": {"leaderElection": {"enabled": False}},

@@ -13,6 +13,7 @@ which retries it with back-off: the check never adds a reconcile per period to a
 from __future__ import annotations
 
 import asyncio
+from collections import Counter as Tally
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ from dbuser_operator.controllers.databaseuser.steps.rotation import now
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.resources import server_key
 from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.controllers.servers.liveness import server_label
 from dbuser_operator.mysql import grants
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.inventory import AccountState, inventory
@@ -89,6 +91,9 @@ class DriftCheck:
         self.queue = queue
         self.period = period
         self._orphans_logged: set[tuple[str, str, str]] = set()  # (server, user, host) already logged
+        self.orphans_by_server: Mapping[tuple[str, str], int] = {}
+        """The last check's orphaned accounts by (server label, owner's namespace); a server whose check
+        failed keeps its previous count."""
 
     async def run(self) -> None:
         """Check every ``period`` seconds until cancelled (never when the period is 0)."""
@@ -99,14 +104,18 @@ class DriftCheck:
         fails is logged and checked again next period; the others are checked all the same."""
         report = DriftReport()
         failed: MySQLError | None = None
+        counts: Tally[tuple[str, str]] = Tally()
         for server, handle in self.handles().items():
             try:
-                await self._check_server(server, handle, report)
+                await self._check_server(server, handle, report, counts)
             except MySQLError as error:
                 log.warning(
                     "drift check of a server failed", server=handle.name or "default", error=str(error)
                 )
                 failed = error
+                label = server_label(server)
+                counts.update({key: n for key, n in self.orphans_by_server.items() if key[0] == label})
+        self.orphans_by_server = dict(counts)
         ORPHANS.set(len(report.orphans))
         for key in report.drifted:
             DRIFTED.inc()
@@ -116,7 +125,9 @@ class DriftCheck:
             raise failed  # one server, as before servers were resources: the caller logs it
         return report
 
-    async def _check_server(self, key: str, handle: ServerHandle, report: DriftReport) -> None:
+    async def _check_server(
+        self, key: str, handle: ServerHandle, report: DriftReport, counts: Tally[tuple[str, str]]
+    ) -> None:
         await handle.ensure_schema()
         server = await handle.server()
         states = await inventory(handle.db, handle.schema, server)
@@ -127,6 +138,7 @@ class DriftCheck:
             if obj is None:
                 if self._in_scope(state):
                     orphans.append((user, host))
+                    counts[(server_label(key), state.owner.namespace)] += 1
                 continue
             if server_key(obj) != key:
                 continue  # another server resource with the same server and schema: checked there

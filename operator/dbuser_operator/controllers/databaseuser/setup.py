@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbuser_operator.controllers.databaseuser.compliance import (
+    COMPLIANCE,
+    export_while_leading,
+    policy_lifetime_cap,
+)
 from dbuser_operator.controllers.databaseuser.drift import DriftCheck
 from dbuser_operator.controllers.databaseuser.endpoints import DefaultServerEndpoints, endpoint_of
 from dbuser_operator.controllers.databaseuser.observe import Observer
@@ -177,7 +182,13 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
 
     handles = shared.servers.registry.handles
     period = settings.resync_period
-    manager.add_leader_task("drift check", DriftCheck(handles, users, queue, period).run)
+    drift = DriftCheck(handles, users, queue, period)
+    manager.add_leader_task("drift check", drift.run)
+    cap = policy_lifetime_cap(shared.servers, shared.policy.namespaces)
+    manager.add_leader_task(
+        "compliance metrics",
+        lambda: export_while_leading(users.store, lambda: drift.orphans_by_server, cap, COMPLIANCE),
+    )
     manager.add_leader_task(
         "role drift check", RoleDriftCheck(handles, users, shared.roles, queue, period).run
     )

@@ -20,6 +20,7 @@ from typing import Final
 
 from dbuser_operator.api.duration import parse_duration
 from dbuser_operator.api.v1alpha1 import AppliedSecret, Rotation, RotationStatus, RotationStrategy
+from dbuser_operator.controllers.databaseuser.compliance import RETAINED_HOLDERS
 from dbuser_operator.controllers.databaseuser.consumers import consumed_secrets, holding_pods
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
@@ -175,6 +176,7 @@ class DiscardStep:
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.rotation = rotation.model_copy(update={"phase": "Discarded"})
+        RETAINED_HOLDERS.forget(ctx.user.metadata.uid or "")
         if forced:
             ctx.event(
                 "Warning",
@@ -196,6 +198,7 @@ class DiscardStep:
             named = ", ".join(pods[:NAMED_MAX]) + more
             parts.append(f"{len(pods)} pod(s) started before the rotation ({named})")
         sessions = await self._old_sessions(ctx, watermark, elapsed)
+        RETAINED_HOLDERS.record(ctx.user.metadata.uid or "", pods=bool(pods), sessions=bool(sessions))
         if sessions:
             parts.append(f"{sessions} session(s) of the account opened before the rotation")
         return " and ".join(parts)
