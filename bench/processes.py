@@ -251,11 +251,13 @@ def floor(
     concurrency: int,
     log_name: str,
     events: bool = False,
+    kind: str = "DatabaseUser",
 ) -> Implementation:
-    """The floor (``events``: with one Event per new user, as the operator posts)."""
+    """The floor of ``kind``'s job (``events``: with one Event per new object, as the operator posts)."""
     argv = [
         *_peer_argv("bench.floor", namespace, mysql, concurrency),
         f"--kubeconfig={kubeconfig}",
+        f"--kind={kind}",
         *(["--events"] if events else []),
     ]
     return Implementation(
