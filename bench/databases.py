@@ -11,8 +11,10 @@ from __future__ import annotations
 import contextlib
 import time
 
+from bench import processes
 from bench.common import OWNERSHIP_SCHEMA, MySQLAddress, admin_sql, database
 from bench.scenarios import Bench, Population, ReadyWatch
+from dbuser_operator.controllers.database.setup import CONTROLLER_NAME
 from dbuser_operator.controllers.kit.resources import DATABASES
 from dbuser_operator.runtime.resources import Resource
 
@@ -21,6 +23,11 @@ class DatabaseBench(Bench):
     """The scenarios with Databases: creating them, warming up with one, cleaning up their databases."""
 
     resource: Resource = DATABASES
+
+    def implementation(self, kind: str, namespace: str, log_name: str) -> processes.Implementation:
+        implementation = super().implementation(kind, namespace, log_name)
+        implementation.controller = CONTROLLER_NAME  # the Database controller's reconciles
+        return implementation
 
     async def create_population(self, population: Population) -> None:
         async def create(index: int) -> None:

@@ -36,4 +36,5 @@ def test_databases_converge_under_the_floor_and_the_operator(
         assert row["logins_ok"] == row["logins_checked"] == 5  # the databases exist in the server
     assert rows["floor"]["api_writes_per_user"] == 2  # finalizer and status
     assert rows["operator"]["apiserver_writes_by_resource"]["events"] == 10  # and DatabaseCreated
+    assert rows["operator"]["reconciles"] >= 10  # the Database controller's, counted
     assert "Databases, one CREATE DATABASE each" in (out / "results.md").read_text()
