@@ -26,6 +26,7 @@ from typing import Any
 
 from bench import report
 from bench.common import MySQLAddress, admin_sql
+from bench.databases import DatabaseBench
 from bench.scenarios import Bench, Options
 from bench.servers import provide_servers
 from dbuser_operator.envtest import Binaries, LocalMySQLServer, connect_cluster, install_crds, provide_mysql
@@ -67,6 +68,12 @@ def parser() -> argparse.ArgumentParser:
         type=_scenarios,
         default=set(SCENARIOS),
         help=f"comma-separated, from {','.join(SCENARIOS)} (default: all)",
+    )
+    arguments.add_argument(
+        "--kind",
+        choices=["DatabaseUser", "Database"],
+        default="DatabaseUser",
+        help="the kind created and timed to Ready (default DatabaseUser; Database: bench.databases)",
     )
     arguments.add_argument("--idle-seconds", type=float, default=300.0, help="idle scenario length (300)")
     arguments.add_argument(
@@ -310,6 +317,7 @@ async def amain(
     options: Options,
     results: dict[str, Any],
     out: Path,
+    kind: str = "DatabaseUser",
 ) -> None:
     from bench.common import api_client  # noqa: PLC0415
 
@@ -327,7 +335,7 @@ async def amain(
                 }
                 for s in fleet
             ]
-        bench = Bench(
+        bench = (DatabaseBench if kind == "Database" else Bench)(
             api=api,
             kubeconfig=kubeconfig,
             mysql=mysql,
@@ -386,6 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "time_limit": options.time_limit,
             "servers": arguments.servers,
             "floor_events": options.floor_events,
+            "kind": arguments.kind,
         },
         "git": git_state(),
         "convergence": [],
@@ -410,6 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     options=options,
                     results=results,
                     out=out,
+                    kind=arguments.kind,
                 )
             )
         failed = bool(results.get("errors"))

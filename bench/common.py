@@ -16,7 +16,7 @@ from typing import Any
 import aiomysql
 from kubernetes_asyncio import client, config
 
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS, DATABASES
 from dbuser_operator.runtime import client as runtime_client
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.resources import Resource
@@ -40,6 +40,9 @@ SQL_WRITE_COUNTERS = (
     "Com_update",
     "Com_delete",
     "Com_replace",
+    "Com_create_db",
+    "Com_alter_db",
+    "Com_drop_db",
 )
 SQL_COUNTERS = (*SQL_WRITE_COUNTERS, "Com_select", "Questions")
 API_WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
@@ -64,6 +67,16 @@ def database_user(name: str, user: str, secret: str, server: str = "") -> dict[s
     return obj
 
 
+def database(name: str, database_name: str) -> dict[str, Any]:
+    """A Database for the benchmark target, of MySQL name ``database_name`` (on the default server)."""
+    return {
+        "apiVersion": DATABASES.api_version,
+        "kind": "Database",
+        "metadata": {"name": name, "labels": {TARGET_LABEL: TARGET}},
+        "spec": {"name": database_name},
+    }
+
+
 def secret(name: str, password: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -84,13 +97,13 @@ def is_ready(obj: Mapping[str, Any]) -> bool:
     return (ready_condition(obj) or {}).get("status") == "True"
 
 
-def ready_status(generation: int | None, message: str) -> dict[str, Any]:
+def ready_status(generation: int | None, message: str, reason: str = "AccountReady") -> dict[str, Any]:
     """The status the floor and the peer write: Ready=True, the shape the operator writes."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     condition = {
         "type": "Ready",
         "status": "True",
-        "reason": "AccountReady",
+        "reason": reason,
         "message": message,
         "lastTransitionTime": now,
         "observedGeneration": generation,

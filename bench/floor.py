@@ -19,6 +19,9 @@ the floor did before 2026-11-24.
 With many servers (``BENCH_MYSQL_SERVERS``, :mod:`bench.servers`) it keeps one pool per server, of
 ``--concurrency`` connections each (as the operator's per-server pool), and runs each user's statements on
 the server its ``spec.serverRef`` names; the workers are still ``--concurrency`` in all.
+
+With ``--kind Database`` it does the floor of the Database kind's job instead: for each new Database, the
+finalizer, ``CREATE DATABASE IF NOT EXISTS`` and the Ready condition (no bookkeeping row, no read-back).
 """
 
 from __future__ import annotations
@@ -48,15 +51,17 @@ from bench.common import (
     ready_status,
 )
 from bench.servers import FLEET_ENV, fleet_from_env
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS, DATABASES
 from dbuser_operator.mysql.tls import SSLMode, TLSOptions, negotiate_tls_like_mysql_clients
 from dbuser_operator.runtime.client import KubeClient, PatchType
-from dbuser_operator.runtime.resources import EVENTS, SECRETS
+from dbuser_operator.runtime.resources import EVENTS, SECRETS, Resource
 
 FINALIZER = "bench.dbuser-operator.dev/floor"
 
 
 class Floor:
+    resource: Resource = DATABASE_USERS
+
     def __init__(
         self,
         kube: KubeClient,
@@ -113,14 +118,7 @@ class Floor:
     async def handle(self, obj: dict[str, Any]) -> None:
         metadata, spec = obj["metadata"], obj["spec"]
         name = metadata["name"]
-        if FINALIZER not in (metadata.get("finalizers") or []):
-            obj = await self.kube.patch(
-                DATABASE_USERS,
-                name,
-                [{"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]}],
-                PatchType.JSON,
-                namespace=self.namespace,
-            )
+        obj = await self.add_finalizer(obj)
         password = await self.password(spec["password"]["name"], spec["password"]["key"])
         user, host = spec.get("user") or name, spec.get("host") or "%"
         pool = self.pools[(spec.get("serverRef") or {}).get("name", "")]
@@ -128,19 +126,35 @@ class Floor:
             await cursor.execute("CREATE USER IF NOT EXISTS %s@%s IDENTIFIED BY %s", (user, host, password))
             await cursor.execute(f"GRANT SELECT ON `{BENCH_DATABASE}`.* TO %s@%s", (user, host))
         status = ready_status(obj["metadata"].get("generation"), f"account '{user}'@'{host}' is ready")
-        obj = await self.kube.patch(
-            DATABASE_USERS,
+        obj = await self.write_status(name, status)
+        if self.events:
+            event = created_event(obj, f"created account '{user}'@'{host}'")
+            posting = asyncio.create_task(self.kube.create(EVENTS, event, self.namespace))
+            self.posting.add(posting)
+            posting.add_done_callback(self._posted)
+
+    async def add_finalizer(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The floor's finalizer on ``obj`` (one JSON Patch), unless there."""
+        if FINALIZER in (obj["metadata"].get("finalizers") or []):
+            return obj
+        return await self.kube.patch(
+            self.resource,
+            obj["metadata"]["name"],
+            [{"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]}],
+            PatchType.JSON,
+            namespace=self.namespace,
+        )
+
+    async def write_status(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        """The status (one merge patch of the status subresource)."""
+        return await self.kube.patch(
+            self.resource,
             name,
             {"status": status},
             PatchType.MERGE,
             namespace=self.namespace,
             subresource="status",
         )
-        if self.events:
-            event = created_event(obj, f"created account '{user}'@'{host}'")
-            posting = asyncio.create_task(self.kube.create(EVENTS, event, self.namespace))
-            self.posting.add(posting)
-            posting.add_done_callback(self._posted)
 
     def _posted(self, posting: asyncio.Task[Any]) -> None:
         self.posting.discard(posting)
@@ -156,7 +170,7 @@ class Floor:
             asyncio.create_task(
                 list_and_watch(
                     self.kube,
-                    DATABASE_USERS,
+                    self.resource,
                     self.namespace,
                     self.on_user,
                     label_selector=f"{TARGET_LABEL}={TARGET}",
@@ -171,6 +185,21 @@ class Floor:
         finally:
             for task in [*tasks, *self.posting]:
                 task.cancel()
+
+
+class DatabaseFloor(Floor):
+    """The floor of the Database kind: finalizer, ``CREATE DATABASE IF NOT EXISTS``, Ready."""
+
+    resource = DATABASES
+
+    async def handle(self, obj: dict[str, Any]) -> None:
+        obj = await self.add_finalizer(obj)
+        name = obj["spec"].get("name") or obj["metadata"]["name"]
+        pool = self.pools[(obj["spec"].get("serverRef") or {}).get("name", "")]
+        async with pool.acquire() as connection, connection.cursor() as cursor:
+            await cursor.execute(f"CREATE DATABASE IF NOT EXISTS `{name}`")  # a name the API validated
+        status = ready_status(obj["metadata"].get("generation"), f"database {name} is ready", "DatabaseReady")
+        await self.write_status(obj["metadata"]["name"], status)
 
 
 def created_event(obj: dict[str, Any], message: str) -> dict[str, Any]:
@@ -234,7 +263,8 @@ async def amain(arguments: argparse.Namespace) -> None:
                 ssl=TLSOptions(SSLMode(arguments.mysql_tls)).client_context(),
             )
         async with await api_client(arguments.kubeconfig) as api:
-            floor = Floor(
+            kind = DatabaseFloor if arguments.kind == DATABASES.kind else Floor
+            floor = kind(
                 KubeClient(api), pools, arguments.namespace, arguments.concurrency, events=arguments.events
             )
             running = asyncio.create_task(floor.run())
@@ -261,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=SSLMode.PREFERRED.value,
         help="TLS towards MySQL, as the operator's --mysql-ssl-mode (default: the operator's default)",
     )
+    parser.add_argument("--kind", choices=[DATABASE_USERS.kind, DATABASES.kind], default=DATABASE_USERS.kind)
     parser.add_argument(
         "--events",
         action="store_true",

@@ -43,6 +43,7 @@ class Implementation:
     started_at: float = 0.0
     profile_path: Path | None = None  # py-spy samples of the process, as collapsed stacks
     profiler: asyncio.subprocess.Process | None = None
+    controller: str = USER_CONTROLLER  # whose reconciles the operator's metrics count
 
     @property
     def pid(self) -> int:
@@ -134,7 +135,7 @@ class Implementation:
             session.get(f"http://{LOOPBACK}:{self.metrics_port}/metrics") as response,
         ):
             text = await response.text()
-        return OperatorMetrics.parse(text)
+        return OperatorMetrics.parse(text, self.controller)
 
 
 def _pythonpath() -> str:
@@ -145,13 +146,13 @@ def _pythonpath() -> str:
 
 @dataclass(frozen=True)
 class OperatorMetrics:
-    """API requests by method, reconciles (of DatabaseUsers) by result."""
+    """API requests by method, reconciles (of one controller: DatabaseUsers' by default) by result."""
 
     requests: dict[str, float]
     reconciles: dict[str, float]
 
     @classmethod
-    def parse(cls, text: str) -> OperatorMetrics:
+    def parse(cls, text: str, controller: str = USER_CONTROLLER) -> OperatorMetrics:
         requests: dict[str, float] = {}
         reconciles: dict[str, float] = {}
         for name, labels, value in parse_metrics(
@@ -159,7 +160,7 @@ class OperatorMetrics:
         ):
             if name == "rest_client_requests_total":
                 requests[labels["method"]] = requests.get(labels["method"], 0) + value
-            elif labels.get("controller", USER_CONTROLLER) == USER_CONTROLLER:  # not roles', servers'
+            elif labels.get("controller", controller) == controller:  # not the other kinds'
                 reconciles[labels["result"]] = reconciles.get(labels["result"], 0) + value
         return cls(requests, reconciles)
 
@@ -251,11 +252,13 @@ def floor(
     concurrency: int,
     log_name: str,
     events: bool = False,
+    kind: str = "DatabaseUser",
 ) -> Implementation:
-    """The floor (``events``: with one Event per new user, as the operator posts)."""
+    """The floor of ``kind``'s job (``events``: with one Event per new object, as the operator posts)."""
     argv = [
         *_peer_argv("bench.floor", namespace, mysql, concurrency),
         f"--kubeconfig={kubeconfig}",
+        f"--kind={kind}",
         *(["--events"] if events else []),
     ]
     return Implementation(

@@ -261,8 +261,13 @@ def _rows_table(title: str, rows: list[dict[str, Any]], columns: list[Column]) -
 
 def render_table(results: dict[str, Any]) -> str:
     """The results as Markdown tables (printed, and pasted into bench/README.md)."""
+    what = (
+        "Databases, one CREATE DATABASE each (per user: per Database; logins: databases found)"
+        if results.get("options", {}).get("kind") == "Database"
+        else "DatabaseUsers + Secrets, one grant each"
+    )
     lines = _rows_table(
-        "Convergence (create N DatabaseUsers + Secrets, one grant each, until all Ready):",
+        f"Convergence (create N {what}, until all Ready):",
         results.get("convergence", []),
         CONVERGENCE_COLUMNS,
     )

@@ -48,7 +48,7 @@ from bench.common import (
 from bench.servers import FLEET_ENV, admin_secret, fleet_env, mysql_server
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS, MYSQL_SERVERS
 from dbuser_operator.runtime.client import REQUESTS, KubeClient, PatchType
-from dbuser_operator.runtime.resources import EVENTS, NAMESPACES, SECRETS
+from dbuser_operator.runtime.resources import EVENTS, NAMESPACES, SECRETS, Resource
 
 SHORT = {"operator": "op", "floor": "fl", "kopf": "kp"}
 WARMUP = "warmup"
@@ -89,9 +89,10 @@ def percentile(values: list[float], fraction: float) -> float:
 class ReadyWatch:
     """A client-side watch of one namespace's DatabaseUsers: when each was first seen Ready."""
 
-    def __init__(self, kube: KubeClient, namespace: str) -> None:
+    def __init__(self, kube: KubeClient, namespace: str, resource: Resource = DATABASE_USERS) -> None:
         self.kube = kube
         self.namespace = namespace
+        self.resource = resource
         self.ready_at: dict[str, float] = {}
         self._waiters: list[tuple[Callable[[], bool], asyncio.Event]] = []
         self._task: asyncio.Task[None] | None = None
@@ -107,7 +108,7 @@ class ReadyWatch:
     async def start(self) -> None:
         synced = asyncio.Event()
         self._task = asyncio.create_task(
-            list_and_watch(self.kube, DATABASE_USERS, self.namespace, self.on_event, synced=synced)
+            list_and_watch(self.kube, self.resource, self.namespace, self.on_event, synced=synced)
         )
         await synced.wait()
 
@@ -158,6 +159,8 @@ class Population:
 
 class Bench:
     """The environment (API server, MySQL server) and the scenarios run against it."""
+
+    resource: Resource = DATABASE_USERS  # the kind whose objects are created and timed to Ready
 
     def __init__(
         self,
@@ -291,14 +294,14 @@ class Bench:
         its namespace, so that the next run meets the API server as this one did (Events live an hour, and
         the API server holds them meanwhile)."""
         for server in self.fleet:
-            await self._drop_accounts(server, tag)
-        listed = await self.kube.list(DATABASE_USERS, namespace)
+            await self.drop_made(server, tag)
+        listed = await self.kube.list(self.resource, namespace)
         items = [item for item in listed.get("items") or [] if item["metadata"].get("finalizers")]
 
         async def release(index: int) -> None:
             with contextlib.suppress(client.ApiException):
                 await self.kube.patch(
-                    DATABASE_USERS,
+                    self.resource,
                     items[index]["metadata"]["name"],
                     {"metadata": {"finalizers": None}},
                     PatchType.MERGE,
@@ -315,10 +318,14 @@ class Bench:
                     PatchType.MERGE,
                     namespace=namespace,
                 )
-        for resource in (DATABASE_USERS, *([MYSQL_SERVERS] if self.many else []), SECRETS, EVENTS):
+        for resource in (self.resource, *([MYSQL_SERVERS] if self.many else []), SECRETS, EVENTS):
             await self.kube.request("DELETE", resource.path(namespace))
         with contextlib.suppress(client.ApiException):
             await self.kube.delete(NAMESPACES, namespace)
+
+    async def drop_made(self, server: MySQLAddress, tag: str) -> None:
+        """Drop what a run made on ``server`` (its accounts) and forget it in the bookkeeping."""
+        await self._drop_accounts(server, tag)
 
     @staticmethod
     async def _drop_accounts(server: MySQLAddress, tag: str) -> None:
@@ -347,7 +354,11 @@ class Bench:
             )
         elif kind == "floor":
             implementation = processes.floor(
-                *where, concurrency=concurrency, log_name=log_name, events=self.options.floor_events
+                *where,
+                concurrency=concurrency,
+                log_name=log_name,
+                events=self.options.floor_events,
+                kind=self.resource.kind,
             )
             if self.many:
                 implementation.env[FLEET_ENV] = fleet_env(self.fleet)
@@ -367,7 +378,7 @@ class Bench:
         namespace = await self.new_namespace(kind, size, again)
         tag = f"{SHORT[kind]}{again}{size}{self.run_id}"
         population = Population(namespace, tag, size, self.fleet)
-        watch = ReadyWatch(self.kube, namespace)
+        watch = ReadyWatch(self.kube, namespace, self.resource)
         await watch.start()
         implementation = self.implementation(kind, namespace, f"{SHORT[kind]}{again}-{size}")
         await implementation.start()
@@ -385,12 +396,12 @@ class Bench:
         """Processing alone: ``size`` DatabaseUsers created first, then the implementation started."""
         namespace = await self.new_namespace(kind, size, "b")
         population = Population(namespace, f"{SHORT[kind]}b{size}{self.run_id}", size, self.fleet)
-        watch = ReadyWatch(self.kube, namespace)
+        watch = ReadyWatch(self.kube, namespace, self.resource)
         await watch.start()
         implementation = self.implementation(kind, namespace, f"{SHORT[kind]}-backlog-{size}")
         run = Run(implementation, watch, population)
         try:
-            self.say(f"  {kind}: backlog of {size} DatabaseUsers and Secrets in {namespace}, then start")
+            self.say(f"  {kind}: backlog of {size} {self.resource.kind}s in {namespace}, then start")
             await self.create_population(population)
             await asyncio.sleep(1.0)
             load_before = os.getloadavg()[0]
@@ -454,9 +465,7 @@ class Bench:
     async def _converge(self, run: Run) -> dict[str, Any]:
         implementation, watch, population = run.implementation, run.watch, run.population
         size = population.size
-        self.say(
-            f"  {implementation.kind}: creating {size} DatabaseUsers and Secrets in {population.namespace}"
-        )
+        self.say(f"  {implementation.kind}: creating {size} {self.resource.kind}s in {population.namespace}")
         sql_before = await sql_counters_of(self.fleet)
         api_before, harness_before = await self.apiserver_writes(), self.harness_writes()
         reads_before = await apiserver_reads(self.api)

@@ -8,8 +8,9 @@ import pytest
 import structlog
 
 from dbuser_operator.controllers.databaseuser import drift
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS, DATABASES
 from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.mysql import databases as mysql_databases
 from dbuser_operator.mysql.inventory import AccountState
 from dbuser_operator.mysql.ownership import Owner
 from dbuser_operator.mysql.server import ServerInfo
@@ -66,3 +67,63 @@ async def test_an_orphan_found_again_after_it_was_gone_is_logged_again(
 ) -> None:
     logged = await checks(monkeypatch, [["a"], [], ["a"]])
     assert logged == ["'a'@'%'", "'a'@'%'"]
+
+
+def a_database(name: str, namespace: str = "team-a") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", "resourceVersion": "1"}}
+
+
+async def test_orphaned_databases_are_counted_per_server_and_namespace_and_logged_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    recorded = {
+        "kept": Owner("uid-kept", "team-a", "kept"),
+        "gone": Owner("uid-gone", "team-a", "gone"),
+        "other": Owner("uid-other", "team-b", "other"),
+        "replaced": Owner("uid-old", "team-a", "kept-too"),  # the resource was recreated: another UID
+    }
+    owned_calls: list[str] = []
+
+    async def owned(_db: object, schema: str) -> dict[str, Owner]:
+        owned_calls.append(schema)
+        return recorded
+
+    async def no_accounts(*_: Any) -> dict[tuple[str, str], AccountState]:
+        return {}
+
+    monkeypatch.setattr(drift, "inventory", no_accounts)
+    monkeypatch.setattr(mysql_databases, "owned", owned)
+    users = Informer(cast(KubeClient, None), DATABASE_USERS)
+    dbs = Informer(cast(KubeClient, None), DATABASES)
+    queue = cast(RateLimitingQueue[ObjectKey], None)
+    check = drift.DriftCheck(lambda: {"": cast(ServerHandle, Handle())}, users, queue, 1.0, databases=dbs)
+
+    await check.check()  # the cache has not listed yet: nothing counted, nothing read
+    assert check.orphaned_databases_by_server == {}
+    assert owned_calls == []
+
+    dbs._synced.set()
+    dbs.store.put(a_database("kept"))
+    with structlog.testing.capture_logs() as logs:
+        first = await check.check()
+        second = await check.check()
+    assert first.orphaned_databases == second.orphaned_databases == ["gone", "other", "replaced"]
+    assert check.orphaned_databases_by_server == {("default", "team-a"): 2, ("default", "team-b"): 1}
+    assert owned_calls == ["dbuser_operator", "dbuser_operator"]  # one read per server per check
+    logged = [entry["database"] for entry in logs if entry["event"].startswith("orphaned database")]
+    assert logged == ["gone", "other", "replaced"]  # once, not once a check
+
+
+async def test_without_the_databases_cache_no_database_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def no_accounts(*_: Any) -> dict[tuple[str, str], AccountState]:
+        return {}
+
+    async def owned(*_: Any) -> dict[str, Owner]:
+        raise AssertionError("read without a cache to compare with")
+
+    monkeypatch.setattr(drift, "inventory", no_accounts)
+    monkeypatch.setattr(mysql_databases, "owned", owned)
+    users = Informer(cast(KubeClient, None), DATABASE_USERS)
+    check = drift.DriftCheck(lambda: {"": cast(ServerHandle, Handle())}, users, cast(Any, None), 1.0)
+    report = await check.check()
+    assert report.orphaned_databases == []

@@ -30,6 +30,7 @@ _CHARSET = re.compile(r"[A-Za-z0-9_]{1,32}")
 _COLLATION = re.compile(r"[A-Za-z0-9_]{1,64}")
 _UNKNOWN_CHARSET, _UNKNOWN_COLLATION, _MISMATCH = 1115, 1273, 1253
 _DATABASE_EXISTS = 1007
+_NO_SUCH_TABLE = 1146
 _ALIASES: Final = {"utf8": "utf8mb3"}
 """Names the servers store under another (both read ``utf8`` as ``utf8mb3``)."""
 
@@ -113,6 +114,22 @@ async def owner_of(db: Database, schema: str, name: str) -> Owner | None:
         )
     )
     return Owner(str(rows[0][0]), str(rows[0][1]), str(rows[0][2])) if rows else None
+
+
+async def owned(db: Database, schema: str) -> dict[str, Owner]:
+    """Every database the bookkeeping records, with its owner (one SELECT); none while the table does not
+    exist (no Database was ever managed on the server)."""
+    try:
+        rows = await db.fetch(
+            Statement("SELECT name, owner_uid, namespace, resource FROM {table}", table=table(schema, TABLE))
+        )
+    except MySQLError as error:
+        if error.code == _NO_SUCH_TABLE:
+            return {}
+        raise
+    return {
+        str(name): Owner(str(uid), str(namespace), str(resource)) for name, uid, namespace, resource in rows
+    }
 
 
 async def claim(db: Database, schema: str, name: str, owner: Owner) -> Claim:

@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import ConnectionSettings, Database, InvalidAccountError, ServerInfo, accounts
+from dbuser_operator.mysql import (
+    ConnectionSettings,
+    Database,
+    InvalidAccountError,
+    ServerInfo,
+    accounts,
+    databases,
+)
 from dbuser_operator.mysql.authentication import Method, effective
 from dbuser_operator.mysql.ownership import (
     FOREIGN,
@@ -370,3 +377,16 @@ async def test_only_the_operator_s_own_password_is_recorded(
         )
         assert await intact(db, owned_schema, user, "%", server) is True
         admin(mysql, f"DROP USER '{user}'@'%'")
+
+
+async def test_owned_databases_read_in_one_select_and_none_without_the_table(
+    db: Database, owned_schema: str
+) -> None:
+    """What the drift check reads for orphaned databases: nothing (no error) before any Database was
+    managed, then every row with its owner."""
+    assert await databases.owned(db, owned_schema) == {}  # the schema has no databases table yet
+    await databases.ensure_table(db, owned_schema)
+    first, second = Owner("uid-1", "team-a", "app"), Owner("uid-2", "team-b", "other")
+    await databases.claim(db, owned_schema, "app_db", first)
+    await databases.claim(db, owned_schema, "other_db", second)
+    assert await databases.owned(db, owned_schema) == {"app_db": first, "other_db": second}

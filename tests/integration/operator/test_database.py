@@ -19,6 +19,7 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import databases as mysql_databases
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
+from dbuser_operator.runtime.metrics import REGISTRY
 from tests.integration.operator import test_server_policy
 from tests.integration.operator.conftest import TARGET, RunningOperator
 from tests.integration.operator.helpers import mysql_query, ready, unique
@@ -419,3 +420,34 @@ async def test_observe_reads_and_never_drops_paused_waits(
     mysql_query(mysql, f"DROP DATABASE `{name}`")
     await kube_client.delete(DATABASES, name, namespace)
     await gone(kube_client, namespace, name)  # no finalizer was ever added while Paused
+
+
+async def test_a_database_whose_resource_is_gone_is_counted_as_orphaned(
+    operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer
+) -> None:
+    """A Database deleted after its finalizer was removed by hand: its row and database stay, the drift
+    check counts it in dbuser_operator_server_orphaned_databases (server and namespace), never drops it."""
+    schema = operator.settings.ownership_schema
+    name = db_name("dborphan").replace("-", "_")
+    resource = name.replace("_", "-")
+    labels = {"server": "default", "namespace": namespace}
+    metric = "dbuser_operator_server_orphaned_databases"
+    await kube_client.create(DATABASES, database(resource, name=name), namespace)
+    await wait_db(kube_client, namespace, resource)
+    await asyncio.sleep(2 * operator.settings.resync_period)  # a check or two with the resource there
+    assert not REGISTRY.get_sample_value(metric, labels)
+
+    remove = [{"op": "remove", "path": "/metadata/finalizers"}]
+    await kube_client.patch(DATABASES, resource, remove, PatchType.JSON, namespace=namespace)
+    await kube_client.delete(DATABASES, resource, namespace)
+    await gone(kube_client, namespace, resource)
+    try:
+        deadline = time.monotonic() + 30
+        while REGISTRY.get_sample_value(metric, labels) != 1:
+            assert time.monotonic() < deadline, REGISTRY.get_sample_value(metric, labels)
+            await asyncio.sleep(0.2)
+        assert schema_of(mysql, name) is not None  # never dropped
+        assert owner_row(mysql, schema, name) is not None  # nor forgotten
+    finally:
+        mysql_query(mysql, f"DROP DATABASE IF EXISTS `{name}`")
+        mysql_query(mysql, f"DELETE FROM `{schema}`.`databases` WHERE name = %s", name)

@@ -211,6 +211,17 @@ def test_exposition_names_and_orphans() -> None:
     assert "plain" not in text  # never a user's name
 
 
+def test_orphaned_databases_are_exported_per_server_and_namespace() -> None:
+    registry = CollectorRegistry()
+    collector = ComplianceCollector(clock=lambda: NOW)
+    collector.attach([user("plain")], None, orphaned_databases=lambda: {("MySQLServer/main", "team-z"): 3})
+    registry.register(collector)
+    text = generate_latest(registry).decode()
+    name = "dbuser_operator_server_orphaned_databases"
+    assert f'{name}{{namespace="team-z",server="MySQLServer/main"}} 3.0' in text
+    assert exposition([user("plain")]).count(name + "{") == 0  # without the source: the family, no series
+
+
 def test_detached_caches_are_no_longer_counted() -> None:
     collector = ComplianceCollector(clock=lambda: NOW)
     detach = collector.attach([user("plain")])

@@ -232,7 +232,18 @@ def _seconds(value: str) -> float | None:
 
 
 OrphanSource = Callable[[], Mapping[Key, int]]
-"""The drift check's last count of orphaned accounts, by (server label, owner's namespace)."""
+"""The drift check's last count of orphaned accounts (or databases), by (server label, owner's namespace)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One attached cache and what the drift check found beside it."""
+
+    users: Iterable[dict[str, Any]]
+    orphans: OrphanSource | None
+    cap: LifetimeCap
+    orphaned_databases: OrphanSource | None
+
 
 # name, help, Tally attribute
 _GAUGES: Final = (
@@ -267,6 +278,7 @@ _GAUGES: Final = (
 )  # fmt: skip
 RETAINED: Final = "retained_passwords_past_grace"
 ORPHANED: Final = "server_orphaned_accounts"
+ORPHANED_DATABASES: Final = "server_orphaned_databases"
 
 
 class ComplianceCollector(Collector):
@@ -274,17 +286,18 @@ class ComplianceCollector(Collector):
 
     def __init__(self, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.clock = clock
-        self._sources: list[tuple[Iterable[dict[str, Any]], OrphanSource | None, LifetimeCap]] = []
+        self._sources: list[Source] = []
 
     def attach(
         self,
         users: Iterable[dict[str, Any]],
         orphans: OrphanSource | None = None,
         cap: LifetimeCap = no_cap,
+        orphaned_databases: OrphanSource | None = None,
     ) -> Callable[[], None]:
-        """Count ``users`` (an informer's store), with ``orphans`` and the policies' ``cap``; returns what
-        detaches them."""
-        source = (users, orphans, cap)
+        """Count ``users`` (an informer's store), with ``orphans`` (accounts), ``orphaned_databases`` and the
+        policies' ``cap``; returns what detaches them."""
+        source = Source(users, orphans, cap, orphaned_databases)
         self._sources.append(source)
         return lambda: self._sources.remove(source) if source in self._sources else None
 
@@ -297,26 +310,31 @@ class ComplianceCollector(Collector):
         now = self.clock()
         tallies: dict[Key, Tally] = {}
         orphans: Counter[Key] = Counter()
+        orphaned_databases: Counter[Key] = Counter()
         uids: set[str] = set()
-        for users, orphan_source, cap in list(self._sources):
-            objects = list(users)
+        for source in list(self._sources):
+            objects = list(source.users)
             uids.update(str((obj.get("metadata") or {}).get("uid")) for obj in objects)
-            for key, found in tally(objects, now, cap=cap).items():
+            for key, found in tally(objects, now, cap=source.cap).items():
                 tallies[key] = _merge(tallies[key], found) if key in tallies else found
-            if orphan_source is not None:
-                orphans.update(orphan_source())
+            if source.orphans is not None:
+                orphans.update(source.orphans())
+            if source.orphaned_databases is not None:
+                orphaned_databases.update(source.orphaned_databases())
         if self._sources:
             RETAINED_HOLDERS.prune(uids)
         families = self._families()
         for (_, _, attribute), family in zip(_GAUGES, families, strict=False):
             for key, counts in sorted(tallies.items()):
                 family.add_metric(list(key), float(getattr(counts, attribute)))
-        retained, orphaned = families[len(_GAUGES)], families[len(_GAUGES) + 1]
+        retained, orphaned, databases = families[len(_GAUGES) :]
         for key, counts in sorted(tallies.items()):
             for reason in RETAINED_REASONS:
                 retained.add_metric([*key, reason], float(counts.retained_past_grace[reason]))
         for key, count in sorted(orphans.items()):
             orphaned.add_metric(list(key), float(count))
+        for key, count in sorted(orphaned_databases.items()):
+            databases.add_metric(list(key), float(count))
         yield from families
 
     @staticmethod
@@ -338,16 +356,28 @@ class ComplianceCollector(Collector):
                 labels=LABELS,
             )
         )
+        families.append(
+            GaugeMetricFamily(
+                PREFIX + ORPHANED_DATABASES,
+                "Databases the operator's bookkeeping records as owned whose Database is gone, by server and "
+                "the owner's namespace (as the last drift check found them)",
+                labels=LABELS,
+            )
+        )
         return families
 
 
 async def export_while_leading(
-    users: Iterable[dict[str, Any]], orphans: OrphanSource, cap: LifetimeCap, collector: ComplianceCollector
+    users: Iterable[dict[str, Any]],
+    orphans: OrphanSource,
+    cap: LifetimeCap,
+    collector: ComplianceCollector,
+    orphaned_databases: OrphanSource | None = None,
 ) -> None:
     """A leader task: export the compliance metrics of ``users`` until cancelled (leadership lost, shutdown).
     Only the leader exports them, as only it knows the orphans and what holds a retained password, so that
     replicas never count a fact twice."""
-    detach = collector.attach(users, orphans, cap)
+    detach = collector.attach(users, orphans, cap, orphaned_databases)
     try:
         await asyncio.Event().wait()
     finally:

@@ -8,6 +8,10 @@ Resources under managementPolicy Observe or Paused are not repaired. Owned accou
 longer exists, or no longer carries the target label, are orphans: counted in a metric and logged once
 (when first found), never dropped. A resource that is not Ready at its generation is left to the controller,
 which retries it with back-off: the check never adds a reconcile per period to a failing resource.
+
+Given the Databases' cache, the check also reads the bookkeeping table of databases (one SELECT per server
+per period): a recorded database whose Database resource (by UID) is no longer in the cache is an orphaned
+database, counted by server and owner's namespace and logged once, never dropped.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.resources import server_key
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.liveness import server_label
-from dbuser_operator.mysql import grants
+from dbuser_operator.mysql import databases, grants
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.inventory import AccountState, inventory
 from dbuser_operator.mysql.server import ServerInfo
@@ -61,6 +65,7 @@ class DriftReport:
 
     drifted: list[ObjectKey] = field(default_factory=list)
     orphans: list[tuple[str, str]] = field(default_factory=list)
+    orphaned_databases: list[str] = field(default_factory=list)
 
 
 async def check_periodically(period: float, check: Callable[[], Awaitable[object]], what: str) -> None:
@@ -85,15 +90,20 @@ class DriftCheck:
         users: Informer,
         queue: RateLimitingQueue[ObjectKey],
         period: float,
+        databases: Informer | None = None,
     ) -> None:
         self.handles = handles  # the servers in use, by server key
         self.users = users
+        self.databases = databases  # the Databases' cache: orphaned databases are looked for only with it
         self.queue = queue
         self.period = period
         self._orphans_logged: set[tuple[str, str, str]] = set()  # (server, user, host) already logged
         self.orphans_by_server: Mapping[tuple[str, str], int] = {}
         """The last check's orphaned accounts by (server label, owner's namespace); a server whose check
         failed keeps its previous count."""
+        self._databases_logged: set[tuple[str, str]] = set()  # (server, database) already logged
+        self.orphaned_databases_by_server: Mapping[tuple[str, str], int] = {}
+        """The last check's orphaned databases by (server label, owner's namespace), kept as the accounts'."""
 
     async def run(self) -> None:
         """Check every ``period`` seconds until cancelled (never when the period is 0)."""
@@ -105,9 +115,11 @@ class DriftCheck:
         report = DriftReport()
         failed: MySQLError | None = None
         counts: Tally[tuple[str, str]] = Tally()
+        database_counts: Tally[tuple[str, str]] = Tally()
         for server, handle in self.handles().items():
             try:
                 await self._check_server(server, handle, report, counts)
+                await self._check_databases(server, handle, report, database_counts)
             except MySQLError as error:
                 log.warning(
                     "drift check of a server failed", server=handle.name or "default", error=str(error)
@@ -115,7 +127,10 @@ class DriftCheck:
                 failed = error
                 label = server_label(server)
                 counts.update({key: n for key, n in self.orphans_by_server.items() if key[0] == label})
+                previous = self.orphaned_databases_by_server
+                database_counts.update({key: n for key, n in previous.items() if key[0] == label})
         self.orphans_by_server = dict(counts)
+        self.orphaned_databases_by_server = dict(database_counts)
         ORPHANS.set(len(report.orphans))
         for key in report.drifted:
             DRIFTED.inc()
@@ -167,10 +182,43 @@ class DriftCheck:
                 server=handle.name or None,
             )
 
+    async def _check_databases(
+        self, key: str, handle: ServerHandle, report: DriftReport, counts: Tally[tuple[str, str]]
+    ) -> None:
+        """Count and log (once) the recorded databases whose Database is no longer in the cache."""
+        if self.databases is None:
+            return
+        if not self.databases.has_synced:  # a cache still listing would make every database an orphan
+            label = server_label(key)
+            counts.update({k: n for k, n in self.orphaned_databases_by_server.items() if k[0] == label})
+            return
+        owned = await databases.owned(handle.db, handle.schema)
+        uids = {obj["metadata"].get("uid") for obj in self.databases.store}
+        orphans = sorted(
+            name
+            for name, owner in owned.items()
+            if owner.uid not in uids and _in_namespaces(self.databases, owner.namespace)
+        )
+        report.orphaned_databases += orphans
+        logged = {name for server, name in self._databases_logged if server == key}
+        self._databases_logged -= {(key, name) for name in logged - set(orphans)}
+        for name in orphans:
+            owner = owned[name]
+            counts[(server_label(key), owner.namespace)] += 1
+            if name in logged:
+                continue
+            self._databases_logged.add((key, name))
+            log.warning(
+                "orphaned database: recorded as owned, but its Database is gone or no longer carries the "
+                "target label",
+                database=name,
+                owner=f"{owner.namespace}/{owner.name}",
+                server=handle.name or None,
+            )
+
     def _in_scope(self, state: AccountState) -> bool:
         """Whether the owner would be in this instance's cache (its namespaces) had it not been deleted."""
-        namespaces = self.users.namespaces
-        return not namespaces or state.owner.namespace in namespaces
+        return _in_namespaces(self.users, state.owner.namespace)
 
     @staticmethod
     def _drifted(state: AccountState, resource: DatabaseUser, server: ServerInfo) -> bool:
@@ -185,6 +233,11 @@ class DriftCheck:
             if wanted.target(state.policy, state.default_lifetime) != state.policy:
                 return True
         return bool(grants.changes(state.grants, desired_grants(resource.spec.privileges), server))
+
+
+def _in_namespaces(cache: Informer, namespace: str) -> bool:
+    """Whether ``namespace`` is watched by ``cache`` (all are when it names none)."""
+    return not cache.namespaces or namespace in cache.namespaces
 
 
 def _settled(obj: Mapping[str, Any]) -> bool:

@@ -182,12 +182,18 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
 
     handles = shared.servers.registry.handles
     period = settings.resync_period
-    drift = DriftCheck(handles, users, queue, period)
+    drift = DriftCheck(handles, users, queue, period, databases=shared.databases)
     manager.add_leader_task("drift check", drift.run)
     cap = policy_lifetime_cap(shared.servers, shared.policy.namespaces)
     manager.add_leader_task(
         "compliance metrics",
-        lambda: export_while_leading(users.store, lambda: drift.orphans_by_server, cap, COMPLIANCE),
+        lambda: export_while_leading(
+            users.store,
+            lambda: drift.orphans_by_server,
+            cap,
+            COMPLIANCE,
+            lambda: drift.orphaned_databases_by_server,
+        ),
     )
     manager.add_leader_task(
         "role drift check", RoleDriftCheck(handles, users, shared.roles, queue, period).run
