@@ -23,10 +23,12 @@ import structlog
 from prometheus_client import Counter, Gauge
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.controllers.databaseuser.database_refs import has_refs, resolve
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import metadata_differs
 from dbuser_operator.controllers.databaseuser.steps.account_options import unsupported, wanted_policy
 from dbuser_operator.controllers.databaseuser.steps.options import desired_options
 from dbuser_operator.controllers.databaseuser.steps.rotation import now
+from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.resources import server_key
 from dbuser_operator.controllers.servers.handle import ServerHandle
@@ -85,11 +87,13 @@ class DriftCheck:
         users: Informer,
         queue: RateLimitingQueue[ObjectKey],
         period: float,
+        databases: Informer | None = None,
     ) -> None:
         self.handles = handles  # the servers in use, by server key
         self.users = users
         self.queue = queue
         self.period = period
+        self.databases = databases  # what the grants' databaseRefs name (None: such users are skipped)
         self._orphans_logged: set[tuple[str, str, str]] = set()  # (server, user, host) already logged
         self.orphans_by_server: Mapping[tuple[str, str], int] = {}
         """The last check's orphaned accounts by (server label, owner's namespace); a server whose check
@@ -150,6 +154,10 @@ class DriftCheck:
                 continue
             if not _settled(obj):
                 continue  # failing or in progress: the controller retries it, with back-off
+            try:
+                resource = self._resolved(resource, obj)
+            except ConditionError:
+                continue  # a Database not (or no longer) usable: its change requeues the user
             if self._drifted(state, resource, server) or not _wants(resource, host):
                 report.drifted.append(ObjectKey.of(obj))
         report.orphans += orphans
@@ -171,6 +179,14 @@ class DriftCheck:
         """Whether the owner would be in this instance's cache (its namespaces) had it not been deleted."""
         namespaces = self.users.namespaces
         return not namespaces or state.owner.namespace in namespaces
+
+    def _resolved(self, resource: DatabaseUser, obj: dict[str, Any]) -> DatabaseUser:
+        """``resource`` with its databaseRefs resolved, as a reconcile resolves them."""
+        if self.databases is None:
+            if has_refs(resource):
+                raise ConditionError("DatabaseNotFound", "no Database informer", retry=False)
+            return resource
+        return resolve(self.databases, resource, obj)
 
     @staticmethod
     def _drifted(state: AccountState, resource: DatabaseUser, server: ServerInfo) -> bool:
