@@ -1,5 +1,6 @@
 """A grant's ``databaseRef`` end to end: the user waits for its Database (DatabaseNotFound, DatabaseNotReady),
-is granted on the Database's MySQL name once it is Ready (grant tables and a real login that SELECTs), reports
+is granted on the Database's MySQL name once it is Ready (grant tables and a real login that SELECTs), has
+a revoked grant restored by the drift check, reports
 the Database's deletion; a Database on another server is refused; a tenant cannot reach another namespace's
 Database by naming it."""
 
@@ -88,6 +89,13 @@ async def test_a_user_waits_for_its_database_then_gets_the_grant(
     mysql_query(mysql, f"CREATE TABLE `{mysql_name}`.`t` (v INT)")
     mysql_query(mysql, f"INSERT INTO `{mysql_name}`.`t` VALUES (42)")
     assert select_as(mysql, user, password, f"SELECT v FROM `{mysql_name}`.`t`") == [(42,)]
+
+    # A grant revoked behind the operator's back: the drift check resolves the ref too, and restores it.
+    mysql_query(mysql, f"REVOKE SELECT ON `{escaped(mysql_name)}`.* FROM '{user}'@'%'")
+    deadline = time.monotonic() + 30
+    while privileges_of(mysql, user) != {(escaped(mysql_name), "*", "SELECT", False)}:
+        assert time.monotonic() < deadline, privileges_of(mysql, user)
+        await asyncio.sleep(0.2)
 
     # The Database goes (Retain: the MySQL database stays): the user reports it, its grant stays as it was.
     await kube_client.delete(DATABASES, resource, namespace)
