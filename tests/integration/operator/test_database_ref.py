@@ -157,3 +157,15 @@ async def test_a_tenant_cannot_reach_another_namespaces_database(
             "reason"
         ] == "DatabaseNotFound"
         await asyncio.sleep(0.5)
+
+
+async def test_an_observed_user_resolves_its_refs_too(
+    operator: RunningOperator, kube_client: KubeClient, namespace: str, passwords: PasswordLedger
+) -> None:
+    await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
+    user = unique("dbref-o")
+    grants = [{"databaseRef": {"name": "missing"}, "privileges": ["SELECT"]}]
+    obj = database_user(user, "pw", privileges=grants, managementPolicy="Observe")
+    await kube_client.create(DATABASE_USERS, obj, namespace)
+    found = await wait_for_ready(kube_client, namespace, user, "False", "DatabaseNotFound")
+    assert "missing" in (ready(found) or {})["message"]
