@@ -87,6 +87,8 @@ DEGRADED_REASONS: Final[Mapping[str, frozenset[str]]] = {
         "RotationUnsupported",
         "TooManyDefaultRoles",
         "RoleNotFound",
+        "DatabaseNotFound",  # a databaseRef naming no Database of the namespace
+        "DatabaseOnAnotherServer",
     },
     "DatabaseRole": _REFUSALS | {"RoleExists", "RoleClaimed"},
     "Database": _REFUSALS
@@ -97,9 +99,10 @@ DEGRADED_REASONS: Final[Mapping[str, frozenset[str]]] = {
 """Per kind, the reasons of Ready=False read as Degraded; any other Ready=False is Progressing."""
 KINDS: Final = tuple(DEGRADED_REASONS)
 
-WAITS: Final = frozenset({"ServerNotReady", "TemplatesPending", "DatabaseUnavailable"})
+WAITS: Final = frozenset({"ServerNotReady", "TemplatesPending", "DatabaseUnavailable", "DatabaseNotReady"})
 """Reasons the operator does not retry with backoff but that clear without a change: the server's return
-(ServerNotReady; DatabaseUnavailable once its probe answers) or the render's turn requeues the resource.
+(ServerNotReady; DatabaseUnavailable once its probe answers), the render's turn or the Database a grant's
+databaseRef names (DatabaseNotReady, once it is Ready) requeues the resource.
 Progressing, like every reason outside DEGRADED_REASONS."""
 
 _SCRIPT = """\

@@ -326,7 +326,9 @@ async def test_kubectl_explain_documents_grants_and_policy(crds: list[str], kube
     text = " ".join(explained.stdout.split())
     assert "FIELD: privileges <[]Object>" in text
     assert "one entry per database and table" in text
-    assert "database <string> -required-" in text
+    # database or databaseRef, exactly one (a CEL rule): neither is required by itself.
+    assert "database <string>" in text
+    assert "databaseRef <Object>" in text
     assert "privileges <[]string> -required-" in text
     assert "table <string>" in text
     assert "grantOption <boolean>" in text

@@ -261,12 +261,15 @@ def test_grants_limits_tls_and_deletion_policy_in_the_schema() -> None:
     [unique] = grants["x-kubernetes-validations"]
     assert unique == {
         "rule": "self.all(a, has(a.columns) || self.exists_one(b, !has(b.columns)"
-        " && a.database == b.database && a.table == b.table && has(a.routine) == has(b.routine)"
+        " && (has(a.database) ? a.database : '@' + a.databaseRef.name)"
+        " == (has(b.database) ? b.database : '@' + b.databaseRef.name)"
+        " && a.table == b.table && has(a.routine) == has(b.routine)"
         " && (!has(a.routine) || a.routine == b.routine)))",
         "message": "one entry per database and table (and routine; column grants excepted)",
     }
     grant = grants["items"]
-    assert grant["required"] == ["database", "privileges"]
+    assert grant["required"] == ["privileges"]  # database, or databaseRef (a CEL rule: exactly one)
+    assert grant["properties"]["databaseRef"]["required"] == ["name"]
     names = grant["properties"]["privileges"]
     assert (names["minItems"], names["maxItems"], names["x-kubernetes-list-type"]) == (1, 32, "set")
     assert "enum" not in names["items"]  # the server judges the names; the schema their shape
@@ -316,12 +319,13 @@ def test_the_grant_rules_name_their_field_and_build_the_models_messages() -> Non
     by_message = {rule["message"]: rule for rule in rules}
     assert (
         by_message[v1alpha1.TABLE_NEEDS_DATABASE_MESSAGE]["rule"]
-        == "self.database != '*' || self.table == '*'"
+        == "!has(self.database) || self.database != '*' || self.table == '*'"
     )
     assert v1alpha1.ALL_ALONE_MESSAGE in by_message
     assert (
         by_message[v1alpha1.ESCAPED_DATABASE_MESSAGE]["rule"]
-        == "self.table != '*' || has(self.routine) || size(self.database.replace('_', '__')) <= 64"
+        == "!has(self.database) || self.table != '*' || has(self.routine)"
+        " || size(self.database.replace('_', '__')) <= 64"
     )
     global_only, table_only, not_listed, columns, routine = (
         rule for rule in rules if "messageExpression" in rule
@@ -342,12 +346,14 @@ def test_the_grant_rules_name_their_field_and_build_the_models_messages() -> Non
         assert f"'{privilege}'" in global_only["rule"]
         assert privilege in global_only["message"]
     assert global_only["messageExpression"].endswith(
-        """[0] + ' can only be granted on *.* (database "*"), not on ' + self.database + '.' + self.table"""
+        """[0] + ' can only be granted on *.* (database "*"), not on '"""
+        " + (has(self.database) ? self.database : self.databaseRef.name) + '.' + self.table"
     )
     for privilege in v1alpha1.TABLE_PRIVILEGES:
         assert f"'{privilege}'" in table_only["rule"]
     assert (
-        "' cannot be granted on a table (' + self.database + '.' + self.table + '): "
+        "' cannot be granted on a table ('"
+        " + (has(self.database) ? self.database : self.databaseRef.name) + '.' + self.table + '): "
         in (table_only["messageExpression"])
     )
 

@@ -448,7 +448,12 @@ def test_valid_grants(grant: dict[str, Any]) -> None:
         ({"database": "app", "privileges": ["EXECUTE"], "routine": {"type": "PROCEDURE"}}, "missing"),
         ({"database": "app", "privileges": []}, "too_short"),
         ({"database": "app"}, "missing"),
-        ({"privileges": ["SELECT"]}, "missing"),
+        ({"privileges": ["SELECT"]}, "exactly one of database and databaseRef"),
+        (
+            {"privileges": ["SELECT"], "database": "app", "databaseRef": {"name": "app"}},
+            "exactly one of database and databaseRef",
+        ),
+        ({"privileges": ["SELECT"], "databaseRef": {"name": "App_1"}}, "string_pattern_mismatch"),
         ({"database": "app", "privileges": ["SELECT", "SELECT"]}, "duplicate privileges: SELECT"),
         ({"database": "app;", "privileges": ["SELECT"]}, "string_pattern_mismatch"),
         ({"database": "a`b", "privileges": ["SELECT"]}, "string_pattern_mismatch"),

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from pydantic import ConfigDict, Field, field_validator
 
-from dbuser_operator.api.v1alpha1.grants import MAX_GRANTS, ONE_ENTRY_MESSAGE, Grant
+from dbuser_operator.api.v1alpha1.grants import MAX_GRANTS, ONE_ENTRY_MESSAGE, TARGET_CEL, Grant
 from dbuser_operator.api.v1alpha1.meta import (
     GROUP,
     SERVER_REF_RULE,
@@ -28,6 +28,7 @@ from dbuser_operator.api.v1alpha1.meta import (
 
 KIND: Final = "DatabaseRole"
 PLURAL: Final = "databaseroles"
+ROLE_DATABASE_REF_MESSAGE: Final = "a DatabaseRole names its database: databaseRef is for DatabaseUser grants"
 SINGULAR: Final = "databaserole"
 SHORT_NAMES: Final = ("dbrole",)
 CATEGORIES: Final[tuple[str, ...]] = ()  # not "dbuser": `kubectl get dbuser` lists DatabaseUsers as before
@@ -97,10 +98,12 @@ class DatabaseRoleSpec(Model):
         max_length=MAX_GRANTS,
         json_schema_extra={
             "x-kubernetes-validations": [
+                {"rule": "self.all(g, !has(g.databaseRef))", "message": ROLE_DATABASE_REF_MESSAGE},
                 {
-                    "rule": "self.all(a, self.exists_one(b, a.database == b.database && a.table == b.table))",
+                    "rule": "self.all(a, self.exists_one(b,"
+                    f" {TARGET_CEL.format('a')} == {TARGET_CEL.format('b')} && a.table == b.table))",
                     "message": ONE_ENTRY_MESSAGE,
-                }
+                },
             ]
         },
     )
@@ -115,7 +118,9 @@ class DatabaseRoleSpec(Model):
     @field_validator("privileges")
     @classmethod
     def _one_entry_per_database_and_table(cls, grants: list[Grant]) -> list[Grant]:
-        levels = [(grant.database, grant.table) for grant in grants]
+        if any(grant.database_ref is not None for grant in grants):
+            raise ValueError(ROLE_DATABASE_REF_MESSAGE)
+        levels = [(grant.level_key(), grant.table) for grant in grants]
         if len(set(levels)) != len(levels):
             raise ValueError(ONE_ENTRY_MESSAGE)
         return grants

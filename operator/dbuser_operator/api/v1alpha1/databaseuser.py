@@ -26,7 +26,7 @@ from dbuser_operator.api.v1alpha1.credentials import (
     Rotation,
     RotationStatus,
 )
-from dbuser_operator.api.v1alpha1.grants import MAX_GRANTS, ONE_ENTRY_MESSAGE, Grant
+from dbuser_operator.api.v1alpha1.grants import MAX_GRANTS, ONE_ENTRY_MESSAGE, TARGET_CEL, Grant
 from dbuser_operator.api.v1alpha1.meta import (
     API_VERSION,
     DNS_SUBDOMAIN_MAX_LENGTH,
@@ -209,7 +209,8 @@ class DatabaseUserSpec(Model):
             "x-kubernetes-validations": [
                 {
                     "rule": "self.all(a, has(a.columns) || self.exists_one(b, !has(b.columns)"
-                    " && a.database == b.database && a.table == b.table && has(a.routine) == has(b.routine)"
+                    f" && {TARGET_CEL.format('a')} == {TARGET_CEL.format('b')}"
+                    " && a.table == b.table && has(a.routine) == has(b.routine)"
                     " && (!has(a.routine) || a.routine == b.routine)))",
                     "message": ONE_ENTRY_MESSAGE,
                     # No reason FieldValueDuplicate: the API server would report "Duplicate value" without it.
@@ -326,7 +327,7 @@ class DatabaseUserSpec(Model):
     @classmethod
     def _one_entry_per_database_and_table(cls, grants: list[Grant]) -> list[Grant]:
         levels = [
-            (grant.database, grant.table, grant.routine and (grant.routine.type, grant.routine.name))
+            (grant.level_key(), grant.table, grant.routine and (grant.routine.type, grant.routine.name))
             for grant in grants
             if grant.columns is None
         ]

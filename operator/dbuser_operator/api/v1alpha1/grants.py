@@ -7,7 +7,13 @@ from typing import Annotated, Final, Literal
 
 from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
 
-from dbuser_operator.api.v1alpha1.meta import Model, cel_format, cel_list
+from dbuser_operator.api.v1alpha1.meta import (
+    DNS_SUBDOMAIN_MAX_LENGTH,
+    DNS_SUBDOMAIN_PATTERN,
+    Model,
+    cel_format,
+    cel_list,
+)
 from dbuser_operator.mysql import grants as mysql_grants
 
 # MySQL names databases and tables (a GRANT's object) with up to 64 characters; "*" is every one of them.
@@ -101,17 +107,31 @@ ESCAPED_DATABASE_MESSAGE: Final = (
     f"within {OBJECT_NAME_MAX_LENGTH} characters that way"
 )
 
+ONE_DATABASE_MESSAGE: Final = "exactly one of database and databaseRef"
+
+_DATABASE_CEL: Final = "(has(self.database) ? self.database : self.databaseRef.name)"
+"""The database a rule's message names: database, or the Database resource databaseRef names."""
+
+TARGET_CEL: Final = "(has({0}.database) ? {0}.database : '@' + {0}.databaseRef.name)"
+"""A list rule's key for an entry's database: its name, or '@' and the Database resource's name (no
+database name has an '@', so the two never meet)."""
+
 _GRANT_RULES: Final[list[JsonValue]] = [
+    {
+        "rule": "has(self.database) != has(self.databaseRef)",
+        "message": ONE_DATABASE_MESSAGE,
+        "fieldPath": ".database",
+    },
     {
         # A database grant names the database with its wildcards escaped ('_' as '\_', see
         # mysql.identifiers.escape_wildcards; the pattern admits no '%'), which MySQL bounds to 64 too.
-        "rule": f"self.table != '*' || has(self.routine)"
+        "rule": f"!has(self.database) || self.table != '*' || has(self.routine)"
         f" || size(self.database.replace('_', '__')) <= {OBJECT_NAME_MAX_LENGTH}",
         "message": ESCAPED_DATABASE_MESSAGE,
         "fieldPath": ".database",
     },
     {
-        "rule": "self.database != '*' || self.table == '*'",
+        "rule": "!has(self.database) || self.database != '*' || self.table == '*'",
         "message": TABLE_NEEDS_DATABASE_MESSAGE,
         "fieldPath": ".table",
     },
@@ -121,12 +141,13 @@ _GRANT_RULES: Final[list[JsonValue]] = [
         "fieldPath": ".privileges",
     },
     {
-        "rule": f"self.database == '*' || !self.privileges.exists(p, p in {_GLOBAL_ONLY_CEL})",
+        "rule": f"(has(self.database) && self.database == '*')"
+        f" || !self.privileges.exists(p, p in {_GLOBAL_ONLY_CEL})",
         "message": f'{_english_list(GLOBAL_ONLY_PRIVILEGES)} can only be granted on *.* (database "*")',
         "messageExpression": cel_format(
             GLOBAL_ONLY_MESSAGE,
             privilege=f"self.privileges.filter(p, p in {_GLOBAL_ONLY_CEL})[0]",
-            database="self.database",
+            database=_DATABASE_CEL,
             table="self.table",
         ),
         "fieldPath": ".privileges",
@@ -137,7 +158,7 @@ _GRANT_RULES: Final[list[JsonValue]] = [
         "messageExpression": cel_format(
             TABLE_ONLY_MESSAGE,
             privilege=f"self.privileges.filter(p, !(p in {_TABLE_CEL}))[0]",
-            database="self.database",
+            database=_DATABASE_CEL,
             table="self.table",
         ),
         "fieldPath": ".privileges",
@@ -169,7 +190,8 @@ _GRANT_RULES: Final[list[JsonValue]] = [
         "fieldPath": ".privileges",
     },
     {
-        "rule": "!has(self.routine) || (self.database != '*' && self.table == '*' && !has(self.columns))",
+        "rule": "!has(self.routine)"
+        " || ((!has(self.database) || self.database != '*') && self.table == '*' && !has(self.columns))",
         "message": ROUTINE_LEVEL_MESSAGE,
         "fieldPath": ".routine",
     },
@@ -202,6 +224,14 @@ class Routine(Model):
     without regard to case). It must exist when the grant is made (RoutineNotFound otherwise)."""
 
 
+class DatabaseRef(Model):
+    """A Database resource in the grant's own namespace."""
+
+    name: str = Field(max_length=DNS_SUBDOMAIN_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN)
+    """Name of the Database (in the namespace of the resource that grants): the grant waits until it is
+    Ready, on the same server, and then applies to its MySQL database (status.name)."""
+
+
 class Grant(Model):
     """Privileges of the account on one level: global (database "*"), one database (table "*"), one
     table, columns of a table (columns), or one stored procedure or function (routine)."""
@@ -220,10 +250,16 @@ class Grant(Model):
     INSERT, REFERENCES, SELECT, SHOW VIEW, TRIGGER and UPDATE. A name the server does not have, or not at
     this level, makes the resource Ready=False (PrivilegeUnknown, PrivilegeMisplaced)."""
 
-    database: str = Field(max_length=OBJECT_NAME_MAX_LENGTH, pattern=OBJECT_NAME_PATTERN)
+    database: str | None = Field(default=None, max_length=OBJECT_NAME_MAX_LENGTH, pattern=OBJECT_NAME_PATTERN)
     """Database the privileges apply to: a name of 1 to 64 letters, digits, '_', '$' or '-', or "*" for
     every database (global privileges, GRANT ... ON *.*). The database need not exist. For a grant on the
-    whole database (table "*"), each '_' counts twice: GRANT writes it escaped ('\\_')."""
+    whole database (table "*"), each '_' counts twice: GRANT writes it escaped ('\\_'). Exactly one of
+    database and databaseRef."""
+
+    database_ref: DatabaseRef | None = None
+    """A Database resource in the same namespace, instead of database (DatabaseUser only): the account waits
+    for it to be Ready (Ready=False DatabaseNotFound, DatabaseNotReady, DatabaseOnAnotherServer meanwhile),
+    then the privileges apply to its MySQL database. Exactly one of database and databaseRef."""
 
     table: str = Field(default="*", max_length=OBJECT_NAME_MAX_LENGTH, pattern=OBJECT_NAME_PATTERN)
     """Table of the database the privileges apply to (1 to 64 letters, digits, '_', '$' or '-'), or "*" for
@@ -270,15 +306,19 @@ class Grant(Model):
     @model_validator(mode="after")
     def _rules(self) -> Grant:
         """The CEL rules of the schema, with their messages."""
-        where = {"database": self.database, "table": self.table}
-        escaped = len(self.database) + self.database.count("_")
+        if (self.database is None) == (self.database_ref is None):
+            raise ValueError(ONE_DATABASE_MESSAGE)
+        database = self.database if self.database is not None else ""
+        named = self.database_ref.name if self.database_ref is not None else database
+        where = {"database": named, "table": self.table}
+        escaped = len(database) + database.count("_")
         if self.table == "*" and self.routine is None and escaped > OBJECT_NAME_MAX_LENGTH:
             raise ValueError(ESCAPED_DATABASE_MESSAGE)
-        if self.database == "*" and self.table != "*":
+        if database == "*" and self.table != "*":
             raise ValueError(TABLE_NEEDS_DATABASE_MESSAGE)
         if "ALL" in self.privileges and len(self.privileges) > 1:
             raise ValueError(ALL_ALONE_MESSAGE)
-        if self.database != "*":
+        if database != "*":
             for privilege in self.privileges:
                 if privilege in GLOBAL_ONLY_PRIVILEGES:
                     raise ValueError(GLOBAL_ONLY_MESSAGE.format(privilege=privilege, **where))
@@ -308,3 +348,15 @@ class Grant(Model):
             for privilege in self.privileges:
                 if privilege not in ROUTINE_PRIVILEGES:
                     raise ValueError(ROUTINE_PRIVILEGES_MESSAGE.format(privilege=privilege))
+
+    def level_key(self) -> str:
+        """The entry's database for the one-entry-per-level rules (:data:`TARGET_CEL`)."""
+        if self.database_ref is not None:
+            return "@" + self.database_ref.name
+        return self.database or ""
+
+    def resolved(self) -> str:
+        """The database name, once any databaseRef was resolved into it."""
+        if self.database is None:
+            raise ValueError("databaseRef not resolved")
+        return self.database

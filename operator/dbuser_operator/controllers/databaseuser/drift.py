@@ -27,10 +27,12 @@ import structlog
 from prometheus_client import Counter, Gauge
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.controllers.databaseuser.database_refs import has_refs, resolve
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import metadata_differs
 from dbuser_operator.controllers.databaseuser.steps.account_options import unsupported, wanted_policy
 from dbuser_operator.controllers.databaseuser.steps.options import desired_options
 from dbuser_operator.controllers.databaseuser.steps.rotation import now
+from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.resources import server_key
 from dbuser_operator.controllers.servers.handle import ServerHandle
@@ -94,7 +96,9 @@ class DriftCheck:
     ) -> None:
         self.handles = handles  # the servers in use, by server key
         self.users = users
-        self.databases = databases  # the Databases' cache: orphaned databases are looked for only with it
+        # The Databases' cache: orphaned databases are looked for, and grants' databaseRefs resolved, only
+        # with it (without it, users whose grants name a Database are skipped).
+        self.databases = databases
         self.queue = queue
         self.period = period
         self._orphans_logged: set[tuple[str, str, str]] = set()  # (server, user, host) already logged
@@ -165,6 +169,10 @@ class DriftCheck:
                 continue
             if not _settled(obj):
                 continue  # failing or in progress: the controller retries it, with back-off
+            try:
+                resource = self._resolved(resource, obj)
+            except ConditionError:
+                continue  # a Database not (or no longer) usable: its change requeues the user
             if self._drifted(state, resource, server) or not _wants(resource, host):
                 report.drifted.append(ObjectKey.of(obj))
         report.orphans += orphans
@@ -219,6 +227,14 @@ class DriftCheck:
     def _in_scope(self, state: AccountState) -> bool:
         """Whether the owner would be in this instance's cache (its namespaces) had it not been deleted."""
         return _in_namespaces(self.users, state.owner.namespace)
+
+    def _resolved(self, resource: DatabaseUser, obj: dict[str, Any]) -> DatabaseUser:
+        """``resource`` with its databaseRefs resolved, as a reconcile resolves them."""
+        if self.databases is None:
+            if has_refs(resource):
+                raise ConditionError("DatabaseNotFound", "no Database informer", retry=False)
+            return resource
+        return resolve(self.databases, resource, obj)
 
     @staticmethod
     def _drifted(state: AccountState, resource: DatabaseUser, server: ServerInfo) -> bool:

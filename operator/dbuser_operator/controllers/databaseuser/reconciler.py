@@ -29,6 +29,7 @@ from dbuser_operator.api.v1alpha1 import (
     DatabaseUserStatus,
     SecretKeySelector,
 )
+from dbuser_operator.controllers.databaseuser import database_refs
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.observe import Observer, summary
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import release as release_metadata
@@ -75,6 +76,7 @@ class DatabaseUserReconciler(Reconciler[Context]):
         observer: Observer | None = None,
         observe_period: float = 0.0,
         policy: PolicyGate | None = None,
+        databases: Informer | None = None,
     ) -> None:
         super().__init__(kube, users, recorder, scope)
         self.users = users
@@ -83,6 +85,7 @@ class DatabaseUserReconciler(Reconciler[Context]):
         self.observer = observer or Observer(Guard((), (), ownership.DEFAULT_SCHEMA))
         self.observe_period = observe_period  # seconds between two looks at an observed account (0: none)
         self.policy = policy  # checked before observing (the Manage path has it among the steps)
+        self.databases = databases  # the Databases the grants' databaseRefs name (None: refs refused)
 
     def parse(self, obj: dict[str, Any]) -> Context:
         user = DatabaseUser.model_validate(obj)
@@ -113,16 +116,27 @@ class DatabaseUserReconciler(Reconciler[Context]):
             await self._pause(ctx, "the operator changes nothing in MySQL, drift included")
         elif policy == "Observe":
             ctx.binding, ctx.server = await self.servers.resolve(ctx.obj)
+            self._resolve_refs(ctx)
             await self._observe(ctx)
             return Result(requeue_after=self.observe_period)
         else:
             ctx.binding, ctx.server = await self.servers.resolve(ctx.obj)
+            self._resolve_refs(ctx)
             _clear_policy_status(ctx)
             for step in self.steps:
                 await step.ensure(ctx)
             self.set_ready(ctx, "True", *ready_outcome(ctx, ready_message(ctx)))
             await self.write(ctx)
         return Result(requeue_after=ctx.requeue_after or 0.0)
+
+    def _resolve_refs(self, ctx: Context) -> None:
+        """The grants' databaseRefs resolved into their Databases' names, before any step reads them."""
+        if self.databases is not None:
+            ctx.user = database_refs.resolve(self.databases, ctx.user, ctx.obj)
+        elif database_refs.has_refs(ctx.user):
+            raise ConditionError(
+                "DatabaseNotFound", "no Database informer: databaseRef unsupported", retry=False
+            )
 
     async def finalize(self, ctx: Context) -> None:
         released = (ctx.user.metadata.annotations or {}).get(RELEASE_ANNOTATION) == "true"

@@ -10,6 +10,7 @@ from dbuser_operator.controllers.databaseuser.compliance import (
     export_while_leading,
     policy_lifetime_cap,
 )
+from dbuser_operator.controllers.databaseuser.database_refs import DATABASE_REF_INDEX, referenced_databases
 from dbuser_operator.controllers.databaseuser.drift import DriftCheck
 from dbuser_operator.controllers.databaseuser.endpoints import DefaultServerEndpoints, endpoint_of
 from dbuser_operator.controllers.databaseuser.observe import Observer
@@ -86,6 +87,7 @@ def index(users: Informer) -> None:
     users.add_index(SECRET_INDEX, referenced_secret)
     users.add_index(ACCOUNT_INDEX, named_account)
     users.add_index(ROLE_INDEX, referenced_roles)
+    users.add_index(DATABASE_REF_INDEX, referenced_databases)
 
 
 def steps(
@@ -161,6 +163,7 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
         observer=Observer(shared.guard, shared.policy),
         observe_period=settings.resync_period,
         policy=shared.policy,
+        databases=shared.databases,
     )
     controller = Controller(
         CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles, queue=queue
@@ -175,6 +178,7 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     controller.watch_mapped(shared.secrets, users_of_secret(users))
     controller.watch_mapped(users, claimants_of(users), DELETED)
     controller.watch_mapped(shared.roles, users_of_role(users))  # every change, status included
+    controller.watch_mapped(shared.databases, users_of_database(users))  # status included: Ready
     shared.policy.namespaces.watch(controller, users)
     watch_servers(controller, users, shared.servers.informers.values())
     manager.add_controller(controller)
@@ -210,6 +214,19 @@ def users_of_secret(users: Informer) -> KeyMapper:
         key = ObjectKey.of(secret)
         return [
             ObjectKey.of(user) for user in users.store.by_index(SECRET_INDEX, f"{key.namespace}/{key.name}")
+        ]
+
+    return to_keys
+
+
+def users_of_database(users: Informer) -> KeyMapper:
+    """Key mapper: a Database requeues the DatabaseUsers whose grants name it (databaseRef)."""
+
+    def to_keys(database: dict[str, Any]) -> list[ObjectKey]:
+        key = ObjectKey.of(database)
+        return [
+            ObjectKey.of(user)
+            for user in users.store.by_index(DATABASE_REF_INDEX, f"{key.namespace}/{key.name}")
         ]
 
     return to_keys

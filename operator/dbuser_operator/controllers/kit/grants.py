@@ -14,7 +14,7 @@ def desired_grant(item: GrantSpec) -> grants.Grant:
     if item.routine is not None:
         return _grant(
             frozenset(item.privileges),
-            item.database,
+            item.resolved(),
             item.routine.name,
             item.grant_option,
             frozenset(),
@@ -22,7 +22,7 @@ def desired_grant(item: GrantSpec) -> grants.Grant:
         )
     return _grant(
         frozenset(item.privileges),
-        item.database,
+        item.resolved(),
         item.table,
         item.grant_option,
         frozenset(item.columns or ()),

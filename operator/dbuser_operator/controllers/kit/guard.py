@@ -57,8 +57,8 @@ class Guard:
         if server.key and name == server.db.settings.user:
             return "ReservedAccount", f"the admin account of {server.name} is reserved: never managed", False
         for item in privileges:
-            if server.key and item.database.lower() == server.schema.lower():
-                return "PrivilegeNotAllowed", f"grants on the {item.database} schema are not allowed", False
+            if server.key and item.resolved().lower() == server.schema.lower():
+                return "PrivilegeNotAllowed", f"grants on the {item.resolved()} schema are not allowed", False
         if self.reservations is not None:
             found = await self.reservations.refusal(server, name, privileges)
             if found is not None:
@@ -68,7 +68,7 @@ class Guard:
     def grant_refusal(self, privileges: Sequence[GrantSpec]) -> str | None:
         """Why these grants are not allowed, or None."""
         for item in privileges:
-            if item.database.lower() in self.protected_schemas:
+            if item.resolved().lower() in self.protected_schemas:
                 return f"grants on the {item.database} schema are not allowed"
             if item.database == "*":
                 extra = sorted(set(item.privileges) - self.allowed_global)

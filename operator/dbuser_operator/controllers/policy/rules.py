@@ -135,6 +135,8 @@ def grant_problems(entry: NamespacePolicy, grants: Iterable[Grant], namespace: s
     global_grant = False
     ceiling = entry.privileges
     for grant in grants:
+        if grant.database is None:
+            continue  # a databaseRef: checked once resolved into the Database's name
         if grant.database == GLOBAL:
             global_grant = True
         elif not allowed_database(entry, grant.database, namespace) and grant.database not in outside:

@@ -80,7 +80,7 @@ class Reservations:
         """Why the account or role ``name`` with ``privileges``, on ``handle``'s server, would touch another
         server resource's admin account (ReservedAccount) or bookkeeping schema (PrivilegeNotAllowed) on
         the same physical server; None when it touches neither."""
-        databases = {item.database.lower() for item in privileges}
+        databases = {item.resolved().lower() for item in privileges}
         for admin in await self.admins():
             if admin.handle is handle:  # its own admin and schema: the guard's own rule
                 continue
