@@ -100,7 +100,6 @@ def steps(
                 RoleAccountGuardStep(),
                 OwnershipStep(LiveOwners(kube), shared.policy),
                 AuthenticationStep(),
-                ScheduledRotationStep(owned_secrets),
                 AccountStep(shared.guard),
                 OptionsStep(),
                 GrantsStep(),
@@ -110,6 +109,7 @@ def steps(
             ],
             on_release=requeue_claimants,
         ),
+        ScheduledRotationStep(owned_secrets),  # every host at once, before the connection Secret
         ConnectionSecretStep(
             owned_secrets,
             renderer,
