@@ -17,8 +17,14 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import password_hashes
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator
-from tests.integration.operator.helpers import can_log_in, mysql_query, unique, wait_for_ready
+from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator, create_secret
+from tests.integration.operator.helpers import (
+    can_log_in,
+    database_user,
+    mysql_query,
+    unique,
+    wait_for_ready,
+)
 from tests.integration.operator.rotation_support import (
     delete_users,
     events_of,
@@ -361,6 +367,41 @@ async def test_a_rotation_of_several_hosts_that_died_halfway_never_keeps_the_los
         assert not retains(mysql, name, host, lost), f"'{name}'@'{host}' retained the lost password"
         if dual:
             assert retains(mysql, name, host, first), f"'{name}'@'{host}' lost the Secret's old password"
+
+
+async def test_a_generated_rotation_never_touches_an_account_it_does_not_hold(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """A tenant names, in spec.hosts, an account another resource owns and one nobody does: both are
+    refused, and the rotate annotation changes no password at all (its own account's neither)."""
+    user, first, second = unique("shared"), unique("first"), unique("second")
+    owner_password = passwords.new()
+    await create_secret(kube_client, namespace, first, {"password": owner_password})
+    body = database_user(first, first, user=user, host="10.5.%")
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, first)
+    handmade = passwords.new("handmade")
+    mysql_query(mysql, f"CREATE USER '{user}'@'10.7.%%' IDENTIFIED BY %s", handmade)
+    try:
+        body = generated_user(second, TARGET, user=user, host="10.6.%", hosts=["10.5.%", "10.7.%"])
+        await kube_client.create(DATABASE_USERS, body, namespace)
+        await wait_for_ready(kube_client, namespace, second, "False", "AccountClaimed")
+        own = await secret_password(kube_client, namespace, f"{second}-password")
+        passwords.values.add(own)
+        statements = alter_user_count(mysql)
+        await annotate_rotate(kube_client, namespace, second, "take-over")
+        await asyncio.sleep(3)
+        assert await secret_password(kube_client, namespace, f"{second}-password") == own
+        assert holds(mysql, user, "10.5.%", owner_password)
+        assert holds(mysql, user, "10.7.%", handmade)
+        assert holds(mysql, user, "10.6.%", own)
+        assert alter_user_count(mysql) == statements
+    finally:
+        mysql_query(mysql, f"DROP USER IF EXISTS '{user}'@'10.7.%'")
 
 
 @pytest.mark.dual_passwords
