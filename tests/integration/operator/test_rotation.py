@@ -11,14 +11,22 @@ from datetime import UTC, datetime, timedelta
 import pymysql
 import pytest
 
-from dbuser_operator.api.v1alpha1 import ROTATE_ANNOTATION
+from dbuser_operator.api.v1alpha1 import CREDENTIAL_VERSION_ANNOTATION, ROTATE_ANNOTATION
+from dbuser_operator.controllers.databaseuser.steps.rollout import WORKLOADS
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import client_tls
 from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
-from tests.integration.operator.helpers import can_log_in, database_user, ready, unique, wait_for_ready
+from tests.integration.operator.helpers import (
+    can_log_in,
+    database_user,
+    mysql_query,
+    ready,
+    unique,
+    wait_for_ready,
+)
 from tests.integration.operator.rotation_support import (
     an_hour_ago,
     create_pod,
@@ -258,3 +266,133 @@ async def test_the_rotate_annotation_on_a_users_own_secret_is_ignored_with_a_war
     assert "generated passwords only" in warning["message"]
     assert (await rotation_status(kube_client, namespace, name)).get("trigger") == "now"
     assert await logs_in(mysql, name, first)
+
+
+async def applied_version(kube: KubeClient, namespace: str, name: str, secret: str) -> None:
+    """Wait until status.appliedSecret names the Secret's current resourceVersion (the pass handled it)."""
+    current = (await kube.get(SECRETS, secret, namespace))["metadata"]["resourceVersion"]
+
+    async def applied() -> bool:
+        obj = await kube.get(DATABASE_USERS, name, namespace)
+        applied_secret = (obj.get("status") or {}).get("appliedSecret") or {}
+        return bool(applied_secret.get("resourceVersion") == current)
+
+    await poll(applied, f"status.appliedSecret at resourceVersion {current}")
+
+
+async def test_a_secret_edit_that_keeps_the_password_is_no_rotation(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """A label, an annotation or another key of the password's Secret changed: no ALTER USER, no new
+    credential marker, no Event, no rollout, status.rotation as it was. The password changed: a rotation."""
+    name = unique("same")
+    first = passwords.new()
+    await create_secret(kube_client, namespace, name, {"password": first})
+    template = {
+        "metadata": {"labels": {"app": name}},
+        "spec": {"containers": [{"name": "a", "image": "a:1"}]},
+    }
+    deployment = {
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": name}}, "template": template},
+    }
+    await kube_client.create(WORKLOADS["Deployment"], deployment, namespace)
+    connection = {"name": f"{name}-db", "rollout": [{"kind": "Deployment", "name": "web"}]}
+    body = database_user(name, name, rotation={"gracePeriod": "1s"}, connectionSecret=connection)
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, name)
+
+    async def rolled_out() -> str | None:
+        web = await kube_client.get(WORKLOADS["Deployment"], "web", namespace)
+        value = (web["spec"]["template"]["metadata"].get("annotations") or {}).get(
+            CREDENTIAL_VERSION_ANNOTATION
+        )
+        return None if value is None else str(value)
+
+    async def reported() -> dict[str, int]:
+        """How often each reason of a password change was reported (Events of a pass are one)."""
+        counts = {reason: 0 for reason in PASSWORD_REASONS}
+        for event in await events_of(kube_client, namespace, name):
+            if event["reason"] in counts:
+                counts[event["reason"]] += int(event.get("count") or 1)
+        return counts
+
+    async def same_password_edits(round_: int) -> None:
+        before_status = await rotation_status(kube_client, namespace, name)
+        before_events = await reported()
+        before_rollout = await rolled_out()
+        marker = credential_marker(mysql, name)
+        statements = alter_user_count(mysql)
+        edits = [
+            {"metadata": {"labels": {"edited": str(round_)}}},
+            {"metadata": {"annotations": {"note": f"edit {round_}"}}},
+            {"stringData": {"other": f"value {round_}"}},
+        ]
+        for edit in edits:
+            await kube_client.patch(SECRETS, name, edit, PatchType.MERGE, namespace=namespace)
+            await applied_version(kube_client, namespace, name, name)
+        await asyncio.sleep(1.5)  # past the grace period: a retained password would be discarded by now
+        assert alter_user_count(mysql) == statements, "a Secret edit that kept the password sent ALTER USER"
+        assert credential_marker(mysql, name) == marker
+        assert await rotation_status(kube_client, namespace, name) == before_status
+        assert await reported() == before_events, "a Secret edit that kept the password was reported"
+        assert await rolled_out() == before_rollout, "a Secret edit that kept the password rolled pods"
+        assert await logs_in(mysql, name, current)
+
+    async def rolled_out_at_all() -> bool:
+        return await rolled_out() is not None
+
+    current = first
+    await same_password_edits(1)
+    assert await rolled_out() is None
+
+    # The password changed: a rotation as before (retained under DualPassword, then discarded).
+    current = passwords.new()
+    await rotate(kube_client, namespace, name, current)
+    await poll(lambda: logs_in(mysql, name, current), "the new password works")
+    await poll(rolled_out_at_all, "the rollout after the rotation")
+    if has_dual_passwords(mysql):
+        await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
+    else:
+        await immediate_status(kube_client, namespace, name)
+    assert not await logs_in(mysql, name, first)
+    await wait_for_ready(kube_client, namespace, name)
+    # The rotation's Events are one (PasswordRetained under DualPassword, else PasswordSet), the discard's
+    # another: both in before the edits are counted.
+    first_reason = "PasswordRetained" if has_dual_passwords(mysql) else "PasswordSet"
+    await wait_for_event(kube_client, namespace, name, first_reason)
+    if has_dual_passwords(mysql):
+        await wait_for_event(kube_client, namespace, name, "OldPasswordDiscarded")
+
+    # And again after a rotation: still nothing.
+    await same_password_edits(2)
+
+
+PASSWORD_REASONS = (
+    "PasswordSet",
+    "PasswordRetained",
+    "PasswordRestored",
+    "OldPasswordDiscarded",
+    "RolloutStarted",
+)
+
+
+def alter_user_count(mysql: MySQLServer) -> int:
+    [(_, value)] = mysql_query(mysql, "SHOW GLOBAL STATUS LIKE 'Com_alter_user'")
+    return int(value)
+
+
+def credential_marker(mysql: MySQLServer, user: str) -> object:
+    """The account's credential marker (MySQL's account attributes; None on MariaDB)."""
+    if not has_dual_passwords(mysql):
+        return None
+    [(marker,)] = mysql_query(
+        mysql,
+        "SELECT JSON_EXTRACT(User_attributes, '$.metadata') FROM mysql.user WHERE User = %s AND Host = '%%'",
+        user,
+    )
+    return marker

@@ -25,7 +25,7 @@ from dbuser_operator.controllers.databaseuser.consumers import consumed_secrets,
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql import accounts, authentication, dual_password
+from dbuser_operator.mysql import accounts, authentication, dual_password, password_match
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import format_time
@@ -112,8 +112,13 @@ async def set_password(
     if state is not None and state.credential == version and not restore:
         # A retried pass: this Secret version is the primary password already (its status was lost).
         retained = state.retained
-    elif state is not None and not restore and ctx.credential_id and state.credential == ctx.credential_id:
-        # A generated rotation set it under its own id: mark it with the Secret version, retain nothing.
+    elif (
+        state is not None
+        and not restore
+        and await password_match.holds_password(db, user, host, await handle.server(), password)
+    ):
+        # The account has it already (a generated rotation set it, or a pass died before its record):
+        # mark it with the Secret version, retain nothing.
         await dual_password.set_password(
             db, user, host, password, version, retain=False, method=ctx.authentication
         )
@@ -129,8 +134,14 @@ async def set_password(
         return
     if restore and previous.phase == "Retained":
         return  # still the same rotation: its clock keeps running
-    watermark = await dual_password.session_watermark(db)
-    ctx.status.rotation = previous.model_copy(
+    await mark_retained(handle, ctx, strategy)
+
+
+async def mark_retained(handle: ServerHandle, ctx: Context, strategy: RotationStrategy) -> None:
+    """status.rotation: the previous password retained as of now (the discard step counts from here)."""
+    moment = format_time(now())
+    watermark = await dual_password.session_watermark(handle.db)
+    ctx.status.rotation = (ctx.status.rotation or RotationStatus()).model_copy(
         update={
             "strategy": strategy,
             "phase": "Retained",
@@ -140,6 +151,20 @@ async def set_password(
         }
     )
     ctx.event("Normal", "PasswordRetained", f"the previous password of {ctx.account} stays valid for now")
+
+
+async def resume(handle: ServerHandle, ctx: Context) -> None:
+    """A Secret version whose password the account has already: no rotation. Only a retained password
+    that status does not know of (a pass that set it died before its status write) is recorded, so that
+    the discard step drops it in time."""
+    if (ctx.status.rotation or RotationStatus()).phase == "Retained":
+        return
+    strategy = await strategy_for(handle, ctx)
+    if strategy != "DualPassword":
+        return
+    state = await dual_password.read_state(handle.db, ctx.user.effective_user(), ctx.host)
+    if state is not None and state.retained:
+        await mark_retained(handle, ctx, strategy)
 
 
 class DiscardStep:
