@@ -18,7 +18,11 @@ from dbuser_operator.runtime.conditions import format_time
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import client_tls
-from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator, create_secret
+from tests.integration.operator.conftest import (
+    PasswordLedger,
+    StartOperator,
+    create_secret,
+)
 from tests.integration.operator.helpers import (
     database_user,
     mysql_query,
@@ -41,7 +45,10 @@ from tests.integration.operator.test_server_policy import Tenancy, tenancy  # no
 
 pytestmark = [pytest.mark.integration, pytest.mark.dual_passwords]
 
-SCHEMA = "dbuser_operator"  # the session operator's bookkeeping schema
+# The scripted history runs under an operator of its own, with its own target and bookkeeping schema: the
+# session's other operators (other targets, one schema) would count its accounts as their orphans, and
+# every operator of the process feeds the one collector.
+OWN_TARGET, SCHEMA = "compliance", "dbuser_compliance"
 PAST, FUTURE = "2020-01-01T00:00:00Z", "2100-01-01T00:00:00Z"  # expiresAt of an ended and an ending account
 
 
@@ -91,7 +98,7 @@ def server_facts(mysql: MySQLServer, accounts: list[tuple[str, str]]) -> dict[st
 
 
 async def test_the_metrics_match_the_server_after_a_scripted_history(
-    operator: RunningOperator,
+    start_operator: StartOperator,
     kube_client: KubeClient,
     namespace: str,
     mysql: MySQLServer,
@@ -99,23 +106,26 @@ async def test_the_metrics_match_the_server_after_a_scripted_history(
 ) -> None:
     if not has_dual_passwords(mysql):
         pytest.skip("retained passwords: MySQL only")
+    await start_operator(target=OWN_TARGET, ownership_schema=SCHEMA, resync_period=1.0)
     ns = namespace
     app = [{"database": "compliance_app", "privileges": ["SELECT"]}]
     bodies = [
-        generated_user(unique("plain"), TARGET, hosts=["10.0.%"], privileges=app),
-        generated_user(unique("tls"), TARGET, requireTLS=True, privileges=app),
-        generated_user(unique("admin"), TARGET, privileges=[{"database": "*", "privileges": ["PROCESS"]}]),
+        generated_user(unique("plain"), OWN_TARGET, hosts=["10.0.%"], privileges=app),
+        generated_user(unique("tls"), OWN_TARGET, requireTLS=True, privileges=app),
         generated_user(
-            unique("granter"), TARGET, privileges=[{**app[0], "grantOption": True}], tls={"x509": True}
-        ),
-        generated_user(unique("locked"), TARGET, requireTLS=True, account={"locked": True}),
-        generated_user(
-            unique("ended"), TARGET, requireTLS=True, account={"expiresAt": "2020-01-01T00:00:00Z"}
+            unique("admin"), OWN_TARGET, privileges=[{"database": "*", "privileges": ["PROCESS"]}]
         ),
         generated_user(
-            unique("ending"), TARGET, requireTLS=True, account={"expiresAt": "2100-01-01T00:00:00Z"}
+            unique("granter"), OWN_TARGET, privileges=[{**app[0], "grantOption": True}], tls={"x509": True}
         ),
-        generated_user(unique("overdue"), TARGET, rotation={"period": "3s", "gracePeriod": "1s"}),
+        generated_user(unique("locked"), OWN_TARGET, requireTLS=True, account={"locked": True}),
+        generated_user(
+            unique("ended"), OWN_TARGET, requireTLS=True, account={"expiresAt": "2020-01-01T00:00:00Z"}
+        ),
+        generated_user(
+            unique("ending"), OWN_TARGET, requireTLS=True, account={"expiresAt": "2100-01-01T00:00:00Z"}
+        ),
+        generated_user(unique("overdue"), OWN_TARGET, rotation={"period": "3s", "gracePeriod": "1s"}),
     ]
     for body in bodies:
         await kube_client.create(DATABASE_USERS, body, ns)
@@ -133,7 +143,7 @@ async def test_the_metrics_match_the_server_after_a_scripted_history(
         name = unique(kind)
         first = passwords.new()
         await create_secret(kube_client, ns, name, {"password": first})
-        body = database_user(name, name, rotation={"gracePeriod": "1s", "maxWait": "10m"})
+        body = database_user(name, name, target=OWN_TARGET, rotation={"gracePeriod": "1s", "maxWait": "10m"})
         await kube_client.create(DATABASE_USERS, body, ns)
         await wait_for_ready(kube_client, ns, name)
         held[kind] = (name, first)
