@@ -6,7 +6,9 @@ The order is what makes it safe to crash anywhere, and what keeps every login wo
 1. the new password goes into the owned Secret under a *pending* key (``dbuser-operator.pending``), with a
    random id of it (annotation ``…/pending-credential``): applications still read the current one;
 2. MySQL gets it, marked with that id (:mod:`..mysql.dual_password`), with RETAIN CURRENT PASSWORD under
-   DualPassword: both passwords log in now. The mark tells a retried pass that this is done already;
+   DualPassword: both passwords log in now. The mark tells a retried pass that this is done already. On
+   MariaDB the account gets it as a second entry (:mod:`..mysql.mariadb_dual_auth`), and its hash is
+   the mark;
 3. the Secret is promoted: the new password under the key, the pending one removed, the id kept as
    ``…/credential-id`` (so that the account step re-marks the account without retaining anything twice),
    with the trigger it handled and the time (``…/rotated-for``, ``…/rotated-at``: a lost status write
@@ -33,6 +35,7 @@ from dbuser_operator.controllers.databaseuser.steps.rotation import (
     now,
     parse_time,
     rotation_spec,
+    set_on_mariadb,
     strategy_for,
 )
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
@@ -150,6 +153,8 @@ class ScheduledRotationStep:
                     await dual_password.set_password(
                         db, user, host, password, nonce, retain=retain, method=ctx.authentication
                     )
+            elif strategy == "DualPassword":  # MariaDB: the current password kept as an older entry
+                await set_on_mariadb(ctx, server, password, retain=ctx.password_intact is True)
             else:
                 method = authentication.effective(ctx.authentication, server)
                 await accounts.set_password(db, user, host, password, method)  # MariaDB: the hash
