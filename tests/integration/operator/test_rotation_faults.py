@@ -145,7 +145,7 @@ def discard(mysql: MySQLServer, name: str, new: str) -> None:
             mysql, f"ALTER USER '{name}'@'%%' IDENTIFIED VIA mysql_native_password USING %s", native_hash(new)
         )
     else:
-        mysql_query(mysql, f"ALTER USER '{name}'@'%%' DISCARD OLD PASSWORD")
+        mysql_query(mysql, f"ALTER USER '{name}'@'%' DISCARD OLD PASSWORD")  # no parameters: a plain %
 
 
 async def test_a_rotation_resumes_from_what_a_kill_between_any_two_steps_leaves(
