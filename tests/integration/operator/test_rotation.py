@@ -1,6 +1,6 @@
-"""Password rotation end to end: DualPassword on MySQL (retain, then discard when it is safe), its refusal on
-MariaDB, Immediate on both. Real API server, real MySQL, real client logins; pods are plain Pod objects
-whose status the test writes (there is no kubelet)."""
+"""Password rotation end to end: DualPassword (retain, then discard when it is safe) on MySQL and MariaDB,
+its refusal where the server cannot, Immediate on both. Real API server, real MySQL, real client logins;
+pods are plain Pod objects whose status the test writes (there is no kubelet)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.mysql.support import client_tls
+from tests.integration.mysql.support import client_tls, loaded_plugin
 from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
 from tests.integration.operator.helpers import (
     can_log_in,
@@ -33,6 +33,7 @@ from tests.integration.operator.rotation_support import (
     delete_users,
     events_of,
     has_dual_passwords,
+    is_mariadb,
     poll,
     rotation_status,
     set_pod_started,
@@ -48,6 +49,9 @@ async def _cleanup(kube_client: KubeClient, namespace: str) -> AsyncIterator[Non
 
 
 pytestmark = pytest.mark.integration
+NO_DUAL = (
+    "dual passwords: MySQL 8.0.21+, MariaDB 10.11+ (others: test_dual_password_is_refused_where_unsupported)"
+)
 
 
 async def rotate(kube: KubeClient, namespace: str, secret: str, password: str) -> None:
@@ -71,12 +75,20 @@ async def immediate_status(kube: KubeClient, namespace: str, name: str) -> dict[
 
 
 async def make_user(
-    kube: KubeClient, namespace: str, passwords: PasswordLedger, name: str, **rotation: object
+    kube: KubeClient,
+    namespace: str,
+    passwords: PasswordLedger,
+    name: str,
+    authentication: dict[str, str] | None = None,
+    **rotation: object,
 ) -> tuple[str, str]:
     """A DatabaseUser ``name`` with its own Secret (named like it), Ready; (its Secret, its password)."""
     first = passwords.new()
     await create_secret(kube, namespace, name, {"password": first})
-    await kube.create(DATABASE_USERS, database_user(name, name, rotation=rotation), namespace)
+    body = database_user(name, name, rotation=rotation)
+    if authentication is not None:
+        body["spec"]["authentication"] = authentication
+    await kube.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube, namespace, name)
     return name, first
 
@@ -93,7 +105,7 @@ async def test_dual_password_keeps_the_old_one_until_the_grace_period_ends(
     second = passwords.new()
     await rotate(kube_client, namespace, secret, second)
 
-    if not has_dual_passwords(mysql):  # MariaDB: unset strategy means Immediate
+    if not has_dual_passwords(mysql):  # an older MariaDB: unset strategy means Immediate
         await poll(lambda: logs_in(mysql, name, second), "the new password works")
         assert not await logs_in(mysql, name, first)
         rotation = await immediate_status(kube_client, namespace, name)
@@ -123,7 +135,9 @@ async def test_a_pod_that_never_restarts_holds_the_discard_until_max_wait(
     passwords: PasswordLedger,
 ) -> None:
     if not has_dual_passwords(mysql):
-        pytest.skip("dual passwords: MySQL only (MariaDB: test_dual_password_is_refused_where_unsupported)")
+        pytest.skip(
+            "dual passwords: MySQL 8.0.21+, MariaDB 10.11+ (others: test_dual_password_is_refused_...)"
+        )
     name = unique("held")
     secret, first = await make_user(kube_client, namespace, passwords, name, gracePeriod="1s", maxWait="12s")
     await create_pod(kube_client, namespace, "stuck-app", secret, an_hour_ago(), how="volume")
@@ -158,7 +172,9 @@ async def test_a_restarted_pod_releases_the_discard(
     how: str,
 ) -> None:
     if not has_dual_passwords(mysql):
-        pytest.skip("dual passwords: MySQL only (MariaDB: test_dual_password_is_refused_where_unsupported)")
+        pytest.skip(
+            "dual passwords: MySQL 8.0.21+, MariaDB 10.11+ (others: test_dual_password_is_refused_...)"
+        )
     name = unique("restart")
     secret, first = await make_user(kube_client, namespace, passwords, name, gracePeriod="1s", maxWait="10m")
     await create_pod(kube_client, namespace, "app", secret, an_hour_ago(), how=how)
@@ -184,7 +200,9 @@ async def test_an_old_session_holds_the_discard_until_it_closes(
     passwords: PasswordLedger,
 ) -> None:
     if not has_dual_passwords(mysql):
-        pytest.skip("dual passwords: MySQL only (MariaDB: test_dual_password_is_refused_where_unsupported)")
+        pytest.skip(
+            "dual passwords: MySQL 8.0.21+, MariaDB 10.11+ (others: test_dual_password_is_refused_...)"
+        )
     name = unique("session")
     secret, first = await make_user(kube_client, namespace, passwords, name, gracePeriod="1s", maxWait="10m")
     session = pymysql.connect(
@@ -199,6 +217,44 @@ async def test_an_old_session_holds_the_discard_until_it_closes(
         session.close()
     await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
     assert not await logs_in(mysql, name, first)
+
+
+@pytest.mark.dual_passwords
+async def test_a_session_of_another_account_of_the_user_name_does_not_hold_the_discard(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """Another tenant's (or a DBA's) account of the same user name on another host, with a session open
+    from before the rotation: the processlist shows the same user name, but the session's client host is
+    one this account's host does not admit, so it is not this account's and holds nothing."""
+    if not has_dual_passwords(mysql):
+        pytest.skip(NO_DUAL)
+    name = unique("samename")
+    first = passwords.new()
+    await create_secret(kube_client, namespace, name, {"password": first})
+    body = database_user(name, name, host="10.9.9.9", rotation={"gracePeriod": "1s", "maxWait": "10m"})
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    theirs = passwords.new()
+    mysql_query(mysql, f"CREATE USER '{name}'@'%%' IDENTIFIED BY %s", theirs)
+    session = pymysql.connect(
+        host=mysql.host, port=mysql.port, user=name, password=theirs.encode(), **client_tls(mysql, tls=False)
+    )
+    try:
+        await rotate(kube_client, namespace, name, passwords.new())
+        await wait_for_phase(kube_client, namespace, name, "Retained", limit=10)
+        await wait_for_phase(kube_client, namespace, name, "Discarded", limit=20)
+        reasons = [event["reason"] for event in await events_of(kube_client, namespace, name)]
+        assert "OldPasswordDiscardedWhileInUse" not in reasons
+        with session.cursor() as cursor:  # the other account's session was left alone
+            cursor.execute("SELECT CURRENT_USER()")
+            assert cursor.fetchone() == (f"{name}@%",)
+    finally:
+        session.close()
+        mysql_query(mysql, f"DROP USER IF EXISTS '{name}'@'%%'")
 
 
 async def test_dual_password_is_refused_where_unsupported(
@@ -232,6 +288,35 @@ async def test_dual_password_is_refused_where_unsupported(
     await poll(lambda: logs_in(mysql, name, second), "the new password works")
     assert not await logs_in(mysql, name, first)
     await immediate_status(kube_client, namespace, name)
+
+
+async def test_ed25519_on_mariadb_rotates_immediately_and_refuses_dual_password(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """A second ed25519 authentication takes a second plugin switch that common clients refuse: ed25519
+    accounts keep Immediate by default, and DualPassword asked is refused with the reason."""
+    if not is_mariadb(mysql):
+        pytest.skip("ed25519: a MariaDB plugin")
+    with loaded_plugin(mysql, "mariadb", "ed25519"):
+        name = unique("ed")
+        secret, first = await make_user(
+            kube_client, namespace, passwords, name, authentication={"plugin": "ed25519"}
+        )
+        second = passwords.new()
+        await rotate(kube_client, namespace, secret, second)
+        await poll(lambda: logs_in(mysql, name, second), "the new password works")
+        assert not await logs_in(mysql, name, first)
+        assert "phase" not in await immediate_status(kube_client, namespace, name)
+
+        patch = {"spec": {"rotation": {"strategy": "DualPassword"}}}
+        await kube_client.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
+        obj = await wait_for_ready(kube_client, namespace, name, "False", "DualPasswordUnsupported")
+        assert "ed25519" in ready(obj)["message"]  # type: ignore[index]
+        await delete_users(kube_client, namespace)  # dropped before the plugin is unloaded
 
 
 async def test_immediate_rotates_at_once(

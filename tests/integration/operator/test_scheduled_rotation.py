@@ -15,6 +15,7 @@ from dbuser_operator.controllers.databaseuser.steps.scheduled import PENDING_ANN
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import password_hashes
+from dbuser_operator.mysql.password_hashes import native_hash
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator, create_secret
@@ -30,6 +31,7 @@ from tests.integration.operator.rotation_support import (
     events_of,
     generated_user,
     has_dual_passwords,
+    is_mariadb,
     poll,
     rotation_status,
     secret_password,
@@ -192,10 +194,10 @@ async def test_a_rotation_interrupted_at_any_step_resumes_without_retaining_twic
     passwords: PasswordLedger,
 ) -> None:
     """The states a crash leaves, made by hand: the pending password written but not applied; then applied
-    to MySQL (marked) but not promoted. Each resumes into one promoted password, the previous one retained
-    (never the new one twice)."""
+    to MySQL (marked; on MariaDB, the second entry) but not promoted. Each resumes into one promoted
+    password, the previous one retained (never the new one twice)."""
     if not has_dual_passwords(mysql):
-        pytest.skip("the marker and RETAIN: MySQL only (MariaDB rotates Immediately: test_rotation.py)")
+        pytest.skip("the marker and RETAIN: MySQL 8.0.21+, MariaDB 10.11+ (others rotate Immediately)")
     name = unique("resume")
     secret = f"{name}-password"
     body = generated_user(name, TARGET, rotation={"gracePeriod": "1h"})
@@ -225,12 +227,21 @@ async def test_a_rotation_interrupted_at_any_step_resumes_without_retaining_twic
 
     # 2. Crash after MySQL took it (marked) but before the promotion: the resumed pass must not retain again.
     third = passwords.new()
-    mysql_query(
-        mysql,
-        f"ALTER USER '{name}'@'%%' IDENTIFIED BY %s RETAIN CURRENT PASSWORD ATTRIBUTE %s",
-        third,
-        '{"dbuser-operator.dev/credential": "nonce-3"}',
-    )
+    if is_mariadb(mysql):  # the previous password kept as the first entry, the new one (its hash) last
+        mysql_query(
+            mysql,
+            f"ALTER USER '{name}'@'%%' IDENTIFIED VIA mysql_native_password USING %s"
+            " OR mysql_native_password USING %s",
+            native_hash(second),
+            native_hash(third),
+        )
+    else:
+        mysql_query(
+            mysql,
+            f"ALTER USER '{name}'@'%%' IDENTIFIED BY %s RETAIN CURRENT PASSWORD ATTRIBUTE %s",
+            third,
+            '{"dbuser-operator.dev/credential": "nonce-3"}',
+        )
     await crash_after(third, "nonce-3")
     await poll(lambda: promoted(third), "the applied password promoted")
     await wait_for_ready(kube_client, namespace, name)

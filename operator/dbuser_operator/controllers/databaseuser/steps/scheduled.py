@@ -6,7 +6,8 @@ It runs once the accounts of every host are in line with the Secret's current pa
 
 1. every account of the resource (each host of ``spec.host``/``spec.hosts``) gets the new password, marked
    with a random id of it (:mod:`..mysql.dual_password`), with RETAIN CURRENT PASSWORD under DualPassword:
-   both passwords log in now. The mark tells a retried pass that an account has it already;
+   both passwords log in now. The mark tells a retried pass that an account has it already. On MariaDB an
+   account gets it as a second entry (:mod:`..mysql.mariadb_dual_auth`), and its hash is the mark;
 2. one write of the owned Secret: the new password under the key, the id as ``…/credential-id`` (the
    accounts' marker), with the trigger it handled and the time (``…/rotated-for``, ``…/rotated-at``: a
    lost status write never rotates twice; the credentials step then finds the accounts with the Secret's
@@ -45,6 +46,7 @@ from dbuser_operator.controllers.databaseuser.steps.rotation import (
     now,
     parse_time,
     rotation_spec,
+    set_on_mariadb,
     strategy_for,
 )
 from dbuser_operator.controllers.kit.errors import mysql_condition
@@ -159,6 +161,13 @@ class ScheduledRotationStep:
             server = await ctx.server.server()
             method = self._method(ctx, server.flavour)
             for host in ctx.user.spec.account_hosts():
+                if strategy == "DualPassword" and server.flavour == "mariadb":  # a second entry
+                    found = await ownership.lookup(db, schema, user, host, server)
+                    kept = await set_on_mariadb(
+                        ctx, server, password, retain=found.password_intact is True, host=host
+                    )
+                    retained = retained or kept
+                    continue
                 if not dual_password.supports_dual_passwords(server):
                     await accounts.set_password(
                         db, user, host, password, authentication.effective(method, server)
