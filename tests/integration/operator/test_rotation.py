@@ -472,7 +472,16 @@ def alter_user_count(mysql: MySQLServer) -> int:
 
 
 def credential_marker(mysql: MySQLServer, user: str) -> object:
-    """The account's credential marker (MySQL's account attributes; None on MariaDB)."""
+    """The account's credential marker: MySQL's account attributes; on MariaDB its authentications (the
+    first entry's hash is the marker there)."""
+    if is_mariadb(mysql):
+        [(priv,)] = mysql_query(
+            mysql,
+            "SELECT JSON_EXTRACT(Priv, '$.authentication_string', '$.auth_or') FROM mysql.global_priv"
+            " WHERE User = %s AND Host = '%%'",
+            user,
+        )
+        return priv
     if not has_dual_passwords(mysql):
         return None
     [(marker,)] = mysql_query(

@@ -5,6 +5,7 @@ discard."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -256,7 +257,16 @@ def text(value: object) -> str | bytes:
 
 
 def passwords_of(mysql: MySQLServer, user: str, host: str) -> tuple[str, str | bytes, str | bytes | None]:
-    """The account's plugin, authentication string and retained one (MySQL; None: none)."""
+    """The account's plugin, authentication string and retained one (None: none): MySQL's retained
+    password, or MariaDB's other entry of ``auth_or`` (``{}`` there stands for the top-level one)."""
+    if is_mariadb(mysql):
+        [(priv,)] = mysql_query(
+            mysql, "SELECT Priv FROM mysql.global_priv WHERE User = %s AND Host = %s", user, host
+        )
+        entries = json.loads(text(priv))
+        others = [entry for entry in entries.get("auth_or") or [] if entry]
+        older = others[0]["authentication_string"] if others else None
+        return str(entries["plugin"]), str(entries["authentication_string"]), older
     retained = "NULL"
     if has_dual_passwords(mysql):
         retained = "JSON_UNQUOTE(JSON_EXTRACT(User_attributes, '$.additional_password'))"
@@ -353,7 +363,15 @@ async def test_a_rotation_of_several_hosts_that_died_halfway_never_keeps_the_los
     passwords.values.add(first)
     lost = passwords.new()
     dual = has_dual_passwords(mysql)
-    if dual:
+    if dual and is_mariadb(mysql):  # the lost password first, the Secret's kept as the second entry
+        mysql_query(
+            mysql,
+            f"ALTER USER '{name}'@'%%' IDENTIFIED VIA mysql_native_password USING PASSWORD(%s)"
+            " OR mysql_native_password USING PASSWORD(%s)",
+            lost,
+            first,
+        )
+    elif dual:
         mysql_query(
             mysql,
             f"ALTER USER '{name}'@'%%' IDENTIFIED BY %s RETAIN CURRENT PASSWORD ATTRIBUTE %s",
