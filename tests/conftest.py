@@ -86,12 +86,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On a MariaDB server started here, the tests of MySQL's dual passwords are deselected, not skipped:
-    MariaDB's side of each (the refusal, Immediate rotation) is a test of its own. The ``fleet`` tests are
-    deselected outside the default flavour's pass (:func:`fleet_pass`)."""
+    """The ``fleet`` tests are deselected outside the default flavour's pass (:func:`fleet_pass`). (Every
+    flavour started here has the DualPassword strategy: MySQL 9.7, MariaDB 11.8 and 10.11.)"""
     unwanted = set() if fleet_pass() else {"fleet"}
-    if not os.environ.get("MYSQL_URL") and selected_flavour().startswith("mariadb"):
-        unwanted.add("dual_passwords")
     if not unwanted:
         return
     kept = [item for item in items if not any(item.get_closest_marker(name) for name in unwanted)]

@@ -73,6 +73,11 @@ def test_the_databaseuser_steps_are_in_an_order_they_accept() -> None:
     # spec.comment is refused before any account statement; the owner entry written once the account exists
     assert names.index("comment-check") < names.index("ownership")
     assert names.index("account") < names.index("account-metadata") < names.index("credentials")
+    # A generated password is rotated on every host at once, before the connection Secret offers it.
+    assert names.index("hosts") < names.index("rotation-schedule") < names.index("connection-secret")
+    assert "rotation-schedule" not in [
+        step.name for step in flattened(cast(Any, steps[names.index("hosts")]).steps)
+    ]
     assert all(
         getattr(step, "after", None) is not None for step in flattened(steps) if step.name == "account"
     )

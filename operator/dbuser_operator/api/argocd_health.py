@@ -84,7 +84,6 @@ DEGRADED_REASONS: Final[Mapping[str, frozenset[str]]] = {
         "DualPasswordUnsupported",
         "CommentNotSupported",
         "AccountOptionUnsupported",
-        "RotationUnsupported",
         "TooManyDefaultRoles",
         "RoleNotFound",
         "DatabaseNotFound",  # a databaseRef naming no Database of the namespace

@@ -20,6 +20,7 @@ ones, until the server restarts (its uptime tells; then every session is newer).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, LiteralString
 
@@ -31,6 +32,7 @@ from dbuser_operator.mysql.errors import checked_input
 from dbuser_operator.mysql.identifiers import SQL, account, validate_host, validate_user
 from dbuser_operator.mysql.passwords import validate_password
 from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.sessions import client_host, may_be_of
 from dbuser_operator.mysql.statement import Statement
 
 MINIMUM_VERSION: Final = (8, 0, 21)
@@ -138,17 +140,26 @@ class OldSessions:
     uptime: float
 
 
-async def sessions_up_to(db: Database, user: str, watermark: int) -> OldSessions:
-    """The account's open sessions with a connection id up to ``watermark``, and the server's uptime."""
+async def sessions_up_to(db: Database, user: str, hosts: Sequence[str], watermark: int) -> OldSessions:
+    """The open sessions with a connection id up to ``watermark`` that may be of the accounts of ``user``
+    at ``hosts`` (:func:`.sessions.may_be_of`: the processlist shows the client's host, not the account's),
+    and the server's uptime."""
     with checked_input():
-        name = validate_user(user)
+        name, wanted = validate_user(user), [validate_host(host) for host in hosts]
+    # The uptime: SHOW on both flavours (MariaDB's performance_schema is off by default, and MySQL has no
+    # information_schema.GLOBAL_STATUS).
+    [(_, uptime)] = await db.fetch(Statement("SHOW GLOBAL STATUS LIKE 'Uptime'"))
     rows = await db.fetch(
         Statement(
-            "SELECT (SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = %s AND ID <= %s),"
-            " (SELECT VARIABLE_VALUE FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Uptime')",
+            "SELECT HOST FROM information_schema.PROCESSLIST WHERE USER = %s AND ID <= %s",
             name,
             int(watermark),
         )
     )
-    count, uptime = rows[0]
-    return OldSessions(int(str(count)), float(str(uptime)))
+    clients = [client_host(str(host or "")) for (host,) in rows]
+    if not clients:
+        return OldSessions(0, float(str(uptime)))
+    accounts = await db.fetch(Statement("SELECT Host FROM mysql.user WHERE User = %s", name))
+    mine = {host.lower() for host in wanted}
+    others = [str(host) for (host,) in accounts if str(host).lower() not in mine]
+    return OldSessions(sum(may_be_of(wanted, client, others) for client in clients), float(str(uptime)))

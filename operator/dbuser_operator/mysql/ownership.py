@@ -34,7 +34,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Final
 
-from dbuser_operator.mysql import account_metadata, account_options, catalog, password_hashes
+from dbuser_operator.mysql import account_metadata, account_options, catalog, password_hashes, password_match
 from dbuser_operator.mysql.account_options import LockPolicy
 from dbuser_operator.mysql.authentication import Method, effective
 from dbuser_operator.mysql.connection import Database
@@ -342,20 +342,12 @@ async def record_fingerprint(
         await _set_fingerprint(db, schema, user, host, known)
         return True
     if password is not None:
-        rows = await db.fetch(
-            Statement(
-                "SELECT {plugin}, {auth} FROM {accounts} u WHERE u.User = %s AND u.Host = %s",
-                *_key(user, host.lower()),
-                plugin=catalog.plugin(server, "u"),
-                auth=catalog.authentication_string(server, "u"),
-                accounts=catalog.accounts_table(server),
-            )
-        )
-        if rows:
-            plugin, auth = rows[0]
-            verdict = password_hashes.matches(str(plugin), _text(auth), password)
+        found = await password_match.read_authentication(db, user, host, server)
+        if found is not None:
+            plugin, auth = found
+            verdict = password_hashes.matches(plugin, auth, password)
             if verdict is not None:
-                fingerprint = password_hashes.fingerprint(_text(auth)) if verdict else FOREIGN
+                fingerprint = password_hashes.fingerprint(auth) if verdict else FOREIGN
                 await _set_fingerprint(db, schema, user, host, fingerprint)
                 return verdict
     await db.execute(
@@ -381,11 +373,6 @@ async def _set_fingerprint(db: Database, schema: str, user: str, host: str, fing
             table=table(schema),
         )
     )
-
-
-def _text(value: object) -> str | bytes:
-    """An authentication string as the driver returned it (text, or bytes from a binary column)."""
-    return value if isinstance(value, bytes) else str(value)
 
 
 @dataclass(frozen=True)

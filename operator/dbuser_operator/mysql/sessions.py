@@ -11,7 +11,9 @@ to reconnect. The admin account needs ``PROCESS`` (to see the sessions) and ``CO
 
 from __future__ import annotations
 
+import ipaddress
 import re
+from collections.abc import Iterable
 from typing import Final
 
 from dbuser_operator.mysql.connection import Database
@@ -44,6 +46,41 @@ def admits(account_host: str, client: str) -> bool:
         ".*" if char == "%" else "." if char == "_" else re.escape(char) for char in account_host
     )
     return re.fullmatch(pattern, client, flags=re.IGNORECASE | re.DOTALL) is not None
+
+
+def _wildcard(host: str) -> bool:
+    return "%" in host or "_" in host
+
+
+def _forms(client: str) -> tuple[tuple[str, ...], bool]:
+    """The host forms the server may have matched a client shown as ``client`` by, and whether those are
+    all of them: an address is itself; ``localhost`` the socket or a loopback address; a name (the server
+    resolved the address) is matched by its address too, which the processlist does not show."""
+    if client.lower() == "localhost":
+        return ("localhost", "127.0.0.1", "::1"), True
+    try:
+        ipaddress.ip_address(client)
+    except ValueError:
+        return (client,), False
+    return (client,), True
+
+
+def may_be_of(hosts: Iterable[str], client: str, others: Iterable[str]) -> bool:
+    """Whether a session of client host ``client`` may have logged in as one of the accounts of ``hosts``,
+    the same user name also having accounts at ``others`` (their hosts). Left out only when sure it did
+    not: no host of ``hosts`` admits the client's address (or ``localhost``), or an account of ``others``
+    has the client's very host, with no wildcard, which the server prefers to any host with one. A client
+    shown by name may have matched by its address, unknown here: counted. Otherwise counted too, though
+    the session may be another account's (of ``others`` whose host also admits the client)."""
+    literal = {other.lower() for other in others if not _wildcard(other)}
+    forms, sure = _forms(client)
+    for host in hosts:
+        if any(admits(host, form) for form in forms):
+            if not (_wildcard(host) and client.lower() in literal):
+                return True
+        elif not sure:
+            return True
+    return False
 
 
 async def end_sessions(db: Database, user: str, host: str) -> int:

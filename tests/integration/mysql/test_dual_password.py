@@ -114,7 +114,7 @@ async def test_sessions_up_to_the_watermark(
         watermark = await dual_password.session_watermark(db)
         newer = connect()
         try:
-            found = await dual_password.sessions_up_to(db, user, watermark)
+            found = await dual_password.sessions_up_to(db, user, ["%"], watermark)
             assert found.count == 1
             assert found.uptime > 0
         finally:
@@ -123,10 +123,30 @@ async def test_sessions_up_to_the_watermark(
         older.close()
     # The server notices the closed session at once or nearly: poll briefly.
     for _ in range(100):
-        if (await dual_password.sessions_up_to(db, user, watermark)).count == 0:
+        if (await dual_password.sessions_up_to(db, user, ["%"], watermark)).count == 0:
             break
         admin(mysql, "DO SLEEP(0.02)")
-    assert (await dual_password.sessions_up_to(db, user, watermark)).count == 0
+    assert (await dual_password.sessions_up_to(db, user, ["%"], watermark)).count == 0
+
+
+async def test_sessions_are_counted_by_user_and_host(
+    db: Database, mysql: MySQLServer, accounts_made: Accounts
+) -> None:
+    """A session of another account of the same user name (another tenant's, on another host) holds
+    nothing: the processlist shows the client's host, matched against the accounts' hosts."""
+    user = accounts_made.track(accounts_made.name(), "%", "10.9.9.9")
+    await accounts.create(db, user, "%", "pw-theirs")
+    await accounts.create(db, user, "10.9.9.9", "pw-ours")  # nobody here connects from there
+    session = pymysql.connect(
+        host=mysql.host, port=mysql.port, user=user, password=b"pw-theirs", **client_tls(mysql, tls=False)
+    )
+    try:
+        watermark = await dual_password.session_watermark(db)
+        assert (await dual_password.sessions_up_to(db, user, ["10.9.9.9"], watermark)).count == 0
+        assert (await dual_password.sessions_up_to(db, user, ["%"], watermark)).count == 1
+        assert (await dual_password.sessions_up_to(db, user, ["10.9.9.9", "%"], watermark)).count == 1
+    finally:
+        session.close()
 
 
 async def test_bad_input_is_refused_before_any_statement(db: Database) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from dbuser_operator.controllers.databaseuser.steps.rotation import PODS
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import ServerInfo, dual_password
+from dbuser_operator.mysql import ServerInfo, dual_password, mariadb_dual_auth
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.conditions import format_time
 from dbuser_operator.runtime.resources import SECRETS
@@ -20,9 +20,16 @@ from tests.integration.operator.helpers import mysql_query
 
 
 def has_dual_passwords(mysql: MySQLServer) -> bool:
-    """Whether the test server keeps retained passwords (MySQL 8.0.21+)."""
+    """Whether the test server can keep two passwords of an account: MySQL 8.0.21+ (a retained password),
+    MariaDB 10.11+ (two authentications of one plugin)."""
     [(version,)] = mysql_query(mysql, "SELECT VERSION()")
-    return dual_password.supports_dual_passwords(ServerInfo.parse(str(version)))
+    server = ServerInfo.parse(str(version))
+    return dual_password.supports_dual_passwords(server) or mariadb_dual_auth.supports_dual_auth(server)
+
+
+def is_mariadb(mysql: MySQLServer) -> bool:
+    [(version,)] = mysql_query(mysql, "SELECT VERSION()")
+    return ServerInfo.parse(str(version)).flavour == "mariadb"
 
 
 async def create_pod(

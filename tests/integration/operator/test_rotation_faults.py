@@ -1,27 +1,32 @@
-"""A DualPassword rotation survives its operator: SIGKILLed between the retain and the discard, or paused
+"""A DualPassword rotation survives its operator: SIGKILLed between any two of its steps, or paused
 (SIGSTOP) past its lease while a standby takes over. The phase resumes in the next process; afterwards the
 password in MySQL, the Secret and status agree, and the old password no longer works. Real operator
-processes (the replicas harness), real API server and MySQL 9.7."""
+processes (the replicas harness), real API server and MySQL 9.7, MariaDB 11.8 or 10.11."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import KubeCluster, MySQLServer
+from dbuser_operator.mysql.dual_password import CREDENTIAL_ATTRIBUTE
+from dbuser_operator.mysql.password_hashes import native_hash
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.conftest import PasswordLedger, create_secret
-from tests.integration.operator.helpers import can_log_in, database_user, wait_for_ready
-from tests.integration.operator.replicas import Failover
+from tests.integration.operator.helpers import can_log_in, database_user, mysql_query, wait_for_ready
+from tests.integration.operator.replicas import Failover, Replica
 from tests.integration.operator.rotation_support import (
     has_dual_passwords,
+    is_mariadb,
     poll,
     rotation_status,
     wait_for_event,
@@ -41,7 +46,7 @@ async def replicas(
     envtest_workdir: Path,
 ) -> AsyncIterator[Failover]:
     if not has_dual_passwords(mysql):
-        pytest.skip("DualPassword rotation: MySQL only")
+        pytest.skip("DualPassword rotation: MySQL 8.0.21+, MariaDB 10.11+")
     workdir = envtest_workdir / "operator" / namespace  # the replicas' logs are checked for leaks too
     workdir.mkdir(parents=True)
     setup = Failover(kube, mysql, namespace, workdir)
@@ -104,6 +109,86 @@ async def test_a_killed_operator_resumes_the_rotation(
     b = replicas.start("b")
     await replicas.wait_for_holder(kube_client, b, limit=60)
     await assert_agreed(replicas, kube_client, mysql, name, old, new)
+
+
+def kill(replica: Replica) -> None:
+    assert replica.process is not None
+    replica.process.send_signal(signal.SIGKILL)
+    replica.process.wait(timeout=10)
+
+
+def keep_both(mysql: MySQLServer, name: str, old: str, new: str, secret: dict[str, Any]) -> None:
+    """What the rotation's ALTER USER leaves: both passwords, the new one marked as the Secret's version
+    (MySQL: an account attribute; MariaDB: its hash as the last entry)."""
+    if is_mariadb(mysql):
+        mysql_query(
+            mysql,
+            f"ALTER USER '{name}'@'%%' IDENTIFIED VIA mysql_native_password USING %s"
+            " OR mysql_native_password USING %s",
+            native_hash(old),
+            native_hash(new),
+        )
+        return
+    version = f"{secret['metadata']['uid']}/{secret['metadata']['resourceVersion']}"
+    mysql_query(
+        mysql,
+        f"ALTER USER '{name}'@'%%' IDENTIFIED BY %s RETAIN CURRENT PASSWORD ATTRIBUTE %s",
+        new,
+        json.dumps({CREDENTIAL_ATTRIBUTE: version}),
+    )
+
+
+def discard(mysql: MySQLServer, name: str, new: str) -> None:
+    """What the discard's ALTER USER leaves: the new password alone."""
+    if is_mariadb(mysql):
+        mysql_query(
+            mysql, f"ALTER USER '{name}'@'%%' IDENTIFIED VIA mysql_native_password USING %s", native_hash(new)
+        )
+    else:
+        mysql_query(mysql, f"ALTER USER '{name}'@'%' DISCARD OLD PASSWORD")  # no parameters: a plain %
+
+
+async def test_a_rotation_resumes_from_what_a_kill_between_any_two_steps_leaves(
+    replicas: Failover, kube_client: KubeClient, mysql: MySQLServer, passwords: PasswordLedger
+) -> None:
+    """The steps: the ALTER USER that keeps both passwords, status Retained, the discard's ALTER USER,
+    status Discarded. A kill after an ALTER USER and before its status write leaves a state no timing makes
+    reliably: made by hand here, while no replica runs; a kill after a status write is a real SIGKILL."""
+    a = replicas.start("a")
+    await replicas.wait_for_holder(kube_client, a)
+    namespace, name = replicas.namespace, f"steps-{replicas.suffix}"
+    old, new = passwords.new(), passwords.new()
+    await create_secret(kube_client, namespace, name, {"password": old})
+    rotation = {"gracePeriod": "8s", "maxWait": "5m"}
+    body = database_user(name, name, target=replicas.target, rotation=rotation)
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, name, limit=60)
+    kill(a)
+
+    # 1. Killed after the ALTER USER that keeps both, before status said Retained.
+    patch = {"stringData": {"password": new}}
+    secret = await kube_client.patch(SECRETS, name, patch, PatchType.MERGE, namespace=namespace)
+    keep_both(mysql, name, old, new, secret)
+    b = replicas.start("b")
+    await replicas.wait_for_holder(kube_client, b, limit=60)
+    await wait_for_phase(kube_client, namespace, name, "Retained", limit=30)
+    assert await asyncio.to_thread(can_log_in, mysql, name, old), "a resumed retain lost the old password"
+    assert await asyncio.to_thread(can_log_in, mysql, name, new)
+
+    # 2. Killed while Retained, before the discard.
+    kill(b)
+    assert await asyncio.to_thread(can_log_in, mysql, name, old), "the kill must not lose the old password"
+
+    # 3. Killed after the discard's ALTER USER, before status said Discarded.
+    discard(mysql, name, new)
+    a = replicas.start("a")
+    await replicas.wait_for_holder(kube_client, a, limit=60)
+    await assert_agreed(replicas, kube_client, mysql, name, old, new)
+    if is_mariadb(mysql):  # one authentication left, not two nor three
+        [(chain,)] = mysql_query(
+            mysql, "SELECT JSON_LENGTH(Priv, '$.auth_or') FROM mysql.global_priv WHERE User = %s", name
+        )
+        assert chain in {None, 0, 1}
 
 
 async def test_a_failover_mid_rotation_resumes_it(

@@ -1,7 +1,8 @@
-"""Zero-downtime rotation under load (MySQL 9.7): 20 real clients reconnect every few milliseconds, each
-login with the password the connection Secret holds on the API server at that moment (as a mounted file
-refreshed from it would give), across several rotations of a generated password. Not one login may fail;
-after each discard the old password no longer works."""
+"""Zero-downtime rotation under load (MySQL 9.7; MariaDB 11.8 and 10.11 with mysql_native_password): 20 real
+clients reconnect every few milliseconds, each login with the password the connection
+Secret holds on the API server at that moment (as a mounted file refreshed from it would give), across
+several rotations of a generated password. Not one login may fail; after each discard the old password no
+longer works."""
 
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ async def test_zero_failed_logins_across_rotations(
     passwords: PasswordLedger,
 ) -> None:
     if not has_dual_passwords(mysql):
-        pytest.skip("zero-downtime rotation needs dual passwords: MySQL only")
+        pytest.skip("zero-downtime rotation needs dual passwords: MySQL 8.0.21+, MariaDB 10.11+")
     name = unique("load")
     secret = f"{name}-connection"  # what the applications mount
     connection = {"name": secret}

@@ -5,8 +5,8 @@ discard."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
@@ -15,15 +15,24 @@ from dbuser_operator.controllers.databaseuser.steps.rollout import WORKLOADS
 from dbuser_operator.controllers.databaseuser.steps.scheduled import PENDING_ANNOTATION, PENDING_KEY
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.mysql import password_hashes
+from dbuser_operator.mysql.password_hashes import native_hash
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator
-from tests.integration.operator.helpers import can_log_in, mysql_query, unique, wait_for_ready
+from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator, create_secret
+from tests.integration.operator.helpers import (
+    can_log_in,
+    database_user,
+    mysql_query,
+    unique,
+    wait_for_ready,
+)
 from tests.integration.operator.rotation_support import (
     delete_users,
     events_of,
     generated_user,
     has_dual_passwords,
+    is_mariadb,
     poll,
     rotation_status,
     secret_password,
@@ -186,10 +195,10 @@ async def test_a_rotation_interrupted_at_any_step_resumes_without_retaining_twic
     passwords: PasswordLedger,
 ) -> None:
     """The states a crash leaves, made by hand: the pending password written but not applied; then applied
-    to MySQL (marked) but not promoted. Each resumes into one promoted password, the previous one retained
-    (never the new one twice)."""
+    to MySQL (marked; on MariaDB, the second entry) but not promoted. Each resumes into one promoted
+    password, the previous one retained (never the new one twice)."""
     if not has_dual_passwords(mysql):
-        pytest.skip("the marker and RETAIN: MySQL only (MariaDB rotates Immediately: test_rotation.py)")
+        pytest.skip("the marker and RETAIN: MySQL 8.0.21+, MariaDB 10.11+ (others rotate Immediately)")
     name = unique("resume")
     secret = f"{name}-password"
     body = generated_user(name, TARGET, rotation={"gracePeriod": "1h"})
@@ -219,12 +228,21 @@ async def test_a_rotation_interrupted_at_any_step_resumes_without_retaining_twic
 
     # 2. Crash after MySQL took it (marked) but before the promotion: the resumed pass must not retain again.
     third = passwords.new()
-    mysql_query(
-        mysql,
-        f"ALTER USER '{name}'@'%%' IDENTIFIED BY %s RETAIN CURRENT PASSWORD ATTRIBUTE %s",
-        third,
-        '{"dbuser-operator.dev/credential": "nonce-3"}',
-    )
+    if is_mariadb(mysql):  # the previous password kept as the first entry, the new one (its hash) last
+        mysql_query(
+            mysql,
+            f"ALTER USER '{name}'@'%%' IDENTIFIED VIA mysql_native_password USING %s"
+            " OR mysql_native_password USING %s",
+            native_hash(second),
+            native_hash(third),
+        )
+    else:
+        mysql_query(
+            mysql,
+            f"ALTER USER '{name}'@'%%' IDENTIFIED BY %s RETAIN CURRENT PASSWORD ATTRIBUTE %s",
+            third,
+            '{"dbuser-operator.dev/credential": "nonce-3"}',
+        )
     await crash_after(third, "nonce-3")
     await poll(lambda: promoted(third), "the applied password promoted")
     await wait_for_ready(kube_client, namespace, name)
@@ -234,39 +252,219 @@ async def test_a_rotation_interrupted_at_any_step_resumes_without_retaining_twic
     assert not await logs_in(mysql, name, first)
 
 
-async def test_a_generated_rotation_of_several_hosts_is_refused_and_changes_nothing(
+def text(value: object) -> str | bytes:
+    return value if isinstance(value, bytes) else str(value)
+
+
+def passwords_of(mysql: MySQLServer, user: str, host: str) -> tuple[str, str | bytes, str | bytes | None]:
+    """The account's plugin, authentication string and retained one (None: none): MySQL's retained
+    password, or MariaDB's other entry of ``auth_or`` (``{}`` there stands for the top-level one)."""
+    if is_mariadb(mysql):
+        [(priv,)] = mysql_query(
+            mysql, "SELECT Priv FROM mysql.global_priv WHERE User = %s AND Host = %s", user, host
+        )
+        entries = json.loads(text(priv))
+        others = [entry for entry in entries.get("auth_or") or [] if entry]
+        older = others[0]["authentication_string"] if others else None
+        return str(entries["plugin"]), str(entries["authentication_string"]), older
+    retained = "NULL"
+    if has_dual_passwords(mysql):
+        retained = "JSON_UNQUOTE(JSON_EXTRACT(User_attributes, '$.additional_password'))"
+    [(plugin, auth, secondary)] = mysql_query(
+        mysql,
+        f"SELECT plugin, authentication_string, {retained} FROM mysql.user WHERE User = %s AND Host = %s",
+        user,
+        host,
+    )
+    return str(plugin), text(auth), None if secondary is None else text(secondary)
+
+
+def holds(mysql: MySQLServer, user: str, host: str, password: str) -> bool:
+    """Whether the account's primary password is ``password`` (checked on the server's own hash)."""
+    plugin, auth, _ = passwords_of(mysql, user, host)
+    return password_hashes.matches(plugin, auth, password) is True
+
+
+def retains(mysql: MySQLServer, user: str, host: str, password: str) -> bool:
+    """Whether the account keeps ``password`` as its retained (secondary) one."""
+    plugin, _, secondary = passwords_of(mysql, user, host)
+    return secondary is not None and password_hashes.matches(plugin, secondary, password) is True
+
+
+def alter_user_count(mysql: MySQLServer) -> int:
+    [(_, value)] = mysql_query(mysql, "SHOW GLOBAL STATUS LIKE 'Com_alter_user'")
+    return int(value)
+
+
+HOSTS = ("%", "127.0.0.1")  # '%' (spec.host) and spec.hosts; a client on 127.0.0.1 logs in as the second
+
+
+async def test_a_generated_rotation_reaches_every_host_with_the_strategy_in_force(
     operator: RunningOperator,
     kube_client: KubeClient,
     namespace: str,
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
-    name = unique("gen")
+    name = unique("hosts")
     secret = f"{name}-password"
-    body = generated_user(name, TARGET, hosts=["localhost"])
+    connection = {"name": f"{name}-db"}
+    body = generated_user(
+        name, TARGET, hosts=["127.0.0.1"], connectionSecret=connection, rotation={"gracePeriod": "3s"}
+    )
     await kube_client.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube_client, namespace, name)
     first = await secret_password(kube_client, namespace, secret)
     passwords.values.add(first)
+    assert all(holds(mysql, name, host, first) for host in HOSTS)
+    statements = alter_user_count(mysql)
 
     await annotate_rotate(kube_client, namespace, name, "r1")
-    obj = await wait_for_ready(kube_client, namespace, name, "False", "RotationUnsupported")
-    message = next(c["message"] for c in obj["status"]["conditions"] if c["type"] == "Ready")
-    assert "spec.hosts" in message
-    secret_obj = await kube_client.get(SECRETS, secret, namespace)
-    assert PENDING_KEY not in secret_obj["data"]
-    assert PENDING_ANNOTATION not in (secret_obj["metadata"].get("annotations") or {})
-    assert await secret_password(kube_client, namespace, secret) == first
-    assert await logs_in(mysql, name, first)  # the '%' account keeps its password
-
-    # Without the extra host, the same annotation rotates.
-    patch: dict[str, Any] = {"spec": {"hosts": []}}
-    await kube_client.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
     await wait_for_event(kube_client, namespace, name, "Rotated", limit=30)
     second = await secret_password(kube_client, namespace, secret)
     passwords.values.add(second)
     assert second != first
+    for host in HOSTS:
+        assert holds(mysql, name, host, second), f"'{name}'@'{host}' did not get the new password"
+    assert await secret_password(kube_client, namespace, connection["name"]) == second
     assert await logs_in(mysql, name, second)
+    obj = await wait_for_ready(kube_client, namespace, name)
+    assert sorted(obj["status"]["hosts"]) == sorted(HOSTS)
+    dual = has_dual_passwords(mysql)
+    if dual:
+        for host in HOSTS:
+            assert retains(mysql, name, host, first), f"'{name}'@'{host}' lost the previous password"
+        assert await logs_in(mysql, name, first), "the old password must keep working until the discard"
+        await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
+        for host in HOSTS:
+            assert not retains(mysql, name, host, first), f"'{name}'@'{host}' kept the old password"
+    assert not await logs_in(mysql, name, first)
+    # One ALTER USER per host to rotate (and one per host to discard): no second statement re-marking it.
+    assert alter_user_count(mysql) - statements == len(HOSTS) * (2 if dual else 1)
+
+
+async def test_a_rotation_of_several_hosts_that_died_halfway_never_keeps_the_lost_password(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """The state a pass leaves that dies after one account took the new password and before the Secret
+    had it, made by hand: the '%' account has a password nobody knows (retaining the Secret's, under
+    DualPassword). The next rotation sets the Secret's back as drift and rotates every host, never
+    retaining the lost one."""
+    name = unique("halfway")
+    secret = f"{name}-password"
+    body = generated_user(name, TARGET, hosts=["127.0.0.1"], rotation={"gracePeriod": "1h"})
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    first = await secret_password(kube_client, namespace, secret)
+    passwords.values.add(first)
+    lost = passwords.new()
+    dual = has_dual_passwords(mysql)
+    if dual and is_mariadb(mysql):  # the lost password first, the Secret's kept as the second entry
+        mysql_query(
+            mysql,
+            f"ALTER USER '{name}'@'%%' IDENTIFIED VIA mysql_native_password USING PASSWORD(%s)"
+            " OR mysql_native_password USING PASSWORD(%s)",
+            lost,
+            first,
+        )
+    elif dual:
+        mysql_query(
+            mysql,
+            f"ALTER USER '{name}'@'%%' IDENTIFIED BY %s RETAIN CURRENT PASSWORD ATTRIBUTE %s",
+            lost,
+            '{"dbuser-operator.dev/credential": "lost-nonce"}',
+        )
+    else:
+        mysql_query(mysql, f"ALTER USER '{name}'@'%%' IDENTIFIED BY %s", lost)
+
+    await annotate_rotate(kube_client, namespace, name, "after-crash")
+
+    async def rotated() -> bool:
+        handled = (await rotation_status(kube_client, namespace, name)).get("trigger") == "after-crash"
+        return handled and await secret_password(kube_client, namespace, secret) != first
+
+    await poll(rotated, "the rotation after the restore")  # one Event: PasswordRestored, then Rotated
+    second = await secret_password(kube_client, namespace, secret)
+    passwords.values.add(second)
+    await wait_for_ready(kube_client, namespace, name)
+    for host in HOSTS:
+        assert holds(mysql, name, host, second), f"'{name}'@'{host}' did not get the new password"
+        assert not retains(mysql, name, host, lost), f"'{name}'@'{host}' retained the lost password"
+        if dual:
+            assert retains(mysql, name, host, first), f"'{name}'@'{host}' lost the Secret's old password"
+
+
+async def test_a_generated_rotation_never_touches_an_account_it_does_not_hold(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """A tenant names, in spec.hosts, an account another resource owns and one nobody does: both are
+    refused, and the rotate annotation changes no password at all (its own account's neither)."""
+    user, first, second = unique("shared"), unique("first"), unique("second")
+    owner_password = passwords.new()
+    await create_secret(kube_client, namespace, first, {"password": owner_password})
+    body = database_user(first, first, user=user, host="10.5.%")
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, first)
+    handmade = passwords.new("handmade")
+    mysql_query(mysql, f"CREATE USER '{user}'@'10.7.%%' IDENTIFIED BY %s", handmade)
+    try:
+        body = generated_user(second, TARGET, user=user, host="10.6.%", hosts=["10.5.%", "10.7.%"])
+        await kube_client.create(DATABASE_USERS, body, namespace)
+        await wait_for_ready(kube_client, namespace, second, "False", "AccountClaimed")
+        own = await secret_password(kube_client, namespace, f"{second}-password")
+        passwords.values.add(own)
+        statements = alter_user_count(mysql)
+        await annotate_rotate(kube_client, namespace, second, "take-over")
+        await asyncio.sleep(3)
+        assert await secret_password(kube_client, namespace, f"{second}-password") == own
+        assert holds(mysql, user, "10.5.%", owner_password)
+        assert holds(mysql, user, "10.7.%", handmade)
+        assert holds(mysql, user, "10.6.%", own)
+        assert alter_user_count(mysql) == statements
+    finally:
+        mysql_query(mysql, f"DROP USER IF EXISTS '{user}'@'10.7.%'")
+
+
+@pytest.mark.dual_passwords
+async def test_a_hand_edit_of_the_generated_secret_after_a_rotation_retains_the_rotated_password(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """After a rotation the account's marker is the rotation's id: a password then written into the Secret
+    by hand is a change like any other (retained), not taken for the rotation's own."""
+    if not has_dual_passwords(mysql):
+        pytest.skip("dual passwords: MySQL only")
+    name = unique("handed")
+    secret = f"{name}-password"
+    body = generated_user(name, TARGET, rotation={"gracePeriod": "1s"})
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    await wait_for_ready(kube_client, namespace, name)
+    passwords.values.add(await secret_password(kube_client, namespace, secret))
+    await annotate_rotate(kube_client, namespace, name, "r1")
+    await wait_for_event(kube_client, namespace, name, "Rotated", limit=30)
+    rotated = await secret_password(kube_client, namespace, secret)
+    passwords.values.add(rotated)
+    await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
+    longer: dict[str, object] = {"spec": {"rotation": {"gracePeriod": "1h"}}}
+    await kube_client.patch(DATABASE_USERS, name, longer, PatchType.MERGE, namespace=namespace)
+
+    edited = passwords.new()
+    patch = {"stringData": {"password": edited}}
+    await kube_client.patch(SECRETS, secret, patch, PatchType.MERGE, namespace=namespace)
+    await wait_for_phase(kube_client, namespace, name, "Retained", limit=30)
+    assert await logs_in(mysql, name, edited)
+    assert await logs_in(mysql, name, rotated), "the rotated password was cut off at once"
 
 
 async def test_the_old_password_works_until_the_grace_period_ends_to_the_fraction_of_a_second(

@@ -25,7 +25,6 @@ local degraded = {
   PrivilegeUnknown = true,
   ReservedAccount = true,
   RoleNotFound = true,
-  RotationUnsupported = true,
   SecretKeyNotFound = true,
   SecretNotFound = true,
   SecretNotOwned = true,

@@ -55,11 +55,13 @@ class Rotation(Model):
     until the applications have moved to the new one."""
 
     strategy: RotationStrategy | None = None
-    """DualPassword: the new password is set with RETAIN CURRENT PASSWORD, so that both work, and the old one
-    is discarded only when it is safe (see gracePeriod, waitForConsumers, maxWait). Immediate: the old
-    password stops working at once. Unset: DualPassword where the server supports it (MySQL 8.0.14 and
-    later), else Immediate. DualPassword on a server without dual passwords (MariaDB) is refused with
-    Ready=False, reason DualPasswordUnsupported."""
+    """DualPassword: the new password is added next to the old one, so that both work (MySQL: RETAIN
+    CURRENT PASSWORD; MariaDB: a second authentication of the same plugin, mysql_native_password or
+    ed25519), and the old one is discarded only when it is safe (see gracePeriod, waitForConsumers,
+    maxWait). Immediate: the old password stops working at once. Unset: DualPassword where the server
+    supports it (MySQL 8.0.21 and later, MariaDB 10.11 and later), else Immediate. DualPassword on a server
+    without it (an older MariaDB, or another plugin) is refused with Ready=False, reason
+    DualPasswordUnsupported."""
 
     period: str | None = _duration(None)
     """For a generated password: rotate it this often, a duration such as 720h (30 days). Unset: only when

@@ -372,7 +372,8 @@ class ServerCapabilities(Model):
     """What the server can do, as detected from the live server (never from configuration)."""
 
     dual_passwords: bool | None = None
-    """Whether the server keeps a retained password (MySQL 8.0.14+): rotation strategy DualPassword."""
+    """Whether the server can keep the old password next to the new one (MySQL 8.0.21+, MariaDB 10.11+):
+    rotation strategy DualPassword."""
 
     roles: bool | None = None
     """Whether the server has roles."""

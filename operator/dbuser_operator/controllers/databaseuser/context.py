@@ -40,7 +40,6 @@ class Context(Pass[DatabaseUserStatus]):
     default_lifetime: int | None = None
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server
     host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
-    credential_id: str | None = None  # id of a generated password's rotation (its Secret's annotation)
     binding: ServerBinding | None = None  # spec.serverRef resolved (None: the settings' server)
     # The server this pass works on: its pool, bookkeeping schema and info (filled before the steps run).
     server: ServerHandle = field(default=cast("ServerHandle", None), repr=False)

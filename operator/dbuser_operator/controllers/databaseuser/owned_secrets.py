@@ -18,6 +18,7 @@ from dbuser_operator.api.v1alpha1 import API_VERSION, KIND
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.ownership import adopting
 from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.kit.freshness import WrittenVersions
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import Conflict, NotFound
 from dbuser_operator.runtime.informer import Informer
@@ -72,10 +73,25 @@ class OwnedSecrets:
     def __init__(self, kube: KubeClient, secrets: Informer) -> None:
         self.kube = kube
         self.secrets = secrets
+        self.written = WrittenVersions()  # the versions this operator's own patches replaced
 
     def cached(self, ctx: Context, name: str) -> dict[str, Any] | None:
         """The Secret as the watch cache has it."""
         return self.secrets.get(ObjectKey(ctx.user.metadata.namespace or "", name))
+
+    async def current(self, ctx: Context, name: str) -> dict[str, Any] | None:
+        """The Secret as the watch cache has it, or as the API server has it while the cache still holds a
+        version one of our own patches replaced (its watch event is on its way): never older than what the
+        operator wrote last, e.g. a generated password from before its rotation (see
+        :mod:`~dbuser_operator.controllers.kit.freshness`)."""
+        key = ObjectKey(ctx.user.metadata.namespace or "", name)
+        cached = self.secrets.get(key)
+        if cached is None or not self.written.stale(key, cached["metadata"].get("resourceVersion")):
+            return cached
+        try:
+            return await self.kube.get(SECRETS, name, key.namespace)
+        except NotFound:
+            return None
 
     async def claim(self, ctx: Context, secret: dict[str, Any], what: str) -> dict[str, Any]:
         """``secret`` if this DatabaseUser owns it, or adopts it now; else SecretNotOwned."""
@@ -134,9 +150,13 @@ class OwnedSecrets:
     async def _patch(self, secret: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
         key = ObjectKey.of(secret)
         try:
-            return await self.kube.patch(SECRETS, key.name, patch, PatchType.MERGE, namespace=key.namespace)
+            written = await self.kube.patch(
+                SECRETS, key.name, patch, PatchType.MERGE, namespace=key.namespace
+            )
         except Conflict as error:
             raise ConflictError(SECRETS, key, error) from error
+        self.written.record(key, [secret["metadata"]["resourceVersion"]])
+        return written
 
     async def release(self, ctx: Context, name: str) -> None:
         """Keep the Secret after the DatabaseUser is gone: remove its ownerReference (if it is ours)."""

@@ -120,7 +120,6 @@ def steps(
                 RoleAccountGuardStep(),
                 OwnershipStep(LiveOwners(kube), shared.policy),
                 AuthenticationStep(),
-                ScheduledRotationStep(owned_secrets),
                 AccountStep(shared.guard),
                 OptionsStep(),
                 AccountMetadataStep(),  # the owner entry and comment, in the account's attributes
@@ -132,6 +131,7 @@ def steps(
             ],
             on_release=requeue_claimants,
         ),
+        ScheduledRotationStep(owned_secrets),  # every host at once, before the connection Secret
         ConnectionSecretStep(owned_secrets, renderer, default_endpoints(settings), requeue=queue.add),
         RolloutStep(kube),
         DiscardStep(shared.reader),  # after the connection Secret has the new password

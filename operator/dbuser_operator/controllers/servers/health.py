@@ -11,6 +11,7 @@ from dbuser_operator.controllers.servers.liveness import PROBE_TIMEOUT
 from dbuser_operator.mysql import authentication, ownership
 from dbuser_operator.mysql.dual_password import supports_dual_passwords
 from dbuser_operator.mysql.errors import DatabaseUnavailableError, MySQLError
+from dbuser_operator.mysql.mariadb_dual_auth import supports_dual_auth
 from dbuser_operator.mysql.server import ServerInfo, read_server
 
 FLAVOURS = {"mysql": "MySQL", "mariadb": "MariaDB"}
@@ -58,7 +59,7 @@ async def check(handle: ServerHandle, address: str) -> Health:
         cause = str(error).removeprefix(f"{handle.db.where}: ")  # the pool's errors name the server
         return Health(False, failure_reason(error), f"{address}: {cause}")
     capabilities = ServerCapabilities(
-        dual_passwords=supports_dual_passwords(info),
+        dual_passwords=supports_dual_passwords(info) or supports_dual_auth(info),
         roles=True,  # every supported version (MySQL 8.0+, MariaDB 10.6+) has roles
         many_default_roles=info.flavour == "mysql",
         plugins=sorted(plugins),

@@ -15,12 +15,13 @@ from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps import rotation
 from dbuser_operator.controllers.databaseuser.steps.ownership import record_own_fingerprint
 from dbuser_operator.controllers.kit.errors import mysql_condition
-from dbuser_operator.mysql import accounts, sessions
+from dbuser_operator.mysql import accounts, password_match, sessions
 from dbuser_operator.mysql.errors import MySQLError
 
 
 class CredentialsStep:
-    """Sets the password when the Secret changed, somebody changed it by hand or the plugin is to change."""
+    """Sets the password when the Secret's password changed, somebody changed it by hand or the plugin is
+    to change. A new Secret version with the same password is no rotation: nothing is set."""
 
     name = "credentials"
     after = ("password", "ownership", "authentication", "account", "grants", "roles")
@@ -51,6 +52,9 @@ class CredentialsStep:
                 f"{ctx.account} authenticates with {method.plugin} now (was {ctx.plugin}{kept})",
             )
         elif secret is not None and ctx.status.applied_secret != secret:
+            if await self._unchanged(ctx, password):
+                await rotation.resume(ctx.server, ctx)
+                return False
             await self._apply(ctx, password, secret, restore=False)
             ctx.event(
                 "Normal",
@@ -69,6 +73,17 @@ class CredentialsStep:
         else:
             return False
         return True
+
+    @staticmethod
+    async def _unchanged(ctx: Context, password: str | None) -> bool:
+        """Whether a new Secret version keeps the password the account has (a label or another key
+        changed): judged on the account's own hash of it (:mod:`~dbuser_operator.mysql.password_match`),
+        and only while the account's password is the one the operator set (its fingerprint matches)."""
+        if password is None or ctx.password_intact is not True:
+            return False
+        server = await ctx.server.server()
+        user = ctx.user.effective_user()
+        return await password_match.holds_password(ctx.server.db, user, ctx.host, server, password)
 
     @staticmethod
     async def _apply(

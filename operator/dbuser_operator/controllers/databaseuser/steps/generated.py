@@ -40,10 +40,10 @@ class GeneratedPasswordStep:
         if generated is None:
             return
         spec, name = generated
-        cached = self.secrets.cached(ctx, name)
-        if cached is not None:
-            secret = await self.secrets.claim(ctx, cached, WHAT)
-            if secret is not cached or decoded(secret, spec.key) is None:
+        found = await self.secrets.current(ctx, name)  # never older than our own last write of it
+        if found is not None:
+            secret = await self.secrets.claim(ctx, found, WHAT)
+            if secret is not self.secrets.cached(ctx, name) or decoded(secret, spec.key) is None:
                 ctx.password_secret = await self._filled(secret, spec)
             return
         secret, created = await self.secrets.create(

@@ -55,7 +55,7 @@ def merge_back(ctx: Context, per_host: Context) -> None:
     """What a host's steps learned of the resource goes back to its context: the password and its Secret
     (a rotation replaces them) and the earliest requeue asked for."""
     ctx.password, ctx.secret = per_host.password, per_host.secret
-    ctx.password_secret, ctx.credential_id = per_host.password_secret, per_host.credential_id
+    ctx.password_secret = per_host.password_secret
     if per_host.requeue_after is not None:
         ctx.requeue(per_host.requeue_after)
 

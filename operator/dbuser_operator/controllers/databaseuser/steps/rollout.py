@@ -1,7 +1,7 @@
 """Application rollout after a rotation (``spec.connectionSecret.rollout``, opt-in).
 
-When the password changed in this pass, each named Deployment or StatefulSet of the resource's namespace
-gets the new credential version as an annotation of its pod template
+When the password changed in this pass (:func:`rotated_in_this_pass`), each named Deployment or
+StatefulSet of the resource's namespace gets the new credential version as an annotation of its pod template
 (``mysql.dbuser-operator.dev/credential-version``): its controller rolls its pods onto the new password,
 within the grace period of a DualPassword rotation. A merge patch with the value already there changes
 nothing, so a retried pass is harmless. A workload that is missing, or that the operator may not patch, is
@@ -29,10 +29,16 @@ WORKLOADS: Final = {
 
 
 def rotated_in_this_pass(ctx: Context) -> bool:
-    """Whether this pass changed the password (status.rotation.lastRotationTime moved)."""
-    stored = ((ctx.obj.get("status") or {}).get("rotation") or {}).get("lastRotationTime")
+    """Whether this pass changed the password (status.rotation.lastRotationTime moved), or gave the
+    connection Secret a new one (its credential version moved: the pass that changed the password died
+    before its status write, and this one found the account with that password already)."""
+    status = ctx.obj.get("status") or {}
+    stored = (status.get("rotation") or {}).get("lastRotationTime")
     current = ctx.status.rotation.last_rotation_time if ctx.status.rotation else None
-    return current is not None and current != stored
+    if current is not None and current != stored:
+        return True
+    version, before = ctx.status.credential_version, status.get("credentialVersion")
+    return version is not None and before is not None and version != before
 
 
 def credential_version(ctx: Context) -> str:

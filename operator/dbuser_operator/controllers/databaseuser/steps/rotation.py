@@ -25,8 +25,16 @@ from dbuser_operator.controllers.databaseuser.consumers import consumed_secrets,
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql import accounts, authentication, dual_password
+from dbuser_operator.mysql import (
+    accounts,
+    authentication,
+    dual_password,
+    mariadb_dual_auth,
+    password_hashes,
+    password_match,
+)
 from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import format_time
 from dbuser_operator.runtime.resources import Resource
@@ -48,19 +56,42 @@ async def strategy_for(handle: ServerHandle, ctx: Context) -> RotationStrategy:
     downgraded.
     """
     asked = rotation_spec(ctx).strategy
+    named = ctx.user.spec.authentication  # the spec's plugin (this step runs before the plugin's own)
     try:
         server = await handle.server()
+        method = authentication.Method(named.plugin, server.flavour) if named is not None else None
     except MySQLError as error:
         raise mysql_condition(error, ctx.account) from None
-    supported = dual_password.supports_dual_passwords(server)
-    if asked == "DualPassword" and not supported:
+    lacking = dual_passwords_lacking(server, method)
+    if asked == "DualPassword" and lacking:
         raise ConditionError(
             "DualPasswordUnsupported",
-            f"spec.rotation.strategy DualPassword needs dual passwords (MySQL 8.0.21 or later); {server} "
-            "has none: set strategy Immediate (the old password stops working at once on every change)",
+            f"spec.rotation.strategy DualPassword {lacking}: set strategy Immediate (the old password stops "
+            "working at once on every change)",
             retry=False,
         )
-    return asked or ("DualPassword" if supported else "Immediate")
+    return asked or ("Immediate" if lacking else "DualPassword")
+
+
+def dual_passwords_lacking(server: ServerInfo, method: authentication.Method | None) -> str:
+    """Why ``server`` cannot keep two passwords of an account of ``method`` (spec.authentication; None: the
+    server's default plugin) ("" when it can): MySQL 8.0.21+ retains one; MariaDB 10.11+ holds two
+    ``mysql_native_password`` entries."""
+    if dual_password.supports_dual_passwords(server):
+        return ""
+    if not mariadb_dual_auth.supports_dual_auth(server):
+        return f"needs dual passwords (MySQL 8.0.21 or later, MariaDB 10.11 or later); {server} has none"
+    method = authentication.effective(method, server)
+    if method is None:
+        return f"on {server} needs mysql_native_password's hash: the server stores another (old_passwords on)"
+    if method.plugin == password_hashes.ED25519:
+        return (
+            f"on {server} needs mysql_native_password: a login through a second ed25519 authentication "
+            "takes a second plugin switch, which common clients refuse (PyMySQL, Go's go-sql-driver/mysql)"
+        )
+    if method.plugin != mariadb_dual_auth.PLUGIN:
+        return f"on {server} needs mysql_native_password, not {method.plugin}"
+    return ""
 
 
 class StrategyStep:
@@ -107,13 +138,27 @@ async def set_password(
         )
         ctx.status.rotation.session_watermark = None
         return
+    server = await handle.server()
+    if server.flavour == "mariadb":
+        retained = await set_on_mariadb(
+            ctx, server, password, retain=not restore and ctx.password_intact is True
+        )
+        if not retained:
+            return
+        await _record_retained(handle, ctx, previous, moment, restore=restore)
+        return
     version = credential_version(secret)
     state = await dual_password.read_state(db, user, host)
     if state is not None and state.credential == version and not restore:
         # A retried pass: this Secret version is the primary password already (its status was lost).
         retained = state.retained
-    elif state is not None and not restore and ctx.credential_id and state.credential == ctx.credential_id:
-        # A generated rotation set it under its own id: mark it with the Secret version, retain nothing.
+    elif (
+        state is not None
+        and not restore
+        and await password_match.holds_password(db, user, host, await handle.server(), password)
+    ):
+        # The account has it already (a generated rotation set it, or a pass died before its record):
+        # mark it with the Secret version, retain nothing.
         await dual_password.set_password(
             db, user, host, password, version, retain=False, method=ctx.authentication
         )
@@ -127,10 +172,49 @@ async def set_password(
         retained = retain or (state is not None and state.retained)
     if not retained:
         return
+    await _record_retained(handle, ctx, previous, moment, restore=restore)
+
+
+async def set_on_mariadb(
+    ctx: Context,
+    server: ServerInfo,
+    password: str,
+    *,
+    retain: bool,
+    keep_older: bool = False,
+    host: str | None = None,
+) -> bool:
+    """MariaDB: ``password`` becomes the current entry of the account (of ``host``, else the pass's), the
+    current one kept next to it with ``retain``, the older one with ``keep_older``
+    (:mod:`..mysql.mariadb_dual_auth`); whether an older password still logs in. A password already
+    current is not set again: a retried pass retains nothing twice."""
+    db, user, host = ctx.server.db, ctx.user.effective_user(), host or ctx.host
+    method = authentication.effective(ctx.authentication, server)
+    if method is None:  # refused by strategy_for before: MariaDB's default plugin without its hash
+        raise ConditionError("DualPasswordUnsupported", dual_passwords_lacking(server, None), retry=False)
+    state = await mariadb_dual_auth.read_state(db, user, host)
+    if state is not None and state.holds(method, password):
+        return state.retained
+    return await mariadb_dual_auth.set_password(
+        db, user, host, password, method, state=state, retain=retain, keep_older=keep_older
+    )
+
+
+async def _record_retained(
+    handle: ServerHandle, ctx: Context, previous: RotationStatus, moment: str, *, restore: bool
+) -> None:
+    """status.rotation of a password retained now (Retained, the time, the session watermark), and its
+    Event; a restore within a rotation keeps that rotation's clock."""
     if restore and previous.phase == "Retained":
         return  # still the same rotation: its clock keeps running
-    watermark = await dual_password.session_watermark(db)
-    ctx.status.rotation = previous.model_copy(
+    await mark_retained(handle, ctx, "DualPassword")
+
+
+async def mark_retained(handle: ServerHandle, ctx: Context, strategy: RotationStrategy) -> None:
+    """status.rotation: the previous password retained as of now (the discard step counts from here)."""
+    moment = format_time(now())
+    watermark = await dual_password.session_watermark(handle.db)
+    ctx.status.rotation = (ctx.status.rotation or RotationStatus()).model_copy(
         update={
             "strategy": strategy,
             "phase": "Retained",
@@ -140,6 +224,26 @@ async def set_password(
         }
     )
     ctx.event("Normal", "PasswordRetained", f"the previous password of {ctx.account} stays valid for now")
+
+
+async def resume(handle: ServerHandle, ctx: Context) -> None:
+    """A Secret version whose password the account has already: no rotation. Only a retained password
+    that status does not know of (a pass that set it died before its status write) is recorded, so that
+    the discard step drops it in time."""
+    if (ctx.status.rotation or RotationStatus()).phase == "Retained":
+        return
+    strategy = await strategy_for(handle, ctx)
+    if strategy != "DualPassword":
+        return
+    user, server = ctx.user.effective_user(), await handle.server()
+    if server.flavour == "mariadb":
+        entries = await mariadb_dual_auth.read_state(handle.db, user, ctx.host)
+        retained = entries is not None and entries.retained
+    else:
+        state = await dual_password.read_state(handle.db, user, ctx.host)
+        retained = state is not None and state.retained
+    if retained:
+        await mark_retained(handle, ctx, strategy)
 
 
 class DiscardStep:
@@ -171,8 +275,12 @@ class DiscardStep:
                     return
                 forced = holders
         try:
-            for host in ctx.status.hosts or [ctx.host]:  # every account the resource holds
-                await dual_password.discard_old_password(ctx.server.db, ctx.user.effective_user(), host)
+            mariadb = (await ctx.server.server()).flavour == "mariadb"
+            discard = (
+                mariadb_dual_auth.discard_old_password if mariadb else dual_password.discard_old_password
+            )
+            for host in self._hosts(ctx):  # every account the resource holds
+                await discard(ctx.server.db, ctx.user.effective_user(), host)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.rotation = rotation.model_copy(update={"phase": "Discarded"})
@@ -207,10 +315,16 @@ class DiscardStep:
         if watermark is None:
             return 0
         try:
-            found = await dual_password.sessions_up_to(ctx.server.db, ctx.user.effective_user(), watermark)
+            found = await dual_password.sessions_up_to(
+                ctx.server.db, ctx.user.effective_user(), self._hosts(ctx), watermark
+            )
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         return 0 if found.uptime < elapsed else found.count  # restarted since: every session is newer
+
+    @staticmethod
+    def _hosts(ctx: Context) -> list[str]:
+        return ctx.status.hosts or [ctx.host]
 
     async def delete(self, ctx: Context) -> None:
         """Dropping the account drops its passwords."""
