@@ -127,8 +127,19 @@ _CREATE_TABLE: Final = (
 
 
 async def ensure_schema(db: Database, schema: str = DEFAULT_SCHEMA) -> None:
-    """Create the schema and the table if missing (two statements; nothing changes when they exist)."""
-    name = quote_identifier(validate_schema(schema))
+    """Create the schema and the table if missing. One look first: a start on a server that has them sends
+    no DDL (even with IF NOT EXISTS, a DDL takes a metadata lock and goes to the binary log)."""
+    valid = validate_schema(schema)
+    found = await db.fetch(
+        Statement(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            valid,
+            TABLE,
+        )
+    )
+    if int(str(found[0][0])):
+        return
+    name = quote_identifier(valid)
     await db.execute(Statement("CREATE DATABASE IF NOT EXISTS {schema} CHARACTER SET utf8mb4", schema=name))
     await db.execute(Statement(_CREATE_TABLE, table=table(schema)))
 
