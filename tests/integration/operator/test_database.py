@@ -21,7 +21,7 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.metrics import REGISTRY
 from tests.integration.operator import test_server_policy
-from tests.integration.operator.conftest import TARGET, RunningOperator
+from tests.integration.operator.conftest import TARGET, RunningOperator, StartOperator
 from tests.integration.operator.helpers import mysql_query, ready, unique
 from tests.integration.operator.rotation_support import wait_for_event
 from tests.integration.operator.test_server_policy import Tenancy
@@ -423,16 +423,21 @@ async def test_observe_reads_and_never_drops_paused_waits(
 
 
 async def test_a_database_whose_resource_is_gone_is_counted_as_orphaned(
-    operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer
+    start_operator: StartOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer
 ) -> None:
     """A Database deleted after its finalizer was removed by hand: its row and database stay, the drift
-    check counts it in dbuser_operator_server_orphaned_databases (server and namespace), never drops it."""
-    schema = operator.settings.ownership_schema
+    check counts it in dbuser_operator_server_orphaned_databases (server and namespace), never drops it.
+    Under an operator with its own target and bookkeeping schema: the session's operators of other targets
+    count every Database of the namespace that they do not serve as their orphan (one schema, one metric)."""
+    target, schema = "dborphan", "dbuser_dborphan"
+    operator = await start_operator(target=target, ownership_schema=schema, resync_period=1.0)
     name = db_name("dborphan").replace("-", "_")
     resource = name.replace("_", "-")
     labels = {"server": "default", "namespace": namespace}
     metric = "dbuser_operator_server_orphaned_databases"
-    await kube_client.create(DATABASES, database(resource, name=name), namespace)
+    body = database(resource, name=name)
+    body["metadata"]["labels"] = {"dbuser-operator.dev/target": target}
+    await kube_client.create(DATABASES, body, namespace)
     await wait_db(kube_client, namespace, resource)
     await asyncio.sleep(2 * operator.settings.resync_period)  # a check or two with the resource there
     assert not REGISTRY.get_sample_value(metric, labels)
