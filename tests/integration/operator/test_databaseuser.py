@@ -169,24 +169,30 @@ async def test_no_op_pass_writes_nothing(
             for r in ("success", "error", "requeue_after")
         )
 
-    writes_before, sql_before, reconciles_before = api_writes(), write_statements(mysql), reconciles()
-    # An annotation change triggers a reconcile; the test writes through its own (uncounted) client.
-    await client.CustomObjectsApi(kube_api).patch_namespaced_custom_object(
-        DATABASE_USERS.group,
-        DATABASE_USERS.version,
-        namespace,
-        DATABASE_USERS.plural,
-        quiet,
-        {"metadata": {"annotations": {"touched": "yes"}}},
-        _content_type="application/merge-patch+json",  # type: ignore[call-arg]
-    )
-    deadline = time.monotonic() + 10
-    while reconciles() == reconciles_before:
-        assert time.monotonic() < deadline, "no reconcile happened"
-        await asyncio.sleep(0.02)
-    await asyncio.sleep(0.3)
-    assert api_writes() == writes_before
-    assert write_statements(mysql) == sql_before
+    async def touched(attempt: int) -> tuple[float, int]:
+        """The operator's API writes and the server's SQL writes around one no-op pass."""
+        writes_before, sql_before, reconciles_before = api_writes(), write_statements(mysql), reconciles()
+        # An annotation change triggers a reconcile; the test writes through its own (uncounted) client.
+        await client.CustomObjectsApi(kube_api).patch_namespaced_custom_object(
+            DATABASE_USERS.group,
+            DATABASE_USERS.version,
+            namespace,
+            DATABASE_USERS.plural,
+            quiet,
+            {"metadata": {"annotations": {"touched": str(attempt)}}},
+            _content_type="application/merge-patch+json",  # type: ignore[call-arg]
+        )
+        deadline = time.monotonic() + 10
+        while reconciles() == reconciles_before:
+            assert time.monotonic() < deadline, "no reconcile happened"
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)
+        return api_writes() - writes_before, write_statements(mysql) - sql_before
+
+    # The counters are the process's and the server's: the session's other operators (other targets) may
+    # write in a window now and then. A no-op pass that wrote would write in every one of them.
+    seen = [await touched(attempt) for attempt in range(3)]
+    assert (0, 0) in seen, f"every no-op pass wrote (API writes, SQL writes): {seen}"
 
 
 async def test_other_targets_and_unwatched_namespaces_are_untouched(

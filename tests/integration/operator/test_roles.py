@@ -396,8 +396,14 @@ async def test_a_role_relabelled_while_no_instance_watched_is_let_go_at_start(
     while await finalizers():
         assert time.monotonic() < deadline, "the departed role kept this instance's finalizer"
         await asyncio.sleep(0.1)
-    events = await kube_client.list_all(EVENTS, namespace)
-    assert any(e["reason"] == "LeftTarget" and e["involvedObject"]["name"] == name for e in events[0])
+
+    async def left_target() -> bool:
+        events, _ = await kube_client.list_all(EVENTS, namespace)
+        return any(e["reason"] == "LeftTarget" and e["involvedObject"]["name"] == name for e in events)
+
+    while not await left_target():  # the Event is written after the finalizer's removal, not with it
+        assert time.monotonic() < deadline, "no LeftTarget Warning for the departed role"
+        await asyncio.sleep(0.1)
     await kube_client.delete(DATABASE_ROLES, name, namespace)
     await role_gone(kube_client, namespace, name)
     assert role_exists(mysql, name)  # let go: never dropped
