@@ -2,7 +2,7 @@
 # Set up (hack/setup.sh), lint, type-check and run the test suite against real servers.
 #
 #   hack/test.sh                 the full suite on MySQL 9.7 (with the tests marked fleet, which run a server of
-#                                every flavour at once, and only in that pass), then the MySQL-layer, API and
+#                                every flavour at once, and only in that pass), then the MySQL-layer and
 #                                operator integration suites on MariaDB 11.8 and on MariaDB 10.11, side by side
 #   hack/test.sh -k mysql -x     one run, arguments to pytest, on DBUSER_OPERATOR_MYSQL_FLAVOUR (default
 #                                mysql-9.7): also what runs when that variable or MYSQL_URL is set
@@ -54,7 +54,7 @@ else
     outputs+=("$output")
     (
       summaries=() status=0
-      run "$flavour" tests/integration/mysql tests/integration/api tests/integration/operator
+      run "$flavour" tests/integration/mysql tests/integration/operator  # admission (api/) is the same on any server
       printf '%s\n' "${summaries[@]}" >"$output.summary"
       exit "$status"
     ) >"$output" 2>&1 &
