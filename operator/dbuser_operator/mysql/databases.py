@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import InvalidNameError, MySQLError, ServerError
@@ -198,21 +198,24 @@ def _charset_error(error: MySQLError) -> MySQLError:
 async def create(db: Database, name: str, character_set: str | None, collation: str | None) -> None:
     """``CREATE DATABASE`` (not IF NOT EXISTS: a database somebody made meanwhile is
     :class:`DatabaseExistsError`)."""
-    statement = Statement(
-        "CREATE DATABASE {name}{options}",
-        name=quote_identifier(_name(name)),
-        options=options(character_set, collation),
-    )
-    try:
-        await db.execute(statement)
-    except MySQLError as error:
-        raise _charset_error(error) from None
+    await _define(db, "CREATE", name, character_set, collation)
 
 
 async def alter(db: Database, name: str, character_set: str | None, collation: str | None) -> None:
     """``ALTER DATABASE`` to the character set and collation (existing tables keep theirs)."""
+    await _define(db, "ALTER", name, character_set, collation)
+
+
+async def _define(
+    db: Database,
+    verb: Literal["CREATE", "ALTER"],
+    name: str,
+    character_set: str | None,
+    collation: str | None,
+) -> None:
+    """``<verb> DATABASE`` with the character set and collation; one the server refuses is a charset error."""
     statement = Statement(
-        "ALTER DATABASE {name}{options}",
+        verb + " DATABASE {name}{options}",
         name=quote_identifier(_name(name)),
         options=options(character_set, collation),
     )
