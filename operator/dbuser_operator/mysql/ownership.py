@@ -30,12 +30,10 @@ record it after ``CREATE USER`` is not needed.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Final
 
-from dbuser_operator.mysql import account_metadata, account_options, catalog, password_hashes, password_match
-from dbuser_operator.mysql.account_options import LockPolicy
+from dbuser_operator.mysql import catalog, password_hashes, password_match
 from dbuser_operator.mysql.authentication import Method, effective
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import ServerError, checked_input
@@ -154,7 +152,8 @@ def _row(user: str, host: str, owner: Owner) -> tuple[str, str, str, str, str]:
     return user, host, owner.uid, owner.namespace, owner.name
 
 
-def _key(user: str, host: str) -> tuple[str, str]:
+def valid_account(user: str, host: str) -> tuple[str, str]:
+    """``user`` and ``host`` checked as MySQL names (InvalidInput otherwise)."""
     with checked_input():
         return validate_user(user), validate_host(host)
 
@@ -166,7 +165,7 @@ async def owner_of(
     rows = await db.fetch(
         Statement(
             "SELECT owner_uid, namespace, name FROM {table} WHERE user = %s AND host = %s",
-            *_key(user, host),
+            *valid_account(user, host),
             table=table(schema, table_name),
         )
     )
@@ -215,7 +214,7 @@ async def claim(
     told which. The caller compares the result's ``owner.uid`` with its own, and ``inserted`` tells a row
     it just wrote from one that was there already.
     """
-    user, host = _key(user, host)
+    user, host = valid_account(user, host)
     insert = Statement(
         "INSERT INTO {table} (user, host, owner_uid, namespace, name) VALUES (%s, %s, %s, %s, %s)"
         " ON DUPLICATE KEY UPDATE owner_uid = owner_uid",
@@ -258,7 +257,7 @@ async def claim_new(
     a claim never lands on an account somebody else made, even if the process dies right after.
     ``fingerprint``: the one the account will have once this pass creates it (:func:`expected_fingerprint`).
     """
-    user, host = _key(user, host)
+    user, host = valid_account(user, host)
     inserted = await db.execute(
         Statement(
             "INSERT INTO {table} (user, host, owner_uid, namespace, name, auth_fingerprint)"
@@ -283,7 +282,7 @@ async def forget(
     affected = await db.execute(
         Statement(
             "DELETE FROM {table} WHERE user = %s AND host = %s AND owner_uid = %s",
-            *_key(user, host),
+            *valid_account(user, host),
             owner_uid,
             table=table(schema, table_name),
         )
@@ -366,7 +365,7 @@ async def record_fingerprint(
             "UPDATE {table} o SET o.auth_fingerprint = ("
             "SELECT SHA2({auth}, 256) FROM {accounts} u WHERE u.User = o.user AND u.Host = LOWER(o.host))"
             " WHERE o.user = %s AND o.host = %s",
-            *_key(user, host),
+            *valid_account(user, host),
             table=table(schema),
             accounts=catalog.accounts_table(server),
             auth=catalog.authentication_string(server, "u"),
@@ -380,70 +379,9 @@ async def _set_fingerprint(db: Database, schema: str, user: str, host: str, fing
         Statement(
             "UPDATE {table} SET auth_fingerprint = %s WHERE user = %s AND host = %s",
             fingerprint,
-            *_key(user, host),
+            *valid_account(user, host),
             table=table(schema),
         )
-    )
-
-
-@dataclass(frozen=True)
-class Lookup:
-    """What the operator needs to know of an account before it touches it.
-
-    ``owner``: who owns it (None: nobody). ``exists``: the account exists. ``password_intact``: its
-    authentication string still has the recorded fingerprint (None when nothing can be compared: not
-    owned, no fingerprint recorded, or no account). ``plugin``: its authentication plugin (None: no account;
-    not compared: two lookups are equal when owner, existence and fingerprint are). ``metadata``: the owner
-    entry and comment in its attributes (:mod:`.account_metadata`; None: no account; not compared).
-    ``policy``: its lock and password policy (None: no account) and ``default_lifetime`` the server's
-    ``default_password_lifetime`` (:mod:`.account_options`; not compared either), so that a pass needs no
-    statement of its own for them.
-    """
-
-    owner: Owner | None
-    exists: bool
-    password_intact: bool | None
-    plugin: str | None = dataclasses.field(default=None, compare=False)
-    metadata: account_metadata.AccountMetadata | None = dataclasses.field(default=None, compare=False)
-    policy: LockPolicy | None = dataclasses.field(default=None, compare=False)
-    default_lifetime: int = dataclasses.field(default=0, compare=False)
-
-
-async def lookup(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> Lookup:
-    """Owner, existence, password fingerprint, plugin and owner metadata of ``'user'@'host'``, in one query
-    by primary keys."""
-    user, host = _key(user, host)
-    rows = await db.fetch(
-        Statement(
-            "SELECT o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User, SHA2({auth}, 256),"
-            " {plugin}, {metadata}, {policy} FROM (SELECT 1) AS one"
-            " LEFT JOIN {table} o ON o.user = %s AND o.host = %s"
-            " LEFT JOIN {accounts} u ON u.User = %s AND u.Host = %s",
-            user,
-            host,
-            user,
-            host.lower(),
-            table=table(schema),
-            accounts=catalog.accounts_table(server),
-            auth=catalog.authentication_string(server, "u"),
-            plugin=catalog.plugin(server, "u"),
-            metadata=account_metadata.columns(server, "u"),
-            policy=account_options.column_list(server, "u"),
-        )
-    )
-    uid, namespace, name, recorded, account, current, plugin, owner_entry, comment = rows[0][:9]
-    owner = Owner(str(uid), str(namespace), str(name)) if uid is not None else None
-    exists = account is not None
-    intact = compare_fingerprints(recorded, current) if owner is not None and exists else None
-    policy = LockPolicy.from_row(dict(zip(account_options.COLUMNS, rows[0][9:13], strict=True)))
-    return Lookup(
-        owner,
-        exists,
-        intact,
-        str(plugin) if exists and plugin is not None else None,
-        account_metadata.AccountMetadata.from_columns(owner_entry, comment) if exists else None,
-        policy if exists else None,
-        int(rows[0][13] or 0),
     )
 
 

@@ -14,7 +14,15 @@ import pytest
 
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import AccountMetadataStep
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, ServerInfo, account_metadata, accounts, dual_password, ownership
+from dbuser_operator.mysql import (
+    Database,
+    ServerInfo,
+    account_lookup,
+    account_metadata,
+    accounts,
+    dual_password,
+    ownership,
+)
 from dbuser_operator.mysql.account_metadata import AccountMetadata, owner_entry, patch
 from dbuser_operator.mysql.dual_password import PasswordState
 from dbuser_operator.mysql.ownership import Owner
@@ -123,7 +131,7 @@ async def test_attributes_merge_next_to_the_credential_marker_and_null_removes_a
     assert await dual_password.read_state(db, user, "%") == PasswordState("v2", retained=True)
     assert await account_metadata.read(db, user, "%", server) == AccountMetadata(ENTRY, "billing")
     await ownership.claim(db, owned_schema, user, "%", OWNER)
-    found = await ownership.lookup(db, owned_schema, user, "%", server)  # the state read of every pass
+    found = await account_lookup.lookup(db, owned_schema, user, "%", server)  # the state read of every pass
     assert found.metadata == AccountMetadata(ENTRY, "billing")
 
     # COMMENT is the same key; a merge keeps what it is not told about.

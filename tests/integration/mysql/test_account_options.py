@@ -8,6 +8,7 @@ import pytest
 
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.mysql import Database, InvalidAccountError, InvalidOptionsError, ServerInfo, accounts
+from dbuser_operator.mysql.account_lookup import lookup
 from dbuser_operator.mysql.account_options import (
     DEFAULT_LIFETIME,
     NEVER,
@@ -19,7 +20,7 @@ from dbuser_operator.mysql.account_options import (
     read_policy,
 )
 from dbuser_operator.mysql.inventory import QUERIES, inventory
-from dbuser_operator.mysql.ownership import Owner, claim, lookup
+from dbuser_operator.mysql.ownership import Owner, claim
 from tests.integration.mysql.support import Accounts, admin
 
 pytestmark = pytest.mark.integration

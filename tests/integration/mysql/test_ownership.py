@@ -17,11 +17,11 @@ from dbuser_operator.mysql import (
     accounts,
     databases,
 )
+from dbuser_operator.mysql.account_lookup import Lookup, lookup
 from dbuser_operator.mysql.authentication import Method, effective
 from dbuser_operator.mysql.ownership import (
     FOREIGN,
     Claim,
-    Lookup,
     OwnedAccount,
     Owner,
     claim,
@@ -30,7 +30,6 @@ from dbuser_operator.mysql.ownership import (
     expected_fingerprint,
     forget,
     list_owned,
-    lookup,
     owner_of,
     record_fingerprint,
 )

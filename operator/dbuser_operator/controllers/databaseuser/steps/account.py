@@ -15,7 +15,7 @@ from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.ownership import not_ours, owner, record_own_fingerprint
 from dbuser_operator.controllers.kit.errors import mysql_condition
 from dbuser_operator.controllers.kit.guard import Guard
-from dbuser_operator.mysql import accounts, authentication, ownership, sessions
+from dbuser_operator.mysql import account_lookup, accounts, authentication, ownership, sessions
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
 
 
@@ -60,7 +60,7 @@ class AccountStep:
             if ctx.claimed:  # claimed in this pass, for an account we did not create: not ours
                 await ownership.forget(db, schema, user, host, owner(ctx).uid)
                 raise not_ours(ctx, retry=True) from None  # the next pass looks again
-            found = await ownership.lookup(db, schema, user, host, await ctx.server.server())
+            found = await account_lookup.lookup(db, schema, user, host, await ctx.server.server())
             if found.owner is None or found.owner.uid != owner(ctx).uid:
                 raise not_ours(ctx, retry=True) from None  # our row went meanwhile: look again
             ctx.account_exists, ctx.password_intact = found.exists, found.password_intact

@@ -32,7 +32,7 @@ from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.controllers.policy.gate import PolicyGate
-from dbuser_operator.mysql import authentication, holdings, name_holders, ownership
+from dbuser_operator.mysql import account_lookup, authentication, holdings, name_holders, ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import Forbidden, NotFound
@@ -166,7 +166,7 @@ class OwnershipStep:
             if ctx.status.observed_generation is None and await self._claim_new(ctx, user, host):
                 ctx.status.user, ctx.status.host = user, ctx.user.spec.host
                 return
-            found = await ownership.lookup(db, schema, user, host, await ctx.server.server())
+            found = await account_lookup.lookup(db, schema, user, host, await ctx.server.server())
             ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
             ctx.plugin, ctx.account_metadata = found.plugin, found.metadata
             ctx.lock_policy, ctx.default_lifetime = found.policy, found.default_lifetime

@@ -51,7 +51,7 @@ from dbuser_operator.controllers.databaseuser.steps.rotation import (
 )
 from dbuser_operator.controllers.kit.errors import mysql_condition
 from dbuser_operator.credentials.generate import generate_password
-from dbuser_operator.mysql import accounts, authentication, dual_password, ownership
+from dbuser_operator.mysql import account_lookup, accounts, authentication, dual_password, ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.server import Flavour
 from dbuser_operator.runtime.conditions import format_time
@@ -162,7 +162,7 @@ class ScheduledRotationStep:
             method = self._method(ctx, server.flavour)
             for host in ctx.user.spec.account_hosts():
                 if strategy == "DualPassword" and server.flavour == "mariadb":  # a second entry
-                    found = await ownership.lookup(db, schema, user, host, server)
+                    found = await account_lookup.lookup(db, schema, user, host, server)
                     kept = await set_on_mariadb(
                         ctx, server, password, retain=found.password_intact is True, host=host
                     )
@@ -175,7 +175,7 @@ class ScheduledRotationStep:
                     continue
                 state = await dual_password.read_state(db, user, host)
                 if state is None or state.credential != nonce:
-                    found = await ownership.lookup(db, schema, user, host, server)
+                    found = await account_lookup.lookup(db, schema, user, host, server)
                     retain = strategy == "DualPassword" and found.password_intact is True
                     await dual_password.set_password(
                         db, user, host, password, nonce, retain=retain, method=method
