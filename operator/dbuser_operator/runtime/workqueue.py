@@ -5,6 +5,10 @@
 * ``add_after`` keeps, per key, only the earliest ready time; one loop timer (``loop.call_at``), armed for the
   earliest entry, moves keys in when they are due: no task, no polling.
 * Per-key exponential back-off for failures (5 ms x 2^failures, capped at 1000 s); ``forget`` resets it.
+* Fair between groups (DESIGN.md §3c: one tenant's flood delays only itself): ready keys wait in one FIFO
+  per group (``group_of``; by default a key's ``namespace``, when it has one), and ``get`` serves the groups
+  in turn. A key added to a quiet group is handed out after at most one key of each other group with ready
+  keys, however many those hold; with a single group this is client-go's FIFO.
 
 Everything runs on one asyncio event loop and must be called from it; nothing here is thread-safe.
 """
@@ -17,11 +21,16 @@ import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from dbuser_operator.runtime import metrics
 
 K = TypeVar("K", bound=Hashable)
+
+
+def namespace_of(item: Any) -> Hashable:
+    """The default group of a key: its ``namespace`` (an ``ObjectKey``'s), or one group for keys without."""
+    return getattr(item, "namespace", None)
 
 
 class QueueShutDownError(Exception):
@@ -58,7 +67,8 @@ class ExponentialFailureRateLimiter(Generic[K]):
 
 
 class RateLimitingQueue(Generic[K]):
-    """A deduplicating FIFO of keys with delayed and rate-limited adds (client-go's rate-limiting queue).
+    """A deduplicating queue of keys with delayed and rate-limited adds (client-go's rate-limiting queue),
+    FIFO within a group and round-robin between groups (``group_of``).
 
     ``clock`` times the queue and work durations of the metrics; delays use the event loop's clock.
     """
@@ -69,13 +79,17 @@ class RateLimitingQueue(Generic[K]):
         rate_limiter: ExponentialFailureRateLimiter[K] | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        group_of: Callable[[K], Hashable] = namespace_of,
     ) -> None:
         self.name = name
         self._rate_limiter: ExponentialFailureRateLimiter[K] = rate_limiter or ExponentialFailureRateLimiter()
         self._clock = clock
         self._shutting_down = False
 
-        self._queue: deque[K] = deque()
+        self._group_of = group_of
+        self._ready: dict[Hashable, deque[K]] = {}  # per group, FIFO: the keys ready to be handed out
+        self._turns: deque[Hashable] = deque()  # the groups with ready keys, in the order they are served
+        self._ready_count = 0
         self._dirty: set[K] = set()
         self._processing: set[K] = set()
         self._getters: deque[asyncio.Future[None]] = deque()
@@ -111,8 +125,7 @@ class RateLimitingQueue(Generic[K]):
         self._adds_metric.inc()
         self._depth_metric.set(len(self._dirty))
         if item not in self._processing:
-            self._queue.append(item)
-            self._wake_one_getter()
+            self._enqueue(item)
 
     def add_after(self, item: K, delay: float) -> None:
         """Add the item once ``delay`` seconds have passed; a key already waiting keeps its earliest time."""
@@ -149,7 +162,7 @@ class RateLimitingQueue(Generic[K]):
 
     async def get(self) -> K:
         """Wait for a key and mark it processing; raises QueueShutDownError once shut down and empty."""
-        while not self._queue:
+        while not len(self):
             if self._shutting_down:
                 raise QueueShutDownError(f"work queue {self.name} is shut down")
             getter = asyncio.get_running_loop().create_future()
@@ -160,10 +173,10 @@ class RateLimitingQueue(Generic[K]):
                 getter.cancel()
                 if getter in self._getters:
                     self._getters.remove(getter)
-                elif self._queue:
+                elif len(self):
                     self._wake_one_getter()  # the wake-up this getter received goes to the next one
                 raise
-        item = self._queue.popleft()
+        item = self._dequeue()
         self._dirty.discard(item)
         self._processing.add(item)
         self._idle.clear()
@@ -173,7 +186,7 @@ class RateLimitingQueue(Generic[K]):
             self._queue_duration_metric.observe(now - queued_at)
         self._processing_since[item] = now
         self._depth_metric.set(len(self._dirty))
-        if self._queue:
+        if self._ready_count:
             self._wake_one_getter()
         return item
 
@@ -189,14 +202,13 @@ class RateLimitingQueue(Generic[K]):
         if started is not None:
             self._work_duration_metric.observe(self._clock() - started)
         if item in self._dirty:
-            self._queue.append(item)
-            self._wake_one_getter()
-        if not self._processing and not (self._shutting_down and self._queue):
+            self._enqueue(item)
+        if not self._processing and not (self._shutting_down and self._ready_count):
             self._idle.set()
 
     def __len__(self) -> int:
         """How many keys are queued and ready (neither delayed nor processing)."""
-        return len(self._queue)
+        return self._ready_count
 
     # --- shutting down ------------------------------------------------------------------------------------
 
@@ -232,7 +244,7 @@ class RateLimitingQueue(Generic[K]):
         ``asyncio.timeout``) because expiry is a result, not an error: the caller reports it and goes on.
         """
         self.shutdown()
-        if self._queue:
+        if self._ready_count:
             self._idle.clear()  # set only once the queued keys were handed out and done too
         try:
             async with asyncio.timeout(timeout):  # not wait_for: on Python 3.11 it may swallow a cancellation
@@ -242,6 +254,29 @@ class RateLimitingQueue(Generic[K]):
         return True
 
     # --- internals ----------------------------------------------------------------------------------------
+
+    def _enqueue(self, item: K) -> None:
+        """Make the item ready: last of its group's FIFO (its group takes its turn last if it had none)."""
+        group = self._group_of(item)
+        ready = self._ready.get(group)
+        if ready is None:
+            ready = self._ready[group] = deque()
+            self._turns.append(group)
+        ready.append(item)
+        self._ready_count += 1
+        self._wake_one_getter()
+
+    def _dequeue(self) -> K:
+        """The first key of the group whose turn it is; that group's next turn comes after the others'."""
+        group = self._turns.popleft()
+        ready = self._ready[group]
+        item = ready.popleft()
+        if ready:
+            self._turns.append(group)
+        else:
+            del self._ready[group]
+        self._ready_count -= 1
+        return item
 
     def _wake_one_getter(self) -> None:
         while self._getters:

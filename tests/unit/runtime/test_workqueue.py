@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dbuser_operator.runtime.metrics import REGISTRY
+from dbuser_operator.runtime.resources import ObjectKey
 from dbuser_operator.runtime.workqueue import (
     ExponentialFailureRateLimiter,
     QueueShutDownError,
@@ -59,6 +60,35 @@ async def test_a_queued_key_is_queued_only_once_and_order_is_fifo() -> None:
     assert len(queue) == 3
     assert [await get_soon(queue) for _ in range(3)] == ["a", "b", "c"]
     assert len(queue) == 0
+
+
+async def test_namespaces_take_turns_so_a_flood_delays_only_its_own_namespace() -> None:
+    """40 keys of one namespace, then one of another: the quiet key is handed out second, not 41st."""
+    queue: RateLimitingQueue[ObjectKey] = RateLimitingQueue(f"test-{uuid.uuid4().hex[:8]}")
+    flood = [ObjectKey("noisy", f"u{i}") for i in range(40)]
+    for key in flood:
+        queue.add(key)
+    quiet = ObjectKey("quiet", "app")
+    queue.add(quiet)
+
+    handed_out = [await asyncio.wait_for(queue.get(), SOON) for _ in range(len(flood) + 1)]
+    assert handed_out[:2] == [flood[0], quiet]
+    assert handed_out[2:] == flood[1:]  # FIFO within a namespace
+    assert len(queue) == 0
+
+
+async def test_a_key_requeued_on_done_joins_its_namespace_turn() -> None:
+    """A key of a busy namespace re-added while processing queues behind its namespace's keys; other
+    namespaces keep their turns."""
+    queue: RateLimitingQueue[ObjectKey] = RateLimitingQueue(f"test-{uuid.uuid4().hex[:8]}")
+    a1, a2, b1, b2 = ObjectKey("a", "1"), ObjectKey("a", "2"), ObjectKey("b", "1"), ObjectKey("b", "2")
+    for key in (a1, a2, b1, b2):
+        queue.add(key)
+    first = await asyncio.wait_for(queue.get(), SOON)
+    assert first == a1
+    queue.add(a1)  # while processing: back on done
+    queue.done(a1)
+    assert [await asyncio.wait_for(queue.get(), SOON) for _ in range(4)] == [b1, a2, b2, a1]
 
 
 async def test_a_key_added_while_processing_waits_for_done_then_is_queued_again() -> None:
