@@ -4,8 +4,11 @@ Jinja2's ``SandboxedEnvironment`` refuses attribute access to internals (``''.__
 ``range``, but not the work a template does: nested loops, huge repetitions (``'x' * 10**9``) or
 ``10**10**10`` would stall or exhaust the operator. So the templates are rendered in a separate process,
 limited in memory (``RLIMIT_AS``) and in time (it is killed and replaced when a render takes too long), and
-each output is bounded in size. Names a template uses are checked before rendering: only the connection
-values exist (``StrictUndefined``).
+each output is bounded in size. The time bound is CPU time (``ITIMER_VIRTUAL`` in the worker), so a busy
+machine does not turn an honest template into an invalid one; a wall-clock backstop many times longer kills
+a worker stuck where the timer cannot interrupt it. The worker runs at a low CPU priority (``nice``):
+renders take what CPU the operator's control loop, the API server and MySQL leave. Names a template uses
+are checked before rendering: only the connection values exist (``StrictUndefined``).
 
 A failure is a :class:`TemplateError` whose message never holds a value: syntax and security errors say
 what the template did (they are about its text), any other error says only its kind, since its message
@@ -17,13 +20,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import resource
+import signal
 import sys
 from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import quote
 
-DEFAULT_TIMEOUT: Final = 2.0  # seconds a render may take
+DEFAULT_TIMEOUT: Final = 2.0  # seconds of CPU time a render may take
+WALL_CLOCK_FACTOR: Final = 10  # the backstop: a render is killed after this many times its CPU bound
+NICENESS: Final = 10  # the worker's CPU priority below the operator's
 DEFAULT_MAX_OUTPUT: Final = 64 * 1024  # characters of one rendered key (a Secret holds at most 1 MiB)
 DEFAULT_MEMORY_LIMIT: Final = (
     256 * 1024**2
@@ -109,24 +116,41 @@ def render_all(templates: Mapping[str, str], values: Mapping[str, str], max_outp
     return rendered
 
 
-def serve(max_output: int, memory_limit: int) -> None:
+class _OutOfTime(BaseException):
+    """The render used up its CPU time (a BaseException: no ``except Exception`` of a template catches it)."""
+
+
+def _out_of_time(signum: int, frame: object) -> None:
+    raise _OutOfTime
+
+
+def serve(max_output: int, memory_limit: int, cpu_limit: float = DEFAULT_TIMEOUT) -> None:
     """The worker process's loop: one JSON request per line on stdin (templates and values), one JSON
-    answer per line on stdout: ``{"ok": outputs}`` or ``{"error": message}``; an empty request is a ping."""
+    answer per line on stdout: ``{"ok": outputs}`` or ``{"error": message}``; an empty request is a ping.
+    Each render may use ``cpu_limit`` seconds of CPU time."""
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
     with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as oom:
         oom.write("1000")  # under the pod's memory limit, the kernel ends this process, not the operator
+    with contextlib.suppress(OSError):
+        os.nice(NICENESS)
+    signal.signal(signal.SIGVTALRM, _out_of_time)
     for line in sys.stdin:
         answer: dict[str, Any]
         try:
             request = json.loads(line)
-            answer = {
-                "ok": render_all(request["templates"], request["values"], max_output) if request else {}
-            }
+            signal.setitimer(signal.ITIMER_VIRTUAL, cpu_limit)
+            try:
+                outputs = render_all(request["templates"], request["values"], max_output) if request else {}
+            finally:
+                signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+            answer = {"ok": outputs}
         except TemplateError as error:
             answer = {"error": str(error)}
         except MemoryError:
             answer = {"error": "the templates need too much memory"}
+        except _OutOfTime:
+            answer = {"error": f"the templates took longer than {cpu_limit:g} s of CPU time to render"}
         sys.stdout.write(json.dumps(answer) + "\n")
         sys.stdout.flush()
 
@@ -134,7 +158,8 @@ def serve(max_output: int, memory_limit: int) -> None:
 class TemplateRenderer:
     """Renders templates in a worker process it starts on first use and replaces when a render times out.
 
-    Its renders are serialised: a hostile template holds the others back for ``timeout`` at most. The
+    Its renders are serialised: a hostile template holds the others back for ``timeout`` seconds of CPU
+    time (and ``timeout * WALL_CLOCK_FACTOR`` of wall-clock time) at most. The
     operator renders through :class:`~dbuser_operator.credentials.fair.FairRenderer`, a small pool of these
     shared fairly between namespaces.
     """
@@ -159,11 +184,12 @@ class TemplateRenderer:
         async with self._lock:
             worker = self._worker or await self._start()
             try:
-                async with asyncio.timeout(self.timeout):
+                async with asyncio.timeout(self.timeout * WALL_CLOCK_FACTOR):
                     answer = await _ask(worker, {"templates": dict(templates), "values": dict(values)})
             except TimeoutError:
                 await self._stop()
-                raise TemplateError(f"the templates took longer than {self.timeout:g} s to render") from None
+                wall = self.timeout * WALL_CLOCK_FACTOR
+                raise TemplateError(f"the templates took longer than {wall:g} s to render") from None
             except (EOFError, OSError, ValueError):  # the worker died (e.g. at its memory limit)
                 await self._stop()
                 raise TemplateError("the templates could not be rendered (the renderer stopped)") from None
@@ -179,7 +205,7 @@ class TemplateRenderer:
     async def _start(self) -> asyncio.subprocess.Process:
         command = (
             "from dbuser_operator.credentials.templates import serve; "
-            f"serve({self.max_output:d}, {self.memory_limit:d})"
+            f"serve({self.max_output:d}, {self.memory_limit:d}, {self.timeout!r})"
         )
         worker = await asyncio.create_subprocess_exec(
             sys.executable,
