@@ -143,6 +143,13 @@ class LeaderElector:
         return self._is_leader and self._clock() < self._deadline()
 
     @property
+    def renewed_at(self) -> float:
+        """When the last successful acquire or renew attempt started, on ``clock``: the lease is this
+        process's until ``renewed_at + renew_deadline``, and nobody else's before ``renewed_at +
+        lease_duration``."""
+        return self._renewed_at
+
+    @property
     def observed_record(self) -> LeaderElectionRecord | None:
         """The last election record read or written."""
         return self._observation.record
