@@ -245,6 +245,16 @@ def succeeded(event: dict[str, Any]) -> bool:
     return bool(200 <= int(event.get("responseStatus", {}).get("code", 0)) < 300)
 
 
+@dataclass(frozen=True)
+class LogEntry:
+    """One line of the general log: when the server received it, the command (Connect, Query, Quit…) and
+    its text (a statement, or a login's account)."""
+
+    time: datetime
+    command: str
+    text: str
+
+
 @dataclass
 class GeneralLog:
     """MySQL's general log into ``mysql.general_log`` (too) while the test runs; as it was after."""
@@ -264,9 +274,16 @@ class GeneralLog:
 
     def arguments(self) -> list[str]:
         """The text of every statement logged so far (the table's ``argument``)."""
+        return [entry.text for entry in self.entries()]
+
+    def entries(self) -> list[LogEntry]:
+        """Everything logged so far, in the server's order, with the server's time (microseconds)."""
         with self.mysql.connect() as connection, connection.cursor() as cursor:
-            cursor.execute("SELECT CONVERT(argument USING utf8mb4) FROM mysql.general_log")
-            return [str(row[0]) for row in cursor.fetchall()]
+            cursor.execute(
+                "SELECT event_time, command_type, CONVERT(argument USING utf8mb4) FROM mysql.general_log"
+                " ORDER BY event_time"
+            )
+            return [LogEntry(row[0], str(row[1]), str(row[2])) for row in cursor.fetchall()]
 
     def __exit__(self, *_: object) -> None:
         with self.mysql.connect() as connection, connection.cursor() as cursor:
