@@ -19,6 +19,8 @@ from dbuser_operator.mysql.errors import DatabaseUnavailableError, MySQLError, T
 from dbuser_operator.mysql.settings import ConnectionSettings
 from dbuser_operator.mysql.wire import connect_options, hard_close, keep_alive
 
+PROBE_STATEMENT = "SELECT 1"  # all a probe sends: it reads nothing and changes nothing
+
 
 class _Silence(DatabaseUnavailableError):
     """The server did not answer in time."""
@@ -65,7 +67,7 @@ class Probe:
             connection = await self._connected()
             async with asyncio.timeout(bound):
                 async with connection.cursor() as cursor:
-                    await cursor.execute("SELECT 1")
+                    await cursor.execute(PROBE_STATEMENT)
                     await cursor.fetchall()
             return
         except TimeoutError:
