@@ -6,15 +6,34 @@
 #                                operator integration suites on MariaDB 11.8 and on MariaDB 10.11, side by side
 #   hack/test.sh -k mysql -x     one run, arguments to pytest, on DBUSER_OPERATOR_MYSQL_FLAVOUR (default
 #                                mysql-9.7): also what runs when that variable or MYSQL_URL is set
+#   hack/test.sh --stress …      the same, while a CPU hog of this script's own takes one core the whole
+#                                time (DBUSER_OPERATOR_STRESS=1 too): the suite must stay green on a busy
+#                                machine (docs/testing.md)
 #
+# Every pytest run prints its 30 slowest tests (--durations=30).
 # KUBECONFIG and MYSQL_URL, when set, point the suite at an existing cluster and MySQL server.
 # The exit status is non-zero when any run fails; each run's pytest summary line is repeated at the end.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+stress=${DBUSER_OPERATOR_STRESS:-}
+if [[ "${1:-}" == "--stress" ]]; then
+  stress=1
+  shift
+fi
+
 hack/setup.sh
 DBUSER_OPERATOR_TESTBIN=$(hack/testbin.sh --dir)
 export DBUSER_OPERATOR_TESTBIN
+
+hog=
+if [[ -n "$stress" && "$stress" != 0 ]]; then
+  # One core busy for the whole run: a child of this script, ended with it however it ends.
+  (trap 'exit 0' TERM; while :; do :; done) &
+  hog=$!
+  trap 'kill "$hog" 2>/dev/null || true' EXIT
+  echo "=== stress: a CPU hog (pid $hog) takes one of the $(nproc) cores until the end" >&2
+fi
 
 start=$SECONDS
 .venv/bin/ruff check .
@@ -30,9 +49,9 @@ run() {
   output=$(mktemp)
   echo "=== pytest ${flavour:+on $flavour }$*" >&2
   if [[ -n "$flavour" ]]; then
-    DBUSER_OPERATOR_MYSQL_FLAVOUR=$flavour .venv/bin/pytest "$@" 2>&1 | tee "$output" || code=$?
+    DBUSER_OPERATOR_MYSQL_FLAVOUR=$flavour .venv/bin/pytest --durations=30 "$@" 2>&1 | tee "$output" || code=$?
   else
-    .venv/bin/pytest "$@" 2>&1 | tee "$output" || code=$?
+    .venv/bin/pytest --durations=30 "$@" 2>&1 | tee "$output" || code=$?
   fi
   line=$(grep -E '^=+ .*(passed|failed|error|skipped|no tests ran).* =+$' "$output" | tail -n 1 || true)
   rm -f "$output"

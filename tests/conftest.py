@@ -86,9 +86,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The ``fleet`` tests are deselected outside the default flavour's pass (:func:`fleet_pass`). (Every
-    flavour started here has the DualPassword strategy: MySQL 9.7, MariaDB 11.8 and 10.11.)"""
-    unwanted = set() if fleet_pass() else {"fleet"}
+    """The ``fleet`` and ``one_flavour`` tests are deselected outside the default flavour's pass
+    (:func:`fleet_pass`). (Every flavour started here has the DualPassword strategy: MySQL 9.7, MariaDB
+    11.8 and 10.11.)"""
+    unwanted = set() if fleet_pass() else {"fleet", "one_flavour"}
     if not unwanted:
         return
     kept = [item for item in items if not any(item.get_closest_marker(name) for name in unwanted)]

@@ -52,7 +52,7 @@ from tests.integration.operator.helpers import (
 )
 from tests.unit.chart.chart import CHART
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.one_flavour]  # the same on every MySQL flavour
 
 
 @dataclass

@@ -47,7 +47,7 @@ from tests.integration.operator.test_servers import (
 )
 from tests.support.argocd import health
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.one_flavour]  # the same on every MySQL flavour
 
 CAPTURE = os.environ.get("DBUSER_OPERATOR_CAPTURE_HEALTH")
 

@@ -21,7 +21,7 @@ from tests.integration.operator.conftest import PasswordLedger, StartOperator, c
 from tests.integration.operator.helpers import database_user, unique, wait_for_ready
 from tests.integration.operator.test_chart_rbac import service_account_token, write_token_kubeconfig
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.one_flavour]  # the same on every MySQL flavour
 
 
 async def readyz(port: int) -> tuple[int, str]:

@@ -30,7 +30,7 @@ from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
 from tests.integration.operator.helpers import database_user, ready, unique, wait_for_ready, wait_until_gone
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.one_flavour]  # the same on every MySQL flavour
 
 FLOOD = 40
 # About a second of Jinja2 loops (70**4 passes), bounded: it renders one password.
