@@ -7,7 +7,8 @@ import re
 from tests.conftest import REPO
 
 THREAT_MODEL = REPO / "docs" / "threat-model.md"
-TEST_DIRS = (REPO / "tests" / "integration" / "operator", REPO / "tests", REPO)
+OPERATOR_TESTS = REPO / "tests" / "integration" / "operator"
+TEST_DIRS = (*sorted(path for path in OPERATOR_TESTS.iterdir() if path.is_dir()), REPO / "tests", REPO)
 
 
 def named_tests() -> list[str]:

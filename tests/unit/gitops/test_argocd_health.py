@@ -1,6 +1,6 @@
 """The Argo CD health checks in a real Lua 5.1, on objects captured from real runs
-(tests/integration/operator/test_gitops_health.py with DBUSER_OPERATOR_CAPTURE_HEALTH), and their Degraded
-lists against the code's refusals."""
+(tests/integration/operator/gitops/test_gitops_health.py with DBUSER_OPERATOR_CAPTURE_HEALTH), and their
+Degraded lists against the code's refusals."""
 
 from __future__ import annotations
 

@@ -30,6 +30,7 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import NAMESPACES
 from tests.conftest import Runner
 from tests.integration.operator.conftest import PasswordLedger, StartOperator, create_secret
+from tests.integration.operator.databaserole.test_roles import role_exists, wait_role_ready
 from tests.integration.operator.helpers import (
     account_exists,
     database_user,
@@ -40,9 +41,8 @@ from tests.integration.operator.helpers import (
     wait_for_ready,
     wait_until_gone,
 )
-from tests.integration.operator.test_chart_rbac import service_account_token, write_token_kubeconfig
-from tests.integration.operator.test_roles import role_exists, wait_role_ready
-from tests.integration.operator.test_servers import admin_secrets, server_object, server_spec
+from tests.integration.operator.rbac.test_chart_rbac import service_account_token, write_token_kubeconfig
+from tests.integration.operator.servers.test_servers import admin_secrets, server_object, server_spec
 from tests.unit.chart.chart import CLUSTER_RULES, OPERATOR_RULES
 
 pytestmark = pytest.mark.integration

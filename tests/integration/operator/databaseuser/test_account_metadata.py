@@ -27,7 +27,7 @@ from tests.integration.operator.helpers import (
     wait_until_gone,
     write_statements,
 )
-from tests.integration.operator.test_adoption_policy import is_mariadb
+from tests.integration.operator.servers.test_adoption_policy import is_mariadb
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration

@@ -17,8 +17,8 @@ from tests.integration.operator.helpers import (
     wait_for_ready,
     wait_until_gone,
 )
-from tests.integration.operator.test_reserved_admins import Platform, platform
-from tests.integration.operator.test_server_policy import BOUNDS, Tenancy, tenancy
+from tests.integration.operator.servers.test_reserved_admins import Platform, platform
+from tests.integration.operator.servers.test_server_policy import BOUNDS, Tenancy, tenancy
 
 pytestmark = pytest.mark.integration
 

@@ -22,6 +22,7 @@ from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_U
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import PatchType
 from tests.integration.operator.conftest import PasswordLedger, create_secret
+from tests.integration.operator.databaserole.test_roles import wait_role_ready
 from tests.integration.operator.helpers import (
     account_exists,
     can_log_in,
@@ -32,9 +33,8 @@ from tests.integration.operator.helpers import (
     wait_for_ready,
     wait_until_gone,
 )
-from tests.integration.operator.test_roles import wait_role_ready
-from tests.integration.operator.test_server_policy import BOUNDS, Tenancy, snapshot, tenancy
-from tests.integration.operator.test_servers import (
+from tests.integration.operator.servers.test_server_policy import BOUNDS, Tenancy, snapshot, tenancy
+from tests.integration.operator.servers.test_servers import (
     server_object,
     server_spec,
     wait_for_server,

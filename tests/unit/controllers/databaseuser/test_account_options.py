@@ -1,6 +1,7 @@
 """spec.account: the model's validation, what the spec asks of the server at a moment, the ALTER USER that
 converges it, the rows it is read from, the namespace policy's maxPasswordLifetime and Observe's
-differences. Pure logic; the servers are tested in tests/integration/operator/test_account_options.py."""
+differences. Pure logic; the servers are tested in
+tests/integration/operator/databaseuser/test_account_options.py."""
 
 from __future__ import annotations
 

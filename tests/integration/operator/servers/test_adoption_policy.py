@@ -26,8 +26,8 @@ from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_U
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator import test_server_policy
 from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
+from tests.integration.operator.databaserole.test_roles import wait_role_ready
 from tests.integration.operator.helpers import (
     account_exists,
     can_log_in,
@@ -40,8 +40,8 @@ from tests.integration.operator.helpers import (
     wait_until_gone,
 )
 from tests.integration.operator.rotation_support import events_of, wait_for_event
-from tests.integration.operator.test_roles import wait_role_ready
-from tests.integration.operator.test_server_policy import BOUNDS, Tenancy, escaped, snapshot
+from tests.integration.operator.servers import test_server_policy
+from tests.integration.operator.servers.test_server_policy import BOUNDS, Tenancy, escaped, snapshot
 
 pytestmark = pytest.mark.integration
 

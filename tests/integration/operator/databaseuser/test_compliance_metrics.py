@@ -42,7 +42,7 @@ from tests.integration.operator.rotation_support import (
     rotation_status,
     wait_for_phase,
 )
-from tests.integration.operator.test_server_policy import Tenancy, tenancy  # noqa: F401 - the fixture
+from tests.integration.operator.servers.test_server_policy import Tenancy, tenancy  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.integration, pytest.mark.dual_passwords]
 

@@ -33,14 +33,7 @@ from tests.integration.operator.conftest import (
     StartOperator,
     create_secret,
 )
-from tests.integration.operator.helpers import (
-    database_user,
-    mysql_query,
-    ready,
-    unique,
-    wait_until_gone,
-)
-from tests.integration.operator.test_credentials import (
+from tests.integration.operator.databaseuser.test_credentials import (
     generated_user,
     log_in_with_url,
     owner_uids,
@@ -49,7 +42,14 @@ from tests.integration.operator.test_credentials import (
     text,
     wait_for_secret,
 )
-from tests.integration.operator.test_servers import create_server
+from tests.integration.operator.helpers import (
+    database_user,
+    mysql_query,
+    ready,
+    unique,
+    wait_until_gone,
+)
+from tests.integration.operator.servers.test_servers import create_server
 
 pytestmark = pytest.mark.integration
 

@@ -28,6 +28,8 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
 from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
+from tests.integration.operator.database.test_database import database, gone, wait_db
+from tests.integration.operator.databaserole.test_roles import database_role, wait_role_ready
 from tests.integration.operator.helpers import (
     database_user,
     mysql_query,
@@ -36,9 +38,7 @@ from tests.integration.operator.helpers import (
     wait_for_ready,
 )
 from tests.integration.operator.rotation_support import delete_users, has_dual_passwords, wait_for_phase
-from tests.integration.operator.test_database import database, gone, wait_db
-from tests.integration.operator.test_roles import database_role, wait_role_ready
-from tests.integration.operator.test_servers import (
+from tests.integration.operator.servers.test_servers import (
     CLUSTER_NAMESPACE,
     admin_secrets,
     server_object,

@@ -22,7 +22,6 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from tests.integration.mysql.support import admin
-from tests.integration.operator import test_server_policy
 from tests.integration.operator.conftest import (
     PasswordLedger,
     RunningOperator,
@@ -39,8 +38,9 @@ from tests.integration.operator.helpers import (
     wait_until_gone,
     write_statements,
 )
-from tests.integration.operator.test_hostile_tenant import Victim, attempt, victim
-from tests.integration.operator.test_server_policy import Tenancy, snapshot
+from tests.integration.operator.servers import test_server_policy
+from tests.integration.operator.servers.test_hostile_tenant import Victim, attempt, victim
+from tests.integration.operator.servers.test_server_policy import Tenancy, snapshot
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration

@@ -20,11 +20,11 @@ from dbuser_operator.mysql import databases as mysql_databases
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.metrics import REGISTRY
-from tests.integration.operator import test_server_policy
 from tests.integration.operator.conftest import TARGET, RunningOperator, StartOperator
 from tests.integration.operator.helpers import mysql_query, ready, unique
 from tests.integration.operator.rotation_support import wait_for_event
-from tests.integration.operator.test_server_policy import Tenancy
+from tests.integration.operator.servers import test_server_policy
+from tests.integration.operator.servers.test_server_policy import Tenancy
 
 pytestmark = pytest.mark.integration
 

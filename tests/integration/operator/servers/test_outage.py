@@ -35,7 +35,7 @@ from tests.integration.operator.conftest import (
     stopped_within,
 )
 from tests.integration.operator.helpers import can_log_in, database_user, ready, unique
-from tests.integration.operator.test_servers import admin_secrets, server_object, server_spec
+from tests.integration.operator.servers.test_servers import admin_secrets, server_object, server_spec
 from tests.support.fault_proxy import FaultProxy
 
 pytestmark = pytest.mark.integration
