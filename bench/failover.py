@@ -31,8 +31,16 @@ from typing import Any
 
 from kubernetes_asyncio import client
 from tests.conftest import REPO, testbin_directory
-from tests.integration.operator.helpers import can_log_in, database_user, wait_for_ready
-from tests.integration.operator.replicas import Failover, GeneralLog, audit_time, lease_write, succeeded
+from tests.integration.operator.support.builders import database_user
+from tests.integration.operator.support.kube import wait_for_ready
+from tests.integration.operator.support.mysql import can_log_in
+from tests.integration.operator.support.replicas import (
+    Failover,
+    GeneralLog,
+    audit_time,
+    lease_write,
+    succeeded,
+)
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import (

@@ -26,7 +26,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 from tests.conftest import REPO, testbin_directory
-from tests.integration.operator.helpers import can_log_in
+from tests.integration.operator.support.mysql import can_log_in
 from tests.support.fault_proxy import FaultProxy
 
 from bench.common import MySQLAddress, database_user, ready_condition, secret

@@ -20,11 +20,12 @@ from dbuser_operator.mysql import databases as mysql_databases
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.metrics import REGISTRY
-from tests.integration.operator.conftest import TARGET, RunningOperator, StartOperator
-from tests.integration.operator.helpers import mysql_query, ready, unique
-from tests.integration.operator.rotation_support import wait_for_event
 from tests.integration.operator.servers import test_server_policy
 from tests.integration.operator.servers.test_server_policy import Tenancy
+from tests.integration.operator.support.builders import unique
+from tests.integration.operator.support.kube import ready, wait_for_event
+from tests.integration.operator.support.mysql import mysql_query
+from tests.integration.operator.support.operator import TARGET, RunningOperator, StartOperator
 
 pytestmark = pytest.mark.integration
 

@@ -17,23 +17,10 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import EVENTS
 from tests.conftest import Runner
 from tests.integration.mysql.support import client_tls
-from tests.integration.operator.conftest import (
-    TARGET,
-    PasswordLedger,
-    RunningOperator,
-    StartOperator,
-    create_secret,
-)
-from tests.integration.operator.helpers import (
-    database_user,
-    mysql_accounts,
-    mysql_query,
-    privileges_of,
-    ready,
-    unique,
-    wait_for_ready,
-)
-from tests.integration.operator.rotation_support import wait_for_event
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import create_secret, ready, wait_for_event, wait_for_ready
+from tests.integration.operator.support.mysql import mysql_accounts, mysql_query, privileges_of
+from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator, StartOperator
 
 pytestmark = pytest.mark.integration
 

@@ -22,25 +22,13 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from tests.integration.mysql.support import admin
-from tests.integration.operator.conftest import (
-    PasswordLedger,
-    RunningOperator,
-    StartOperator,
-    create_secret,
-)
-from tests.integration.operator.helpers import (
-    account_exists,
-    database_user,
-    mysql_query,
-    ready,
-    unique,
-    wait_for_ready,
-    wait_until_gone,
-    write_statements,
-)
 from tests.integration.operator.servers import test_server_policy
 from tests.integration.operator.servers.test_hostile_tenant import Victim, attempt, victim
 from tests.integration.operator.servers.test_server_policy import Tenancy, snapshot
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.mysql import account_exists, mysql_query, write_statements
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration

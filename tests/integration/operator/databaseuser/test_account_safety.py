@@ -15,21 +15,23 @@ from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
-from tests.integration.operator.helpers import (
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import (
+    create_secret,
+    ready,
+    wait_for_event,
+    wait_for_ready,
+    wait_until_gone,
+)
+from tests.integration.operator.support.mysql import (
     account_exists,
     account_row,
     can_log_in,
-    database_user,
     mysql_query,
     privileges_of,
-    ready,
-    unique,
-    wait_for_ready,
-    wait_until_gone,
     write_statements,
 )
-from tests.integration.operator.rotation_support import wait_for_event
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration

@@ -18,31 +18,24 @@ from dbuser_operator.runtime.conditions import format_time
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import client_tls
-from tests.integration.operator.conftest import (
-    PasswordLedger,
-    StartOperator,
-    create_secret,
-)
-from tests.integration.operator.helpers import (
-    database_user,
+from tests.integration.operator.servers.test_server_policy import Tenancy, tenancy  # noqa: F401 - the fixture
+from tests.integration.operator.support.builders import database_user, generated_user, unique
+from tests.integration.operator.support.kube import create_secret, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.mysql import (
+    has_dual_passwords,
+    is_mariadb,
     mysql_query,
     privileges_of,
-    unique,
-    wait_for_ready,
-    wait_until_gone,
 )
-from tests.integration.operator.rotation_support import (
+from tests.integration.operator.support.operator import PasswordLedger, StartOperator
+from tests.integration.operator.support.rotation import (
     an_hour_ago,
     create_pod,
     delete_users,
-    generated_user,
-    has_dual_passwords,
-    is_mariadb,
     poll,
     rotation_status,
     wait_for_phase,
 )
-from tests.integration.operator.servers.test_server_policy import Tenancy, tenancy  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.integration, pytest.mark.dual_passwords]
 

@@ -16,19 +16,14 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS, DATABASES
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from tests.integration.mysql.support import client_tls
-from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
 from tests.integration.operator.database.test_database import database, gone, wait_db
-from tests.integration.operator.helpers import (
-    database_user,
-    mysql_query,
-    privileges_of,
-    ready,
-    unique,
-    wait_for_ready,
-)
 from tests.integration.operator.servers import test_server_policy
 from tests.integration.operator.servers.test_hostile_tenant import POLICY, Victim, victim
 from tests.integration.operator.servers.test_server_policy import Tenancy, escaped
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready
+from tests.integration.operator.support.mysql import mysql_query, privileges_of
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 
 pytestmark = pytest.mark.integration
 

@@ -18,25 +18,17 @@ from dbuser_operator.runtime.errors import Invalid
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS, Resource
 from tests.conftest import Runner
-from tests.integration.operator.conftest import (
-    TARGET,
-    PasswordLedger,
-    RunningOperator,
-    StartOperator,
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import (
     create_secret,
-)
-from tests.integration.operator.helpers import (
-    account_exists,
-    can_log_in,
-    database_user,
-    mysql_query,
+    events_of,
     ready,
-    unique,
+    wait_for_event,
     wait_for_ready,
     wait_until_gone,
-    write_statements,
 )
-from tests.integration.operator.rotation_support import events_of, wait_for_event
+from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query, write_statements
+from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator, StartOperator
 
 pytestmark = pytest.mark.integration
 

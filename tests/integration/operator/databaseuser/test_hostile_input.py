@@ -34,18 +34,10 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
-from tests.integration.operator.helpers import (
-    account_exists,
-    can_log_in,
-    database_user,
-    mysql_accounts,
-    mysql_query,
-    ready,
-    unique,
-    wait_for_ready,
-    wait_until_gone,
-)
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_accounts, mysql_query
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 
 pytestmark = pytest.mark.integration
 

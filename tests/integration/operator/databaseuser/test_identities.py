@@ -23,16 +23,10 @@ from tests.integration.mysql.support import (
     tls_login,
     unloaded_plugin,
 )
-from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
-from tests.integration.operator.helpers import (
-    account_exists,
-    database_user,
-    mysql_query,
-    ready,
-    unique,
-    wait_for_ready,
-    write_statements,
-)
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready
+from tests.integration.operator.support.mysql import account_exists, mysql_query, write_statements
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration

@@ -18,16 +18,12 @@ from dbuser_operator.mysql import accounts, ownership
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import loaded_plugin
-from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator, create_secret
-from tests.integration.operator.helpers import can_log_in, database_user, mysql_query, unique, wait_for_ready
-from tests.integration.operator.replicas import GeneralLog
-from tests.integration.operator.rotation_support import (
-    delete_users,
-    generated_user,
-    poll,
-    secret_password,
-    wait_for_event,
-)
+from tests.integration.operator.support.builders import database_user, generated_user, unique
+from tests.integration.operator.support.kube import create_secret, wait_for_event, wait_for_ready
+from tests.integration.operator.support.mysql import can_log_in, mysql_query
+from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator
+from tests.integration.operator.support.replicas import GeneralLog
+from tests.integration.operator.support.rotation import delete_users, poll, secret_password
 
 pytestmark = pytest.mark.integration
 

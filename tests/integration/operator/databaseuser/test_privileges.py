@@ -15,14 +15,10 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from tests.conftest import Runner
 from tests.integration.mysql.support import as_user
-from tests.integration.operator.conftest import PasswordLedger, RunningOperator, StartOperator, create_secret
-from tests.integration.operator.helpers import (
-    account_exists,
-    database_user,
-    mysql_query,
-    unique,
-    wait_for_ready,
-)
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import create_secret, wait_for_ready
+from tests.integration.operator.support.mysql import account_exists, mysql_query
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
 
 pytestmark = pytest.mark.integration
 

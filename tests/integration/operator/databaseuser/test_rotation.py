@@ -18,26 +18,23 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import client_tls, loaded_plugin
-from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
-from tests.integration.operator.helpers import (
-    can_log_in,
-    database_user,
-    mysql_query,
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import (
+    create_secret,
+    events_of,
     ready,
-    unique,
+    wait_for_event,
     wait_for_ready,
 )
-from tests.integration.operator.rotation_support import (
+from tests.integration.operator.support.mysql import can_log_in, has_dual_passwords, is_mariadb, mysql_query
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
+from tests.integration.operator.support.rotation import (
     an_hour_ago,
     create_pod,
     delete_users,
-    events_of,
-    has_dual_passwords,
-    is_mariadb,
     poll,
     rotation_status,
     set_pod_started,
-    wait_for_event,
     wait_for_phase,
 )
 

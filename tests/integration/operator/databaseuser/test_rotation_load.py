@@ -20,16 +20,11 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from tests.integration.mysql.support import client_tls
-from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator
-from tests.integration.operator.helpers import can_log_in, unique, wait_for_ready
-from tests.integration.operator.rotation_support import (
-    delete_users,
-    generated_user,
-    has_dual_passwords,
-    poll,
-    rotation_status,
-    secret_password,
-)
+from tests.integration.operator.support.builders import generated_user, unique
+from tests.integration.operator.support.kube import wait_for_ready
+from tests.integration.operator.support.mysql import can_log_in, has_dual_passwords
+from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator
+from tests.integration.operator.support.rotation import delete_users, poll, rotation_status, secret_password
 
 
 @pytest.fixture(autouse=True)

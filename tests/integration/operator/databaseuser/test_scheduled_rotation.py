@@ -20,25 +20,16 @@ from dbuser_operator.mysql import password_hashes
 from dbuser_operator.mysql.password_hashes import native_hash
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator, create_secret
-from tests.integration.operator.helpers import (
-    can_log_in,
-    database_user,
-    mysql_query,
-    unique,
-    wait_for_ready,
-)
-from tests.integration.operator.replicas import GeneralLog, LogEntry
-from tests.integration.operator.rotation_support import (
+from tests.integration.operator.support.builders import database_user, generated_user, unique
+from tests.integration.operator.support.kube import create_secret, events_of, wait_for_event, wait_for_ready
+from tests.integration.operator.support.mysql import can_log_in, has_dual_passwords, is_mariadb, mysql_query
+from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator
+from tests.integration.operator.support.replicas import GeneralLog, LogEntry
+from tests.integration.operator.support.rotation import (
     delete_users,
-    events_of,
-    generated_user,
-    has_dual_passwords,
-    is_mariadb,
     poll,
     rotation_status,
     secret_password,
-    wait_for_event,
     wait_for_phase,
 )
 

@@ -26,8 +26,10 @@ from dbuser_operator.mysql.connection import Database
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey
-from tests.integration.operator.conftest import PasswordLedger, capture_logs, create_secret, operator_settings
-from tests.integration.operator.helpers import can_log_in, database_user, unique, wait_for_ready
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import create_secret, wait_for_ready
+from tests.integration.operator.support.mysql import can_log_in
+from tests.integration.operator.support.operator import PasswordLedger, capture_logs, operator_settings
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration

@@ -16,23 +16,15 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from tests.conftest import Runner
-from tests.integration.operator.conftest import (
-    TARGET,
-    PasswordLedger,
-    RunningOperator,
-    StartOperator,
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import (
     create_secret,
-)
-from tests.integration.operator.helpers import (
-    account_exists,
-    can_log_in,
-    database_user,
     finalizers_become,
-    mysql_query,
-    unique,
     wait_for_ready,
     wait_until_gone,
 )
+from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query
+from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator, StartOperator
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration

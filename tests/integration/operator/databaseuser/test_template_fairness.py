@@ -27,8 +27,9 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
-from tests.integration.operator.helpers import database_user, ready, unique, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 
 pytestmark = [pytest.mark.integration, pytest.mark.one_flavour]  # the same on every MySQL flavour
 

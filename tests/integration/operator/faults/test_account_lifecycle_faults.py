@@ -32,17 +32,16 @@ from dbuser_operator.mysql import ConnectionSettings, Database, ownership
 from dbuser_operator.mysql.ownership import Owner
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import Resource
-from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
-from tests.integration.operator.helpers import (
-    account_exists,
-    can_log_in,
-    database_user,
+from tests.integration.operator.support.builders import database_user
+from tests.integration.operator.support.kube import (
+    create_secret,
     finalizers_become,
-    mysql_query,
     ready,
     wait_for_ready,
     wait_until_gone,
 )
+from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration

@@ -28,15 +28,11 @@ from dbuser_operator.mysql.probe import PROBE_STATEMENT
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.lease import EPOCH_ANNOTATION
 from dbuser_operator.runtime.resources import LEASES, SECRETS
-from tests.integration.operator.conftest import PasswordLedger, create_secret
-from tests.integration.operator.helpers import (
-    account_exists,
-    can_log_in,
-    database_user,
-    wait_for_ready,
-    wait_until_gone,
-)
-from tests.integration.operator.replicas import (
+from tests.integration.operator.support.builders import database_user
+from tests.integration.operator.support.kube import create_secret, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.mysql import account_exists, can_log_in
+from tests.integration.operator.support.operator import PasswordLedger
+from tests.integration.operator.support.replicas import (
     Failover,
     GeneralLog,
     Replica,

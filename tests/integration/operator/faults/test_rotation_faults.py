@@ -21,17 +21,12 @@ from dbuser_operator.mysql.dual_password import CREDENTIAL_ATTRIBUTE
 from dbuser_operator.mysql.password_hashes import native_hash
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.conftest import PasswordLedger, create_secret
-from tests.integration.operator.helpers import can_log_in, database_user, mysql_query, wait_for_ready
-from tests.integration.operator.replicas import Failover, Replica
-from tests.integration.operator.rotation_support import (
-    has_dual_passwords,
-    is_mariadb,
-    poll,
-    rotation_status,
-    wait_for_event,
-    wait_for_phase,
-)
+from tests.integration.operator.support.builders import database_user
+from tests.integration.operator.support.kube import create_secret, wait_for_event, wait_for_ready
+from tests.integration.operator.support.mysql import can_log_in, has_dual_passwords, is_mariadb, mysql_query
+from tests.integration.operator.support.operator import PasswordLedger
+from tests.integration.operator.support.replicas import Failover, Replica
+from tests.integration.operator.support.rotation import poll, rotation_status, wait_for_phase
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.dual_passwords]
 

@@ -30,20 +30,10 @@ from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.manager import Manager
 from dbuser_operator.runtime.objects import ConflictError
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey, Resource
-from tests.integration.operator.conftest import (
-    PasswordLedger,
-    capture_logs,
-    create_secret,
-    operator_settings,
-)
-from tests.integration.operator.helpers import (
-    account_exists,
-    can_log_in,
-    database_user,
-    mysql_query,
-    ready,
-    unique,
-)
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import create_secret, ready
+from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query
+from tests.integration.operator.support.operator import PasswordLedger, capture_logs, operator_settings
 
 pytestmark = pytest.mark.integration
 

@@ -15,8 +15,7 @@ from kubernetes_asyncio import client
 from dbuser_operator.envtest.fleet import Fleet
 from dbuser_operator.runtime.client import KubeClient
 from tests.conftest import Runner
-from tests.integration.operator.conftest import PasswordLedger, StartOperator
-from tests.integration.operator.fleet_support import (
+from tests.integration.operator.support.fleet import (
     FleetOperator,
     ServerHandle,
     add_user,
@@ -32,7 +31,8 @@ from tests.integration.operator.fleet_support import (
     wait_for_user_message,
     wait_for_users,
 )
-from tests.integration.operator.helpers import account_exists, can_log_in
+from tests.integration.operator.support.mysql import account_exists, can_log_in
+from tests.integration.operator.support.operator import PasswordLedger, StartOperator
 
 pytestmark = [pytest.mark.integration, pytest.mark.fleet]
 

@@ -17,8 +17,8 @@ from dbuser_operator.envtest.fleet import Fleet
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
 from tests.conftest import Runner
-from tests.integration.operator.conftest import PasswordLedger, StartOperator
-from tests.integration.operator.fleet_support import (
+from tests.integration.operator.support.builders import unique
+from tests.integration.operator.support.fleet import (
     Admin,
     FleetOperator,
     ServerHandle,
@@ -38,14 +38,9 @@ from tests.integration.operator.fleet_support import (
     wait_for_user_message,
     wait_for_users,
 )
-from tests.integration.operator.helpers import (
-    account_exists,
-    can_log_in,
-    mysql_query,
-    ready,
-    unique,
-    wait_until_gone,
-)
+from tests.integration.operator.support.kube import ready, wait_until_gone
+from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query
+from tests.integration.operator.support.operator import PasswordLedger, StartOperator
 
 pytestmark = [pytest.mark.integration, pytest.mark.fleet]
 

@@ -27,17 +27,8 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
-from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
 from tests.integration.operator.database.test_database import database, gone, wait_db
 from tests.integration.operator.databaserole.test_roles import database_role, wait_role_ready
-from tests.integration.operator.helpers import (
-    database_user,
-    mysql_query,
-    ready,
-    unique,
-    wait_for_ready,
-)
-from tests.integration.operator.rotation_support import delete_users, has_dual_passwords, wait_for_phase
 from tests.integration.operator.servers.test_servers import (
     CLUSTER_NAMESPACE,
     admin_secrets,
@@ -45,6 +36,11 @@ from tests.integration.operator.servers.test_servers import (
     server_spec,
     wait_for_server,
 )
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready
+from tests.integration.operator.support.mysql import has_dual_passwords, mysql_query
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
+from tests.integration.operator.support.rotation import delete_users, wait_for_phase
 from tests.support.argocd import health
 
 pytestmark = [pytest.mark.integration, pytest.mark.one_flavour]  # the same on every MySQL flavour

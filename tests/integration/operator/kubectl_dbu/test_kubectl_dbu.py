@@ -22,14 +22,14 @@ from dbuser_operator.envtest import Binaries, KubeCluster, MySQLServer
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.resources import Resource
 from tests.conftest import REPO
-from tests.integration.operator.conftest import TARGET, PasswordLedger, RunningOperator
-from tests.integration.operator.helpers import database_user, mysql_query, unique, wait_for_ready
-from tests.integration.operator.rotation_support import (
+from tests.integration.operator.support.builders import database_user, generated_user, unique
+from tests.integration.operator.support.kube import wait_for_ready
+from tests.integration.operator.support.mysql import has_dual_passwords, mysql_query
+from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator
+from tests.integration.operator.support.rotation import (
     an_hour_ago,
     create_pod,
     delete_users,
-    generated_user,
-    has_dual_passwords,
     secret_password,
     set_pod_started,
     wait_for_phase,

@@ -26,8 +26,8 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
-from tests.integration.operator.conftest import PasswordLedger, StartOperator, create_secret
-from tests.integration.operator.fleet_support import (
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.fleet import (
     FleetOperator,
     ServerHandle,
     add_user,
@@ -40,16 +40,14 @@ from tests.integration.operator.fleet_support import (
     wait_for_server,
     wait_for_users,
 )
-from tests.integration.operator.helpers import (
-    account_exists,
-    can_log_in,
-    database_user,
+from tests.integration.operator.support.kube import (
+    create_secret,
     finalizers_become,
-    mysql_query,
-    unique,
     wait_for_ready,
     wait_until_gone,
 )
+from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query
+from tests.integration.operator.support.operator import PasswordLedger, StartOperator
 from tests.unit.chart.chart import CHART
 
 pytestmark = [pytest.mark.integration, pytest.mark.one_flavour]  # the same on every MySQL flavour

@@ -17,9 +17,10 @@ from dbuser_operator.envtest import KubeCluster
 from dbuser_operator.envtest.kubeconfig import current_cluster
 from dbuser_operator.envtest.ports import free_port
 from dbuser_operator.runtime.client import KubeClient
-from tests.integration.operator.conftest import PasswordLedger, StartOperator, create_secret
-from tests.integration.operator.helpers import database_user, unique, wait_for_ready
 from tests.integration.operator.rbac.test_chart_rbac import service_account_token, write_token_kubeconfig
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import create_secret, wait_for_ready
+from tests.integration.operator.support.operator import PasswordLedger, StartOperator
 
 pytestmark = [pytest.mark.integration, pytest.mark.one_flavour]  # the same on every MySQL flavour
 

@@ -26,22 +26,20 @@ from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_U
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.conftest import PasswordLedger, RunningOperator, create_secret
 from tests.integration.operator.databaserole.test_roles import wait_role_ready
-from tests.integration.operator.helpers import (
-    account_exists,
-    can_log_in,
-    database_user,
-    mysql_query,
-    privileges_of,
+from tests.integration.operator.servers import test_server_policy
+from tests.integration.operator.servers.test_server_policy import BOUNDS, Tenancy, escaped, snapshot
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import (
+    create_secret,
+    events_of,
     ready,
-    unique,
+    wait_for_event,
     wait_for_ready,
     wait_until_gone,
 )
-from tests.integration.operator.rotation_support import events_of, wait_for_event
-from tests.integration.operator.servers import test_server_policy
-from tests.integration.operator.servers.test_server_policy import BOUNDS, Tenancy, escaped, snapshot
+from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query, privileges_of
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 
 pytestmark = pytest.mark.integration
 

@@ -9,16 +9,11 @@ from typing import Any
 import pytest
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
-from tests.integration.operator.helpers import (
-    database_user,
-    mysql_query,
-    ready,
-    unique,
-    wait_for_ready,
-    wait_until_gone,
-)
 from tests.integration.operator.servers.test_reserved_admins import Platform, platform
 from tests.integration.operator.servers.test_server_policy import BOUNDS, Tenancy, tenancy
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import ready, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.mysql import mysql_query
 
 pytestmark = pytest.mark.integration
 

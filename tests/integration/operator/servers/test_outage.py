@@ -27,15 +27,16 @@ from dbuser_operator.envtest.ports import free_port
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.conftest import (
+from tests.integration.operator.servers.test_servers import admin_secrets, server_object, server_spec
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import create_secret, ready
+from tests.integration.operator.support.mysql import can_log_in
+from tests.integration.operator.support.operator import (
     PasswordLedger,
     RunningOperator,
     StartOperator,
-    create_secret,
     stopped_within,
 )
-from tests.integration.operator.helpers import can_log_in, database_user, ready, unique
-from tests.integration.operator.servers.test_servers import admin_secrets, server_object, server_spec
 from tests.support.fault_proxy import FaultProxy
 
 pytestmark = pytest.mark.integration

@@ -26,22 +26,10 @@ from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
-from tests.integration.operator.conftest import (
-    TARGET,
-    PasswordLedger,
-    RunningOperator,
-    StartOperator,
-    create_secret,
-)
-from tests.integration.operator.helpers import (
-    can_log_in,
-    database_user,
-    mysql_query,
-    ready,
-    unique,
-    wait_for_ready,
-    wait_until_gone,
-)
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.mysql import can_log_in, mysql_query
+from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator, StartOperator
 
 pytestmark = pytest.mark.integration
 

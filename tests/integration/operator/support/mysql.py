@@ -1,91 +1,14 @@
-"""Helpers of the operator's end-to-end tests: objects, waiting, and real MySQL logins."""
+"""The MySQL server as the operator's tests see it: real logins, accounts, privileges, its flavour."""
 
 from __future__ import annotations
 
-import asyncio
-import secrets
-import time
 from typing import Any
 
 import pymysql
-from kubernetes_asyncio.client.exceptions import ApiException
 
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.mysql import ServerInfo, dual_password, mariadb_dual_auth
 from tests.integration.mysql.support import client_tls
-from tests.integration.operator.conftest import TARGET
-
-
-def unique(name: str) -> str:
-    """``name`` with a random suffix: a DatabaseUser and account name no other test (or earlier run against
-    the same server) uses."""
-    return f"{name}-{secrets.token_hex(3)}"
-
-
-def database_user(
-    name: str, secret: str, key: str = "password", target: str = TARGET, **spec: Any
-) -> dict[str, Any]:
-    return {
-        "apiVersion": DATABASE_USERS.api_version,
-        "kind": "DatabaseUser",
-        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": target}},
-        "spec": {"password": {"name": secret, "key": key}, **spec},
-    }
-
-
-def ready(obj: dict[str, Any]) -> dict[str, Any] | None:
-    for condition in (obj.get("status") or {}).get("conditions") or []:
-        if condition["type"] == "Ready":
-            return dict(condition)
-    return None
-
-
-async def wait_for_ready(
-    kube: KubeClient,
-    namespace: str,
-    name: str,
-    status: str = "True",
-    reason: str | None = None,
-    limit: float = 30,
-) -> dict[str, Any]:
-    """Poll until the Ready condition has ``status`` (and ``reason``); return the object."""
-    deadline = time.monotonic() + limit
-    obj: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        obj = await kube.get(DATABASE_USERS, name, namespace)
-        condition = ready(obj)
-        if condition and condition["status"] == status and (reason is None or condition["reason"] == reason):
-            return obj
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{namespace}/{name} never got Ready={status} {reason or ''}: {ready(obj)}")
-
-
-async def finalizers_become(
-    kube: KubeClient, namespace: str, name: str, expected: list[str], limit: float = 15
-) -> None:
-    """Poll until the resource's finalizers are exactly ``expected``."""
-    deadline = time.monotonic() + limit
-    obj: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        obj = await kube.get(DATABASE_USERS, name, namespace)
-        if (obj["metadata"].get("finalizers") or []) == expected:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{namespace}/{name} finalizers never became {expected}: {obj.get('metadata')}")
-
-
-async def wait_until_gone(kube: KubeClient, namespace: str, name: str, limit: float = 30) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        try:
-            await kube.get(DATABASE_USERS, name, namespace)
-        except ApiException as error:
-            if error.status == 404:
-                return
-            raise
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{namespace}/{name} was not deleted")
 
 
 def can_log_in(mysql: MySQLServer, user: str, password: str, *, tls: bool = False) -> bool:
@@ -177,3 +100,16 @@ def mysql_accounts(mysql: MySQLServer) -> dict[tuple[str, str], tuple[Any, ...]]
         "FROM mysql.user",
     )
     return {(row[0], row[1]): tuple(row[2:]) for row in rows}
+
+
+def has_dual_passwords(mysql: MySQLServer) -> bool:
+    """Whether the test server can keep two passwords of an account: MySQL 8.0.21+ (a retained password),
+    MariaDB 10.11+ (two authentications of one plugin)."""
+    [(version,)] = mysql_query(mysql, "SELECT VERSION()")
+    server = ServerInfo.parse(str(version))
+    return dual_password.supports_dual_passwords(server) or mariadb_dual_auth.supports_dual_auth(server)
+
+
+def is_mariadb(mysql: MySQLServer) -> bool:
+    [(version,)] = mysql_query(mysql, "SELECT VERSION()")
+    return ServerInfo.parse(str(version)).flavour == "mariadb"

@@ -20,9 +20,11 @@ from dbuser_operator.envtest.fleet import Fleet
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.resources import SECRETS, Resource
-from tests.integration.operator.conftest import PasswordLedger, RunningOperator, StartOperator, create_secret
-from tests.integration.operator.helpers import can_log_in, database_user, ready, unique, wait_until_gone
-from tests.integration.operator.helpers import wait_for_ready as wait_for_user
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.kube import create_secret, ready, wait_until_gone
+from tests.integration.operator.support.kube import wait_for_ready as wait_for_user
+from tests.integration.operator.support.mysql import can_log_in
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
 
 TARGET_LABEL = "dbuser-operator.dev/target"
 

@@ -1,4 +1,4 @@
-"""Helpers of the rotation tests: the server's flavour, pods written the way a kubelet would, Events."""
+"""Helpers of the rotation tests: pods written the way a kubelet would, the rotation's status, the Secret."""
 
 from __future__ import annotations
 
@@ -11,25 +11,9 @@ from typing import Any
 
 from dbuser_operator.controllers.databaseuser.steps.rotation import PODS
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
-from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import ServerInfo, dual_password, mariadb_dual_auth
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.conditions import format_time
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.helpers import mysql_query
-
-
-def has_dual_passwords(mysql: MySQLServer) -> bool:
-    """Whether the test server can keep two passwords of an account: MySQL 8.0.21+ (a retained password),
-    MariaDB 10.11+ (two authentications of one plugin)."""
-    [(version,)] = mysql_query(mysql, "SELECT VERSION()")
-    server = ServerInfo.parse(str(version))
-    return dual_password.supports_dual_passwords(server) or mariadb_dual_auth.supports_dual_auth(server)
-
-
-def is_mariadb(mysql: MySQLServer) -> bool:
-    [(version,)] = mysql_query(mysql, "SELECT VERSION()")
-    return ServerInfo.parse(str(version)).flavour == "mariadb"
 
 
 async def create_pod(
@@ -78,23 +62,6 @@ def an_hour_ago() -> datetime:
     return datetime.now(UTC) - timedelta(hours=1)
 
 
-async def events_of(kube: KubeClient, namespace: str, name: str) -> list[dict[str, Any]]:
-    listed = await kube.request("GET", f"/api/v1/namespaces/{namespace}/events")
-    return [event for event in listed["items"] if event["involvedObject"].get("name") == name]
-
-
-async def wait_for_event(
-    kube: KubeClient, namespace: str, name: str, reason: str, limit: float = 60
-) -> dict[str, Any]:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        for event in await events_of(kube, namespace, name):
-            if event["reason"] == reason:
-                return event
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"no Event {reason} for {namespace}/{name} within {limit} s")
-
-
 async def rotation_status(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:
     obj = await kube.get(DATABASE_USERS, name, namespace)
     return dict((obj.get("status") or {}).get("rotation") or {})
@@ -118,16 +85,6 @@ async def poll(condition: Callable[[], Awaitable[bool]], what: str, limit: float
     while not await condition():
         assert time.monotonic() < deadline, f"{what} not met within {limit} s"
         await asyncio.sleep(0.05)
-
-
-def generated_user(name: str, target: str, **spec: Any) -> dict[str, Any]:
-    """A DatabaseUser with a generated password (in the Secret ``<name>-password``, key ``password``)."""
-    return {
-        "apiVersion": DATABASE_USERS.api_version,
-        "kind": "DatabaseUser",
-        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": target}},
-        "spec": {"generatedPassword": {}, **spec},
-    }
 
 
 async def secret_password(kube: KubeClient, namespace: str, secret: str, key: str = "password") -> str:
