@@ -3,29 +3,25 @@ and MySQL server of the test environment, the password ledger and its leak check
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 
-from dbuser_operator import app
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.runtime.client import KubeClient
+from tests.integration.operator.support.instances import Instances, new_target, set_own_target
 from tests.integration.operator.support.kube import read_settled
 from tests.integration.operator.support.operator import (
-    SHUTDOWN_LIMIT,
+    TARGET,
     PasswordLedger,
     RunningOperator,
     StartOperator,
     capture_logs,
     component_logs,
-    operator_settings,
-    stopped_within,
 )
 
 
@@ -35,38 +31,47 @@ def passwords() -> PasswordLedger:
 
 
 @pytest.fixture(scope="session")
-async def start_operator(
-    kube: KubeCluster, mysql: MySQLServer, crds: list[str], envtest_workdir: Path
-) -> AsyncIterator[StartOperator]:
-    """Start operator instances (stopped at the end of the session); their logs go to files."""
-    running: list[RunningOperator] = []
+def operator_logs(envtest_workdir: Path) -> Iterator[Path]:
+    """Where the in-process operators log: every line of every instance also goes to ``operator.log``."""
     log_dir = envtest_workdir / "operator"
     log_dir.mkdir(exist_ok=True)
     handler = capture_logs(log_dir / "operator.log")
+    yield log_dir
+    logging.getLogger().removeHandler(handler)
+    handler.close()
 
-    async def start(**overrides: Any) -> RunningOperator:
-        settings = operator_settings(kube, mysql, log_dir, **overrides)
-        stop = asyncio.Event()
-        task = asyncio.create_task(app.run(settings, stop))
-        instance = RunningOperator(settings, log_dir / "operator.log", task, stop)
-        running.append(instance)
-        await asyncio.sleep(0)
-        return instance
 
-    yield start
-    for instance in running:
-        instance.stop.set()
+@pytest.fixture
+async def start_operator(
+    kube: KubeCluster, mysql: MySQLServer, crds: list[str], operator_logs: Path, kube_api: client.ApiClient
+) -> AsyncIterator[StartOperator]:
+    """Start operator instances for this test: cleaned up and stopped when it ends, and whatever they leave
+    behind fails it (``support/instances.py``)."""
+    instances = Instances(kube, mysql, operator_logs)
+    yield instances.start
+    await instances.finish(KubeClient(kube_api))
+
+
+@pytest.fixture(scope="module")
+async def start_module_operator(
+    kube: KubeCluster, mysql: MySQLServer, crds: list[str], operator_logs: Path, kube_api: client.ApiClient
+) -> AsyncIterator[StartOperator]:
+    """``start_operator`` for a module's fixtures: the instances last until the module's tests are done."""
+    instances = Instances(kube, mysql, operator_logs)
+    yield instances.start
+    await instances.finish(KubeClient(kube_api))
+
+
+@pytest.fixture
+async def operator(start_operator: StartOperator) -> AsyncIterator[RunningOperator]:
+    """This test's own operator: a target and a bookkeeping schema of its own (the builders label with
+    :func:`own_target`), every namespace, a drift check every second."""
+    target = new_target()
+    set_own_target(target)
     try:
-        await stopped_within(SHUTDOWN_LIMIT, [i.task for i in running])
+        yield await start_operator(target=target, resync_period=1.0)
     finally:
-        logging.getLogger().removeHandler(handler)
-        handler.close()
-
-
-@pytest.fixture(scope="session")
-async def operator(start_operator: StartOperator) -> RunningOperator:
-    """The session's operator: target "e2e", every namespace, a drift check every second."""
-    return await start_operator(resync_period=1.0)
+        set_own_target(TARGET)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -23,9 +23,10 @@ from dbuser_operator.runtime.metrics import REGISTRY
 from tests.integration.operator.servers import test_server_policy
 from tests.integration.operator.servers.test_server_policy import Tenancy
 from tests.integration.operator.support.builders import unique
+from tests.integration.operator.support.instances import own_target
 from tests.integration.operator.support.kube import ready, wait_for_event
 from tests.integration.operator.support.mysql import mysql_query
-from tests.integration.operator.support.operator import TARGET, RunningOperator, StartOperator
+from tests.integration.operator.support.operator import RunningOperator, StartOperator
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +39,7 @@ def database(resource: str, **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": DATABASES.api_version,
         "kind": "Database",
-        "metadata": {"name": resource, "labels": {"dbuser-operator.dev/target": TARGET}},
+        "metadata": {"name": resource, "labels": {"dbuser-operator.dev/target": own_target()}},
         "spec": spec,
     }
 

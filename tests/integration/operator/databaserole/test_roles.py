@@ -18,9 +18,10 @@ from dbuser_operator.runtime.resources import EVENTS
 from tests.conftest import Runner
 from tests.integration.mysql.support import client_tls
 from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.instances import own_target
 from tests.integration.operator.support.kube import create_secret, ready, wait_for_event, wait_for_ready
 from tests.integration.operator.support.mysql import mysql_accounts, mysql_query, privileges_of
-from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator, StartOperator
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +33,7 @@ def database_role(name: str, **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": DATABASE_ROLES.api_version,
         "kind": "DatabaseRole",
-        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": TARGET}},
+        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": own_target()}},
         "spec": spec,
     }
 
@@ -132,7 +133,7 @@ async def test_role_lifecycle_and_user_roles(
     # From empty: the role exists with exactly its privileges.
     obj = await wait_role_ready(kube_client, namespace, role_name)
     assert obj["status"]["role"] == role_name
-    assert obj["metadata"]["finalizers"] == [f"mysql.dbuser-operator.dev/account-{TARGET}"]
+    assert obj["metadata"]["finalizers"] == [f"mysql.dbuser-operator.dev/account-{own_target()}"]
     assert role_exists(mysql, role_name)
     expected = {(database, "*", "SELECT", False)}
     assert privileges_of(mysql, role_name, host) == expected

@@ -24,14 +24,15 @@ from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import client_tls
 from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.instances import own_target
 from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query
-from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator, StartOperator
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
 
 pytestmark = pytest.mark.integration
 
 
-def generated_user(name: str, target: str = TARGET, **spec: Any) -> dict[str, Any]:
+def generated_user(name: str, target: str | None = None, **spec: Any) -> dict[str, Any]:
     """A DatabaseUser whose password the operator generates."""
     obj = database_user(name, "unused", target=target, **spec)
     del obj["spec"]["password"]
@@ -277,7 +278,7 @@ async def test_a_stored_password_is_used_not_a_new_one(
     await kube_client.patch(
         DATABASE_USERS,
         name,
-        {"metadata": {"labels": {"dbuser-operator.dev/target": TARGET}}},
+        {"metadata": {"labels": {"dbuser-operator.dev/target": own_target()}}},
         PatchType.MERGE,
         namespace=namespace,
     )

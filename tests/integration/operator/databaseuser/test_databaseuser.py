@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
+from dbuser_operator.api.v1alpha1 import RELEASE_ANNOTATION
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
@@ -19,6 +20,7 @@ from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS, Resource
 from tests.conftest import Runner
 from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.instances import own_target
 from tests.integration.operator.support.kube import (
     create_secret,
     events_of,
@@ -28,7 +30,7 @@ from tests.integration.operator.support.kube import (
     wait_until_gone,
 )
 from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query, write_statements
-from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator, StartOperator
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +63,7 @@ async def test_create_rotate_and_delete(
     assert obj["status"]["user"] == app_one
     assert obj["status"]["host"] == "%"
     assert obj["status"]["appliedSecret"]["name"] == "app-pw"
-    assert obj["metadata"]["finalizers"] == [f"mysql.dbuser-operator.dev/account-{TARGET}"]
+    assert obj["metadata"]["finalizers"] == [f"mysql.dbuser-operator.dev/account-{own_target()}"]
     assert can_log_in(mysql, app_one, first)
 
     # Rotation: the Secret watch applies the new password within moments.
@@ -278,6 +280,9 @@ async def test_an_admin_without_privileges_is_reported(
         assert f"'{unprivileged}'@'%'" in message
         assert "1227" in message or "CREATE USER" in message  # the server's error code or words
         assert not account_exists(mysql, unprivileged)
+        # This admin cannot drop what it would own: the resource lets go when deleted (it owns nothing).
+        release = {"metadata": {"annotations": {RELEASE_ANNOTATION: "true"}}}
+        await kube_client.patch(DATABASE_USERS, unprivileged, release, PatchType.MERGE, namespace=namespace)
     finally:
         with mysql.connect() as connection, connection.cursor() as cursor:
             cursor.execute("DROP USER IF EXISTS 'weak_admin'@'%'")

@@ -21,7 +21,7 @@ from tests.integration.mysql.support import loaded_plugin
 from tests.integration.operator.support.builders import database_user, generated_user, unique
 from tests.integration.operator.support.kube import create_secret, wait_for_event, wait_for_ready
 from tests.integration.operator.support.mysql import can_log_in, mysql_query
-from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.integration.operator.support.replicas import GeneralLog
 from tests.integration.operator.support.rotation import delete_users, poll, secret_password
 
@@ -66,7 +66,7 @@ async def test_the_general_log_shows_no_password(
         for body in (
             database_user(plain, "logged-pw"),  # the default strategy: DualPassword on MySQL
             database_user(named, "logged-pw", rotation=IMMEDIATE, authentication={"plugin": plugin}),
-            generated_user(generated, TARGET, rotation=IMMEDIATE),
+            generated_user(generated, rotation=IMMEDIATE),
         ):
             await kube_client.create(DATABASE_USERS, body, namespace)
         for name in (plain, named, generated):

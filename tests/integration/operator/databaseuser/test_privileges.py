@@ -36,10 +36,10 @@ def flavour(mysql: MySQLServer) -> str:
 
 
 @pytest.fixture(scope="module")
-async def privileged(start_operator: StartOperator) -> RunningOperator:
+async def privileged(start_module_operator: StartOperator) -> RunningOperator:
     """An instance whose allow-list on *.* has the server-only privileges of both flavours."""
     allowed = ["PROCESS", *SERVER_ONLY["mysql"], *SERVER_ONLY["mariadb"]]
-    return await start_operator(
+    return await start_module_operator(
         target=TARGET,
         resync_period=1.0,
         ownership_schema="dbuser_operator_privileges",

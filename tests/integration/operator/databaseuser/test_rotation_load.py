@@ -23,7 +23,7 @@ from tests.integration.mysql.support import client_tls
 from tests.integration.operator.support.builders import generated_user, unique
 from tests.integration.operator.support.kube import wait_for_ready
 from tests.integration.operator.support.mysql import can_log_in, has_dual_passwords
-from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.integration.operator.support.rotation import delete_users, poll, rotation_status, secret_password
 
 
@@ -89,7 +89,7 @@ async def test_zero_failed_logins_across_rotations(
     secret = f"{name}-connection"  # what the applications mount
     connection = {"name": secret}
     rotation = {"gracePeriod": "2s", "maxWait": "2m"}
-    body = generated_user(name, TARGET, rotation=rotation, connectionSecret=connection)
+    body = generated_user(name, rotation=rotation, connectionSecret=connection)
     await kube_client.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube_client, namespace, name)
     load = Load(mysql, name, await secret_password(kube_client, namespace, secret))

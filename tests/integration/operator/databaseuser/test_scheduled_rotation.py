@@ -21,9 +21,10 @@ from dbuser_operator.mysql.password_hashes import native_hash
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.support.builders import database_user, generated_user, unique
+from tests.integration.operator.support.instances import own_target
 from tests.integration.operator.support.kube import create_secret, events_of, wait_for_event, wait_for_ready
 from tests.integration.operator.support.mysql import can_log_in, has_dual_passwords, is_mariadb, mysql_query
-from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.integration.operator.support.replicas import GeneralLog, LogEntry
 from tests.integration.operator.support.rotation import (
     delete_users,
@@ -61,7 +62,7 @@ async def test_the_rotate_annotation_rotates_once_per_value(
 ) -> None:
     name = unique("gen")
     secret = f"{name}-password"
-    body = generated_user(name, TARGET, rotation={"gracePeriod": "2s"})
+    body = generated_user(name, rotation={"gracePeriod": "2s"})
     await kube_client.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube_client, namespace, name)
     first = await secret_password(kube_client, namespace, secret)
@@ -116,7 +117,7 @@ async def test_a_period_rotates_on_schedule(
 ) -> None:
     name = unique("period")
     secret = f"{name}-password"
-    body = generated_user(name, TARGET, rotation={"period": "4s", "gracePeriod": "1s"})
+    body = generated_user(name, rotation={"period": "4s", "gracePeriod": "1s"})
     await kube_client.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube_client, namespace, name)
     first = await secret_password(kube_client, namespace, secret)
@@ -161,7 +162,7 @@ async def test_a_rotation_rolls_the_named_workloads(
         "name": f"{name}-connection",
         "rollout": [{"kind": "Deployment", "name": "web"}, {"kind": "StatefulSet", "name": "missing"}],
     }
-    body = generated_user(name, TARGET, connectionSecret=connection, rotation={"gracePeriod": "1s"})
+    body = generated_user(name, connectionSecret=connection, rotation={"gracePeriod": "1s"})
     await kube_client.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube_client, namespace, name)
     passwords.values.add(await secret_password(kube_client, namespace, f"{name}-password"))
@@ -194,7 +195,7 @@ async def test_a_rotation_interrupted_at_any_step_resumes_without_retaining_twic
         pytest.skip("the marker and RETAIN: MySQL 8.0.21+, MariaDB 10.11+ (others rotate Immediately)")
     name = unique("resume")
     secret = f"{name}-password"
-    body = generated_user(name, TARGET, rotation={"gracePeriod": "1h"})
+    body = generated_user(name, rotation={"gracePeriod": "1h"})
     await kube_client.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube_client, namespace, name)
     first = await secret_password(kube_client, namespace, secret)
@@ -303,7 +304,7 @@ async def test_a_generated_rotation_reaches_every_host_with_the_strategy_in_forc
     secret = f"{name}-password"
     connection = {"name": f"{name}-db"}
     body = generated_user(
-        name, TARGET, hosts=["127.0.0.1"], connectionSecret=connection, rotation={"gracePeriod": "3s"}
+        name, own_target(), hosts=["127.0.0.1"], connectionSecret=connection, rotation={"gracePeriod": "3s"}
     )
     await kube_client.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube_client, namespace, name)
@@ -349,7 +350,7 @@ async def test_a_rotation_of_several_hosts_that_died_halfway_never_keeps_the_los
     retaining the lost one."""
     name = unique("halfway")
     secret = f"{name}-password"
-    body = generated_user(name, TARGET, hosts=["127.0.0.1"], rotation={"gracePeriod": "1h"})
+    body = generated_user(name, hosts=["127.0.0.1"], rotation={"gracePeriod": "1h"})
     await kube_client.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube_client, namespace, name)
     first = await secret_password(kube_client, namespace, secret)
@@ -409,7 +410,7 @@ async def test_a_generated_rotation_never_touches_an_account_it_does_not_hold(
     handmade = passwords.new("handmade")
     mysql_query(mysql, f"CREATE USER '{user}'@'10.7.%%' IDENTIFIED BY %s", handmade)
     try:
-        body = generated_user(second, TARGET, user=user, host="10.6.%", hosts=["10.5.%", "10.7.%"])
+        body = generated_user(second, user=user, host="10.6.%", hosts=["10.5.%", "10.7.%"])
         await kube_client.create(DATABASE_USERS, body, namespace)
         await wait_for_ready(kube_client, namespace, second, "False", "AccountClaimed")
         own = await secret_password(kube_client, namespace, f"{second}-password")
@@ -440,7 +441,7 @@ async def test_a_hand_edit_of_the_generated_secret_after_a_rotation_retains_the_
         pytest.skip("dual passwords: MySQL only")
     name = unique("handed")
     secret = f"{name}-password"
-    body = generated_user(name, TARGET, rotation={"gracePeriod": "1s"})
+    body = generated_user(name, rotation={"gracePeriod": "1s"})
     await kube_client.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube_client, namespace, name)
     passwords.values.add(await secret_password(kube_client, namespace, secret))
@@ -477,7 +478,9 @@ async def test_the_old_password_works_until_the_grace_period_ends_to_the_fractio
     name = unique("grace")
     secret = f"{name}-password"
     grace = 5.0
-    body = generated_user(name, TARGET, rotation={"gracePeriod": f"{grace:.0f}s", "waitForConsumers": False})
+    body = generated_user(
+        name, own_target(), rotation={"gracePeriod": f"{grace:.0f}s", "waitForConsumers": False}
+    )
     await kube_client.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube_client, namespace, name)
     old = await secret_password(kube_client, namespace, secret)

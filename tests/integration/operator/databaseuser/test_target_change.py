@@ -17,6 +17,7 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from tests.conftest import Runner
 from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.instances import own_target
 from tests.integration.operator.support.kube import (
     create_secret,
     finalizers_become,
@@ -24,13 +25,17 @@ from tests.integration.operator.support.kube import (
     wait_until_gone,
 )
 from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query
-from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator, StartOperator
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration
 
 TARGET_LABEL = "dbuser-operator.dev/target"
-OURS = Scope(TARGET_LABEL, TARGET).finalizer
+
+
+def ours() -> str:
+    """The finalizer of the test's own operator."""
+    return Scope(TARGET_LABEL, own_target()).finalizer
 
 
 async def set_target(kube: KubeClient, namespace: str, name: str, target: str | None) -> None:
@@ -81,7 +86,7 @@ async def test_removing_the_target_label_lets_go_and_restoring_it_resumes(
         lambda: bool(event_messages(kubectl, namespace, "LeftTarget")), timeout=10, what="LeftTarget"
     )
     (message,) = event_messages(kubectl, namespace, "LeftTarget")
-    assert f"no longer labelled {TARGET_LABEL}={TARGET}" in message
+    assert f"no longer labelled {TARGET_LABEL}={own_target()}" in message
     assert f"'{wanderer}'@'%' was left in MySQL" in message
     await eventually(
         lambda: (REGISTRY.get_sample_value("dbuser_operator_orphaned_accounts") or 0) >= 1,
@@ -90,8 +95,8 @@ async def test_removing_the_target_label_lets_go_and_restoring_it_resumes(
     )
 
     # Back in scope: the same instance takes it up again, as its owner.
-    await set_target(kube_client, namespace, wanderer, TARGET)
-    await finalizers_become(kube_client, namespace, wanderer, [OURS])
+    await set_target(kube_client, namespace, wanderer, own_target())
+    await finalizers_become(kube_client, namespace, wanderer, [ours()])
     await wait_for_ready(kube_client, namespace, wanderer)
 
     # Out of scope once more, then deleted: nothing holds the deletion, and the account is not dropped.
@@ -176,7 +181,7 @@ async def test_the_legacy_shared_finalizer_comes_off_at_deletion(
     old["metadata"]["finalizers"] = [LEGACY_FINALIZER]  # as versions before per-target finalizers left it
     await kube_client.create(DATABASE_USERS, old, namespace)
     await wait_for_ready(kube_client, namespace, old_timer)
-    await finalizers_become(kube_client, namespace, old_timer, [LEGACY_FINALIZER, OURS])
+    await finalizers_become(kube_client, namespace, old_timer, [LEGACY_FINALIZER, ours()])
 
     await kube_client.delete(DATABASE_USERS, old_timer, namespace)
     await wait_until_gone(kube_client, namespace, old_timer)

@@ -49,9 +49,9 @@ RELEASE = "mysql.dbuser-operator.dev/release"
 
 @pytest.fixture(scope="module")
 async def fleet_operator(
-    start_operator: StartOperator, kube_api: client.ApiClient
+    start_module_operator: StartOperator, kube_api: client.ApiClient
 ) -> AsyncIterator[FleetOperator]:
-    async with running_fleet_operator(start_operator, kube_api) as operator:
+    async with running_fleet_operator(start_module_operator, kube_api) as operator:
         yield operator
 
 

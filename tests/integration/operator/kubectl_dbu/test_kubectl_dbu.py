@@ -25,7 +25,7 @@ from tests.conftest import REPO
 from tests.integration.operator.support.builders import database_user, generated_user, unique
 from tests.integration.operator.support.kube import wait_for_ready
 from tests.integration.operator.support.mysql import has_dual_passwords, mysql_query
-from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.integration.operator.support.rotation import (
     an_hour_ago,
     create_pod,
@@ -152,8 +152,11 @@ async def test_status_rotate_consumers_and_why_as_a_tenant(
     if not has_dual_passwords(mysql):
         pytest.skip("the retained old password: MySQL's dual passwords")
     name, refused = unique("kdbu"), unique("kdbu-refused")
-    spec = {"connectionSecret": {"name": f"{name}-db"}, "rotation": {"gracePeriod": "1s", "maxWait": "10m"}}
-    await kube_client.create(DATABASE_USERS, generated_user(name, TARGET, **spec), namespace)
+    spec: dict[str, Any] = {
+        "connectionSecret": {"name": f"{name}-db"},
+        "rotation": {"gracePeriod": "1s", "maxWait": "10m"},
+    }
+    await kube_client.create(DATABASE_USERS, generated_user(name, **spec), namespace)
     await kube_client.create(DATABASE_USERS, database_user(refused, "no-such-secret"), namespace)
     await wait_for_ready(kube_client, namespace, name)
     await wait_for_ready(kube_client, namespace, refused, "False", "SecretNotFound")
@@ -247,8 +250,8 @@ async def test_connect_runs_the_client_as_the_account(
         "privileges": [{"database": database, "privileges": ["SELECT"]}],
         "connectionSecret": {"name": f"{name}-db"},
     }
-    await kube_client.create(DATABASE_USERS, generated_user(name, TARGET, **spec), namespace)
-    await kube_client.create(DATABASE_USERS, generated_user(without, TARGET), namespace)
+    await kube_client.create(DATABASE_USERS, generated_user(name, **spec), namespace)
+    await kube_client.create(DATABASE_USERS, generated_user(without), namespace)
     try:
         await wait_for_ready(kube_client, namespace, name)
         password = await secret_password(kube_client, namespace, f"{name}-db")

@@ -27,9 +27,10 @@ from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
 from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.instances import own_target
 from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import can_log_in, mysql_query
-from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator, StartOperator
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
 
 pytestmark = pytest.mark.integration
 
@@ -65,7 +66,7 @@ def server_object(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": MYSQL_SERVERS.api_version,
         "kind": kind,
-        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": TARGET}},
+        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": own_target()}},
         "spec": spec,
     }
 
@@ -81,13 +82,13 @@ def new_schema() -> str:
 
 
 async def create_server(
-    kube: KubeClient, namespace: str, mysql: MySQLServer, name: str = "main", target: str = TARGET
+    kube: KubeClient, namespace: str, mysql: MySQLServer, name: str = "main", target: str | None = None
 ) -> str:
     """A MySQLServer ``name`` reaching ``mysql``, its admin Secret ``<name>-admin``; its schema."""
     schema = new_schema()
     await admin_secrets(kube, namespace, mysql, f"{name}-admin")
     body = server_object("MySQLServer", name, server_spec(mysql, f"{name}-admin", schema))
-    body["metadata"]["labels"]["dbuser-operator.dev/target"] = target
+    body["metadata"]["labels"]["dbuser-operator.dev/target"] = target or own_target()
     await kube.create(MYSQL_SERVERS, body, namespace)
     return schema
 
@@ -97,7 +98,7 @@ async def ready_user_on(
     namespace: str,
     passwords: PasswordLedger,
     server: str = "main",
-    target: str = TARGET,
+    target: str | None = None,
     **spec: Any,
 ) -> tuple[str, str]:
     """A DatabaseUser on MySQLServer ``server``, once Ready: its name and password."""
@@ -209,7 +210,7 @@ async def test_server_status_and_printer_columns(
     assert status["accounts"] == 0
     assert status["observedGeneration"] == obj["metadata"]["generation"]
     assert f"{mysql.host}:{mysql.port}" in ready(obj)["message"]  # type: ignore[index]
-    assert obj["metadata"]["finalizers"] == [f"mysql.dbuser-operator.dev/server-{TARGET}"]
+    assert obj["metadata"]["finalizers"] == [f"mysql.dbuser-operator.dev/server-{own_target()}"]
     assert mysql_query(mysql, "SHOW DATABASES LIKE %s", schema) == [(schema,)]  # the bookkeeping schema
 
     header, row = kubectl("get", "mysqlservers", "-n", namespace).stdout.splitlines()
@@ -436,7 +437,7 @@ async def test_a_role_on_a_server_is_granted_there_and_refused_to_a_user_of_anot
     role_body = {
         "apiVersion": DATABASE_ROLES.api_version,
         "kind": "DatabaseRole",
-        "metadata": {"name": role, "labels": {"dbuser-operator.dev/target": TARGET}},
+        "metadata": {"name": role, "labels": {"dbuser-operator.dev/target": own_target()}},
         "spec": {"privileges": [grant], "serverRef": {"name": "main"}},
     }
     await kube_client.create(DATABASE_ROLES, role_body, namespace)

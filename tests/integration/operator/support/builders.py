@@ -6,7 +6,7 @@ import secrets
 from typing import Any
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
-from tests.integration.operator.support.operator import TARGET
+from tests.integration.operator.support.instances import own_target
 
 
 def unique(name: str) -> str:
@@ -16,8 +16,11 @@ def unique(name: str) -> str:
 
 
 def database_user(
-    name: str, secret: str, key: str = "password", target: str = TARGET, **spec: Any
+    name: str, secret: str, key: str = "password", target: str | None = None, **spec: Any
 ) -> dict[str, Any]:
+    """A DatabaseUser whose password is ``key`` of the Secret ``secret``, labelled with ``target`` (by
+    default the target of the test's own operator)."""
+    target = target or own_target()
     return {
         "apiVersion": DATABASE_USERS.api_version,
         "kind": "DatabaseUser",
@@ -26,8 +29,10 @@ def database_user(
     }
 
 
-def generated_user(name: str, target: str, **spec: Any) -> dict[str, Any]:
-    """A DatabaseUser with a generated password (in the Secret ``<name>-password``, key ``password``)."""
+def generated_user(name: str, target: str | None = None, **spec: Any) -> dict[str, Any]:
+    """A DatabaseUser with a generated password (in the Secret ``<name>-password``, key ``password``),
+    labelled with ``target`` (by default the target of the test's own operator)."""
+    target = target or own_target()
     return {
         "apiVersion": DATABASE_USERS.api_version,
         "kind": "DatabaseUser",

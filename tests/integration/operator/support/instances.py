@@ -1,0 +1,155 @@
+"""Operator instances owned by the test that starts them (issue 36: a test owns the operator it asserts on).
+
+The ``operator`` fixture's instance has a target of its own, and :func:`own_target` tells the builders
+(``database_user`` and the rest label their resources with it): no other test's operator serves its
+resources, and it serves no other test's. When the test (or module) that started them ends, its instances
+are cleaned up and stopped, and what they leave behind fails the test:
+
+1. every resource of their targets is deleted while an instance of that target still runs, so that its
+   finalizer runs (accounts, roles and databases dropped or released as their policy says);
+2. the instances are stopped (a shutdown that hangs fails the test, naming where it waits);
+3. no resource of those targets may remain (its finalizer would hold its namespace forever), and no row
+   of their bookkeeping schemas may still name one of those resources (an account, role or database
+   owned by nobody any more).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbuser_operator import app
+from dbuser_operator.controllers.kit.resources import (
+    CLUSTER_MYSQL_SERVERS,
+    DATABASE_ROLES,
+    DATABASE_USERS,
+    DATABASES,
+    MYSQL_SERVERS,
+)
+from dbuser_operator.envtest import KubeCluster, MySQLServer
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.errors import NotFound
+from dbuser_operator.runtime.resources import Resource
+from tests.integration.operator.support.operator import (
+    SHUTDOWN_LIMIT,
+    TARGET,
+    RunningOperator,
+    operator_settings,
+    stopped_within,
+)
+
+TARGET_LABEL = "dbuser-operator.dev/target"
+# Deleted first, then the server resources they use.
+CLEANED = (DATABASE_USERS, DATABASE_ROLES, DATABASES, MYSQL_SERVERS, CLUSTER_MYSQL_SERVERS)
+BOOKKEEPING_TABLES = ("accounts", "roles", "databases")
+CLEANUP_LIMIT = 120.0  # seconds the finalizers of a test's resources get to run (a poll limit)
+
+_own_target = TARGET
+
+
+def own_target() -> str:
+    """The target of the running test's own operator (the ``operator`` fixture), ``e2e`` outside one."""
+    return _own_target
+
+
+def new_target(prefix: str = "t") -> str:
+    """A target no other test uses (at most 63 characters, a label value)."""
+    return f"{prefix}-{secrets.token_hex(4)}"
+
+
+@dataclass
+class Instances:
+    """The operator instances of one test (or module) and what they are checked for when it ends."""
+
+    kube: KubeCluster
+    mysql: MySQLServer
+    log_dir: Path
+    started: list[RunningOperator] = field(default_factory=list)
+
+    async def start(self, **overrides: Any) -> RunningOperator:
+        """Start an instance: ``operator_settings`` with ``overrides``."""
+        settings = operator_settings(self.kube, self.mysql, self.log_dir, **overrides)
+        stop = asyncio.Event()
+        task = asyncio.create_task(app.run(settings, stop), name=f"operator {settings.target}")
+        instance = RunningOperator(settings, self.log_dir / "operator.log", task, stop)
+        self.started.append(instance)
+        await asyncio.sleep(0)
+        return instance
+
+    async def finish(self, kube: KubeClient) -> None:
+        """Clean up, stop, then fail on whatever the instances left behind (see the module docstring)."""
+        targets = {instance.settings.target for instance in self.started}
+        running = {i.settings.target for i in self.started if not i.task.done() and not i.stop.is_set()}
+        schemas = {instance.settings.ownership_schema for instance in self.started}
+        owners = {key for resource in CLEANED for key in await _listed(kube, resource, targets)}
+        try:
+            await _delete_resources(kube, running)
+        finally:
+            for instance in self.started:
+                instance.stop.set()
+            await stopped_within(SHUTDOWN_LIMIT, [instance.task for instance in self.started])
+        left = await _resources_of(kube, targets)
+        assert not left, f"the test left resources with finalizers behind: {left}"
+        rows = await asyncio.to_thread(_owned_rows, self.mysql, schemas, owners)
+        assert not rows, f"the test left owned accounts, roles or databases behind: {rows}"
+
+
+def set_own_target(target: str) -> None:
+    global _own_target  # noqa: PLW0603 - one test runs at a time: its operator's target
+    _own_target = target
+
+
+async def _delete_resources(kube: KubeClient, targets: set[str]) -> None:
+    """Delete every resource of ``targets`` and wait until they are gone (their finalizers ran)."""
+    for resource in CLEANED:
+        for namespace, name in await _listed(kube, resource, targets):
+            with contextlib.suppress(NotFound):
+                await kube.delete(resource, name, namespace or None)
+    async with asyncio.timeout(CLEANUP_LIMIT):
+        while True:
+            if not await _resources_of(kube, targets):
+                return
+            await asyncio.sleep(0.2)
+
+
+async def _listed(kube: KubeClient, resource: Resource, targets: set[str]) -> list[tuple[str, str]]:
+    if not targets:
+        return []
+    selector = f"{TARGET_LABEL} in ({','.join(sorted(targets))})"
+    items = (await kube.list(resource, label_selector=selector))["items"]
+    return [(item["metadata"].get("namespace", ""), item["metadata"]["name"]) for item in items]
+
+
+async def _resources_of(kube: KubeClient, targets: set[str]) -> list[str]:
+    return [
+        f"{resource.kind} {namespace + '/' if namespace else ''}{name}"
+        for resource in CLEANED
+        for namespace, name in await _listed(kube, resource, targets)
+    ]
+
+
+def _owned_rows(
+    mysql: MySQLServer, schemas: set[str], owners: set[tuple[str, str]]
+) -> list[tuple[str, str, str, str]]:
+    """Rows of the bookkeeping tables of ``schemas`` that name one of ``owners`` (namespace, name)."""
+    rows: list[tuple[str, str, str, str]] = []
+    with mysql.connect() as connection, connection.cursor() as cursor:
+        for schema in sorted(schemas):
+            cursor.execute(
+                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (schema,)
+            )
+            for (table,) in cursor.fetchall():
+                if table not in BOOKKEEPING_TABLES:
+                    continue
+                owner = "resource" if table == "databases" else "name"
+                cursor.execute(f"SELECT namespace, {owner} FROM `{schema}`.`{table}`")
+                rows.extend(
+                    (schema, table, str(namespace), str(name))
+                    for namespace, name in cursor.fetchall()
+                    if (namespace, name) in owners
+                )
+    return rows
