@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import asyncio
 
 import pytest
 
@@ -71,10 +71,11 @@ async def test_the_worker_bounds_time_and_comes_back() -> None:
     try:
         assert await renderer.render({"user": "{{ username }}"}, VALUES) == {"user": "app"}
         endless = "{% for a in JDBC_URL %}" * 6 + "{% endfor %}" * 6
-        started = time.monotonic()
-        with pytest.raises(TemplateError, match="took longer than 1 s"):
-            await renderer.render({"endless": endless}, VALUES)
-        assert time.monotonic() - started < 30  # killed, not waited for
+        # Killed, not waited for: the render would take hours; two minutes tell the two apart on
+        # any machine (the product's own bound, 1 s, is its message).
+        async with asyncio.timeout(120):
+            with pytest.raises(TemplateError, match="took longer than 1 s"):
+                await renderer.render({"endless": endless}, VALUES)
         # A new worker serves the next render.
         assert await renderer.render({"user": "{{ username }}!"}, VALUES) == {"user": "app!"}
         with pytest.raises(TemplateError, match="uses 'lipsum'"):
