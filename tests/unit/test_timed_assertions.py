@@ -192,8 +192,8 @@ class Module:
         self._terms: dict[tuple[ast.AST, str], tuple[str, ...]] = {}
         self.calls: dict[str, list[ast.Call]] = {}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and (name := call_name(node)):
-                self.calls.setdefault(name, []).append(node)
+            if isinstance(node, ast.Call) and (called := call_name(node)):
+                self.calls.setdefault(called, []).append(node)
 
     def forget(self) -> None:
         """Drop what was worked out: ``clock_functions`` grew."""
@@ -204,7 +204,7 @@ class Module:
         while current is not None and not isinstance(current, Scope):
             current = self.parent.get(current)
         assert current is not None
-        return current  # type: ignore[return-value]
+        return current
 
     def qualname(self, node: ast.AST) -> str:
         names: list[str] = []
@@ -273,12 +273,11 @@ class Module:
             case ast.Await(value=value):
                 return self.terms(value)
             case ast.Call(func=func, args=args):
-                name = call_name(node)  # type: ignore[arg-type]
-                if name in self.clock_functions:
+                if call_name(node) in self.clock_functions:
                     return (CLOCK,)
                 if isinstance(func, ast.Attribute) and CLOCK in (receiver := self.terms(func.value)):
                     return receiver  # .total_seconds(), .timestamp(), .replace(microsecond=0), …
-                if name in PASS_THROUGH_CALLS:
+                if call_name(node) in PASS_THROUGH_CALLS:
                     found = tuple(t for arg in args for t in self.terms(arg))
                     return found if CLOCK in found else (OTHER,)
                 return (OTHER,)
