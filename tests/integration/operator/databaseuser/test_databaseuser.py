@@ -72,7 +72,7 @@ async def test_create_rotate_and_delete(
     )
     changed = time.monotonic()
     while not can_log_in(mysql, app_one, second):
-        assert time.monotonic() - changed < 10, "the new password never worked"
+        assert time.monotonic() - changed < 60, "the new password never worked"  # a polling limit
         await asyncio.sleep(0.01)
     latency = time.monotonic() - changed
     print(f"rotation latency (Secret patched -> new password logs in): {latency * 1000:.0f} ms")
@@ -176,7 +176,7 @@ async def test_no_op_pass_writes_nothing(
             {"metadata": {"annotations": {"touched": str(attempt)}}},
             _content_type="application/merge-patch+json",  # type: ignore[call-arg]
         )
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a polling limit
         while reconciles() == reconciles_before:
             assert time.monotonic() < deadline, "no reconcile happened"
             await asyncio.sleep(0.02)

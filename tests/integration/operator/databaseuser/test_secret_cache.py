@@ -128,7 +128,7 @@ async def test_only_the_secrets_users_name_are_cached_and_every_change_to_them_a
         )
         changed = time.monotonic()
         while not can_log_in(mysql, late, edited):
-            assert time.monotonic() - changed < 10, "the edited password never applied"
+            assert time.monotonic() - changed < 60, "the edited password never applied"  # a polling limit
             await asyncio.sleep(0.01)
         print(f"Secret edit -> new password logs in: {(time.monotonic() - changed) * 1000:.0f} ms")
 
@@ -149,7 +149,7 @@ async def test_only_the_secrets_users_name_are_cached_and_every_change_to_them_a
         await kube_client.patch(DATABASE_USERS, first, patch, PatchType.MERGE, namespace=namespace)
         changed = time.monotonic()
         while not can_log_in(mysql, first, switched):
-            assert time.monotonic() - changed < 10, "the switched-to password never applied"
+            assert time.monotonic() - changed < 60, "the switched-to password never applied"
             await asyncio.sleep(0.01)
         await eventually(lambda: cached_names(secrets) == {"switched-pw", "late-pw"})
         assert "SecretNotFound" not in await warnings_about(kube_client, namespace, first)

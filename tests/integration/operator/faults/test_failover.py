@@ -77,13 +77,11 @@ class Workload:
 
     async def converged(self, mysql: MySQLServer, limit: float = 90) -> None:
         """Every live resource Ready, its account logs in with its current password; the deleted gone."""
-        deadline = time.monotonic() + limit
         for name in self.deleted:
             await wait_until_gone(self.kube, self.failover.namespace, name, limit=limit)
         for name, password in self.current.items():
-            await wait_for_ready(
-                self.kube, self.failover.namespace, name, limit=max(1, deadline - time.monotonic())
-            )
+            await wait_for_ready(self.kube, self.failover.namespace, name, limit=limit)
+            deadline = time.monotonic() + limit
             while not can_log_in(mysql, name, password):
                 assert time.monotonic() < deadline, f"{name} never logged in with its current password"
                 await asyncio.sleep(0.1)

@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -284,6 +284,20 @@ class GeneralLog:
                 " ORDER BY event_time"
             )
             return [LogEntry(row[0], str(row[1]), str(row[2])) for row in cursor.fetchall()]
+
+    def times(self, like: str) -> list[datetime]:
+        """When the server received each statement whose text matches ``like`` (SQL ``LIKE``), in UTC: the
+        server's own record, to the microsecond, for a test that compares a promised time."""
+        with self.mysql.connect() as connection, connection.cursor() as cursor:
+            cursor.execute(
+                "SET time_zone = '+00:00'"
+            )  # event_time is a TIMESTAMP: shown in the session's zone
+            cursor.execute(
+                "SELECT event_time FROM mysql.general_log"
+                " WHERE CONVERT(argument USING utf8mb4) LIKE %s ORDER BY event_time",
+                (like,),
+            )
+            return [row[0].replace(tzinfo=UTC) for row in cursor.fetchall()]
 
     def __exit__(self, *_: object) -> None:
         with self.mysql.connect() as connection, connection.cursor() as cursor:
