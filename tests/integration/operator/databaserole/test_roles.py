@@ -17,74 +17,30 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import EVENTS
 from tests.conftest import Runner
 from tests.integration.mysql.support import client_tls
-from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_event, wait_for_ready
-from tests.integration.operator.support.mysql import mysql_accounts, mysql_query, privileges_of
+from tests.integration.operator.support.builders import database_role, database_user, unique
+from tests.integration.operator.support.kube import (
+    create_secret,
+    ready,
+    wait_for_event,
+    wait_for_ready,
+    wait_role_ready,
+)
+from tests.integration.operator.support.mysql import (
+    default_roles_of,
+    is_mariadb,
+    mysql_accounts,
+    mysql_query,
+    privileges_of,
+    role_exists,
+    role_host,
+    roles_of,
+)
 from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator, StartOperator
 
 pytestmark = pytest.mark.integration
 
 # Refused as a role name (spec.role) and as a reference to a DatabaseRole (spec.roles, spec.defaultRoles).
 TRICKS = ["a'b", "a`b", "a\\b", "a b", "a%b", "ｒｏｏｔ", "x" * 33, "", "-x", "' OR '1'='1"]  # noqa: RUF001
-
-
-def database_role(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": DATABASE_ROLES.api_version,
-        "kind": "DatabaseRole",
-        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": TARGET}},
-        "spec": spec,
-    }
-
-
-def is_mariadb(mysql: MySQLServer) -> bool:
-    return "mariadb" in str(mysql_query(mysql, "SELECT VERSION()")[0][0]).lower()
-
-
-def role_host(mysql: MySQLServer) -> str:
-    return "" if is_mariadb(mysql) else "%"
-
-
-def role_exists(mysql: MySQLServer, role: str) -> bool:
-    return bool(
-        mysql_query(mysql, "SELECT 1 FROM mysql.user WHERE User = %s AND Host = %s", role, role_host(mysql))
-    )
-
-
-def roles_of(mysql: MySQLServer, user: str) -> set[str]:
-    if is_mariadb(mysql):
-        rows = mysql_query(
-            mysql, "SELECT Role FROM mysql.roles_mapping WHERE User = %s AND Host = '%%'", user
-        )
-    else:
-        rows = mysql_query(
-            mysql, "SELECT FROM_USER FROM mysql.role_edges WHERE TO_USER = %s AND TO_HOST = '%%'", user
-        )
-    return {str(row[0]) for row in rows}
-
-
-def default_roles_of(mysql: MySQLServer, user: str) -> set[str]:
-    if is_mariadb(mysql):
-        rows = mysql_query(mysql, "SELECT default_role FROM mysql.user WHERE User = %s AND Host = '%%'", user)
-    else:
-        rows = mysql_query(mysql, "SELECT DEFAULT_ROLE_USER FROM mysql.default_roles WHERE USER = %s", user)
-    return {str(row[0]) for row in rows if row[0]}
-
-
-async def wait_role_ready(
-    kube: KubeClient, namespace: str, name: str, status: str = "True", reason: str | None = None
-) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    obj: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        obj = await kube.get(DATABASE_ROLES, name, namespace)
-        condition = ready(obj)
-        if condition and condition["status"] == status and reason in {None, condition["reason"]}:
-            return obj
-        await asyncio.sleep(0.1)
-    raise AssertionError(
-        f"DatabaseRole {namespace}/{name} never got Ready={status} {reason or ''}: {ready(obj)}"
-    )
 
 
 async def eventually(check: Any, what: str, limit: float = 60) -> None:

@@ -16,10 +16,9 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient, PatchType
-from tests.integration.operator.servers.test_adoption_policy import is_mariadb
 from tests.integration.operator.support.builders import database_user, unique
 from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
-from tests.integration.operator.support.mysql import account_exists, mysql_query, write_statements
+from tests.integration.operator.support.mysql import account_exists, is_mariadb, mysql_query, write_statements
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.support.kube import eventually
 

@@ -28,17 +28,20 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import client_tls
 from tests.integration.operator.databaseuser.test_credentials import (
-    generated_user,
     log_in_with_url,
     owner_uids,
-    secret_exists,
     secret_of,
     text,
-    wait_for_secret,
 )
 from tests.integration.operator.servers.test_servers import create_server
-from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_until_gone
+from tests.integration.operator.support.builders import database_user, generated_user, unique
+from tests.integration.operator.support.kube import (
+    create_secret,
+    ready,
+    secret_exists,
+    wait_for_secret,
+    wait_until_gone,
+)
 from tests.integration.operator.support.mysql import mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
 

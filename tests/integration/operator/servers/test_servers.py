@@ -26,48 +26,20 @@ from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
-from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.builders import database_user, server_object, server_spec, unique
+from tests.integration.operator.support.kube import (
+    admin_secrets,
+    create_secret,
+    ready,
+    wait_for_ready,
+    wait_until_gone,
+)
 from tests.integration.operator.support.mysql import can_log_in, mysql_query
 from tests.integration.operator.support.operator import TARGET, PasswordLedger, RunningOperator, StartOperator
 
 pytestmark = pytest.mark.integration
 
 CLUSTER_NAMESPACE = "default"  # the session operator's --cluster-resource-namespace (no $POD_NAMESPACE)
-
-
-async def admin_secrets(kube: KubeClient, namespace: str, mysql: MySQLServer, name: str) -> None:
-    """The server's admin credentials (and its CA, when it has one) in Secret ``name``."""
-    data = {"user": mysql.user, "password": mysql.password}
-    if mysql.ca_file is not None:
-        data["ca.crt"] = mysql.ca_file.read_text()
-    await create_secret(kube, namespace, name, data)
-
-
-def server_spec(mysql: MySQLServer, secret: str, schema: str) -> dict[str, Any]:
-    """A spec reaching ``mysql`` with the admin Secret ``secret``; its bookkeeping in ``schema``."""
-    tls: dict[str, Any] = {"mode": "PREFERRED"}
-    if mysql.ca_file is not None:
-        tls = {"mode": "VERIFY_CA", "ca": {"name": secret, "key": "ca.crt"}}
-    return {
-        "host": mysql.host,
-        "port": mysql.port,
-        "credentials": {
-            "user": {"name": secret, "key": "user"},
-            "password": {"name": secret, "key": "password"},
-        },
-        "tls": tls,
-        "bookkeepingSchema": schema,
-    }
-
-
-def server_object(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": MYSQL_SERVERS.api_version,
-        "kind": kind,
-        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": TARGET}},
-        "spec": spec,
-    }
 
 
 def owned_in(mysql: MySQLServer, schema: str, user: str) -> list[tuple[Any, ...]]:

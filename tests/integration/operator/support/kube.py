@@ -9,9 +9,11 @@ from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, DATABASES
+from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient
-from dbuser_operator.runtime.errors import Unavailable
+from dbuser_operator.runtime.errors import NotFound, Unavailable
+from dbuser_operator.runtime.resources import SECRETS
 
 
 async def read_settled(kube: KubeClient, path: str, limit: float = 30.0) -> dict[str, Any]:
@@ -28,8 +30,6 @@ async def read_settled(kube: KubeClient, path: str, limit: float = 30.0) -> dict
 
 
 async def create_secret(kube: KubeClient, namespace: str, name: str, data: dict[str, str]) -> dict[str, Any]:
-    from dbuser_operator.runtime.resources import SECRETS  # noqa: PLC0415
-
     return await kube.create(SECRETS, {"metadata": {"name": name}, "stringData": data}, namespace)
 
 
@@ -102,3 +102,76 @@ async def wait_for_event(
                 return event
         await asyncio.sleep(0.2)
     raise AssertionError(f"no Event {reason} for {namespace}/{name} within {limit} s")
+
+
+async def wait_role_ready(
+    kube: KubeClient, namespace: str, name: str, status: str = "True", reason: str | None = None
+) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    obj: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        obj = await kube.get(DATABASE_ROLES, name, namespace)
+        condition = ready(obj)
+        if condition and condition["status"] == status and reason in {None, condition["reason"]}:
+            return obj
+        await asyncio.sleep(0.1)
+    raise AssertionError(
+        f"DatabaseRole {namespace}/{name} never got Ready={status} {reason or ''}: {ready(obj)}"
+    )
+
+
+async def wait_db(
+    kube: KubeClient, namespace: str, name: str, status: str = "True", reason: str | None = None
+) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    obj: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        obj = await kube.get(DATABASES, name, namespace)
+        condition = ready(obj)
+        if condition and condition["status"] == status and reason in {None, condition["reason"]}:
+            return obj
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"Database {namespace}/{name} never got Ready={status} {reason or ''}: {ready(obj)}")
+
+
+async def database_gone(kube: KubeClient, namespace: str, name: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            await kube.get(DATABASES, name, namespace)
+        except NotFound:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"Database {namespace}/{name} was never deleted")
+
+
+async def admin_secrets(kube: KubeClient, namespace: str, mysql: MySQLServer, name: str) -> None:
+    """The server's admin credentials (and its CA, when it has one) in Secret ``name``."""
+    data = {"user": mysql.user, "password": mysql.password}
+    if mysql.ca_file is not None:
+        data["ca.crt"] = mysql.ca_file.read_text()
+    await create_secret(kube, namespace, name, data)
+
+
+async def secret_exists(kube: KubeClient, namespace: str, name: str) -> bool:
+    try:
+        await kube.get(SECRETS, name, namespace)
+    except NotFound:
+        return False
+    return True
+
+
+async def wait_for_secret(
+    kube: KubeClient, namespace: str, name: str, check: Any = None, limit: float = 30
+) -> dict[str, Any]:
+    """Poll until the Secret exists (and ``check(secret)`` holds); return it."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            secret = await kube.get(SECRETS, name, namespace)
+        except NotFound:
+            secret = None
+        if secret is not None and (check is None or check(secret)):
+            return secret
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"Secret {namespace}/{name} never became as expected")
