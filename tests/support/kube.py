@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -13,6 +12,7 @@ from kubernetes_asyncio import client, config
 
 from dbuser_operator.envtest import KubeCluster
 from dbuser_operator.runtime.client import api_client
+from tests.integration.operator.support import wait
 
 
 async def eventually(
@@ -21,12 +21,12 @@ async def eventually(
     interval: float = 0.02,
     what: str = "condition",
 ) -> float:
-    """Wait until ``condition()`` is true; return the seconds it took. Fails the test on timeout."""
+    """Wait until ``condition()`` is true; return the seconds it took. Fails the test on timeout.
+
+    The suite's one wait (:func:`tests.integration.operator.support.wait.eventually`) under the names the
+    runtime tests use."""
     start = time.monotonic()
-    while not condition():
-        if time.monotonic() - start > timeout:
-            raise AssertionError(f"{what} not met within {timeout} s")
-        await asyncio.sleep(interval)
+    await wait.eventually(condition, limit=timeout, interval=interval, message=f"{what} not met")
     return time.monotonic() - start
 
 

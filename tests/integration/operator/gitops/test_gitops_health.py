@@ -42,6 +42,7 @@ from tests.integration.operator.support.kube import (
     database_gone,
     ready,
     wait_db,
+    wait_for_condition,
     wait_for_ready,
     wait_role_ready,
 )
@@ -290,13 +291,7 @@ async def test_roles_ready_and_refused(
 
 
 async def wait_cluster_server(kube: KubeClient, name: str) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for _ in range(600):
-        obj = await kube.get(CLUSTER_MYSQL_SERVERS, name)
-        if (ready(obj) or {}).get("status") == "True":
-            return obj
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"ClusterMySQLServer {name} never got Ready: {ready(obj)}")
+    return await wait_for_condition(kube, CLUSTER_MYSQL_SERVERS, None, name, limit=60)
 
 
 def closed_port() -> int:

@@ -46,6 +46,7 @@ from tests.integration.operator.support.mysql import (
     privileges_of,
 )
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
+from tests.integration.operator.support.wait import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -240,11 +241,12 @@ async def test_an_allowed_adoption_revokes_first_and_ends_the_old_sessions(
 
 
 async def wait_for_privileges(mysql: MySQLServer, user: str, count: int) -> None:
-    for _ in range(300):
-        if len(privileges_of(mysql, user)) == count:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{user} never held {count} privileges: {privileges_of(mysql, user)}")
+    def check() -> bool:
+        held = privileges_of(mysql, user)
+        assert len(held) == count, f"holds {held}"
+        return True
+
+    await eventually(check, limit=30, interval=0.1, message=f"{user} never held {count} privileges")
 
 
 async def test_revoking_a_privilege_ends_the_sessions_that_kept_it(
