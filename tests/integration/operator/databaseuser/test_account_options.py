@@ -26,9 +26,9 @@ from tests.integration.operator.servers import test_server_policy
 from tests.integration.operator.servers.test_hostile_tenant import Victim, attempt, victim
 from tests.integration.operator.servers.test_server_policy import Tenancy, snapshot
 from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.kube import ready, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import account_exists, mysql_query, write_statements
-from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
+from tests.integration.operator.support.operator import RunningOperator, StartOperator
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration
@@ -136,13 +136,6 @@ async def writes_nothing(mysql: MySQLServer, seconds: float = 2.5) -> None:
     before = write_statements(mysql)
     await asyncio.sleep(seconds)
     assert write_statements(mysql) == before
-
-
-@pytest.fixture
-async def secret(kube_client: KubeClient, namespace: str, passwords: PasswordLedger) -> str:
-    password = passwords.new()
-    await create_secret(kube_client, namespace, "pw", {"password": password})
-    return password
 
 
 @pytest.fixture
