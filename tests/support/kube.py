@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -13,6 +11,7 @@ from kubernetes_asyncio import client, config
 
 from dbuser_operator.envtest import KubeCluster
 from dbuser_operator.runtime.client import api_client
+from tests.integration.operator.support import wait
 
 
 async def eventually(
@@ -20,14 +19,12 @@ async def eventually(
     timeout: float = 10.0,  # noqa: ASYNC109 - a test helper's deadline, not an API timeout
     interval: float = 0.02,
     what: str = "condition",
-) -> float:
-    """Wait until ``condition()`` is true; return the seconds it took. Fails the test on timeout."""
-    start = time.monotonic()
-    while not condition():
-        if time.monotonic() - start > timeout:
-            raise AssertionError(f"{what} not met within {timeout} s")
-        await asyncio.sleep(interval)
-    return time.monotonic() - start
+) -> None:
+    """Wait until ``condition()`` is true. Fails the test on timeout.
+
+    The suite's one wait (:func:`tests.integration.operator.support.wait.eventually`) under the names the
+    runtime tests use."""
+    await wait.eventually(condition, limit=timeout, interval=interval, message=f"{what} not met")
 
 
 async def admin_configuration(kube: KubeCluster) -> client.Configuration:

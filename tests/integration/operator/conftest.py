@@ -14,7 +14,7 @@ from kubernetes_asyncio import client
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.runtime.client import KubeClient
 from tests.integration.operator.support.instances import Instances, new_target, set_own_target
-from tests.integration.operator.support.kube import read_settled
+from tests.integration.operator.support.kube import create_secret, read_settled
 from tests.integration.operator.support.operator import (
     TARGET,
     PasswordLedger,
@@ -103,6 +103,14 @@ async def no_password_leaks(
     assert leaks == [], f"passwords leaked into: {sorted({where for where, _ in leaks})}"
     # an operator's own log was scanned (the in-process one's, or a replica process's)
     assert any("operator" in Path(where).parent.parts for where in texts)
+
+
+@pytest.fixture
+async def secret(kube_client: KubeClient, namespace: str, passwords: PasswordLedger) -> str:
+    """A Secret "pw" in the test namespace, its key "password" a new password of the ledger; the password."""
+    password = passwords.new()
+    await create_secret(kube_client, namespace, "pw", {"password": password})
+    return password
 
 
 @pytest.fixture

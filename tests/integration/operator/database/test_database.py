@@ -18,13 +18,11 @@ from dbuser_operator.controllers.kit.resources import DATABASES
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import databases as mysql_databases
 from dbuser_operator.runtime.client import KubeClient, PatchType
-from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.metrics import REGISTRY
 from tests.integration.operator.servers import test_server_policy
 from tests.integration.operator.servers.test_server_policy import Tenancy
-from tests.integration.operator.support.builders import unique
-from tests.integration.operator.support.instances import own_target
-from tests.integration.operator.support.kube import ready, wait_for_event
+from tests.integration.operator.support.builders import database, unique
+from tests.integration.operator.support.kube import database_gone, ready, wait_db, wait_for_event
 from tests.integration.operator.support.mysql import mysql_query
 from tests.integration.operator.support.operator import RunningOperator, StartOperator
 
@@ -33,15 +31,6 @@ pytestmark = pytest.mark.integration
 shared_tenancy = test_server_policy.tenancy  # the policy tests' fixture, under this name here
 HOSTILE_NAMES = ["a`b", "a'b", "a b", "ｄｂ", "x" * 65, "*", "a.b", "a/b", "a\\b", ""]  # noqa: RUF001
 HOSTILE_CHARSETS = ["utf8mb4; DROP DATABASE x", "utf8mb4`", "latin1 COLLATE x", "ｌａｔｉｎ1", "x" * 65]  # noqa: RUF001
-
-
-def database(resource: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": DATABASES.api_version,
-        "kind": "Database",
-        "metadata": {"name": resource, "labels": {"dbuser-operator.dev/target": own_target()}},
-        "spec": spec,
-    }
 
 
 def db_name(prefix: str) -> str:
@@ -68,31 +57,6 @@ def owner_row(mysql: MySQLServer, schema: str, name: str) -> tuple[Any, ...] | N
         mysql, f"SELECT owner_uid, namespace, resource FROM `{schema}`.`databases` WHERE name = %s", name
     )
     return tuple(rows[0]) if rows else None
-
-
-async def wait_db(
-    kube: KubeClient, namespace: str, name: str, status: str = "True", reason: str | None = None
-) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    obj: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        obj = await kube.get(DATABASES, name, namespace)
-        condition = ready(obj)
-        if condition and condition["status"] == status and reason in {None, condition["reason"]}:
-            return obj
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"Database {namespace}/{name} never got Ready={status} {reason or ''}: {ready(obj)}")
-
-
-async def gone(kube: KubeClient, namespace: str, name: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            await kube.get(DATABASES, name, namespace)
-        except NotFound:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"Database {namespace}/{name} was never deleted")
 
 
 async def test_create_change_charset_retain_and_delete(
@@ -142,7 +106,7 @@ async def test_create_change_charset_retain_and_delete(
     mysql_query(mysql, f"CREATE TABLE `{kept}`.t (a INT)")
     mysql_query(mysql, f"INSERT INTO `{kept}`.t VALUES (7)")
     await kube_client.delete(DATABASES, kept.replace("_", "-"), namespace)
-    await gone(kube_client, namespace, kept.replace("_", "-"))
+    await database_gone(kube_client, namespace, kept.replace("_", "-"))
     assert mysql_query(mysql, f"SELECT a FROM `{kept}`.t") == [(7,)]
     assert owner_row(mysql, schema, kept) is None
     await wait_for_event(kube_client, namespace, kept.replace("_", "-"), "Retained")
@@ -153,7 +117,7 @@ async def test_create_change_charset_retain_and_delete(
     await wait_db(kube_client, namespace, dropped)
     assert schema_of(mysql, dropped) is not None
     await kube_client.delete(DATABASES, dropped, namespace)
-    await gone(kube_client, namespace, dropped)
+    await database_gone(kube_client, namespace, dropped)
     assert schema_of(mysql, dropped) is None
     assert owner_row(mysql, schema, dropped) is None
     await wait_for_event(kube_client, namespace, dropped, "DatabaseDropped")
@@ -175,7 +139,7 @@ async def test_existing_database_refused_never_dropped_adopted_on_request(
     assert owner_row(mysql, schema, name) is None
     # Deleted with Delete, never having owned it: the database stays.
     await kube_client.delete(DATABASES, name, namespace)
-    await gone(kube_client, namespace, name)
+    await database_gone(kube_client, namespace, name)
     assert schema_of(mysql, name) is not None
     assert mysql_query(mysql, f"SELECT COUNT(*) FROM `{name}`.t") == [(0,)]
 
@@ -196,12 +160,12 @@ async def test_existing_database_refused_never_dropped_adopted_on_request(
     found = await wait_db(kube_client, namespace, thief["metadata"]["name"], "False", "DatabaseClaimed")
     assert f"{namespace}/{name}" in ready(found)["message"]  # type: ignore[index]
     await kube_client.delete(DATABASES, thief["metadata"]["name"], namespace)
-    await gone(kube_client, namespace, thief["metadata"]["name"])
+    await database_gone(kube_client, namespace, thief["metadata"]["name"])
     assert schema_of(mysql, name) is not None
     assert owner_row(mysql, schema, name) == (obj["metadata"]["uid"], namespace, name)
 
     await kube_client.delete(DATABASES, name, namespace)
-    await gone(kube_client, namespace, name)
+    await database_gone(kube_client, namespace, name)
     assert schema_of(mysql, name) is None
 
 
@@ -233,7 +197,7 @@ async def test_crash_between_row_and_create_leaks_nothing(
     await wait_db(kube_client, namespace, name, "True", "DatabaseReady")
     assert schema_of(mysql, name) is not None
     await kube_client.delete(DATABASES, name, namespace)
-    await gone(kube_client, namespace, name)
+    await database_gone(kube_client, namespace, name)
     assert schema_of(mysql, name) is None
     assert owner_row(mysql, schema, name) is None
 
@@ -251,7 +215,7 @@ async def test_crash_between_row_and_create_leaks_nothing(
     await wait_db(kube_client, namespace, other, "False", "DatabaseClaimed")
     assert schema_of(mysql, other) is None
     await kube_client.delete(DATABASES, other, namespace)
-    await gone(kube_client, namespace, other)
+    await database_gone(kube_client, namespace, other)
     assert owner_row(mysql, schema, other)[0] == "00000000-dead-beef-0000-000000000000"  # type: ignore[index]
     mysql_query(mysql, f"DELETE FROM `{schema}`.`databases` WHERE name = %s", other)
 
@@ -266,7 +230,7 @@ async def test_reserved_and_hostile_names(
         await kube_client.create(DATABASES, body, namespace)
         await wait_db(kube_client, namespace, body["metadata"]["name"], "False", "ReservedDatabase")
         await kube_client.delete(DATABASES, body["metadata"]["name"], namespace)
-        await gone(kube_client, namespace, body["metadata"]["name"])
+        await database_gone(kube_client, namespace, body["metadata"]["name"])
         assert schema_of(mysql, "mysql") is not None
     assert schema_of(mysql, schema) is not None
 
@@ -293,7 +257,7 @@ async def test_reserved_and_hostile_names(
     await wait_db(kube_client, namespace, name, "False", "CharacterSetInvalid")
     assert schema_of(mysql, name) is None
     await kube_client.delete(DATABASES, name, namespace)
-    await gone(kube_client, namespace, name)
+    await database_gone(kube_client, namespace, name)
     assert owner_row(mysql, schema, name) is None
 
 
@@ -345,7 +309,7 @@ async def test_policy_decides_names_and_a_tenant_cannot_take_or_drop_others(shar
         obj = await wait_db(kube, ns, "hand", "False", "AdoptionNotAllowed")
         assert owner_row(mysql, env.schema, handmade) is None
         await kube.delete(DATABASES, "hand", ns)  # deletionPolicy Delete, never owned: nothing dropped
-        await gone(kube, ns, "hand")
+        await database_gone(kube, ns, "hand")
         assert schema_of(mysql, handmade) is not None
 
         # Any name, adoption allowed only of its own names: another tenant's database is refused, and the
@@ -360,7 +324,7 @@ async def test_policy_decides_names_and_a_tenant_cannot_take_or_drop_others(shar
         obj = await wait_db(kube, ns, "steal", "False", "AdoptionNotAllowed")
         assert "not among the adoptable names" in ready(obj)["message"]  # type: ignore[index]
         await kube.delete(DATABASES, "steal", ns)
-        await gone(kube, ns, "steal")
+        await database_gone(kube, ns, "steal")
         assert mysql_query(mysql, f"SELECT COUNT(*) FROM `{victim}`.t") == [(0,)]
         assert owner_row(mysql, env.schema, victim) is None
         # ... nor a database another Database owns, even one the tenant could otherwise adopt.
@@ -369,7 +333,7 @@ async def test_policy_decides_names_and_a_tenant_cannot_take_or_drop_others(shar
         await kube.create(DATABASES, body, ns)
         await wait_db(kube, ns, "steal2", "False", "DatabaseClaimed")
         await kube.delete(DATABASES, "steal2", ns)
-        await gone(kube, ns, "steal2")
+        await database_gone(kube, ns, "steal2")
         assert schema_of(mysql, mine) is not None
         mysql_query(mysql, f"DROP DATABASE `{victim}`")
         # Its own name, adoption allowed: adopted, and then owned (Retain keeps it at deletion).
@@ -384,7 +348,7 @@ async def test_policy_decides_names_and_a_tenant_cannot_take_or_drop_others(shar
         for namespace, name in created:
             await kube.delete(DATABASES, name, namespace)
         for namespace, name in created:
-            await gone(kube, namespace, name)
+            await database_gone(kube, namespace, name)
     # Retain (the default): the tenant's database stays after its resource is gone.
     assert schema_of(mysql, f"{ns}_app") is not None
     mysql_query(mysql, f"DROP DATABASE `{ns}_app`")
@@ -409,7 +373,7 @@ async def test_observe_reads_and_never_drops_paused_waits(
     await wait_db(kube_client, namespace, name, "True", "Observed")
     # Deleted under Observe with deletionPolicy Delete: never dropped.
     await kube_client.delete(DATABASES, name, namespace)
-    await gone(kube_client, namespace, name)
+    await database_gone(kube_client, namespace, name)
     assert schema_of(mysql, name) is not None
 
     # Paused: nothing at all, deletion included, until the release annotation.
@@ -421,7 +385,7 @@ async def test_observe_reads_and_never_drops_paused_waits(
     assert owner_row(mysql, schema, name) is None
     mysql_query(mysql, f"DROP DATABASE `{name}`")
     await kube_client.delete(DATABASES, name, namespace)
-    await gone(kube_client, namespace, name)  # no finalizer was ever added while Paused
+    await database_gone(kube_client, namespace, name)  # no finalizer was ever added while Paused
 
 
 async def test_a_database_whose_resource_is_gone_is_counted_as_orphaned(
@@ -447,7 +411,7 @@ async def test_a_database_whose_resource_is_gone_is_counted_as_orphaned(
     remove = [{"op": "remove", "path": "/metadata/finalizers"}]
     await kube_client.patch(DATABASES, resource, remove, PatchType.JSON, namespace=namespace)
     await kube_client.delete(DATABASES, resource, namespace)
-    await gone(kube_client, namespace, resource)
+    await database_gone(kube_client, namespace, resource)
     try:
         deadline = time.monotonic() + 30
         while REGISTRY.get_sample_value(metric, labels) != 1:

@@ -17,82 +17,32 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import EVENTS
 from tests.conftest import Runner
 from tests.integration.mysql.support import client_tls
-from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.builders import database_role, database_user, unique
 from tests.integration.operator.support.instances import own_target
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_event, wait_for_ready
-from tests.integration.operator.support.mysql import mysql_accounts, mysql_query, privileges_of
+from tests.integration.operator.support.kube import (
+    create_secret,
+    ready,
+    wait_for_event,
+    wait_for_ready,
+    wait_role_ready,
+)
+from tests.integration.operator.support.mysql import (
+    default_roles_of,
+    is_mariadb,
+    mysql_accounts,
+    mysql_query,
+    privileges_of,
+    role_exists,
+    role_host,
+    roles_of,
+)
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
+from tests.integration.operator.support.wait import eventually
 
 pytestmark = pytest.mark.integration
 
 # Refused as a role name (spec.role) and as a reference to a DatabaseRole (spec.roles, spec.defaultRoles).
 TRICKS = ["a'b", "a`b", "a\\b", "a b", "a%b", "ｒｏｏｔ", "x" * 33, "", "-x", "' OR '1'='1"]  # noqa: RUF001
-
-
-def database_role(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": DATABASE_ROLES.api_version,
-        "kind": "DatabaseRole",
-        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": own_target()}},
-        "spec": spec,
-    }
-
-
-def is_mariadb(mysql: MySQLServer) -> bool:
-    return "mariadb" in str(mysql_query(mysql, "SELECT VERSION()")[0][0]).lower()
-
-
-def role_host(mysql: MySQLServer) -> str:
-    return "" if is_mariadb(mysql) else "%"
-
-
-def role_exists(mysql: MySQLServer, role: str) -> bool:
-    return bool(
-        mysql_query(mysql, "SELECT 1 FROM mysql.user WHERE User = %s AND Host = %s", role, role_host(mysql))
-    )
-
-
-def roles_of(mysql: MySQLServer, user: str) -> set[str]:
-    if is_mariadb(mysql):
-        rows = mysql_query(
-            mysql, "SELECT Role FROM mysql.roles_mapping WHERE User = %s AND Host = '%%'", user
-        )
-    else:
-        rows = mysql_query(
-            mysql, "SELECT FROM_USER FROM mysql.role_edges WHERE TO_USER = %s AND TO_HOST = '%%'", user
-        )
-    return {str(row[0]) for row in rows}
-
-
-def default_roles_of(mysql: MySQLServer, user: str) -> set[str]:
-    if is_mariadb(mysql):
-        rows = mysql_query(mysql, "SELECT default_role FROM mysql.user WHERE User = %s AND Host = '%%'", user)
-    else:
-        rows = mysql_query(mysql, "SELECT DEFAULT_ROLE_USER FROM mysql.default_roles WHERE USER = %s", user)
-    return {str(row[0]) for row in rows if row[0]}
-
-
-async def wait_role_ready(
-    kube: KubeClient, namespace: str, name: str, status: str = "True", reason: str | None = None
-) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    obj: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        obj = await kube.get(DATABASE_ROLES, name, namespace)
-        condition = ready(obj)
-        if condition and condition["status"] == status and reason in {None, condition["reason"]}:
-            return obj
-        await asyncio.sleep(0.1)
-    raise AssertionError(
-        f"DatabaseRole {namespace}/{name} never got Ready={status} {reason or ''}: {ready(obj)}"
-    )
-
-
-async def eventually(check: Any, what: str, limit: float = 60) -> None:
-    deadline = time.monotonic() + limit
-    while not check():
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.1)
 
 
 def select_as(mysql: MySQLServer, user: str, password: str, query: str) -> list[tuple[Any, ...]] | int:
@@ -142,7 +92,12 @@ async def test_role_lifecycle_and_user_roles(
     grantee = f"'{role_name}'" + (f"@'{host}'" if host else "")
     mysql_query(mysql, f"GRANT INSERT ON `{database}`.* TO {grantee}")
     mysql_query(mysql, f"REVOKE SELECT ON `{database}`.* FROM {grantee}")
-    await eventually(lambda: privileges_of(mysql, role_name, host) == expected, "role drift never repaired")
+    await eventually(
+        lambda: privileges_of(mysql, role_name, host) == expected,
+        limit=60,
+        interval=0.1,
+        message="role drift never repaired",
+    )
 
     # A user with the role as default role: a real login can read through it, and only through it.
     user, password = unique("roleuser"), passwords.new()
@@ -162,11 +117,26 @@ async def test_role_lifecycle_and_user_roles(
     mysql_query(mysql, f"CREATE ROLE '{extra}'")
     mysql_query(mysql, f"GRANT '{extra}' TO '{user}'@'%'")
     assert roles_of(mysql, user) == {role_name, extra}
-    await eventually(lambda: roles_of(mysql, user) == {role_name}, "the hand-granted role was never revoked")
+    await eventually(
+        lambda: roles_of(mysql, user) == {role_name},
+        limit=60,
+        interval=0.1,
+        message="the hand-granted role was never revoked",
+    )
     # ... and so is one revoked by hand restored, with its default (the periodic role drift check).
     mysql_query(mysql, f"REVOKE {grantee} FROM '{user}'@'%'")
-    await eventually(lambda: roles_of(mysql, user) == {role_name}, "the revoked role was never restored")
-    await eventually(lambda: default_roles_of(mysql, user) == {role_name}, "the default role never came back")
+    await eventually(
+        lambda: roles_of(mysql, user) == {role_name},
+        limit=60,
+        interval=0.1,
+        message="the revoked role was never restored",
+    )
+    await eventually(
+        lambda: default_roles_of(mysql, user) == {role_name},
+        limit=60,
+        interval=0.1,
+        message="the default role never came back",
+    )
     mysql_query(mysql, f"DROP ROLE '{extra}'")
 
     # The role deleted while granted: the user says which role is missing.
@@ -175,7 +145,12 @@ async def test_role_lifecycle_and_user_roles(
     obj = await wait_for_ready(kube_client, namespace, user, status="False", reason="RoleNotFound", limit=60)
     print(f"role deleted -> user reports RoleNotFound: {(time.monotonic() - started) * 1000:.0f} ms")
     assert role_name in ready(obj)["message"]  # type: ignore[index]
-    await eventually(lambda: not role_exists(mysql, role_name), "the role was never dropped")
+    await eventually(
+        lambda: not role_exists(mysql, role_name),
+        limit=60,
+        interval=0.1,
+        message="the role was never dropped",
+    )
     await role_gone(kube_client, namespace, role_name)  # the finalizer comes off after the drop
     assert select_as(mysql, user, password, f"SELECT a FROM `{database}`.t") in {1142, 1044}
 
@@ -222,7 +197,12 @@ async def test_several_default_roles(
     # One default role is fine on both.
     patch = {"spec": {"defaultRoles": [second]}}
     await kube_client.patch(DATABASE_USERS, user, patch, PatchType.MERGE, namespace=namespace)
-    await eventually(lambda: default_roles_of(mysql, user) == {second}, "the default role was never set")
+    await eventually(
+        lambda: default_roles_of(mysql, user) == {second},
+        limit=60,
+        interval=0.1,
+        message="the default role was never set",
+    )
     await wait_for_ready(kube_client, namespace, user, limit=60)
     assert roles_of(mysql, user) == {first, second}
 
@@ -438,17 +418,15 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
 async def wait_condition(
     kube: KubeClient, namespace: str, name: str, type_: str, status: str, limit: float = 60
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + limit
-    obj: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        obj = await kube.get(DATABASE_ROLES, name, namespace)
-        found = condition(obj, type_)
-        if found is not None and found["status"] == status:
-            return found
-        await asyncio.sleep(0.1)
-    raise AssertionError(
-        f"DatabaseRole {namespace}/{name} never got {type_}={status}: {condition(obj, type_)}"
-    )
+
+    async def check() -> dict[str, Any]:
+        found = condition(await kube.get(DATABASE_ROLES, name, namespace), type_)
+        assert found is not None, f"no {type_} condition"
+        assert found["status"] == status, f"{type_}: {found}"
+        return found
+
+    message = f"DatabaseRole {namespace}/{name} never got {type_}={status}"
+    return await eventually(check, limit=limit, interval=0.1, message=message)
 
 
 def make_data(mysql: MySQLServer, prefix: str) -> str:
@@ -520,7 +498,12 @@ async def test_a_role_granted_to_a_managed_role_is_revoked(
         cursor.execute(f"GRANT {grantee(mysql, sub)} TO {grantee(mysql, name)}")
         if not is_mariadb(mysql):  # a role may even have default roles on MySQL
             cursor.execute(f"SET DEFAULT ROLE {grantee(mysql, sub)} TO {grantee(mysql, name)}")
-    await eventually(lambda: not roles_held_by_role(mysql, name), "the role granted to the role stayed")
+    await eventually(
+        lambda: not roles_held_by_role(mysql, name),
+        limit=60,
+        interval=0.1,
+        message="the role granted to the role stayed",
+    )
     event = await wait_for_event(kube_client, namespace, name, "RolesRevoked")
     assert event["type"] == "Warning"
     assert sub in event["message"], event["message"]
@@ -532,7 +515,12 @@ async def test_a_role_granted_to_a_managed_role_is_revoked(
     assert select_as(mysql, user, password, f"SELECT a FROM `{data}`.t") in DENIED  # ... not the data
     # MariaDB keeps a session's global privileges from a role until it reconnects: the sessions of the
     # DatabaseUsers holding the role are ended.
-    await eventually(lambda: not alive(session), "the holder's open session was never ended")
+    await eventually(
+        lambda: not alive(session),
+        limit=60,
+        interval=0.1,
+        message="the holder's open session was never ended",
+    )
     session.close()
     event = await wait_for_event(kube_client, namespace, name, "SessionsEnded")
     assert "ended 1 open session(s)" in event["message"], event

@@ -16,11 +16,10 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient, PatchType
-from tests.integration.operator.servers.test_adoption_policy import is_mariadb
 from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
-from tests.integration.operator.support.mysql import account_exists, mysql_query, write_statements
-from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
+from tests.integration.operator.support.kube import ready, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.mysql import account_exists, is_mariadb, mysql_query, write_statements
+from tests.integration.operator.support.operator import RunningOperator
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration
@@ -63,13 +62,6 @@ def entry(obj: dict[str, Any]) -> dict[str, str]:
 def mysql_only(mysql: MySQLServer) -> None:
     if is_mariadb(mysql):
         pytest.skip("account attributes: MySQL 8.0.21+ (MariaDB: test_mariadb_refuses_a_comment_by_name)")
-
-
-@pytest.fixture
-async def secret(kube_client: KubeClient, namespace: str, passwords: PasswordLedger) -> str:
-    password = passwords.new()
-    await create_secret(kube_client, namespace, "pw", {"password": password})
-    return password
 
 
 @pytest.mark.usefixtures("mysql_only", "secret")

@@ -25,9 +25,9 @@ from tests.integration.operator.servers import test_server_policy
 from tests.integration.operator.servers.test_hostile_tenant import Victim, attempt, victim
 from tests.integration.operator.servers.test_server_policy import Tenancy, snapshot
 from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.kube import ready, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import account_exists, mysql_query, write_statements
-from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
+from tests.integration.operator.support.operator import RunningOperator, StartOperator
 from tests.integration.operator.support.replicas import GeneralLog, first
 from tests.support.kube import eventually
 from tests.support.slowness import LoopLag
@@ -128,8 +128,8 @@ async def patch_account(kube: KubeClient, namespace: str, name: str, account: di
     )
 
 
-async def until(condition: Any, what: str, limit: float = 30) -> float:
-    return await eventually(condition, timeout=limit, interval=0.1, what=what)
+async def until(condition: Any, what: str, limit: float = 30) -> None:
+    await eventually(condition, timeout=limit, interval=0.1, what=what)
 
 
 async def writes_nothing(mysql: MySQLServer, seconds: float = 2.5) -> None:
@@ -137,13 +137,6 @@ async def writes_nothing(mysql: MySQLServer, seconds: float = 2.5) -> None:
     before = write_statements(mysql)
     await asyncio.sleep(seconds)
     assert write_statements(mysql) == before
-
-
-@pytest.fixture
-async def secret(kube_client: KubeClient, namespace: str, passwords: PasswordLedger) -> str:
-    password = passwords.new()
-    await create_secret(kube_client, namespace, "pw", {"password": password})
-    return password
 
 
 @pytest.fixture

@@ -56,14 +56,6 @@ async def annotate(kube: KubeClient, namespace: str, name: str, key: str, value:
     await kube.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
 
 
-@pytest.fixture
-async def secret(kube_client: KubeClient, namespace: str, passwords: PasswordLedger) -> str:
-    """A Secret "pw" in the test namespace; returns its password."""
-    password = passwords.new()
-    await create_secret(kube_client, namespace, "pw", {"password": password})
-    return password
-
-
 async def test_grants_converge_exactly_and_hand_grants_are_revoked(
     operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer, secret: str
 ) -> None:

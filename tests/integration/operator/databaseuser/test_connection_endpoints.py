@@ -28,19 +28,23 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import client_tls
 from tests.integration.operator.databaseuser.test_credentials import (
-    generated_user,
     log_in_with_url,
     owner_uids,
-    secret_exists,
     secret_of,
     text,
-    wait_for_secret,
 )
 from tests.integration.operator.servers.test_servers import create_server
-from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_until_gone
+from tests.integration.operator.support.builders import database_user, generated_user, unique
+from tests.integration.operator.support.kube import (
+    create_secret,
+    ready,
+    secret_exists,
+    wait_for_secret,
+    wait_until_gone,
+)
 from tests.integration.operator.support.mysql import mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
+from tests.integration.operator.support.wait import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -79,18 +83,19 @@ def log_in_as_url_says(mysql: MySQLServer, url: str) -> tuple[str, bool]:
 
 async def settled(kube: KubeClient, namespace: str, name: str, reason: str | None = None) -> dict[str, Any]:
     """The DatabaseUser once a pass acted on its current generation: Ready, or not with ``reason``."""
-    deadline = time.monotonic() + 60
-    obj: dict[str, Any] = {}
-    while time.monotonic() < deadline:
+
+    async def check() -> dict[str, Any]:
         obj = await kube.get(DATABASE_USERS, name, namespace)
         generation, condition = obj["metadata"]["generation"], ready(obj) or {}
         current = (obj.get("status") or {}).get("observedGeneration") == generation
         current = current and condition.get("observedGeneration", generation) == generation
         wanted = condition.get("status") == "True" if reason is None else condition.get("reason") == reason
-        if current and wanted:
-            return obj
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{namespace}/{name} never settled ({reason or 'Ready'}): {ready(obj)}")
+        assert current, f"not yet at generation {generation}: {ready(obj)}"
+        assert wanted, f"Ready: {ready(obj)}"
+        return obj
+
+    message = f"{namespace}/{name} never settled ({reason or 'Ready'})"
+    return await eventually(check, limit=60, interval=0.05, message=message)
 
 
 async def patch_user(kube: KubeClient, namespace: str, name: str, spec: dict[str, Any]) -> None:

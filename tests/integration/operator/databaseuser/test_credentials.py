@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import time
 from typing import Any
 
 import pytest
@@ -20,24 +19,22 @@ from dbuser_operator.controllers.databaseuser.owned_secrets import MANAGED_BY, M
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
-from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import client_tls
-from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.builders import database_user, generated_user, unique
 from tests.integration.operator.support.instances import own_target
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.kube import (
+    create_secret,
+    ready,
+    secret_exists,
+    wait_for_ready,
+    wait_for_secret,
+    wait_until_gone,
+)
 from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
 
 pytestmark = pytest.mark.integration
-
-
-def generated_user(name: str, target: str | None = None, **spec: Any) -> dict[str, Any]:
-    """A DatabaseUser whose password the operator generates."""
-    obj = database_user(name, "unused", target=target, **spec)
-    del obj["spec"]["password"]
-    obj["spec"].setdefault("generatedPassword", {})
-    return obj
 
 
 def text(secret: dict[str, Any], key: str) -> str:
@@ -46,30 +43,6 @@ def text(secret: dict[str, Any], key: str) -> str:
 
 async def secret_of(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:
     return await kube.get(SECRETS, name, namespace)
-
-
-async def secret_exists(kube: KubeClient, namespace: str, name: str) -> bool:
-    try:
-        await kube.get(SECRETS, name, namespace)
-    except NotFound:
-        return False
-    return True
-
-
-async def wait_for_secret(
-    kube: KubeClient, namespace: str, name: str, check: Any = None, limit: float = 30
-) -> dict[str, Any]:
-    """Poll until the Secret exists (and ``check(secret)`` holds); return it."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        try:
-            secret = await kube.get(SECRETS, name, namespace)
-        except NotFound:
-            secret = None
-        if secret is not None and (check is None or check(secret)):
-            return secret
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"Secret {namespace}/{name} never became as expected")
 
 
 def log_in_with_url(mysql: MySQLServer, url: str) -> tuple[str, str | None]:

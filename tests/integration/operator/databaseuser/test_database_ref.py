@@ -16,12 +16,17 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS, DATABASES
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from tests.integration.mysql.support import client_tls
-from tests.integration.operator.database.test_database import database, gone, wait_db
 from tests.integration.operator.servers import test_server_policy
 from tests.integration.operator.servers.test_hostile_tenant import POLICY, Victim, victim
 from tests.integration.operator.servers.test_server_policy import Tenancy, escaped
-from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready
+from tests.integration.operator.support.builders import database, database_user, unique
+from tests.integration.operator.support.kube import (
+    create_secret,
+    database_gone,
+    ready,
+    wait_db,
+    wait_for_ready,
+)
 from tests.integration.operator.support.mysql import mysql_query, privileges_of
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 
@@ -94,7 +99,7 @@ async def test_a_user_waits_for_its_database_then_gets_the_grant(
 
     # The Database goes (Retain: the MySQL database stays): the user reports it, its grant stays as it was.
     await kube_client.delete(DATABASES, resource, namespace)
-    await gone(kube_client, namespace, resource)
+    await database_gone(kube_client, namespace, resource)
     found = await wait_for_ready(kube_client, namespace, user, "False", "DatabaseNotFound", limit=60)
     assert resource in (ready(found) or {})["message"]
     assert privileges_of(mysql, user) == {(escaped(mysql_name), "*", "SELECT", False)}

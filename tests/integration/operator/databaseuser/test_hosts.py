@@ -18,7 +18,7 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import login
 from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.kube import ready, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query, privileges_of
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.support.kube import eventually
@@ -49,14 +49,6 @@ async def status_hosts_become(kube: KubeClient, namespace: str, name: str, hosts
     ):
         assert time.monotonic() < deadline, f"status.hosts never became {hosts}"
         await asyncio.sleep(0.1)
-
-
-@pytest.fixture
-async def secret(kube_client: KubeClient, namespace: str, passwords: PasswordLedger) -> str:
-    """A Secret "pw" in the test namespace; returns its password."""
-    password = passwords.new()
-    await create_secret(kube_client, namespace, "pw", {"password": password})
-    return password
 
 
 async def test_two_hosts_converge_and_each_account_logs_in_from_its_host(

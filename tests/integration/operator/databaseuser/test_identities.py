@@ -24,9 +24,9 @@ from tests.integration.mysql.support import (
     unloaded_plugin,
 )
 from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready
+from tests.integration.operator.support.kube import ready, wait_for_ready
 from tests.integration.operator.support.mysql import account_exists, mysql_query, write_statements
-from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
+from tests.integration.operator.support.operator import RunningOperator
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration
@@ -45,14 +45,6 @@ def certificates(
 def flavour(mysql: MySQLServer) -> str:
     [(version,)] = mysql_query(mysql, "SELECT VERSION()")
     return "mariadb" if "mariadb" in str(version).lower() else "mysql"
-
-
-@pytest.fixture
-async def secret(kube_client: KubeClient, namespace: str, passwords: PasswordLedger) -> str:
-    """A Secret "pw" in the test namespace; returns its password."""
-    password = passwords.new()
-    await create_secret(kube_client, namespace, "pw", {"password": password})
-    return password
 
 
 async def patch_spec(kube: KubeClient, namespace: str, name: str, spec: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.kube import ready, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import (
     account_exists,
     account_row,
@@ -78,13 +78,6 @@ def grant_tables(mysql: MySQLServer, user: str) -> dict[str, list[tuple[Any, ...
         else []
     )
     return rows
-
-
-@pytest.fixture
-async def secret(kube_client: KubeClient, namespace: str, passwords: PasswordLedger) -> str:
-    password = passwords.new()
-    await create_secret(kube_client, namespace, "pw", {"password": password})
-    return password
 
 
 async def test_observe_reads_a_hand_made_account_and_writes_nothing(

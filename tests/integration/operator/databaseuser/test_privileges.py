@@ -4,8 +4,6 @@ refused with a reason naming the privilege, proven by logging in; and what kubec
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -19,6 +17,7 @@ from tests.integration.operator.support.builders import database_user, unique
 from tests.integration.operator.support.kube import create_secret, wait_for_ready
 from tests.integration.operator.support.mysql import account_exists, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
+from tests.integration.operator.support.wait import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -60,13 +59,6 @@ def objects(mysql: MySQLServer) -> str:
         ):
             cursor.execute(statement)
     return database
-
-
-async def eventually(check: Any, limit: float = 30) -> None:
-    deadline = time.monotonic() + limit
-    while not check():
-        assert time.monotonic() < deadline, "never happened"
-        await asyncio.sleep(0.1)
 
 
 def grants_of(mysql: MySQLServer, user: str) -> set[tuple[Any, ...]]:

@@ -34,7 +34,6 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import Resource
 from tests.integration.operator.support.builders import database_user
 from tests.integration.operator.support.kube import (
-    create_secret,
     finalizers_become,
     ready,
     wait_for_ready,
@@ -69,13 +68,6 @@ def owned_rows(mysql: MySQLServer, user_prefix: str) -> list[tuple[Any, ...]]:
 def accounts_named(mysql: MySQLServer, user_prefix: str) -> list[str]:
     rows = mysql_query(mysql, "SELECT User FROM mysql.user WHERE User LIKE %s", f"{user_prefix}%")
     return sorted(str(row[0]) for row in rows)
-
-
-@pytest.fixture
-async def secret(kube_client: KubeClient, namespace: str, passwords: PasswordLedger) -> str:
-    password = passwords.new()
-    await create_secret(kube_client, namespace, "pw", {"password": password})
-    return password
 
 
 @pytest.fixture

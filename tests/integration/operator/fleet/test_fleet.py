@@ -4,8 +4,6 @@ converge and rotate, and all converge when it returns; `kubectl get mysqlservers
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -33,6 +31,7 @@ from tests.integration.operator.support.fleet import (
 )
 from tests.integration.operator.support.mysql import account_exists, can_log_in
 from tests.integration.operator.support.operator import PasswordLedger, StartOperator
+from tests.integration.operator.support.wait import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.fleet]
 
@@ -55,14 +54,15 @@ async def wait_for_accounts(
     kube: KubeClient, server: ServerHandle, count: int, limit: float = 60
 ) -> dict[str, Any]:
     """Poll until the server's status counts ``count`` managed accounts; the object."""
-    deadline = time.monotonic() + limit
-    obj: dict[str, Any] = {}
-    while time.monotonic() < deadline:
+
+    async def check() -> dict[str, Any]:
         obj = await get_server(kube, server)
-        if (obj.get("status") or {}).get("accounts") == count:
-            return obj
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"{server} never counted {count} accounts: {obj.get('status')}")
+        assert (obj.get("status") or {}).get("accounts") == count, f"status: {obj.get('status')}"
+        return obj
+
+    return await eventually(
+        check, limit=limit, interval=0.2, message=f"{server} never counted {count} accounts"
+    )
 
 
 async def test_users_spread_over_three_servers_converge_and_log_in(

@@ -27,17 +27,25 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
-from tests.integration.operator.database.test_database import database, gone, wait_db
-from tests.integration.operator.databaserole.test_roles import database_role, wait_role_ready
-from tests.integration.operator.servers.test_servers import (
-    CLUSTER_NAMESPACE,
-    admin_secrets,
+from tests.integration.operator.servers.test_servers import CLUSTER_NAMESPACE, wait_for_server
+from tests.integration.operator.support.builders import (
+    database,
+    database_role,
+    database_user,
     server_object,
     server_spec,
-    wait_for_server,
+    unique,
 )
-from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready
+from tests.integration.operator.support.kube import (
+    admin_secrets,
+    create_secret,
+    database_gone,
+    ready,
+    wait_db,
+    wait_for_condition,
+    wait_for_ready,
+    wait_role_ready,
+)
 from tests.integration.operator.support.mysql import has_dual_passwords, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.integration.operator.support.rotation import delete_users, wait_for_phase
@@ -283,13 +291,7 @@ async def test_roles_ready_and_refused(
 
 
 async def wait_cluster_server(kube: KubeClient, name: str) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for _ in range(600):
-        obj = await kube.get(CLUSTER_MYSQL_SERVERS, name)
-        if (ready(obj) or {}).get("status") == "True":
-            return obj
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"ClusterMySQLServer {name} never got Ready: {ready(obj)}")
+    return await wait_for_condition(kube, CLUSTER_MYSQL_SERVERS, None, name, limit=60)
 
 
 def closed_port() -> int:
@@ -316,6 +318,6 @@ async def test_databases_ready_and_refused(
     finally:
         for each in (name, taken):
             await kube_client.delete(DATABASES, each, namespace)
-    await gone(kube_client, namespace, taken)
+    await database_gone(kube_client, namespace, taken)
     assert mysql_query(mysql, "SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", taken)
     mysql_query(mysql, f"DROP DATABASE `{taken}`")

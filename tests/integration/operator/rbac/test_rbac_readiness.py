@@ -4,7 +4,6 @@ is refused. /readyz must say so, naming the writes, and be ready again once writ
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from tests.integration.operator.rbac.test_chart_rbac import service_account_toke
 from tests.integration.operator.support.builders import database_user, unique
 from tests.integration.operator.support.kube import create_secret, wait_for_ready
 from tests.integration.operator.support.operator import PasswordLedger, StartOperator
+from tests.integration.operator.support.wait import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.one_flavour]  # the same on every MySQL flavour
 
@@ -32,13 +32,13 @@ async def readyz(port: int) -> tuple[int, str]:
 
 
 async def wait_readyz(port: int, status: int, limit: float = 30) -> str:
-    deadline = time.monotonic() + limit
-    while True:
+    async def check() -> tuple[str]:
         code, text = await readyz(port)
-        if code == status:
-            return text
-        assert time.monotonic() < deadline, f"/readyz never answered {status}: {code} {text}"
-        await asyncio.sleep(0.2)
+        assert code == status, f"{code} {text}"
+        return (text,)  # a text of its own may be empty: the answer is truthy
+
+    (text,) = await eventually(check, limit=limit, interval=0.2, message=f"/readyz never answered {status}")
+    return text
 
 
 async def bind(rbac: client.RbacAuthorizationV1Api, name: str, account: str, namespace: str) -> None:

@@ -26,7 +26,6 @@ from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_U
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.databaserole.test_roles import wait_role_ready
 from tests.integration.operator.servers import test_server_policy
 from tests.integration.operator.servers.test_server_policy import BOUNDS, Tenancy, escaped, snapshot
 from tests.integration.operator.support.builders import database_user, unique
@@ -36,10 +35,18 @@ from tests.integration.operator.support.kube import (
     ready,
     wait_for_event,
     wait_for_ready,
+    wait_role_ready,
     wait_until_gone,
 )
-from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query, privileges_of
+from tests.integration.operator.support.mysql import (
+    account_exists,
+    can_log_in,
+    is_mariadb,
+    mysql_query,
+    privileges_of,
+)
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
+from tests.integration.operator.support.wait import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -91,10 +98,6 @@ def drop_accounts(mysql: MySQLServer, *names: str) -> None:
     with mysql.connect() as connection, connection.cursor() as cursor:
         for name in names:
             cursor.execute(f"DROP USER IF EXISTS '{name}'@'%'")
-
-
-def is_mariadb(mysql: MySQLServer) -> bool:
-    return "mariadb" in str(mysql_query(mysql, "SELECT VERSION()")[0][0]).lower()
 
 
 def make_role(mysql: MySQLServer, name: str) -> str:
@@ -238,11 +241,12 @@ async def test_an_allowed_adoption_revokes_first_and_ends_the_old_sessions(
 
 
 async def wait_for_privileges(mysql: MySQLServer, user: str, count: int) -> None:
-    for _ in range(300):
-        if len(privileges_of(mysql, user)) == count:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{user} never held {count} privileges: {privileges_of(mysql, user)}")
+    def check() -> bool:
+        held = privileges_of(mysql, user)
+        assert len(held) == count, f"holds {held}"
+        return True
+
+    await eventually(check, limit=30, interval=0.1, message=f"{user} never held {count} privileges")
 
 
 async def test_revoking_a_privilege_ends_the_sessions_that_kept_it(

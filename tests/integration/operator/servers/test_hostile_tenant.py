@@ -26,15 +26,20 @@ from dbuser_operator.controllers.kit.resources import (
 )
 from dbuser_operator.runtime.client import PatchType
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.databaserole.test_roles import wait_role_ready
-from tests.integration.operator.databaseuser.test_credentials import secret_exists, wait_for_secret
 from tests.integration.operator.servers import test_server_policy
-from tests.integration.operator.servers.test_adoption_policy import is_mariadb
 from tests.integration.operator.servers.test_server_policy import Tenancy, escaped, snapshot
-from tests.integration.operator.servers.test_servers import admin_secrets, server_object, server_spec
-from tests.integration.operator.support.builders import unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
-from tests.integration.operator.support.mysql import can_log_in, mysql_query, privileges_of
+from tests.integration.operator.support.builders import server_object, server_spec, unique
+from tests.integration.operator.support.kube import (
+    admin_secrets,
+    create_secret,
+    ready,
+    secret_exists,
+    wait_for_ready,
+    wait_for_secret,
+    wait_role_ready,
+    wait_until_gone,
+)
+from tests.integration.operator.support.mysql import can_log_in, is_mariadb, mysql_query, privileges_of
 from tests.integration.operator.support.operator import PasswordLedger
 
 pytestmark = pytest.mark.integration

@@ -34,9 +34,8 @@ from dbuser_operator.envtest.ports import free_port
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.servers.test_servers import admin_secrets, server_object, server_spec
-from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready
+from tests.integration.operator.support.builders import database_user, server_object, server_spec, unique
+from tests.integration.operator.support.kube import admin_secrets, create_secret, ready
 from tests.integration.operator.support.mysql import can_log_in
 from tests.integration.operator.support.operator import (
     PasswordLedger,

@@ -21,16 +21,16 @@ from dbuser_operator.api.v1alpha1.mysqlserver import KIND
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, MYSQL_SERVERS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import PatchType
-from tests.integration.operator.databaserole.test_roles import wait_role_ready
 from tests.integration.operator.servers.test_server_policy import BOUNDS, Tenancy, snapshot, tenancy
-from tests.integration.operator.servers.test_servers import (
-    server_object,
-    server_spec,
-    wait_for_server,
-    warning_event,
+from tests.integration.operator.servers.test_servers import wait_for_server, warning_event
+from tests.integration.operator.support.builders import server_object, server_spec, unique
+from tests.integration.operator.support.kube import (
+    create_secret,
+    ready,
+    wait_for_ready,
+    wait_role_ready,
+    wait_until_gone,
 )
-from tests.integration.operator.support.builders import unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query, privileges_of
 from tests.integration.operator.support.operator import PasswordLedger
 

@@ -29,12 +29,17 @@ from dbuser_operator.envtest.kubeconfig import current_cluster
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import NAMESPACES
 from tests.conftest import Runner
-from tests.integration.operator.databaserole.test_roles import role_exists, wait_role_ready
 from tests.integration.operator.rbac.test_chart_rbac import service_account_token, write_token_kubeconfig
-from tests.integration.operator.servers.test_servers import admin_secrets, server_object, server_spec
-from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
-from tests.integration.operator.support.mysql import account_exists, mysql_query, privileges_of
+from tests.integration.operator.support.builders import database_user, server_object, server_spec, unique
+from tests.integration.operator.support.kube import (
+    admin_secrets,
+    create_secret,
+    ready,
+    wait_for_ready,
+    wait_role_ready,
+    wait_until_gone,
+)
+from tests.integration.operator.support.mysql import account_exists, mysql_query, privileges_of, role_exists
 from tests.integration.operator.support.operator import PasswordLedger, StartOperator
 from tests.unit.chart.chart import CLUSTER_RULES, OPERATOR_RULES
 

@@ -22,53 +22,27 @@ from dbuser_operator.controllers.kit.resources import (
 from dbuser_operator.controllers.servers.watch import server_kinds_served
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
-from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
-from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.builders import database_user, server_object, server_spec, unique
 from tests.integration.operator.support.instances import own_target
-from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.kube import (
+    admin_secrets,
+    create_secret,
+    deleted,
+    ready,
+    wait_for_condition,
+    wait_for_ready,
+    wait_until_gone,
+)
 from tests.integration.operator.support.mysql import can_log_in, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
+from tests.integration.operator.support.wait import eventually
 
 pytestmark = pytest.mark.integration
 
 CLUSTER_NAMESPACE = "default"  # the session operator's --cluster-resource-namespace (no $POD_NAMESPACE)
-
-
-async def admin_secrets(kube: KubeClient, namespace: str, mysql: MySQLServer, name: str) -> None:
-    """The server's admin credentials (and its CA, when it has one) in Secret ``name``."""
-    data = {"user": mysql.user, "password": mysql.password}
-    if mysql.ca_file is not None:
-        data["ca.crt"] = mysql.ca_file.read_text()
-    await create_secret(kube, namespace, name, data)
-
-
-def server_spec(mysql: MySQLServer, secret: str, schema: str) -> dict[str, Any]:
-    """A spec reaching ``mysql`` with the admin Secret ``secret``; its bookkeeping in ``schema``."""
-    tls: dict[str, Any] = {"mode": "PREFERRED"}
-    if mysql.ca_file is not None:
-        tls = {"mode": "VERIFY_CA", "ca": {"name": secret, "key": "ca.crt"}}
-    return {
-        "host": mysql.host,
-        "port": mysql.port,
-        "credentials": {
-            "user": {"name": secret, "key": "user"},
-            "password": {"name": secret, "key": "password"},
-        },
-        "tls": tls,
-        "bookkeepingSchema": schema,
-    }
-
-
-def server_object(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": MYSQL_SERVERS.api_version,
-        "kind": kind,
-        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": own_target()}},
-        "spec": spec,
-    }
 
 
 def owned_in(mysql: MySQLServer, schema: str, user: str) -> list[tuple[Any, ...]]:
@@ -178,15 +152,7 @@ async def wait_for_server(
     kube: KubeClient, namespace: str, name: str, status: str, reason: str | None = None, limit: float = 60
 ) -> dict[str, Any]:
     """Poll the MySQLServer until its Ready condition has ``status`` (and ``reason``)."""
-    deadline = time.monotonic() + limit
-    obj: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        obj = await kube.get(MYSQL_SERVERS, name, namespace)
-        condition = ready(obj)
-        if condition and condition["status"] == status and reason in {None, condition["reason"]}:
-            return obj
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"MySQLServer {namespace}/{name} never got Ready={status} {reason}: {ready(obj)}")
+    return await wait_for_condition(kube, MYSQL_SERVERS, namespace, name, status, reason, limit=limit)
 
 
 async def test_server_status_and_printer_columns(
@@ -319,26 +285,26 @@ async def test_the_release_annotation_lets_a_server_go_at_once(
 
 
 async def wait_until_server_gone(kube: KubeClient, namespace: str, name: str, limit: float = 60) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        try:
-            await kube.get(MYSQL_SERVERS, name, namespace)
-        except NotFound:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"MySQLServer {namespace}/{name} was not deleted")
+    await eventually(
+        lambda: deleted(kube, MYSQL_SERVERS, namespace, name),
+        limit=limit,
+        interval=0.1,
+        message=f"MySQLServer {namespace}/{name} was not deleted",
+    )
 
 
 async def warning_event(kube: KubeClient, namespace: str, kind: str, reason: str) -> dict[str, Any]:
     """The Warning Event ``reason`` about an object of ``kind`` in ``namespace``, once it is recorded."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    async def check() -> dict[str, Any]:
         events = (await kube.request("GET", f"/api/v1/namespaces/{namespace}/events"))["items"]
-        for event in events:
-            if (event["involvedObject"]["kind"], event["reason"], event["type"]) == (kind, reason, "Warning"):
-                return dict(event)
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"no Warning Event {reason} about a {kind} in {namespace}")
+        wanted = (kind, reason, "Warning")
+        found = [e for e in events if (e["involvedObject"]["kind"], e["reason"], e["type"]) == wanted]
+        assert found, f"{len(events)} other Events"
+        return dict(found[0])
+
+    message = f"no Warning Event {reason} about a {kind} in {namespace}"
+    return await eventually(check, limit=30, interval=0.1, message=message)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import time
 from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -18,13 +17,19 @@ from dbuser_operator.controllers.kit.resources import CLUSTER_MYSQL_SERVERS, DAT
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.envtest.fleet import Fleet
 from dbuser_operator.runtime.client import KubeClient, PatchType
-from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.resources import SECRETS, Resource
 from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, ready, wait_until_gone
+from tests.integration.operator.support.kube import (
+    create_secret,
+    deleted,
+    ready,
+    wait_for_condition,
+    wait_until_gone,
+)
 from tests.integration.operator.support.kube import wait_for_ready as wait_for_user
 from tests.integration.operator.support.mysql import can_log_in
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
+from tests.integration.operator.support.wait import eventually
 
 TARGET_LABEL = "dbuser-operator.dev/target"
 
@@ -210,29 +215,21 @@ async def get_server(kube: KubeClient, server: ServerHandle) -> dict[str, Any]:
 
 async def server_gone(kube: KubeClient, server: ServerHandle, limit: float = 60) -> None:
     """Poll until the server resource no longer exists."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        try:
-            await get_server(kube, server)
-        except NotFound:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{server} was not deleted")
+    await eventually(
+        lambda: deleted(kube, server.resource, server.namespace, server.name),
+        limit=limit,
+        interval=0.1,
+        message=f"{server} was not deleted",
+    )
 
 
 async def wait_for_server(
     kube: KubeClient, server: ServerHandle, status: str = "True", reason: str | None = None, limit: float = 60
 ) -> dict[str, Any]:
     """Poll until the server's Ready condition has ``status`` (and ``reason``); return the object."""
-    deadline = time.monotonic() + limit
-    obj: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        obj = await get_server(kube, server)
-        condition = ready(obj)
-        if condition and condition["status"] == status and (reason is None or condition["reason"] == reason):
-            return obj
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{server} never got Ready={status} {reason or ''}: {ready(obj)}")
+    return await wait_for_condition(
+        kube, server.resource, server.namespace, server.name, status, reason, limit=limit
+    )
 
 
 async def wait_for_users(
@@ -259,22 +256,18 @@ async def wait_for_user_message(
 
     Give ``reasons`` when an earlier condition also names the server (ServerDeleting before
     ServerNotFound): without them the stale one would do."""
-    deadline = time.monotonic() + limit
-    condition: dict[str, Any] | None = None
-    while time.monotonic() < deadline:
+
+    async def check() -> dict[str, Any]:
         condition = ready(await kube.get(DATABASE_USERS, name, namespace))
-        if (
-            condition
-            and condition["status"] == status
-            and contains in (condition.get("message") or "")
-            and (not reasons or condition.get("reason") in reasons)
-        ):
-            return condition
-        await asyncio.sleep(0.1)
+        assert condition is not None, "no Ready condition"
+        assert condition["status"] == status, f"Ready: {condition}"
+        assert contains in (condition.get("message") or ""), f"Ready: {condition}"
+        assert not reasons or condition.get("reason") in reasons, f"Ready: {condition}"
+        return condition
+
     wanted = f" ({' or '.join(reasons)})" if reasons else ""
-    raise AssertionError(
-        f"{namespace}/{name} never got Ready={status}{wanted} naming {contains!r}: {condition}"
-    )
+    message = f"{namespace}/{name} never got Ready={status}{wanted} naming {contains!r}"
+    return await eventually(check, limit=limit, interval=0.1, message=message)
 
 
 async def create_servers(
@@ -361,10 +354,12 @@ async def set_password(kube: KubeClient, namespace: str, name: str, password: st
 
 async def logs_in_soon(server: ServerHandle, user: str, password: str, limit: float = 60) -> None:
     """Poll until ``user`` logs in to ``server`` with ``password``."""
-    deadline = time.monotonic() + limit
-    while not can_log_in(server.mysql, user, password):
-        assert time.monotonic() < deadline, f"{user} never logged in to {server} with its new password"
-        await asyncio.sleep(0.1)
+    await eventually(
+        lambda: can_log_in(server.mysql, user, password),
+        limit=limit,
+        interval=0.1,
+        message=f"{user} never logged in to {server} with its new password",
+    )
 
 
 def printed_table(output: str) -> list[dict[str, str]]:

@@ -4,14 +4,14 @@ deletion, Events, reading through a busy server."""
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
-from kubernetes_asyncio.client.exceptions import ApiException
-
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, DATABASES
+from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient
-from dbuser_operator.runtime.errors import Unavailable
+from dbuser_operator.runtime.errors import NotFound, Unavailable
+from dbuser_operator.runtime.resources import SECRETS, Resource
+from tests.integration.operator.support.wait import eventually
 
 
 async def read_settled(kube: KubeClient, path: str, limit: float = 30.0) -> dict[str, Any]:
@@ -28,8 +28,6 @@ async def read_settled(kube: KubeClient, path: str, limit: float = 30.0) -> dict
 
 
 async def create_secret(kube: KubeClient, namespace: str, name: str, data: dict[str, str]) -> dict[str, Any]:
-    from dbuser_operator.runtime.resources import SECRETS  # noqa: PLC0415
-
     return await kube.create(SECRETS, {"metadata": {"name": name}, "stringData": data}, namespace)
 
 
@@ -40,6 +38,32 @@ def ready(obj: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+async def wait_for_condition(
+    kube: KubeClient,
+    resource: Resource,
+    namespace: str | None,
+    name: str,
+    status: str = "True",
+    reason: str | None = None,
+    *,
+    limit: float = 60,
+    interval: float = 0.1,
+) -> dict[str, Any]:
+    """Poll until the object's Ready condition has ``status`` (and ``reason``); return the object."""
+
+    async def check() -> dict[str, Any]:
+        obj = await kube.get(resource, name, namespace)
+        condition = ready(obj)
+        assert condition is not None, "no Ready condition"
+        assert condition["status"] == status, f"Ready: {condition}"
+        assert reason in {None, condition["reason"]}, f"Ready: {condition}"
+        return obj
+
+    where = f"{namespace}/{name}" if namespace else name
+    message = f"{resource.kind} {where} never got Ready={status} {reason or ''}"
+    return await eventually(check, limit=limit, interval=interval, message=message)
+
+
 async def wait_for_ready(
     kube: KubeClient,
     namespace: str,
@@ -48,43 +72,42 @@ async def wait_for_ready(
     reason: str | None = None,
     limit: float = 30,
 ) -> dict[str, Any]:
-    """Poll until the Ready condition has ``status`` (and ``reason``); return the object."""
-    deadline = time.monotonic() + limit
-    obj: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        obj = await kube.get(DATABASE_USERS, name, namespace)
-        condition = ready(obj)
-        if condition and condition["status"] == status and (reason is None or condition["reason"] == reason):
-            return obj
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{namespace}/{name} never got Ready={status} {reason or ''}: {ready(obj)}")
+    """Poll until the DatabaseUser's Ready condition has ``status`` (and ``reason``); return the object."""
+    return await wait_for_condition(
+        kube, DATABASE_USERS, namespace, name, status, reason, limit=limit, interval=0.05
+    )
 
 
 async def finalizers_become(
     kube: KubeClient, namespace: str, name: str, expected: list[str], limit: float = 15
 ) -> None:
     """Poll until the resource's finalizers are exactly ``expected``."""
-    deadline = time.monotonic() + limit
-    obj: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        obj = await kube.get(DATABASE_USERS, name, namespace)
-        if (obj["metadata"].get("finalizers") or []) == expected:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{namespace}/{name} finalizers never became {expected}: {obj.get('metadata')}")
+
+    async def check() -> bool:
+        metadata = (await kube.get(DATABASE_USERS, name, namespace))["metadata"]
+        assert (metadata.get("finalizers") or []) == expected, metadata
+        return True
+
+    message = f"{namespace}/{name} finalizers never became {expected}"
+    await eventually(check, limit=limit, interval=0.05, message=message)
+
+
+async def deleted(kube: KubeClient, resource: Resource, namespace: str | None, name: str) -> bool:
+    """Whether the object is gone (a check for :func:`eventually`)."""
+    try:
+        await kube.get(resource, name, namespace)
+    except NotFound:
+        return True
+    return False
 
 
 async def wait_until_gone(kube: KubeClient, namespace: str, name: str, limit: float = 30) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        try:
-            await kube.get(DATABASE_USERS, name, namespace)
-        except ApiException as error:
-            if error.status == 404:
-                return
-            raise
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{namespace}/{name} was not deleted")
+    await eventually(
+        lambda: deleted(kube, DATABASE_USERS, namespace, name),
+        limit=limit,
+        interval=0.05,
+        message=f"{namespace}/{name} was not deleted",
+    )
 
 
 async def events_of(kube: KubeClient, namespace: str, name: str) -> list[dict[str, Any]]:
@@ -95,10 +118,65 @@ async def events_of(kube: KubeClient, namespace: str, name: str) -> list[dict[st
 async def wait_for_event(
     kube: KubeClient, namespace: str, name: str, reason: str, limit: float = 60
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        for event in await events_of(kube, namespace, name):
-            if event["reason"] == reason:
-                return event
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"no Event {reason} for {namespace}/{name} within {limit} s")
+    async def check() -> dict[str, Any]:
+        events = await events_of(kube, namespace, name)
+        found = [event for event in events if event["reason"] == reason]
+        assert found, f"Events: {sorted({event['reason'] for event in events})}"
+        return found[0]
+
+    message = f"no Event {reason} for {namespace}/{name}"
+    return await eventually(check, limit=limit, interval=0.2, message=message)
+
+
+async def wait_role_ready(
+    kube: KubeClient, namespace: str, name: str, status: str = "True", reason: str | None = None
+) -> dict[str, Any]:
+    return await wait_for_condition(kube, DATABASE_ROLES, namespace, name, status, reason)
+
+
+async def wait_db(
+    kube: KubeClient, namespace: str, name: str, status: str = "True", reason: str | None = None
+) -> dict[str, Any]:
+    return await wait_for_condition(kube, DATABASES, namespace, name, status, reason)
+
+
+async def database_gone(kube: KubeClient, namespace: str, name: str) -> None:
+    await eventually(
+        lambda: deleted(kube, DATABASES, namespace, name),
+        limit=60,
+        interval=0.1,
+        message=f"Database {namespace}/{name} was never deleted",
+    )
+
+
+async def admin_secrets(kube: KubeClient, namespace: str, mysql: MySQLServer, name: str) -> None:
+    """The server's admin credentials (and its CA, when it has one) in Secret ``name``."""
+    data = {"user": mysql.user, "password": mysql.password}
+    if mysql.ca_file is not None:
+        data["ca.crt"] = mysql.ca_file.read_text()
+    await create_secret(kube, namespace, name, data)
+
+
+async def secret_exists(kube: KubeClient, namespace: str, name: str) -> bool:
+    try:
+        await kube.get(SECRETS, name, namespace)
+    except NotFound:
+        return False
+    return True
+
+
+async def wait_for_secret(
+    kube: KubeClient, namespace: str, name: str, check: Any = None, limit: float = 30
+) -> dict[str, Any]:
+    """Poll until the Secret exists (and ``check(secret)`` holds); return it."""
+
+    async def exists_as_expected() -> dict[str, Any]:
+        try:
+            secret = await kube.get(SECRETS, name, namespace)
+        except NotFound:
+            raise AssertionError("no such Secret") from None
+        assert check is None or check(secret), "not as expected yet"
+        return secret
+
+    message = f"Secret {namespace}/{name} never became as expected"
+    return await eventually(exists_as_expected, limit=limit, interval=0.05, message=message)

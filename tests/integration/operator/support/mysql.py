@@ -113,3 +113,33 @@ def has_dual_passwords(mysql: MySQLServer) -> bool:
 def is_mariadb(mysql: MySQLServer) -> bool:
     [(version,)] = mysql_query(mysql, "SELECT VERSION()")
     return ServerInfo.parse(str(version)).flavour == "mariadb"
+
+
+def role_host(mysql: MySQLServer) -> str:
+    return "" if is_mariadb(mysql) else "%"
+
+
+def role_exists(mysql: MySQLServer, role: str) -> bool:
+    return bool(
+        mysql_query(mysql, "SELECT 1 FROM mysql.user WHERE User = %s AND Host = %s", role, role_host(mysql))
+    )
+
+
+def roles_of(mysql: MySQLServer, user: str) -> set[str]:
+    if is_mariadb(mysql):
+        rows = mysql_query(
+            mysql, "SELECT Role FROM mysql.roles_mapping WHERE User = %s AND Host = '%%'", user
+        )
+    else:
+        rows = mysql_query(
+            mysql, "SELECT FROM_USER FROM mysql.role_edges WHERE TO_USER = %s AND TO_HOST = '%%'", user
+        )
+    return {str(row[0]) for row in rows}
+
+
+def default_roles_of(mysql: MySQLServer, user: str) -> set[str]:
+    if is_mariadb(mysql):
+        rows = mysql_query(mysql, "SELECT default_role FROM mysql.user WHERE User = %s AND Host = '%%'", user)
+    else:
+        rows = mysql_query(mysql, "SELECT DEFAULT_ROLE_USER FROM mysql.default_roles WHERE USER = %s", user)
+    return {str(row[0]) for row in rows if row[0]}

@@ -7,7 +7,6 @@ client-certificate user of each write.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import secrets
@@ -29,6 +28,7 @@ from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.resources import LEASES
 from tests.conftest import REPO
+from tests.integration.operator.support.wait import eventually
 
 LEASE_FLAGS = (  # short timings, so that a takeover takes seconds
     "--leader-election-lease-duration=4",
@@ -57,11 +57,13 @@ class Replica:
 
     async def exit_code(self, limit: float = 30) -> int:
         """Wait for the process to end by itself; its exit code."""
-        assert self.process is not None
-        deadline = time.monotonic() + limit
-        while (code := self.process.poll()) is None:
-            assert time.monotonic() < deadline, f"{self.identity} did not exit within {limit} s"
-            await asyncio.sleep(0.05)
+        process = self.process
+        assert process is not None
+        await eventually(
+            lambda: process.poll() is not None, limit=limit, message=f"{self.identity} did not exit"
+        )
+        code = process.poll()
+        assert code is not None
         return code
 
     def stop(self) -> None:
@@ -205,9 +207,11 @@ class Failover:
     async def wait_for_holder(self, kube: KubeClient, replica: Replica, limit: float = 60) -> float:
         """Wait until ``replica`` holds the Lease; the seconds it took."""
         start = time.monotonic()
-        while await self.holder(kube) != replica.identity:
-            assert time.monotonic() - start < limit, f"{replica.identity} never took the Lease"
-            await asyncio.sleep(0.05)
+
+        async def holds() -> bool:
+            return await self.holder(kube) == replica.identity
+
+        await eventually(holds, limit=limit, message=f"{replica.identity} never took the Lease")
         return time.monotonic() - start
 
     # --- attribution -------------------------------------------------------------------------------

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,6 +12,7 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.conditions import format_time
 from dbuser_operator.runtime.resources import SECRETS
+from tests.integration.operator.support.wait import eventually
 
 
 async def create_pod(
@@ -70,21 +69,17 @@ async def rotation_status(kube: KubeClient, namespace: str, name: str) -> dict[s
 async def wait_for_phase(
     kube: KubeClient, namespace: str, name: str, phase: str, limit: float = 60
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + limit
-    rotation: dict[str, Any] = {}
-    while time.monotonic() < deadline:
+    async def check() -> dict[str, Any]:
         rotation = await rotation_status(kube, namespace, name)
-        if rotation.get("phase") == phase:
-            return rotation
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{namespace}/{name} never reached phase {phase}: {rotation}")
+        assert rotation.get("phase") == phase, f"rotation: {rotation}"
+        return rotation
+
+    message = f"{namespace}/{name} never reached phase {phase}"
+    return await eventually(check, limit=limit, interval=0.1, message=message)
 
 
 async def poll(condition: Callable[[], Awaitable[bool]], what: str, limit: float = 30) -> None:
-    deadline = time.monotonic() + limit
-    while not await condition():
-        assert time.monotonic() < deadline, f"{what} not met within {limit} s"
-        await asyncio.sleep(0.05)
+    await eventually(condition, limit=limit, interval=0.05, message=f"{what} not met")
 
 
 async def secret_password(kube: KubeClient, namespace: str, secret: str, key: str = "password") -> str:
@@ -99,7 +94,9 @@ async def delete_users(kube: KubeClient, namespace: str, limit: float = 60) -> N
     listed = await kube.list(DATABASE_USERS, namespace)
     for item in listed["items"]:
         await kube.delete(DATABASE_USERS, item["metadata"]["name"], namespace)
-    deadline = time.monotonic() + limit
-    while (await kube.list(DATABASE_USERS, namespace))["items"]:
-        assert time.monotonic() < deadline, f"the DatabaseUsers of {namespace} were not deleted"
-        await asyncio.sleep(0.1)
+
+    async def none_left() -> bool:
+        return not (await kube.list(DATABASE_USERS, namespace))["items"]
+
+    message = f"the DatabaseUsers of {namespace} were not deleted"
+    await eventually(none_left, limit=limit, interval=0.1, message=message)
