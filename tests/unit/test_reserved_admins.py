@@ -82,17 +82,20 @@ async def test_a_server_that_cannot_say_which_it_is_is_taken_for_the_same_and_re
     assert refused.retry
 
 
-async def test_the_guard_asks_the_reservations_after_its_own_rules() -> None:
-    guard = Guard([], [], "dbuser_operator", Known(TENANTS, PLATFORM))
-    assert await guard.server_refusal(TENANTS, "platform_admin", []) == (
+async def test_the_registry_reserves_the_admins_names_and_the_guard_their_schemas() -> None:
+    reservations = Known(TENANTS, PLATFORM)
+    assert await reservations.reserved(TENANTS, "account", "platform_admin") == Refusal(
         "ReservedAccount",
         "the admin account of MySQLServer platform/main (which reaches the same server) is reserved: "
         "never managed",
-        False,
     )
-    assert await guard.server_refusal(TENANTS, "tenants_admin", []) == (
-        "ReservedAccount",
-        "the admin account of ClusterMySQLServer shared is reserved: never managed",
-        False,
+    assert await reservations.reserved(TENANTS, "role", "tenants_admin") == Refusal(
+        "ReservedAccount", "the admin account of ClusterMySQLServer shared is reserved: never managed"
     )
-    assert await guard.server_refusal(None, "platform_admin", []) is None
+    guard = Guard([], "dbuser_operator", reservations)
+    assert await guard.server_refusal(TENANTS, grants("books_p").privileges) == Refusal(
+        "PrivilegeNotAllowed",
+        "grants on the bookkeeping schema of MySQLServer platform/main (which reaches the same server) are "
+        "not allowed: never managed",
+    )
+    assert await guard.server_refusal(None, grants("books_p").privileges) is None
