@@ -334,19 +334,13 @@ async def test_a_database_refused_server_not_found_deletes_at_once(names: Names)
     name = f"{ns}_orphan".replace("-", "_")
     mysql_query(env.mysql, f"CREATE DATABASE `{name}`")
     try:
-        body = env.body(DATABASES, "nowhere", name)
-        body["spec"]["serverRef"] = {"kind": CLUSTER_KIND, "name": "no-such-server"}
-        await env.kube.create(DATABASES, body, ns)
-        await wait_ready(env.kube, DATABASES, ns, "nowhere", "False", "ServerNotFound")
-        await env.kube.delete(DATABASES, "nowhere", ns)
-        await gone(env.kube, DATABASES, ns, "nowhere")
-        assert schema_rows(env.mysql, name)
-        # A DatabaseRole in that state too.
-        body = env.body(DATABASE_ROLES, "nowhere", name)
-        body["spec"]["serverRef"] = {"kind": CLUSTER_KIND, "name": "no-such-server"}
-        await env.kube.create(DATABASE_ROLES, body, ns)
-        await wait_ready(env.kube, DATABASE_ROLES, ns, "nowhere", "False", "ServerNotFound")
-        await env.kube.delete(DATABASE_ROLES, "nowhere", ns)
-        await gone(env.kube, DATABASE_ROLES, ns, "nowhere")
+        for resource in (DATABASES, DATABASE_ROLES):  # a DatabaseRole in that state too
+            body = env.body(resource, "nowhere", name)
+            body["spec"]["serverRef"] = {"kind": CLUSTER_KIND, "name": "no-such-server"}
+            await env.kube.create(resource, body, ns)
+            await wait_ready(env.kube, resource, ns, "nowhere", "False", "ServerNotFound")
+            await env.kube.delete(resource, "nowhere", ns)
+            await gone(env.kube, resource, ns, "nowhere")
+            assert schema_rows(env.mysql, name)
     finally:
         mysql_query(env.mysql, f"DROP DATABASE IF EXISTS `{name}`")

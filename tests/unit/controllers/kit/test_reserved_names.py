@@ -7,7 +7,7 @@ that lists them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NoReturn, cast
 
@@ -30,6 +30,7 @@ from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.errors import DatabaseUnavailableError
+from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
@@ -76,15 +77,17 @@ DOWN = Handle("down_admin", "books_d", None, "MySQLServer team-d/down")
 class Known(Reservations):
     """The registry over a fixed list of server resources, with the flags' names."""
 
-    def __init__(self, *handles: Handle) -> None:
-        super().__init__(cast(ServerResolver, None), users=[FLAGS_RESERVED, FLAGS_ADMIN], schema=FLAGS_SCHEMA)
+    def __init__(self, *handles: Handle, users: Iterable[str] = (), schema: str = DEFAULT_SCHEMA) -> None:
+        super().__init__(cast(ServerResolver, None), users=users, schema=schema)
         self.known = handles
 
     async def admins(self) -> list[Admin]:
         return [Admin(h.name, h.db.settings.user, h.schema, h) for h in self.known]
 
 
-REGISTRY = Known(TENANTS, PLATFORM, NEIGHBOUR, ELSEWHERE, DOWN)
+REGISTRY = Known(
+    TENANTS, PLATFORM, NEIGHBOUR, ELSEWHERE, DOWN, users=[FLAGS_RESERVED, FLAGS_ADMIN], schema=FLAGS_SCHEMA
+)
 
 # reserved name → (what it is, retried: its server cannot say whether it is the same)
 ACCOUNTS = {
