@@ -161,6 +161,11 @@ def build_manager(
     resolver = ServerResolver(
         registry, *servers.informers(reader, settings, scope, users, roles, dbs) if server_resources else ()
     )
+    reservations = Reservations(
+        resolver,
+        users=[*settings.reserved_users, settings.mysql_user],
+        schema=settings.ownership_schema,
+    )
     shared = Shared(
         settings=settings,
         reader=reader,
@@ -173,12 +178,8 @@ def build_manager(
         recorder=recorder,
         servers=resolver,
         policy=policy_gate(reader if namespace_labels else None, users, roles, dbs),
-        guard=Guard(
-            [*settings.reserved_users, settings.mysql_user],
-            settings.allowed_global_privileges,
-            settings.ownership_schema,
-            Reservations(resolver),
-        ),
+        guard=Guard(settings.allowed_global_privileges, settings.ownership_schema, reservations),
+        reserved=reservations,
     )
     manager = Manager(
         reader,

@@ -22,7 +22,7 @@ from typing import Final, Literal
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import InvalidNameError, MySQLError, ServerError
 from dbuser_operator.mysql.identifiers import SQL, InvalidIdentifierError, quote_identifier, validate_database
-from dbuser_operator.mysql.ownership import SYSTEM_SCHEMAS, Claim, Owner, table
+from dbuser_operator.mysql.ownership import Claim, Owner, table
 from dbuser_operator.mysql.statement import Statement
 
 TABLE: Final = "databases"
@@ -65,12 +65,6 @@ class Schema:
 
     character_set: str
     collation: str
-
-
-def is_reserved(name: str, bookkeeping: str) -> bool:
-    """Whether ``name`` is a system schema or the operator's bookkeeping schema (compared without regard to
-    case: the servers may fold names)."""
-    return name.lower() in SYSTEM_SCHEMAS or name.lower() == bookkeeping.lower()
 
 
 def _name(name: str) -> str:

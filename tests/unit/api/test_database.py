@@ -100,12 +100,6 @@ def test_options_are_quoted_identifiers() -> None:
     assert databases.options(None, None) == ""
 
 
-@pytest.mark.parametrize("name", ["mysql", "MySQL", "sys", "information_schema", "PERFORMANCE_SCHEMA", "dbu"])
-def test_reserved_names(name: str) -> None:
-    assert databases.is_reserved(name, "dbu")
-    assert not databases.is_reserved("app", "dbu")
-
-
 def test_differs_reads_aliases_and_case() -> None:
     found = databases.Schema("utf8mb3", "utf8mb3_general_ci")
     assert not databases.differs(found, "utf8", None)

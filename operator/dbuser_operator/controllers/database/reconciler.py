@@ -22,6 +22,7 @@ from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, RELEASE_ANNOTATION
 from dbuser_operator.api.v1alpha1.database import API_VERSION, Database, DatabaseSpec, DatabaseStatus
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.reconcile import FORGET_TIMEOUT, READY, Pass, Reconciler, status_of
+from dbuser_operator.controllers.kit.reserved import NameClass, ReservedNames
 from dbuser_operator.controllers.kit.resources import DATABASES
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.policy.gate import PolicyGate
@@ -67,6 +68,7 @@ class DatabaseReconciler(Reconciler[DatabaseContext]):
 
     resource: ClassVar[Resource] = DATABASES
     api_version: ClassVar[str] = API_VERSION
+    manages: ClassVar[NameClass] = "database"
 
     def __init__(
         self,
@@ -78,9 +80,9 @@ class DatabaseReconciler(Reconciler[DatabaseContext]):
         scope: Scope,
         resync_period: float,
         policy: PolicyGate | None = None,
+        reserved: ReservedNames | None = None,
     ) -> None:
-        super().__init__(kube, informer, recorder, scope)
-        self.servers = servers
+        super().__init__(kube, informer, recorder, scope, servers=servers, reserved=reserved)
         self.resync_period = resync_period
         self.policy = policy
 
@@ -92,6 +94,9 @@ class DatabaseReconciler(Reconciler[DatabaseContext]):
     def unparsed(self, obj: dict[str, Any]) -> DatabaseContext:
         database = Database.model_construct(spec=DatabaseSpec.model_construct())
         return DatabaseContext(obj=obj, database=database, status=status_of(DatabaseStatus, obj))
+
+    def mysql_name(self, ctx: DatabaseContext) -> str:
+        return ctx.name
 
     def invalid_deletion_message(self, obj: dict[str, Any], problem: str) -> str:
         return (
@@ -107,10 +112,9 @@ class DatabaseReconciler(Reconciler[DatabaseContext]):
         if policy == "Paused":
             await self._pause(ctx, "the operator changes nothing in MySQL")
             return Result()
+        ctx.binding, ctx.server = await self.bind(ctx)  # no finalizer on a resource refused here
         ctx.obj = await self.finalizer.add(ctx.obj)
-        ctx.binding, ctx.server = await self.servers.resolve(ctx.obj)
         ctx.status.conditions = [c for c in ctx.status.conditions if c.type != PAUSED]
-        self._refuse(ctx)
         if self.policy is not None:  # before any SQL
             self.policy.check_database(ctx.binding, ctx.database)
         if policy == "Observe":
@@ -120,14 +124,6 @@ class DatabaseReconciler(Reconciler[DatabaseContext]):
             self.set_ready(ctx, "True", "DatabaseReady", f"database {ctx.name} matches the spec")
         await self.write(ctx)
         return Result(requeue_after=self.resync_period)
-
-    def _refuse(self, ctx: DatabaseContext) -> None:
-        if databases.is_reserved(ctx.name, ctx.server.schema):
-            message = (
-                f"database {ctx.name} is reserved (a system schema or the operator's bookkeeping schema): "
-                "never managed"
-            )
-            raise ConditionError("ReservedDatabase", message, retry=False)
 
     async def _observe(self, ctx: DatabaseContext) -> None:
         """managementPolicy Observe: the database as it is into status; nothing created, nothing claimed."""
@@ -277,7 +273,7 @@ class DatabaseReconciler(Reconciler[DatabaseContext]):
         name = ctx.name
         forgotten = False
         try:
-            _, handle = await self.servers.resolve(ctx.obj, deleting=True)
+            _, handle = await self.bind(ctx, deleting=True)
             async with asyncio.timeout(FORGET_TIMEOUT):
                 await handle.ensure_databases_table()
                 forgotten = await databases.forget(handle.db, handle.schema, name, owner_of(ctx.database).uid)
@@ -291,15 +287,21 @@ class DatabaseReconciler(Reconciler[DatabaseContext]):
             ctx.event("Normal", "Retained", f"{why or 'deletionPolicy Retain'}: {what}")
 
     async def _drop(self, ctx: DatabaseContext) -> None:
-        """deletionPolicy Delete: drop the database if this resource owns it, else leave it."""
+        """deletionPolicy Delete: drop the database if this resource owns it and it is not reserved, else
+        leave it (a reserved one it owns is forgotten)."""
         name = ctx.name
-        _, handle = await self.servers.resolve(ctx.obj, deleting=True)
+        _, handle = await self.bind(ctx, deleting=True)
         try:
             await handle.ensure_databases_table()
             current = await databases.owner_of(handle.db, handle.schema, name)
-            if current is not None and current.uid == owner_of(ctx.database).uid:
+            uid = owner_of(ctx.database).uid
+            if current is not None and current.uid == uid and ctx.reserved is not None:
+                await databases.forget(handle.db, handle.schema, name, uid)
+                message = f"database {name} was not dropped, only forgotten: {ctx.reserved.message}"
+                ctx.event("Warning", "DatabaseKept", message)
+            elif current is not None and current.uid == uid:
                 await databases.drop(handle.db, name)
-                await databases.forget(handle.db, handle.schema, name, current.uid)
+                await databases.forget(handle.db, handle.schema, name, uid)
                 ctx.event("Normal", "DatabaseDropped", f"dropped database {name}")
             else:
                 message = f"database {name} was left in MySQL: this resource does not own it"

@@ -30,6 +30,7 @@ def setup(manager: Manager, shared: Shared) -> Controller:
         shared.databases,
         shared.recorder,
         servers=shared.servers,
+        reserved=shared.reserved,
         scope=shared.scope,
         resync_period=settings.resync_period,
         policy=shared.policy,

@@ -33,6 +33,7 @@ from dbuser_operator.controllers.kit.errors import ConditionError, mysql_conditi
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.guard import Guard
 from dbuser_operator.controllers.kit.reconcile import FORGET_TIMEOUT, Pass, Reconciler, status_of
+from dbuser_operator.controllers.kit.reserved import NameClass, ReservedNames
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.policy.gate import PolicyGate
@@ -76,6 +77,7 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
 
     resource: ClassVar[Resource] = DATABASE_ROLES
     api_version: ClassVar[str] = API_VERSION
+    manages: ClassVar[NameClass] = "role"
 
     def __init__(
         self,
@@ -88,9 +90,9 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
         guard: Guard,
         resync_period: float,
         policy: PolicyGate | None = None,
+        reserved: ReservedNames | None = None,
     ) -> None:
-        super().__init__(kube, roles_informer, recorder, scope)
-        self.servers = servers
+        super().__init__(kube, roles_informer, recorder, scope, servers=servers, reserved=reserved)
         self.guard = guard
         self.resync_period = resync_period
         self.policy = policy
@@ -104,6 +106,9 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
         role = DatabaseRole.model_construct(spec=DatabaseRoleSpec.model_construct())
         return RoleContext(obj=obj, role=role, status=status_of(DatabaseRoleStatus, obj))
 
+    def mysql_name(self, ctx: RoleContext) -> str:
+        return ctx.name
+
     def invalid_deletion_message(self, obj: dict[str, Any], problem: str) -> str:
         return (
             f"deleted with a spec that does not parse ({problem}): this instance let go without dropping "
@@ -114,8 +119,8 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
         return f"no longer labelled {self.scope.selector}: this instance let go; the role stays in MySQL"
 
     async def ensure(self, ctx: RoleContext) -> Result:
+        ctx.binding, ctx.server = await self.bind(ctx)  # no finalizer on a resource refused here
         ctx.obj = await self.finalizer.add(ctx.obj)
-        ctx.binding, ctx.server = await self.servers.resolve(ctx.obj)
         await self._refuse(ctx)
         if self.policy is not None:  # before any SQL
             self.policy.check_role(ctx.binding, ctx.role)
@@ -126,17 +131,15 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
         return Result(requeue_after=self.resync_period)
 
     async def _refuse(self, ctx: RoleContext) -> None:
-        """The guard's refusals, as for accounts."""
+        """The guard's refusals of grants, as for accounts (reserved names are the frame's)."""
         name, privileges = ctx.name, ctx.role.spec.privileges
-        if self.guard.is_reserved(name):
-            raise ConditionError("ReservedAccount", f"role {name} is reserved: never managed", retry=False)
         refusal = self.guard.grant_refusal(privileges)
         if refusal is not None:
             raise ConditionError("PrivilegeNotAllowed", f"role {name}: {refusal}", retry=False)
-        server_refusal = await self.guard.server_refusal(ctx.server, name, privileges)
+        server_refusal = await self.guard.server_refusal(ctx.server, privileges)
         if server_refusal is not None:
-            reason, message, retry = server_refusal
-            raise ConditionError(reason, f"role {name}: {message}", retry=retry)
+            message = f"role {name}: {server_refusal.message}"
+            raise ConditionError(server_refusal.reason, message, retry=server_refusal.retry)
 
     async def _converge(self, ctx: RoleContext) -> list[roles.Account]:
         """The role exists, is this resource's, holds no role, and has exactly the spec's privileges (the
@@ -287,7 +290,7 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
         released = (role.metadata.annotations or {}).get(RELEASE_ANNOTATION) == "true"
         if released or role.spec.deletion_policy == "Retain":
             try:
-                _, handle = await self.servers.resolve(ctx.obj, deleting=True)
+                _, handle = await self.bind(ctx, deleting=True)
                 async with asyncio.timeout(FORGET_TIMEOUT):
                     await handle.ensure_roles_table()
                     await self._forget(handle, role, name)
@@ -296,13 +299,18 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
             reason = "Released" if released else "Retained"
             ctx.event("Warning" if released else "Normal", reason, f"role {name} was left in MySQL")
         else:
-            _, handle = await self.servers.resolve(ctx.obj, deleting=True)
+            _, handle = await self.bind(ctx, deleting=True)
             try:
                 await handle.ensure_roles_table()
                 current = await ownership.owner_of(
                     handle.db, handle.schema, name, ownership.ROLE_HOST, table_name=ownership.ROLES_TABLE
                 )
-                if current is not None and current.uid == owner_of(role).uid:
+                ours = current is not None and current.uid == owner_of(role).uid
+                if ours and ctx.reserved is not None:  # reserved since: forgotten, never dropped
+                    await self._forget(handle, role, name)
+                    message = f"role {name} was not dropped, only forgotten: {ctx.reserved.message}"
+                    ctx.event("Warning", "RoleKept", message)
+                elif ours:
                     server = await handle.server()
                     found = await name_holders.role_holders(handle.db, handle.schema, name, server)
                     if unmanaged := holders.unmanaged(found):

@@ -31,6 +31,7 @@ def setup(manager: Manager, shared: Shared) -> Controller:
         shared.roles,
         shared.recorder,
         servers=shared.servers,
+        reserved=shared.reserved,
         scope=shared.scope,
         guard=shared.guard,
         resync_period=settings.resync_period,

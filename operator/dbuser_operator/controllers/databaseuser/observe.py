@@ -5,10 +5,11 @@ so an account the operator does not own (the import use case) can be looked at s
 not compared: the operator keeps no fingerprint of an account it does not own.
 
 Observe reads no further than the namespace could manage, and refuses (Ready=False, nothing of the account
-in status) a reserved account (``ReservedAccount``: the guard's names, and the admin accounts of every
-server resource reaching the same server), an account or role a resource of another namespace owns
-(``ObserveNotAllowed``), and, on a server with a policy, an existing account this namespace does not own
-and could not adopt as it is today (``ObserveNotAllowed``: allowAdoption, adoptableNames, what it holds).
+in status) a reserved account (``ReservedAccount``: the frame asks the registry of reserved names before
+anything is read, :mod:`~dbuser_operator.controllers.kit.reserved`), an account or role a resource of
+another namespace owns (``ObserveNotAllowed``), and, on a server with a policy, an existing account this
+namespace does not own and could not adopt as it is today (``ObserveNotAllowed``: allowAdoption,
+adoptableNames, what it holds).
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from dbuser_operator.controllers.databaseuser.steps.options import desired_optio
 from dbuser_operator.controllers.databaseuser.steps.rotation import now
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
-from dbuser_operator.controllers.kit.guard import Guard
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.mysql import account_metadata, grants, holdings, ownership
 from dbuser_operator.mysql.account_options import DEFAULT_LIFETIME
@@ -183,8 +183,7 @@ def summary(ctx: Context, accounts: list[ObservedAccount]) -> str:
 class Observer:
     """Reads the spec's accounts into ``status.observed``; tells whether they match the spec."""
 
-    def __init__(self, guard: Guard, policy: PolicyGate | None = None) -> None:
-        self.guard = guard
+    def __init__(self, policy: PolicyGate | None = None) -> None:
         self.policy = policy
 
     async def observe(self, ctx: Context) -> bool:
@@ -194,14 +193,6 @@ class Observer:
         bounds (module docstring)."""
         user = ctx.user.effective_user()
         ctx.status.observed = None  # nothing of an account stays in status once it is refused
-        if self.guard.is_reserved(user):
-            raise ConditionError(
-                "ReservedAccount", f"{ctx.account} is reserved: the operator never manages it", retry=False
-            )
-        refusal = await self.guard.server_refusal(ctx.server, user, [])
-        if refusal is not None:
-            reason, message, retry = refusal
-            raise ConditionError(reason, f"{ctx.account}: {message}", retry=retry)
         try:
             server = await ctx.server.server()
             accounts = []

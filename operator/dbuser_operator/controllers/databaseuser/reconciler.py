@@ -37,8 +37,8 @@ from dbuser_operator.controllers.databaseuser.steps.account_options import ready
 from dbuser_operator.controllers.databaseuser.steps.hosts import accounts_of, ready_message
 from dbuser_operator.controllers.databaseuser.steps.ownership import owner
 from dbuser_operator.controllers.kit.errors import ConditionError
-from dbuser_operator.controllers.kit.guard import Guard
 from dbuser_operator.controllers.kit.reconcile import FORGET_TIMEOUT, READY, Reconciler, status_of
+from dbuser_operator.controllers.kit.reserved import NameClass, ReservedNames
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.kit.steps import Releasing, Step, check_order
@@ -62,6 +62,7 @@ class DatabaseUserReconciler(Reconciler[Context]):
 
     resource: ClassVar[Resource] = DATABASE_USERS
     api_version: ClassVar[str] = API_VERSION
+    manages: ClassVar[NameClass] = "account"
     one_normal_event: ClassVar[bool] = True  # "AccountCreated" already says the account is there
 
     def __init__(
@@ -77,12 +78,12 @@ class DatabaseUserReconciler(Reconciler[Context]):
         observe_period: float = 0.0,
         policy: PolicyGate | None = None,
         databases: Informer | None = None,
+        reserved: ReservedNames | None = None,
     ) -> None:
-        super().__init__(kube, users, recorder, scope)
+        super().__init__(kube, users, recorder, scope, servers=servers, reserved=reserved)
         self.users = users
         self.steps = check_order(steps)
-        self.servers = servers
-        self.observer = observer or Observer(Guard((), (), ownership.DEFAULT_SCHEMA))
+        self.observer = observer or Observer()
         self.observe_period = observe_period  # seconds between two looks at an observed account (0: none)
         self.policy = policy  # checked before observing (the Manage path has it among the steps)
         self.databases = databases  # the Databases the grants' databaseRefs name (None: refs refused)
@@ -94,6 +95,12 @@ class DatabaseUserReconciler(Reconciler[Context]):
 
     def unparsed(self, obj: dict[str, Any]) -> Context:
         return Context(obj=obj, user=_unparsed(), status=status_of(DatabaseUserStatus, obj))
+
+    def mysql_name(self, ctx: Context) -> str:
+        return ctx.user.effective_user()
+
+    def shown(self, ctx: Context) -> str:
+        return ctx.account
 
     def invalid_deletion_message(self, obj: dict[str, Any], problem: str) -> str:
         account = _recorded_account(status_of(DatabaseUserStatus, obj)) or "no account"
@@ -115,12 +122,13 @@ class DatabaseUserReconciler(Reconciler[Context]):
         if policy == "Paused":
             await self._pause(ctx, "the operator changes nothing in MySQL, drift included")
         elif policy == "Observe":
-            ctx.binding, ctx.server = await self.servers.resolve(ctx.obj)
+            ctx.binding, ctx.server = await self.bind(ctx)
             self._resolve_refs(ctx)
             await self._observe(ctx)
             return Result(requeue_after=self.observe_period)
         else:
-            ctx.binding, ctx.server = await self.servers.resolve(ctx.obj)
+            ctx.status.user = ctx.user.effective_user()  # the USER column, refused resources included
+            ctx.binding, ctx.server = await self.bind(ctx)
             self._resolve_refs(ctx)
             _clear_policy_status(ctx)
             for step in self.steps:
@@ -149,13 +157,13 @@ class DatabaseUserReconciler(Reconciler[Context]):
             )
         elif released or policy == "Observe" or ctx.user.spec.deletion_policy == "Retain":
             try:  # letting go needs no server; ownership is forgotten where there is one
-                ctx.binding, ctx.server = await self.servers.resolve(ctx.obj, deleting=True)
+                ctx.binding, ctx.server = await self.bind(ctx, deleting=True)
                 bound = True
             except ConditionError:
                 bound = False
             await self._let_go(ctx, released, bound=bound)
         else:
-            ctx.binding, ctx.server = await self.servers.resolve(ctx.obj, deleting=True)
+            ctx.binding, ctx.server = await self.bind(ctx, deleting=True)
             for step in reversed(self.steps):
                 await step.delete(ctx)
 

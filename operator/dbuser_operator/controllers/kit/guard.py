@@ -1,10 +1,11 @@
-"""What the operator refuses before it touches MySQL at all, for accounts and roles alike.
+"""What the operator refuses in grants before it touches MySQL at all, for accounts and roles alike.
 
-Reserved accounts are never managed. Grants on the server's own schemas or the operator's bookkeeping
-schema, and on ``*.*`` anything beyond the configured allow-list, are refused: they would let an
-application account read password hashes or take over other accounts. On a server, the admin account and
-bookkeeping schema of every server resource that reaches the same physical server are refused too
-(:mod:`~dbuser_operator.controllers.servers.admins`).
+Grants on the server's own schemas or the operator's bookkeeping schema, and on ``*.*`` anything beyond the
+configured allow-list, are refused: they would let an application account read password hashes or take over
+other accounts. On a server, grants on the bookkeeping schema of every server resource that reaches the same
+physical server are refused too (:mod:`~dbuser_operator.controllers.servers.admins`). Reserved names (of
+accounts, roles and databases) are the frame's to refuse, for every kind
+(:mod:`~dbuser_operator.controllers.kit.reserved`).
 """
 
 from __future__ import annotations
@@ -13,56 +14,42 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from dbuser_operator.api.v1alpha1 import Grant as GrantSpec
+from dbuser_operator.controllers.kit.reserved import Refusal
 from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.mysql.reserved import SYSTEM_SCHEMAS
 
 if TYPE_CHECKING:
     from dbuser_operator.controllers.servers.admins import Reservations
 
-ALWAYS_RESERVED = frozenset({"root", "mariadb.sys", "debian-sys-maint", "mysql"})
-SYSTEM_SCHEMAS = frozenset({"mysql", "sys", "information_schema", "performance_schema"})
-
-
-def is_reserved(user: str, reserved: Iterable[str]) -> bool:
-    """Whether ``user`` is a system account (``mysql.*`` included) or configured as reserved."""
-    return user in ALWAYS_RESERVED or user.startswith("mysql.") or user in set(reserved)
-
 
 class Guard:
-    """The refusals: reserved names, and grants that would escalate."""
+    """The refusals of grants that would escalate."""
 
     def __init__(
         self,
-        reserved: Iterable[str],
         allowed_global: Iterable[str],
         ownership_schema: str,
         reservations: Reservations | None = None,
     ) -> None:
-        self.reserved = frozenset(reserved)
         self.allowed_global = frozenset(name.upper() for name in allowed_global)
         self.protected_schemas = SYSTEM_SCHEMAS | {ownership_schema.lower()}
-        self.reservations = reservations  # the other server resources' admins (None: none are known)
-
-    def is_reserved(self, name: str) -> bool:
-        """Whether the account or role ``name`` is never managed."""
-        return is_reserved(name, self.reserved)
+        self.reservations = reservations  # the other server resources' schemas (None: none are known)
 
     async def server_refusal(
-        self, server: ServerHandle | None, name: str, privileges: Sequence[GrantSpec]
-    ) -> tuple[str, str, bool] | None:
-        """On a server: its admin account and bookkeeping schema, and those of every server resource that
-        reaches the same physical server, are protected as the settings' are (a reason, why, and whether
-        to retry: when a server could not be asked which one it is), else None."""
+        self, server: ServerHandle | None, privileges: Sequence[GrantSpec]
+    ) -> Refusal | None:
+        """On a server: grants on its bookkeeping schema, and on those of every server resource that reaches
+        the same physical server, are refused as the settings' schema is (retried when a server could not
+        be asked which one it is), else None."""
         if server is None:
             return None
-        if server.key and name == server.db.settings.user:
-            return "ReservedAccount", f"the admin account of {server.name} is reserved: never managed", False
         for item in privileges:
             if server.key and item.resolved().lower() == server.schema.lower():
-                return "PrivilegeNotAllowed", f"grants on the {item.resolved()} schema are not allowed", False
+                return Refusal(
+                    "PrivilegeNotAllowed", f"grants on the {item.resolved()} schema are not allowed"
+                )
         if self.reservations is not None:
-            found = await self.reservations.refusal(server, name, privileges)
-            if found is not None:
-                return found.reason, found.message, found.retry
+            return await self.reservations.grant_refusal(server, privileges)
         return None
 
     def grant_refusal(self, privileges: Sequence[GrantSpec]) -> str | None:

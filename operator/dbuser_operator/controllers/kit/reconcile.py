@@ -1,8 +1,8 @@
 """The one reconcile frame every kind uses (mariadb-operator's ``pkg/controller/sql`` template).
 
-A kind subclasses :class:`Reconciler` and supplies its model (:meth:`Reconciler.parse`), what a pass does
-(:meth:`Reconciler.ensure`) and what deletion does (:meth:`Reconciler.finalize`). The frame does the rest,
-the same way for every kind:
+A kind subclasses :class:`Reconciler` and supplies its model (:meth:`Reconciler.parse`), which name it
+manages in MySQL (``manages``, :meth:`Reconciler.mysql_name`), what a pass does (:meth:`Reconciler.ensure`)
+and what deletion does (:meth:`Reconciler.finalize`). The frame does the rest, the same way for every kind:
 
 - the object comes from the informer's cache (never a GET); one the cache dropped is let go of if it only
   left this instance's scope (its target label changed) and still carries the finalizer; a cached object
@@ -12,6 +12,9 @@ the same way for every kind:
   spec named (server, account, deletion policy) is unknown — what it made stays, still recorded as its
   (see :meth:`Reconciler.invalid_deletion_message`);
 - deletion runs only while this instance's finalizer holds the resource;
+- a kind gets its server from the frame (:meth:`Reconciler.bind`), which asks the registry of reserved names
+  (:mod:`.reserved`) first: a reserved name is refused before the kind's first statement (before its
+  finalizer, claim or adoption); at deletion the answer is in ``Pass.reserved``, and the kind drops nothing;
 - a :class:`~.errors.ConditionError` becomes ``Ready=False`` with its reason and message and a Warning
   Event, and is retried (rate-limited) unless it says it is permanent;
 - conditions follow apimachinery (``lastTransitionTime`` moves only when the status does, with
@@ -32,6 +35,7 @@ from dbuser_operator.api.v1alpha1 import Condition
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.finalizer import Finalizer
 from dbuser_operator.controllers.kit.freshness import STALE_RETRY, WrittenVersions
+from dbuser_operator.controllers.kit.reserved import NameClass, Refusal, ReservedNames, SystemNames
 from dbuser_operator.controllers.kit.resources import FIELD_MANAGER
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.kit.steps import EventType
@@ -72,6 +76,7 @@ class Pass(Generic[S]):
     events: list[tuple[EventType, str, str]] = field(default_factory=list)
     requeue_after: float | None = None  # look again after this many seconds (the earliest asked for)
     replaced: list[str] = field(default_factory=list)  # the resourceVersions this pass's writes replaced
+    reserved: Refusal | None = None  # at deletion: why the name is never dropped (the registry's), or None
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Replacing ``obj`` (with what a write returned) records the resourceVersion it replaced."""
@@ -94,18 +99,37 @@ class Pass(Generic[S]):
 P = TypeVar("P", bound=Pass[Any])
 
 
+class ServerSource(Protocol):
+    """Which server a resource names, and its handle (raises ConditionError naming the server)."""
+
+    async def resolve(self, obj: dict[str, Any], *, deleting: bool = False) -> tuple[Any, Any]:
+        """The server resource (None: the settings' server) and the server's handle."""
+
+
 class Reconciler(Generic[P]):
     """Runs one key of a kind: parse, ensure or finalize, then Ready, status and Events."""
 
     resource: ClassVar[Resource]
     api_version: ClassVar[str]
+    manages: ClassVar[NameClass]  # what the kind's name in MySQL is: an account, a role, a database
     one_normal_event: ClassVar[bool] = False  # a pass's Normal Events as one (its first reason, all messages)
 
-    def __init__(self, kube: KubeClient, informer: Informer, recorder: EventRecorder, scope: Scope) -> None:
+    def __init__(
+        self,
+        kube: KubeClient,
+        informer: Informer,
+        recorder: EventRecorder,
+        scope: Scope,
+        *,
+        servers: ServerSource | None = None,
+        reserved: ReservedNames | None = None,
+    ) -> None:
         self.kube = kube
         self.informer = informer
         self.recorder = recorder
         self.scope = scope
+        self.servers = servers
+        self.reserved: ReservedNames = reserved or SystemNames()
         self.finalizer = Finalizer(kube, scope, self.resource)
         self.written = WrittenVersions()
 
@@ -127,6 +151,14 @@ class Reconciler(Generic[P]):
         """Deletion while the finalizer holds the resource: undo or let go, then remove the finalizer."""
         raise NotImplementedError
 
+    def mysql_name(self, ctx: P) -> str:
+        """The name the resource manages in MySQL (of the class ``manages`` says)."""
+        raise NotImplementedError
+
+    def shown(self, ctx: P) -> str:
+        """The name as messages show it: ``'app'@'%'``, ``role r``, ``database d``."""
+        return f"{self.manages} {self.mysql_name(ctx)}"
+
     def invalid_deletion_message(self, obj: dict[str, Any], problem: str) -> str:
         """The Warning of a resource deleted with a spec the models reject, let go of without undoing."""
         return (
@@ -139,6 +171,21 @@ class Reconciler(Generic[P]):
         return f"no longer labelled {self.scope.selector}: this instance let go"
 
     # --- the frame ----------------------------------------------------------------------------------------
+
+    async def bind(self, ctx: P, *, deleting: bool = False) -> tuple[Any, Any]:
+        """The resource's server resource and server handle, once the registry has been asked about its name:
+        a reserved name is refused (ConditionError, the registry's reason) before the kind gets the server;
+        at deletion (``deleting``) the answer goes into ``ctx.reserved`` instead, for the kind to drop
+        nothing."""
+        if self.servers is None:
+            raise ConditionError("ServerNotFound", "no servers are configured", retry=False)
+        binding, server = await self.servers.resolve(ctx.obj, deleting=deleting)
+        refusal = await self.reserved.reserved(server, self.manages, self.mysql_name(ctx))
+        if deleting:
+            ctx.reserved = refusal
+        elif refusal is not None:
+            raise ConditionError(refusal.reason, f"{self.shown(ctx)}: {refusal.message}", retry=refusal.retry)
+        return binding, server
 
     async def __call__(self, key: ObjectKey) -> Result:
         cached = self.informer.get(key)

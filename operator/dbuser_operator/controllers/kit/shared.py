@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dbuser_operator.controllers.kit.guard import Guard
+from dbuser_operator.controllers.kit.reserved import ReservedNames
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.servers.resolver import ServerResolver
@@ -35,3 +36,4 @@ class Shared:
     servers: ServerResolver
     policy: PolicyGate
     guard: Guard
+    reserved: ReservedNames  # what is reserved on each physical server: asked by the frame for every kind

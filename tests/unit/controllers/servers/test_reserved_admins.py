@@ -3,42 +3,10 @@ they reach one physical server, refused and retried when one cannot say, admitte
 
 from __future__ import annotations
 
-from typing import cast
-
-from pydantic import SecretStr
-
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.controllers.kit.guard import Guard
-from dbuser_operator.controllers.servers.admins import Admin, Refusal, Reservations
-from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.mysql.connection import ConnectionSettings, Database
-from dbuser_operator.mysql.errors import DatabaseUnavailableError
-
-
-class Handle(ServerHandle):
-    """A handle whose server says ``identity`` (None: it cannot be reached)."""
-
-    def __init__(self, user: str, schema: str, identity: str | None, name: str) -> None:
-        settings = ConnectionSettings(host="db", user=user, password=SecretStr("never-shown"))
-        super().__init__(Database(settings), schema, key=name.replace(" ", "/"), name=name)
-        self.said = identity
-
-    async def identity(self) -> str:
-        if self.said is None:
-            raise DatabaseUnavailableError("unreachable")
-        return self.said
-
-
-class Known(Reservations):
-    """Reservations over a fixed list of handles."""
-
-    def __init__(self, *handles: Handle) -> None:
-        super().__init__(cast(ServerResolver, None))
-        self.known = handles
-
-    async def admins(self) -> list[Admin]:
-        return [Admin(h.name, h.db.settings.user, h.schema, h) for h in self.known]
+from dbuser_operator.controllers.servers.admins import Refusal
+from tests.unit.controllers.kit.test_reserved_names import Handle, Known
 
 
 def grants(*databases: str) -> DatabaseUserSpec:
@@ -82,17 +50,20 @@ async def test_a_server_that_cannot_say_which_it_is_is_taken_for_the_same_and_re
     assert refused.retry
 
 
-async def test_the_guard_asks_the_reservations_after_its_own_rules() -> None:
-    guard = Guard([], [], "dbuser_operator", Known(TENANTS, PLATFORM))
-    assert await guard.server_refusal(TENANTS, "platform_admin", []) == (
+async def test_the_registry_reserves_the_admins_names_and_the_guard_their_schemas() -> None:
+    reservations = Known(TENANTS, PLATFORM)
+    assert await reservations.reserved(TENANTS, "account", "platform_admin") == Refusal(
         "ReservedAccount",
         "the admin account of MySQLServer platform/main (which reaches the same server) is reserved: "
         "never managed",
-        False,
     )
-    assert await guard.server_refusal(TENANTS, "tenants_admin", []) == (
-        "ReservedAccount",
-        "the admin account of ClusterMySQLServer shared is reserved: never managed",
-        False,
+    assert await reservations.reserved(TENANTS, "role", "tenants_admin") == Refusal(
+        "ReservedAccount", "the admin account of ClusterMySQLServer shared is reserved: never managed"
     )
-    assert await guard.server_refusal(None, "platform_admin", []) is None
+    guard = Guard([], "dbuser_operator", reservations)
+    assert await guard.server_refusal(TENANTS, grants("books_p").privileges) == Refusal(
+        "PrivilegeNotAllowed",
+        "grants on the bookkeeping schema of MySQLServer platform/main (which reaches the same server) are "
+        "not allowed: never managed",
+    )
+    assert await guard.server_refusal(None, grants("books_p").privileges) is None

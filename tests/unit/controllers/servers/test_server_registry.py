@@ -15,6 +15,7 @@ from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.api.v1alpha1.mysqlserver import MySQLServerSpec
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.guard import Guard
+from dbuser_operator.controllers.kit.reserved import Refusal
 from dbuser_operator.controllers.kit.resources import (
     CLUSTER_MYSQL_SERVERS,
     MYSQL_SERVERS,
@@ -306,17 +307,12 @@ async def test_a_server_resources_admin_and_bookkeeping_schema_are_protected() -
         "password": {"name": "s", "key": "k"},
         "privileges": [{"database": "Books", "privileges": ["SELECT"]}],
     }
-    guard = Guard([], [], "dbuser_operator")
-    assert await guard.server_refusal(target, "dba", plain.privileges) == (
-        "ReservedAccount",
-        "the admin account of MySQLServer team-a/main is reserved: never managed",
-        False,
-    )
-    refusal = await guard.server_refusal(target, "app", DatabaseUserSpec.model_validate(grants).privileges)
-    assert refusal == ("PrivilegeNotAllowed", "grants on the Books schema are not allowed", False)
-    assert await guard.server_refusal(target, "app", plain.privileges) is None
+    guard = Guard([], "dbuser_operator")  # its admin's name: the registry's (tests/unit/controllers/kit)
+    refusal = await guard.server_refusal(target, DatabaseUserSpec.model_validate(grants).privileges)
+    assert refusal == Refusal("PrivilegeNotAllowed", "grants on the Books schema are not allowed")
+    assert await guard.server_refusal(target, plain.privileges) is None
     default = ServerHandle(Database(settings), "books")  # the settings' server: the guard's own lists apply
-    assert await guard.server_refusal(default, "dba", plain.privileges) is None
+    assert await guard.server_refusal(default, DatabaseUserSpec.model_validate(grants).privileges) is None
 
 
 async def test_health_checks_do_not_keep_a_pool_open(secrets: Secrets) -> None:

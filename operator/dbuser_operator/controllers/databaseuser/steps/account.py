@@ -6,7 +6,8 @@ pass wrote is withdrawn (somebody else made the account: not ours); a row that n
 the pass (an earlier pass, another replica) is kept, and the live account is looked at again instead.
 Deletion reads user and host from the context (:mod:`.hosts` runs it per host) and drops the account only
 if the bookkeeping row names this resource's UID, and never a reserved one (an account that became a server
-resource's admin after this resource made it): that one is kept, its row forgotten, with a Warning.
+resource's admin after this resource made it: the frame's registry says so in ``ctx.reserved``): that one
+is kept, its row forgotten, with a Warning.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.ownership import not_ours, owner, record_own_fingerprint
 from dbuser_operator.controllers.kit.errors import mysql_condition
-from dbuser_operator.controllers.kit.guard import Guard
 from dbuser_operator.mysql import account_lookup, accounts, authentication, ownership, sessions
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
 
@@ -25,9 +25,6 @@ class AccountStep:
 
     name = "account"
     after = ("password", "ownership", "authentication")
-
-    def __init__(self, guard: Guard | None = None) -> None:
-        self.guard = guard  # None: nothing is reserved at deletion (tests of the step alone)
 
     async def ensure(self, ctx: Context) -> None:
         if ctx.account_exists:
@@ -77,12 +74,10 @@ class AccountStep:
             current = await ownership.owner_of(db, schema, user, host)
             if current is None or current.uid != owner(ctx).uid:
                 return  # not ours: never dropped
-            reserved = await self._reserved(ctx, user)
-            if reserved is not None:
+            if ctx.reserved is not None:  # reserved since it was made: forgotten, never dropped
                 await ownership.forget(db, schema, user, host, current.uid)
-                ctx.event(
-                    "Warning", "AccountKept", f"'{user}'@'{host}' was not dropped, only forgotten: {reserved}"
-                )
+                message = f"'{user}'@'{host}' was not dropped, only forgotten: {ctx.reserved.message}"
+                ctx.event("Warning", "AccountKept", message)
                 return
             await accounts.drop(db, user, host)
             # DROP USER leaves the account's sessions open, with what they held: end them too.
@@ -91,12 +86,3 @@ class AccountStep:
             raise mysql_condition(error, f"cannot drop '{user}'@'{host}'") from None
         also = f" and ended its {ended} open session(s)" if ended else ""
         ctx.event("Normal", "AccountDropped", f"dropped account '{user}'@'{host}'{also}")
-
-    async def _reserved(self, ctx: Context, user: str) -> str | None:
-        """Why ``user`` must not be dropped (reserved, or another server resource's admin there), or None."""
-        if self.guard is None:
-            return None
-        if self.guard.is_reserved(user):
-            return "it is reserved"
-        refusal = await self.guard.server_refusal(ctx.server, user, [])
-        return refusal[1] if refusal is not None and refusal[0] == "ReservedAccount" else None

@@ -1,4 +1,5 @@
-"""The guard step: the :class:`~dbuser_operator.controllers.kit.guard.Guard`'s refusals, before any SQL."""
+"""The guard step: the :class:`~dbuser_operator.controllers.kit.guard.Guard`'s refusals of grants, before any
+SQL (a reserved account name was refused by the frame before the steps ran)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dbuser_operator.controllers.kit.guard import Guard
 
 
 class GuardStep:
-    """Refuses reserved accounts and escalating grants before anything touches MySQL."""
+    """Refuses escalating grants before anything touches MySQL."""
 
     name = "guard"
 
@@ -20,17 +21,13 @@ class GuardStep:
         # says an account was managed, is written by the ownership step only).
         user, privileges = ctx.user.effective_user(), ctx.user.spec.privileges
         ctx.status.user = user
-        if self.guard.is_reserved(user):
-            raise ConditionError(
-                "ReservedAccount", f"{ctx.account} is reserved: the operator never manages it", retry=False
-            )
         refusal = self.guard.grant_refusal(privileges)
         if refusal is not None:
             raise ConditionError("PrivilegeNotAllowed", f"{ctx.account}: {refusal}", retry=False)
-        server_refusal = await self.guard.server_refusal(ctx.server, user, privileges)
+        server_refusal = await self.guard.server_refusal(ctx.server, privileges)
         if server_refusal is not None:
-            reason, message, retry = server_refusal
-            raise ConditionError(reason, f"{ctx.account}: {message}", retry=retry)
+            message = f"{ctx.account}: {server_refusal.message}"
+            raise ConditionError(server_refusal.reason, message, retry=server_refusal.retry)
 
     async def delete(self, ctx: Context) -> None:
-        """Nothing to undo: a reserved account was never touched."""
+        """Nothing to undo: refused grants were never given."""
