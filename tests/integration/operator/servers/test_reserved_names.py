@@ -35,10 +35,12 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.resources import Resource
-from tests.integration.operator.conftest import PasswordLedger, RunningOperator, StartOperator, create_secret
-from tests.integration.operator.helpers import database_user, mysql_query, ready, unique, wait_for_ready
-from tests.integration.operator.test_server_policy import GRANT_TABLES
-from tests.integration.operator.test_servers import server_object, server_spec, wait_for_server
+from tests.integration.operator.servers.test_server_policy import GRANT_TABLES
+from tests.integration.operator.servers.test_servers import wait_for_server
+from tests.integration.operator.support.builders import database_user, server_object, server_spec, unique
+from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready
+from tests.integration.operator.support.mysql import mysql_query
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
 
 pytestmark = pytest.mark.integration
 

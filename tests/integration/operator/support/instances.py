@@ -139,8 +139,10 @@ def _owned_rows(
     rows: list[tuple[str, str, str, str]] = []
     with mysql.connect() as connection, connection.cursor() as cursor:
         for schema in sorted(schemas):
-            cursor.execute(
-                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (schema,)
+            cursor.execute(  # the bookkeeping tables: those that name an owner's namespace
+                "SELECT TABLE_NAME FROM information_schema.COLUMNS"
+                " WHERE TABLE_SCHEMA = %s AND COLUMN_NAME = 'namespace'",
+                (schema,),
             )
             for (table,) in cursor.fetchall():
                 if table not in BOOKKEEPING_TABLES:

@@ -35,7 +35,7 @@ from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
-from tests.unit.test_reconcile_frame import FakeInformer, FakeKube, FakeRecorder
+from tests.unit.controllers.kit.test_reconcile_frame import FakeInformer, FakeKube, FakeRecorder
 
 SCOPE = Scope("example.com/target", "main")
 KEY = ObjectKey("team-a", "grab")
