@@ -13,10 +13,9 @@ from kubernetes_asyncio import client
 
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.runtime.client import KubeClient
-from tests.integration.operator.support.instances import Instances, new_target, set_own_target
+from tests.integration.operator.support.instances import Instances, forget_own
 from tests.integration.operator.support.kube import create_secret, read_settled
 from tests.integration.operator.support.operator import (
-    TARGET,
     PasswordLedger,
     RunningOperator,
     StartOperator,
@@ -42,14 +41,20 @@ def operator_logs(envtest_workdir: Path) -> Iterator[Path]:
 
 
 @pytest.fixture
-async def start_operator(
+async def instances(
     kube: KubeCluster, mysql: MySQLServer, crds: list[str], operator_logs: Path, kube_api: client.ApiClient
-) -> AsyncIterator[StartOperator]:
-    """Start operator instances for this test: cleaned up and stopped when it ends, and whatever they leave
+) -> AsyncIterator[Instances]:
+    """The operator instances of this test: cleaned up and stopped when it ends, and whatever they leave
     behind fails it (``support/instances.py``)."""
-    instances = Instances(kube, mysql, operator_logs)
-    yield instances.start
-    await instances.finish(KubeClient(kube_api))
+    started = Instances(kube, mysql, operator_logs)
+    yield started
+    await started.finish(KubeClient(kube_api))
+
+
+@pytest.fixture
+def start_operator(instances: Instances) -> StartOperator:
+    """Start an operator instance for this test: ``await start_operator(target=…, **settings)``."""
+    return instances.start
 
 
 @pytest.fixture(scope="module")
@@ -57,21 +62,19 @@ async def start_module_operator(
     kube: KubeCluster, mysql: MySQLServer, crds: list[str], operator_logs: Path, kube_api: client.ApiClient
 ) -> AsyncIterator[StartOperator]:
     """``start_operator`` for a module's fixtures: the instances last until the module's tests are done."""
-    instances = Instances(kube, mysql, operator_logs)
-    yield instances.start
-    await instances.finish(KubeClient(kube_api))
+    started = Instances(kube, mysql, operator_logs)
+    yield started.start
+    await started.finish(KubeClient(kube_api))
 
 
 @pytest.fixture
-async def operator(start_operator: StartOperator) -> AsyncIterator[RunningOperator]:
+async def operator(instances: Instances) -> AsyncIterator[RunningOperator]:
     """This test's own operator: a target and a bookkeeping schema of its own (the builders label with
-    :func:`own_target`), every namespace, a drift check every second."""
-    target = new_target()
-    set_own_target(target)
+    :func:`own_target`; :func:`own_schema` names the schema), every namespace, a drift check every second."""
     try:
-        yield await start_operator(target=target, resync_period=1.0)
+        yield await instances.start_own(resync_period=1.0)
     finally:
-        set_own_target(TARGET)
+        forget_own()
 
 
 @pytest.fixture(scope="session", autouse=True)

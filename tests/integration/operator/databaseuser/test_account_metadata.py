@@ -14,9 +14,9 @@ import pytest
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.instances import own_schema
 from tests.integration.operator.support.kube import ready, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import account_exists, is_mariadb, mysql_query, write_statements
 from tests.integration.operator.support.operator import RunningOperator
@@ -156,9 +156,9 @@ async def test_mariadb_refuses_a_comment_by_name(
     obj = await wait_for_ready(kube_client, namespace, name, "False", "CommentNotSupported")
     assert "MariaDB has no account comments" in (ready(obj) or {})["message"]
     assert not account_exists(mysql, name)
-    query = f"SELECT namespace, name, owner_uid FROM {DEFAULT_SCHEMA}.accounts WHERE user = %s"
+    query = f"SELECT namespace, name, owner_uid FROM {own_schema()}.accounts WHERE user = %s"
     tables = "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'accounts'"
-    if mysql_query(mysql, tables, DEFAULT_SCHEMA):  # a fresh server may have none yet: nothing written
+    if mysql_query(mysql, tables, own_schema()):  # a fresh server may have none yet: nothing written
         assert mysql_query(mysql, query, name) == []
 
     await patch_spec(kube_client, namespace, name, {"comment": None})  # merge patch: null removes it

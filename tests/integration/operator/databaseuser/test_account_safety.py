@@ -16,6 +16,7 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.instances import own_schema
 from tests.integration.operator.support.kube import (
     create_secret,
     ready,
@@ -205,7 +206,7 @@ async def test_two_resources_for_one_account_one_wins_and_the_loser_drops_nothin
 
 
 def owned(mysql: MySQLServer, user: str) -> bool:
-    return bool(mysql_query(mysql, "SELECT 1 FROM dbuser_operator.accounts WHERE user = %s", user))
+    return bool(mysql_query(mysql, f"SELECT 1 FROM `{own_schema()}`.accounts WHERE user = %s", user))
 
 
 async def test_retain_keeps_the_account_and_releases_even_while_mysql_is_down(
@@ -329,7 +330,7 @@ async def test_orphans_are_reported_and_never_dropped(
     await until(lambda: orphans() >= 1, what="the orphan reported")
     assert account_exists(mysql, orphan)
     mysql_query(mysql, f"DROP USER '{orphan}'@'%'")
-    mysql_query(mysql, "DELETE FROM dbuser_operator.accounts WHERE user = %s", orphan)
+    mysql_query(mysql, f"DELETE FROM `{own_schema()}`.accounts WHERE user = %s", orphan)
 
 
 async def test_the_drift_check_leaves_a_failing_resource_to_the_controller(

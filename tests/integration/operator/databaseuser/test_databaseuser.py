@@ -13,14 +13,13 @@ from kubernetes_asyncio import client
 from dbuser_operator.api.v1alpha1 import RELEASE_ANNOTATION
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
-from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import Invalid
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS, Resource
 from tests.conftest import Runner
 from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.instances import own_target
+from tests.integration.operator.support.instances import own_schema, own_target
 from tests.integration.operator.support.kube import (
     create_secret,
     events_of,
@@ -391,11 +390,11 @@ async def test_a_resource_deleted_with_a_spec_that_no_longer_parses_goes_away(
             for event in await events_of(kube_client, namespace, name)
         ), warning
         assert account_exists(mysql, name)  # kept: recorded as owned, an orphan now
-        owners = mysql_query(mysql, f"SELECT name FROM {DEFAULT_SCHEMA}.accounts WHERE user = %s", name)
+        owners = mysql_query(mysql, f"SELECT name FROM {own_schema()}.accounts WHERE user = %s", name)
         assert owners == [(name,)]
     finally:
         mysql_query(mysql, f"DROP USER IF EXISTS '{name}'@'%'")
-        mysql_query(mysql, f"DELETE FROM {DEFAULT_SCHEMA}.accounts WHERE user = %s", name)
+        mysql_query(mysql, f"DELETE FROM {own_schema()}.accounts WHERE user = %s", name)
 
 
 async def delete_all_users(kube_client: KubeClient, namespace: str, limit: float = 120) -> None:

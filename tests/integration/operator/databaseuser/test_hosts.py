@@ -13,11 +13,11 @@ import pytest
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
-from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import login
 from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.instances import own_schema
 from tests.integration.operator.support.kube import ready, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query, privileges_of
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
@@ -37,7 +37,7 @@ async def patch_spec(kube: KubeClient, namespace: str, name: str, spec: dict[str
 
 
 def owned_hosts(mysql: MySQLServer, user: str) -> set[str]:
-    rows = mysql_query(mysql, f"SELECT host FROM {DEFAULT_SCHEMA}.accounts WHERE user = %s", user)
+    rows = mysql_query(mysql, f"SELECT host FROM {own_schema()}.accounts WHERE user = %s", user)
     return {str(row[0]) for row in rows}
 
 
@@ -185,7 +185,7 @@ async def test_an_owned_account_of_a_host_no_longer_in_the_spec_is_found_and_dro
     mysql_query(mysql, f"CREATE USER '{name}'@'10.9.%' IDENTIFIED BY 'left-over-9'")
     mysql_query(
         mysql,
-        f"INSERT INTO {DEFAULT_SCHEMA}.accounts (user, host, owner_uid, namespace, name)"
+        f"INSERT INTO {own_schema()}.accounts (user, host, owner_uid, namespace, name)"
         " VALUES (%s, '10.9.%%', %s, %s, %s)",
         name,
         uid,

@@ -12,9 +12,9 @@ import pytest
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.instances import own_schema
 from tests.integration.operator.support.kube import ready, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import (
     account_exists,
@@ -73,8 +73,8 @@ def grant_tables(mysql: MySQLServer, user: str) -> dict[str, list[tuple[Any, ...
         "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'accounts'"
     )
     rows["bookkeeping"] = (  # none before the operator's first account made its schema
-        mysql_query(mysql, f"SELECT * FROM {DEFAULT_SCHEMA}.accounts WHERE user = %s", user)
-        if mysql_query(mysql, books, DEFAULT_SCHEMA)[0][0]
+        mysql_query(mysql, f"SELECT * FROM {own_schema()}.accounts WHERE user = %s", user)
+        if mysql_query(mysql, books, own_schema())[0][0]
         else []
     )
     return rows

@@ -17,7 +17,7 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from tests.conftest import Runner
 from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.instances import own_target
+from tests.integration.operator.support.instances import own_schema, own_target
 from tests.integration.operator.support.kube import (
     create_secret,
     finalizers_become,
@@ -50,7 +50,7 @@ def event_messages(kubectl: Runner, namespace: str, reason: str) -> list[str]:
 
 def forget_account(mysql: MySQLServer, user: str) -> None:
     mysql_query(mysql, f"DROP USER IF EXISTS '{user}'@'%'")
-    mysql_query(mysql, "DELETE FROM dbuser_operator.accounts WHERE user = %s", user)
+    mysql_query(mysql, f"DELETE FROM `{own_schema()}`.accounts WHERE user = %s", user)
 
 
 async def delete_and_find_the_account_left(
@@ -80,7 +80,7 @@ async def test_removing_the_target_label_lets_go_and_restoring_it_resumes(
     await set_target(kube_client, namespace, wanderer, None)
     await finalizers_become(kube_client, namespace, wanderer, [])
     assert can_log_in(mysql, wanderer, password)  # left as it was
-    owned = mysql_query(mysql, "SELECT user FROM dbuser_operator.accounts WHERE user = %s", wanderer)
+    owned = mysql_query(mysql, f"SELECT user FROM `{own_schema()}`.accounts WHERE user = %s", wanderer)
     assert owned == [(wanderer,)]  # still recorded: reported as an orphan, resumed if the label returns
     await eventually(
         lambda: bool(event_messages(kubectl, namespace, "LeftTarget")), timeout=10, what="LeftTarget"

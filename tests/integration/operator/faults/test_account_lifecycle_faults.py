@@ -33,6 +33,7 @@ from dbuser_operator.mysql.ownership import Owner
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import Resource
 from tests.integration.operator.support.builders import database_user
+from tests.integration.operator.support.instances import own_schema
 from tests.integration.operator.support.kube import (
     finalizers_become,
     ready,
@@ -59,9 +60,9 @@ TARGET_LABEL = "dbuser-operator.dev/target"
 
 
 def owned_rows(mysql: MySQLServer, user_prefix: str) -> list[tuple[Any, ...]]:
-    """Bookkeeping rows of the default schema whose user starts with ``user_prefix``."""
+    """Bookkeeping rows of the test's operator whose user starts with ``user_prefix``."""
     return mysql_query(
-        mysql, "SELECT user, owner_uid FROM dbuser_operator.accounts WHERE user LIKE %s", f"{user_prefix}%"
+        mysql, f"SELECT user, owner_uid FROM `{own_schema()}`.accounts WHERE user LIKE %s", f"{user_prefix}%"
     )
 
 
@@ -291,7 +292,7 @@ async def test_an_owner_under_another_target_is_alive_and_its_account_is_not_ado
     assert can_log_in(mysql, user, secret)  # neither taken over nor dropped
     await kube_client.delete(DATABASE_USERS, "holder", namespace)
     mysql_query(mysql, f"DROP USER '{user}'@'%'")
-    mysql_query(mysql, "DELETE FROM dbuser_operator.accounts WHERE user = %s", user)
+    mysql_query(mysql, f"DELETE FROM `{own_schema()}`.accounts WHERE user = %s", user)
 
 
 async def test_a_database_name_too_long_once_escaped_is_refused_at_admission(
@@ -325,8 +326,8 @@ async def test_a_claim_left_by_a_crashed_pass_creates_the_account_once(
         host=mysql.host, port=mysql.port, user=mysql.user, password=SecretStr(mysql.password)
     )
     async with Database(settings) as db:  # the crashed pass: its claim landed, its CREATE USER did not
-        await ownership.ensure_schema(db)
-        await ownership.claim(db, ownership.DEFAULT_SCHEMA, user, "%", Owner(uid, namespace, "resumed"))
+        await ownership.ensure_schema(db, own_schema())
+        await ownership.claim(db, own_schema(), user, "%", Owner(uid, namespace, "resumed"))
     relabel = {"metadata": {"labels": {TARGET_LABEL: operator.settings.target}}}
     await kube_client.patch(DATABASE_USERS, "resumed", relabel, PatchType.MERGE, namespace=namespace)
     await wait_for_ready(kube_client, namespace, "resumed")

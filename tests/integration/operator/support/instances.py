@@ -1,16 +1,17 @@
 """Operator instances owned by the test that starts them (issue 36: a test owns the operator it asserts on).
 
-The ``operator`` fixture's instance has a target of its own, and :func:`own_target` tells the builders
-(``database_user`` and the rest label their resources with it): no other test's operator serves its
-resources, and it serves no other test's. When the test (or module) that started them ends, its instances
-are cleaned up and stopped, and what they leave behind fails the test:
+The ``operator`` fixture's instance has a target and a bookkeeping schema of its own: :func:`own_target`
+tells the builders (``database_user`` and the rest label their resources with it), :func:`own_schema` the
+tests that read the bookkeeping tables. No other test's operator serves its resources or counts its rows
+(as orphans, say), and it serves and counts no other test's. When the test (or module) that started them
+ends, its instances are cleaned up and stopped, and what they leave behind fails the test:
 
 1. every resource of their targets is deleted while an instance of that target still runs, so that its
    finalizer runs (accounts, roles and databases dropped or released as their policy says);
 2. the instances are stopped (a shutdown that hangs fails the test, naming where it waits);
 3. no resource of those targets may remain (its finalizer would hold its namespace forever), and no row
    of their bookkeeping schemas may still name one of those resources (an account, role or database
-   owned by nobody any more).
+   owned by nobody any more); a schema of the test's own is then dropped.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dbuser_operator.controllers.kit.resources import (
     MYSQL_SERVERS,
 )
 from dbuser_operator.envtest import KubeCluster, MySQLServer
+from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.resources import Resource
@@ -48,12 +50,17 @@ CLEANED = (DATABASE_USERS, DATABASE_ROLES, DATABASES, MYSQL_SERVERS, CLUSTER_MYS
 BOOKKEEPING_TABLES = ("accounts", "roles", "databases")
 CLEANUP_LIMIT = 120.0  # seconds the finalizers of a test's resources get to run (a poll limit)
 
-_own_target = TARGET
+_own = (TARGET, DEFAULT_SCHEMA)
 
 
 def own_target() -> str:
     """The target of the running test's own operator (the ``operator`` fixture), ``e2e`` outside one."""
-    return _own_target
+    return _own[0]
+
+
+def own_schema() -> str:
+    """The bookkeeping schema of the running test's own operator, the default schema outside one."""
+    return _own[1]
 
 
 def new_target(prefix: str = "t") -> str:
@@ -69,6 +76,7 @@ class Instances:
     mysql: MySQLServer
     log_dir: Path
     started: list[RunningOperator] = field(default_factory=list)
+    temporary_schemas: set[str] = field(default_factory=set)  # dropped once checked
 
     async def start(self, **overrides: Any) -> RunningOperator:
         """Start an instance: ``operator_settings`` with ``overrides``."""
@@ -95,12 +103,24 @@ class Instances:
         left = await _resources_of(kube, targets)
         assert not left, f"the test left resources with finalizers behind: {left}"
         rows = await asyncio.to_thread(_owned_rows, self.mysql, schemas, owners)
+        await asyncio.to_thread(_drop_schemas, self.mysql, self.temporary_schemas)
         assert not rows, f"the test left owned accounts, roles or databases behind: {rows}"
 
+    async def start_own(self, **overrides: Any) -> RunningOperator:
+        """The test's own operator: a new target and a schema of its own (dropped at the end), which
+        :func:`own_target` and :func:`own_schema` tell until :func:`forget_own`."""
+        global _own  # noqa: PLW0603 - one test runs at a time: its operator's target and schema
+        target = new_target()
+        schema = "dbuser_" + target.replace("-", "_")
+        self.temporary_schemas.add(schema)
+        _own = (target, schema)
+        return await self.start(target=target, ownership_schema=schema, **overrides)
 
-def set_own_target(target: str) -> None:
-    global _own_target  # noqa: PLW0603 - one test runs at a time: its operator's target
-    _own_target = target
+
+def forget_own() -> None:
+    """After the test: :func:`own_target` and :func:`own_schema` are the defaults again."""
+    global _own  # noqa: PLW0603
+    _own = (TARGET, DEFAULT_SCHEMA)
 
 
 async def _delete_resources(kube: KubeClient, targets: set[str]) -> None:
@@ -155,3 +175,9 @@ def _owned_rows(
                     if (namespace, name) in owners
                 )
     return rows
+
+
+def _drop_schemas(mysql: MySQLServer, schemas: set[str]) -> None:
+    with mysql.connect() as connection, connection.cursor() as cursor:
+        for schema in sorted(schemas):
+            cursor.execute(f"DROP DATABASE IF EXISTS `{schema}`")
