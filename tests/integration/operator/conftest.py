@@ -13,7 +13,12 @@ from kubernetes_asyncio import client
 
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.runtime.client import KubeClient
-from tests.integration.operator.support.instances import Instances, forget_own
+from tests.integration.operator.support.instances import (
+    Instances,
+    finalized_objects,
+    forget_own,
+    operator_processes,
+)
 from tests.integration.operator.support.kube import create_secret, read_settled
 from tests.integration.operator.support.operator import (
     PasswordLedger,
@@ -75,6 +80,17 @@ async def operator(instances: Instances) -> AsyncIterator[RunningOperator]:
         yield await instances.start_own(resync_period=1.0)
     finally:
         forget_own()
+
+
+@pytest.fixture(scope="session", autouse=True)
+async def nothing_left_behind(kube_api: client.ApiClient) -> AsyncIterator[None]:
+    """After the operator's tests: no process of the operator still runs (a replica, a render worker), and
+    no object anywhere still carries one of its finalizers (its namespace could never go)."""
+    yield
+    processes = operator_processes()
+    held = await finalized_objects(KubeClient(kube_api))
+    assert not processes, f"operator processes left running: {processes}"
+    assert not held, f"objects left with the operator's finalizers: {held}"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,6 +176,42 @@ def _owned_rows(
                     if (namespace, name) in owners
                 )
     return rows
+
+
+def operator_processes() -> list[str]:
+    """The processes of the operator this one started, directly or not, still running: their command lines."""
+    children: dict[int, list[int]] = {}
+    commands: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # gone meanwhile
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+        commands[int(entry.name)] = command.strip()
+    found, pending = [], list(children.get(os.getpid(), []))
+    while pending:
+        pid = pending.pop()
+        pending.extend(children.get(pid, []))
+        if "dbuser_operator" in commands.get(pid, ""):
+            found.append(f"{pid}: {commands[pid][:120]}")
+    return found
+
+
+async def finalized_objects(kube: KubeClient) -> list[str]:
+    """Every object of the operator's kinds, anywhere, that still carries one of its finalizers."""
+    held = []
+    for resource in CLEANED:
+        for item in (await kube.list(resource))["items"]:
+            metadata = item["metadata"]
+            if any("dbuser-operator.dev" in finalizer for finalizer in metadata.get("finalizers") or []):
+                namespace = metadata.get("namespace")
+                held.append(f"{resource.kind} {namespace + '/' if namespace else ''}{metadata['name']}")
+    return held
 
 
 def _drop_schemas(mysql: MySQLServer, schemas: set[str]) -> None:
