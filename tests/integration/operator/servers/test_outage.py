@@ -35,12 +35,12 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.support.builders import database_user, server_object, server_spec, unique
+from tests.integration.operator.support.instances import Instances
 from tests.integration.operator.support.kube import admin_secrets, create_secret, ready
 from tests.integration.operator.support.mysql import can_log_in
 from tests.integration.operator.support.operator import (
     PasswordLedger,
     RunningOperator,
-    StartOperator,
     stopped_within,
 )
 from tests.support.fault_proxy import FaultProxy
@@ -67,15 +67,15 @@ FAULTS: dict[str, Callable[[FaultProxy], Awaitable[None]]] = {"stall": stall, "r
 
 @pytest.fixture
 async def proxied(
-    start_operator: StartOperator, mysql: MySQLServer
+    instances: Instances, kube_client: KubeClient, mysql: MySQLServer
 ) -> AsyncIterator[tuple[RunningOperator, FaultProxy, FaultProxy]]:
     """An operator (its own target) whose default server is reached through one proxy; a second proxy for
-    a MySQLServer. The operator stops with the test."""
+    a MySQLServer. The operator cleans up and stops with the test, while the proxies still run."""
     async with (
         FaultProxy(mysql.host, mysql.port, mysql=False) as default,
         FaultProxy(mysql.host, mysql.port, mysql=False) as other,
     ):
-        instance = await start_operator(
+        instance = await instances.start(
             target=TARGET,
             mysql_host="127.0.0.1",
             mysql_port=default.port,
@@ -85,6 +85,7 @@ async def proxied(
         try:
             yield instance, default, other
         finally:
+            await instances.clean_up(kube_client)
             instance.stop.set()
             await stopped_within(60, [instance.task])
 

@@ -78,6 +78,7 @@ class Instances:
     log_dir: Path
     started: list[RunningOperator] = field(default_factory=list)
     temporary_schemas: set[str] = field(default_factory=set)  # dropped once checked
+    owners: set[tuple[str, str]] = field(default_factory=set)  # every resource of theirs seen: checked
 
     async def start(self, **overrides: Any) -> RunningOperator:
         """Start an instance: ``operator_settings`` with ``overrides``."""
@@ -89,14 +90,21 @@ class Instances:
         await asyncio.sleep(0)
         return instance
 
+    async def clean_up(self, kube: KubeClient) -> None:
+        """Delete every resource of the running instances' targets and wait until they are gone: for a
+        fixture that must stop its instance, or take its server away, before the test ends."""
+        targets = {i.settings.target for i in self.started if not i.task.done() and not i.stop.is_set()}
+        self.owners |= {key for resource in CLEANED for key in await _listed(kube, resource, targets)}
+        await _delete_resources(kube, targets)
+
     async def finish(self, kube: KubeClient) -> None:
         """Clean up, stop, then fail on whatever the instances left behind (see the module docstring)."""
         targets = {instance.settings.target for instance in self.started}
-        running = {i.settings.target for i in self.started if not i.task.done() and not i.stop.is_set()}
         schemas = {instance.settings.ownership_schema for instance in self.started}
-        owners = {key for resource in CLEANED for key in await _listed(kube, resource, targets)}
+        self.owners |= {key for resource in CLEANED for key in await _listed(kube, resource, targets)}
+        owners = self.owners
         try:
-            await _delete_resources(kube, running)
+            await self.clean_up(kube)
         finally:
             for instance in self.started:
                 instance.stop.set()
