@@ -12,11 +12,11 @@ from dbuser_operator.controllers.database import setup as database
 from dbuser_operator.controllers.databaserole import setup as databaserole
 from dbuser_operator.controllers.databaseuser import setup as databaseuser
 from dbuser_operator.controllers.databaseuser.setup import CONTROLLER_NAME
-from dbuser_operator.controllers.kit.guard import Guard
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, DATABASES, SECRET_INDEX
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.kit.shared import Shared
 from dbuser_operator.controllers.policy.gate import policy_gate
+from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.policy.namespaces import namespaces_readable
 from dbuser_operator.controllers.servers import setup as servers
 from dbuser_operator.controllers.servers.admins import Reservations
