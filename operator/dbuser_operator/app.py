@@ -14,7 +14,6 @@ from dbuser_operator.controllers.databaseuser import setup as databaseuser
 from dbuser_operator.controllers.databaseuser.setup import CONTROLLER_NAME
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, DATABASES, SECRET_INDEX
 from dbuser_operator.controllers.kit.scope import Scope
-from dbuser_operator.controllers.kit.shared import Shared
 from dbuser_operator.controllers.policy.gate import policy_gate
 from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.policy.namespaces import namespaces_readable
@@ -23,6 +22,7 @@ from dbuser_operator.controllers.servers.admins import Reservations
 from dbuser_operator.controllers.servers.connection import DatabaseFactory
 from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.controllers.servers.watch import server_kinds_served
+from dbuser_operator.controllers.shared import Shared
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.fencing import LeaderTerm, SessionFence, SupersededError
 from dbuser_operator.runtime.client import KubeClient, api_client

@@ -15,7 +15,6 @@ from dbuser_operator.controllers.kit.resources import (
     server_key,
 )
 from dbuser_operator.controllers.kit.scope import Scope
-from dbuser_operator.controllers.kit.shared import Shared
 from dbuser_operator.controllers.servers.connection import (
     DatabaseFactory,
     SecretReader,
@@ -26,6 +25,7 @@ from dbuser_operator.controllers.servers.controller import ServerReconciler
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.liveness import Liveness
 from dbuser_operator.controllers.servers.registry import ServerRegistry
+from dbuser_operator.controllers.shared import Shared
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Controller, KeyMapper
