@@ -189,3 +189,16 @@ def test_no_floor_imports_a_higher_one(floor: int) -> None:
         if within(imported, higher)
     )
     assert upward == []
+
+
+MAX_MODULE_LINES = 450
+
+
+def test_no_module_is_over_450_lines() -> None:
+    """A module past this is two topics: split it (a model's status into its own module, say)."""
+    lengths = {
+        str(source.relative_to(PACKAGE)): len(source.read_text().splitlines())
+        for source in PACKAGE.rglob("*.py")
+    }
+    assert len(lengths) > 100, "the scan finds the package's modules"
+    assert {name: lines for name, lines in lengths.items() if lines > MAX_MODULE_LINES} == {}
