@@ -12,17 +12,17 @@ from dbuser_operator.controllers.database import setup as database
 from dbuser_operator.controllers.databaserole import setup as databaserole
 from dbuser_operator.controllers.databaseuser import setup as databaseuser
 from dbuser_operator.controllers.databaseuser.setup import CONTROLLER_NAME
-from dbuser_operator.controllers.kit.guard import Guard
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, DATABASES, SECRET_INDEX
 from dbuser_operator.controllers.kit.scope import Scope
-from dbuser_operator.controllers.kit.shared import Shared
+from dbuser_operator.controllers.mysqlserver import setup as mysqlserver
 from dbuser_operator.controllers.policy.gate import policy_gate
+from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.policy.namespaces import namespaces_readable
-from dbuser_operator.controllers.servers import setup as servers
 from dbuser_operator.controllers.servers.admins import Reservations
 from dbuser_operator.controllers.servers.connection import DatabaseFactory
 from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.controllers.servers.watch import server_kinds_served
+from dbuser_operator.controllers.shared import Shared
 from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.fencing import LeaderTerm, SessionFence, SupersededError
 from dbuser_operator.runtime.client import KubeClient, api_client
@@ -155,11 +155,12 @@ def build_manager(
         reader, SECRETS, namespaces=settings.namespaces, referenced_by=[(users, SECRET_INDEX)]
     )
     queue, recorder = queue_and_recorder(settings, kube)
-    registry = servers.registry(
-        settings, db, servers.secret_reader(reader, secrets), database_factory(settings, fence)
+    registry = mysqlserver.registry(
+        settings, db, mysqlserver.secret_reader(reader, secrets), database_factory(settings, fence)
     )
     resolver = ServerResolver(
-        registry, *servers.informers(reader, settings, scope, users, roles, dbs) if server_resources else ()
+        registry,
+        *mysqlserver.informers(reader, settings, scope, users, roles, dbs) if server_resources else (),
     )
     reservations = Reservations(
         resolver,
@@ -193,7 +194,7 @@ def build_manager(
     user_controller = databaseuser.setup(manager, shared, queue)
     role_controller = databaserole.setup(manager, shared)
     database_controller = database.setup(manager, shared)
-    servers.setup(
+    mysqlserver.setup(
         manager,
         shared,
         [(user_controller, users), (role_controller, roles), (database_controller, dbs)],

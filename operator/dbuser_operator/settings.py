@@ -16,8 +16,8 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from dbuser_operator.api.v1alpha1.meta import MAX_TARGET_LENGTH
 from dbuser_operator.api.v1alpha1.mysqlserver import ENDPOINT_NAMES_MESSAGE, MAX_ENDPOINTS, ServerEndpoint
-from dbuser_operator.controllers.kit.scope import MAX_TARGET_LENGTH
 from dbuser_operator.mysql.tls import SSLMode, TLSOptions
 
 PASSWORD_ENV = "DBUSER_OPERATOR_MYSQL_PASSWORD"  # noqa: S105 - the variable's name

@@ -1,4 +1,5 @@
-"""The three layers stay apart: the runtime knows no MySQL and no DatabaseUser; MySQL knows no Kubernetes."""
+"""The three layers stay apart: the runtime knows no MySQL and no DatabaseUser; MySQL knows no Kubernetes; and
+the controllers stand on floors (kit ← servers ← policy ← shared ← the kinds), none importing a higher one."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ PACKAGE = REPO / "operator" / "dbuser_operator"
 
 
 def imported_modules(folder: Path) -> set[str]:
+    """The modules the sources of ``folder`` (or the one source ``folder``) import."""
     modules: set[str] = set()
-    for source in folder.rglob("*.py"):
+    for source in [folder] if folder.is_file() else folder.rglob("*.py"):
         for node in ast.walk(ast.parse(source.read_text())):
             if isinstance(node, ast.Import):
                 modules.update(alias.name for alias in node.names)
@@ -118,21 +120,85 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 CONTROLLERS = "dbuser_operator.controllers"
-KINDS = (f"{CONTROLLERS}.databaseuser", f"{CONTROLLERS}.databaserole")
+KIND_FOLDERS = ("database", "databaserole", "databaseuser", "mysqlserver")  # one folder per kind
+KINDS = tuple(f"{CONTROLLERS}.{kind}" for kind in KIND_FOLDERS)
+# What the kinds stand on, lowest first: no module of a floor imports one of a higher floor.
+FLOORS: tuple[tuple[str, ...], ...] = (("kit",), ("servers",), ("policy",), ("shared",), KIND_FOLDERS)
 
 
-@pytest.mark.parametrize(
-    ("folder", "forbidden"),
-    [
-        ("controllers/kit", KINDS),  # the frame every kind shares knows none of them
-        ("controllers/servers", KINDS),
-        ("controllers/policy", KINDS),
-        ("controllers/databaserole", (f"{CONTROLLERS}.databaseuser",)),
-        ("controllers/databaseuser", (f"{CONTROLLERS}.databaserole",)),
-        ("api", ("dbuser_operator.controllers", "dbuser_operator.runtime")),
-    ],
-)
+def within(module: str, packages: tuple[str, ...]) -> bool:
+    """Whether ``module`` is one of ``packages`` or inside one (``a.b`` is not inside ``a.bc``)."""
+    return any(module == package or module.startswith(f"{package}.") for package in packages)
+
+
+def test_every_folder_of_controllers_is_a_floor() -> None:
+    """A new folder (a new kind) is placed on a floor, so that the checks below cover it."""
+    controllers = PACKAGE / "controllers"
+    found = {
+        path.stem
+        for path in controllers.iterdir()
+        if (path.is_dir() and (path / "__init__.py").exists())
+        or (path.suffix == ".py" and path.name != "__init__.py")
+    }
+    assert found == {name for floor in FLOORS for name in floor}
+
+
+APART: list[tuple[str, tuple[str, ...]]] = [
+    # the frame every kind shares knows none of them, nor the handles, the policies or the wiring
+    (
+        "controllers/kit",
+        (f"{CONTROLLERS}.servers", f"{CONTROLLERS}.policy", f"{CONTROLLERS}.shared", *KINDS),
+    ),
+    ("controllers/servers", KINDS),
+    ("controllers/policy", KINDS),
+    *(
+        (f"controllers/{kind}", tuple(other for other in KINDS if other != f"{CONTROLLERS}.{kind}"))
+        for kind in KIND_FOLDERS
+    ),
+    ("api", ("dbuser_operator.controllers", "dbuser_operator.runtime")),
+    ("settings.py", ("dbuser_operator.controllers",)),
+]
+
+
+@pytest.mark.parametrize(("folder", "forbidden"), APART, ids=[folder for folder, _ in APART])
 def test_kinds_stay_apart(folder: str, forbidden: tuple[str, ...]) -> None:
     modules = imported_modules(PACKAGE / folder)
     assert modules, "the folder imports something: the scan works"
-    assert sorted(m for m in modules if m.startswith(forbidden)) == []
+    assert sorted(m for m in modules if within(m, forbidden)) == []
+
+
+def test_within_tells_a_package_from_a_longer_name() -> None:
+    assert within(f"{CONTROLLERS}.database.setup", (f"{CONTROLLERS}.database",))
+    assert within(f"{CONTROLLERS}.database", (f"{CONTROLLERS}.database",))
+    assert not within(f"{CONTROLLERS}.databaseuser.setup", (f"{CONTROLLERS}.database",))
+
+
+@pytest.mark.parametrize("floor", range(len(FLOORS) - 1), ids=["/".join(floor) for floor in FLOORS[:-1]])
+def test_no_floor_imports_a_higher_one(floor: int) -> None:
+    """``kit`` ← ``servers`` ← ``policy`` ← ``shared`` ← the kinds: each floor imports only from its own
+    and lower ones (imports only for the type checker included)."""
+    graph = import_graph()
+    mine = tuple(f"{CONTROLLERS}.{name}" for name in FLOORS[floor])
+    higher = tuple(f"{CONTROLLERS}.{name}" for above in FLOORS[floor + 1 :] for name in above)
+    modules = [module for module in graph if within(module, mine)]
+    assert modules, "the floor has modules: the scan works"
+    upward = sorted(
+        f"{module} imports {imported}"
+        for module in modules
+        for imported in graph[module]
+        if within(imported, higher)
+    )
+    assert upward == []
+
+
+MAX_MODULE_LINES = 450
+
+
+def test_no_module_is_over_450_lines() -> None:
+    """A module past this is two topics: split it (a model's status into its own module, say)."""
+    lengths = {
+        str(source.relative_to(PACKAGE)): len(source.read_text().splitlines())
+        for source in PACKAGE.rglob("*.py")
+    }
+    assert len(lengths) > 100, "the scan finds the package's modules"
+    assert {name: lines for name, lines in lengths.items() if lines > MAX_MODULE_LINES} == {}

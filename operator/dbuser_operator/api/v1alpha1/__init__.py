@@ -1,11 +1,12 @@
 """The operator's Kubernetes API, version v1alpha1: the single source of truth of the CRDs.
 
 One module per kind, as a kubebuilder project keeps one ``<kind>_types.go`` each: :mod:`.databaseuser`
-(with its own parts in :mod:`.account` and :mod:`.credentials`), :mod:`.databaserole` and
-:mod:`.mysqlserver` (MySQLServer and ClusterMySQLServer); what several kinds share is in :mod:`.meta` (the
-base model, metadata, conditions, Secret keys, server references, annotations, CEL helpers) and
-:mod:`.grants` (privileges). This package re-exports the DatabaseUser API and the shared types under the
-names the single module ``v1alpha1`` had; the other kinds are imported from their own modules.
+(with its own parts in :mod:`.account`, :mod:`.credentials` and :mod:`.databaseuser_status`),
+:mod:`.databaserole`, :mod:`.database` and :mod:`.mysqlserver` (MySQLServer and ClusterMySQLServer); what
+several kinds share is in :mod:`.meta` (the base model, metadata, conditions, Secret keys, server references,
+annotations, finalizers, CEL helpers) and :mod:`.grants` (privileges). This package re-exports the
+DatabaseUser API and the shared types under the names the single module ``v1alpha1`` had; the other kinds
+are imported from their own modules.
 
 The CRDs in ``crds/`` are generated from these models (``python -m dbuser_operator.api.crd``), the way
 controller-gen generates them from Go types: attribute docstrings become the field descriptions that
@@ -78,9 +79,9 @@ from dbuser_operator.api.v1alpha1.databaseuser import (
     SINGULAR,
     DatabaseUser,
     DatabaseUserSpec,
-    DatabaseUserStatus,
     ManagementPolicy,
 )
+from dbuser_operator.api.v1alpha1.databaseuser_status import DatabaseUserStatus
 from dbuser_operator.api.v1alpha1.grants import (
     ALL_ALONE_MESSAGE,
     COLUMN_NAME_PATTERN,

@@ -1,6 +1,7 @@
 """What every kind of the API shares: group and version, the base model, object metadata, conditions,
-Secret keys, server references, the annotations the operator reads on its resources, and the helpers that
-write CEL rules. The conventions of the models are the package's (:mod:`dbuser_operator.api.v1alpha1`).
+Secret keys, server references, the annotations the operator reads on its resources, the finalizers it
+writes on them, and the helpers that write CEL rules. The conventions of the models are the package's
+(:mod:`dbuser_operator.api.v1alpha1`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ Delete drops it."""
 RELEASE_ANNOTATION: Final = f"{GROUP}/release"
 """Value "true": when the resource is deleted, remove the finalizer without dropping the account, e.g. while
 MySQL is down and the account must stay or will be cleaned up by hand. Recorded as a Warning Event."""
+
+# The finalizers an operator instance puts on the resources it serves (its own names its target).
+LEGACY_FINALIZER = f"{GROUP}/account"  # shared by every instance before finalizers named their target
+FINALIZER_PREFIX = f"{GROUP}/account-"
+MAX_TARGET_LENGTH = 63 - len("account-")  # the finalizer's name part is at most 63 characters
 
 # Validation shared by the models and the CRD. Go's RE2 and pydantic's Rust regex engine both read these
 # ASCII classes as ASCII only, and both anchor `$` at the very end (no trailing newline).

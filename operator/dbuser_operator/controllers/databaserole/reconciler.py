@@ -31,12 +31,12 @@ from dbuser_operator.api.v1alpha1.databaserole import (
 from dbuser_operator.controllers.databaserole import holders
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
-from dbuser_operator.controllers.kit.guard import Guard
 from dbuser_operator.controllers.kit.reconcile import FORGET_TIMEOUT, Pass, Reconciler, status_of
 from dbuser_operator.controllers.kit.reserved import NameClass, ReservedNames
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.policy.gate import PolicyGate
+from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dbuser_operator.controllers.databaserole.reconciler import DatabaseRoleReconciler
 from dbuser_operator.controllers.kit.departed import DepartedSweep
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES
-from dbuser_operator.controllers.kit.shared import Shared
 from dbuser_operator.controllers.servers.watch import watch_servers
+from dbuser_operator.controllers.shared import Shared
 from dbuser_operator.runtime.controller import Controller
 from dbuser_operator.runtime.manager import Manager
 from dbuser_operator.runtime.predicates import (

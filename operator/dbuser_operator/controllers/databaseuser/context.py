@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from dbuser_operator.api.v1alpha1 import AppliedSecret, DatabaseUser, DatabaseUserStatus
+from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, AppliedSecret, DatabaseUser, DatabaseUserStatus
 from dbuser_operator.controllers.kit.reconcile import Pass
 from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
@@ -51,3 +51,8 @@ class Context(Pass[DatabaseUserStatus]):
     def account(self) -> str:
         """``'user'@'host'`` for messages (validated names only: safe to show)."""
         return f"'{self.user.effective_user()}'@'{self.host}'"
+
+
+def adopting(ctx: Context) -> bool:
+    """Whether the resource asks to take over an account it did not create."""
+    return (ctx.user.metadata.annotations or {}).get(ADOPT_ANNOTATION) == "true"

@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from dbuser_operator.api.v1alpha1 import API_VERSION, KIND
-from dbuser_operator.controllers.databaseuser.context import Context
-from dbuser_operator.controllers.databaseuser.steps.ownership import adopting
+from dbuser_operator.controllers.databaseuser.context import Context, adopting
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.freshness import WrittenVersions
 from dbuser_operator.runtime.client import KubeClient, PatchType

@@ -57,9 +57,9 @@ from dbuser_operator.controllers.kit.resources import (
     named_account,
     referenced_secret,
 )
-from dbuser_operator.controllers.kit.shared import Shared
 from dbuser_operator.controllers.kit.steps import Step
 from dbuser_operator.controllers.servers.watch import watch_servers
+from dbuser_operator.controllers.shared import Shared
 from dbuser_operator.credentials.endpoints import Endpoint
 from dbuser_operator.credentials.fair import FairRenderer
 from dbuser_operator.runtime.controller import Controller, KeyMapper

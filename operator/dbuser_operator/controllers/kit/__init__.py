@@ -1,1 +1,1 @@
-"""The shared reconcile frame and what every kind uses: errors, steps, resources, scope, finalizer, guard."""
+"""The shared reconcile frame and what every kind uses: errors, steps, resources, scope, finalizer."""

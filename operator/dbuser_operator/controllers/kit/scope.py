@@ -5,11 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dbuser_operator.api.v1alpha1 import GROUP
-
-LEGACY_FINALIZER = f"{GROUP}/account"  # shared by every instance before finalizers named their target
-FINALIZER_PREFIX = f"{GROUP}/account-"
-MAX_TARGET_LENGTH = 63 - len("account-")  # the finalizer's name part is at most 63 characters
+from dbuser_operator.api.v1alpha1.meta import FINALIZER_PREFIX, LEGACY_FINALIZER
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,2 @@
-"""The servers' namespace policies: the pure checks, the gate the reconcilers call, and namespace labels."""
+"""The servers' namespace policies: the pure checks, the gate the reconcilers call, namespace labels, and the
+guard (the grants the operator refuses before it touches MySQL)."""

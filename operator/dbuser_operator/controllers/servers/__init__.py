@@ -1,1 +1,3 @@
-"""Server resources (MySQLServer, ClusterMySQLServer) and the server handles every kind works through."""
+"""The server handles every kind works through (one MySQL server each: pool, probe, bookkeeping schema),
+their registry, resolver, liveness and the reserved admins; the MySQLServer and ClusterMySQLServer kinds'
+own controller is in :mod:`..mysqlserver`."""

@@ -10,8 +10,9 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
+from dbuser_operator.api.v1alpha1.meta import LEGACY_FINALIZER, MAX_TARGET_LENGTH
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
-from dbuser_operator.controllers.kit.scope import LEGACY_FINALIZER, MAX_TARGET_LENGTH, Scope
+from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY

@@ -21,10 +21,10 @@ from dbuser_operator.controllers.database.reconciler import DatabaseReconciler
 from dbuser_operator.controllers.databaserole.reconciler import DatabaseRoleReconciler
 from dbuser_operator.controllers.databaseuser.reconciler import DatabaseUserReconciler
 from dbuser_operator.controllers.kit.errors import ConditionError
-from dbuser_operator.controllers.kit.guard import Guard
 from dbuser_operator.controllers.kit.reconcile import Reconciler
 from dbuser_operator.controllers.kit.reserved import Refusal, SystemNames
 from dbuser_operator.controllers.kit.scope import Scope
+from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.servers.admins import Admin, Reservations
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver

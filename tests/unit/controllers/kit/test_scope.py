@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dbuser_operator.controllers.kit.scope import LEGACY_FINALIZER, MAX_TARGET_LENGTH, Scope
+from dbuser_operator.api.v1alpha1.meta import LEGACY_FINALIZER, MAX_TARGET_LENGTH
+from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.settings import LABEL_KEY_PATTERN
 
 SCOPE = Scope("dbuser-operator.dev/target", "main")

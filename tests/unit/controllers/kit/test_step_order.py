@@ -10,8 +10,8 @@ from pydantic_settings import CliApp
 
 from dbuser_operator.controllers.databaseuser import setup
 from dbuser_operator.controllers.kit.scope import Scope
-from dbuser_operator.controllers.kit.shared import Shared
 from dbuser_operator.controllers.kit.steps import Step, StepOrderError, check_order, flattened
+from dbuser_operator.controllers.shared import Shared
 from dbuser_operator.runtime.resources import ObjectKey
 from dbuser_operator.runtime.workqueue import RateLimitingQueue
 from dbuser_operator.settings import Settings

@@ -4,7 +4,7 @@ they reach one physical server, refused and retried when one cannot say, admitte
 from __future__ import annotations
 
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
-from dbuser_operator.controllers.kit.guard import Guard
+from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.servers.admins import Refusal
 from tests.unit.controllers.kit.test_reserved_names import Handle, Known
 

@@ -14,7 +14,6 @@ from pydantic import SecretStr
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.api.v1alpha1.mysqlserver import MySQLServerSpec
 from dbuser_operator.controllers.kit.errors import ConditionError
-from dbuser_operator.controllers.kit.guard import Guard
 from dbuser_operator.controllers.kit.reserved import Refusal
 from dbuser_operator.controllers.kit.resources import (
     CLUSTER_MYSQL_SERVERS,
@@ -22,6 +21,7 @@ from dbuser_operator.controllers.kit.resources import (
     account_key,
     named_account,
 )
+from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.servers import registry as servers
 from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.connection import (

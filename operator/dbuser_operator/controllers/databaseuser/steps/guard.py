@@ -1,11 +1,11 @@
-"""The guard step: the :class:`~dbuser_operator.controllers.kit.guard.Guard`'s refusals of grants, before any
-SQL (a reserved account name was refused by the frame before the steps ran)."""
+"""The guard step: the :class:`~dbuser_operator.controllers.policy.guard.Guard`'s refusals of grants, before
+any SQL (a reserved account name was refused by the frame before the steps ran)."""
 
 from __future__ import annotations
 
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import ConditionError
-from dbuser_operator.controllers.kit.guard import Guard
+from dbuser_operator.controllers.policy.guard import Guard
 
 
 class GuardStep:

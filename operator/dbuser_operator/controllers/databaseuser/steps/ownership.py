@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
-from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.databaseuser.context import Context, adopting
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.controllers.policy.gate import PolicyGate
@@ -44,11 +44,6 @@ def owner(ctx: Context) -> ownership.Owner:
     return ownership.Owner(
         uid=metadata.uid or "", namespace=metadata.namespace or "", name=metadata.name or ""
     )
-
-
-def adopting(ctx: Context) -> bool:
-    """Whether the resource asks to take over an account it did not create."""
-    return (ctx.user.metadata.annotations or {}).get(ADOPT_ANNOTATION) == "true"
 
 
 def not_ours(ctx: Context, *, retry: bool = False) -> ConditionError:

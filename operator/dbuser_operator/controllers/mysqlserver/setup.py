@@ -15,17 +15,17 @@ from dbuser_operator.controllers.kit.resources import (
     server_key,
 )
 from dbuser_operator.controllers.kit.scope import Scope
-from dbuser_operator.controllers.kit.shared import Shared
+from dbuser_operator.controllers.mysqlserver.reconciler import ServerReconciler
 from dbuser_operator.controllers.servers.connection import (
     DatabaseFactory,
     SecretReader,
     ServerDefaults,
     referenced_secrets,
 )
-from dbuser_operator.controllers.servers.controller import ServerReconciler
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.liveness import Liveness
 from dbuser_operator.controllers.servers.registry import ServerRegistry
+from dbuser_operator.controllers.shared import Shared
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Controller, KeyMapper

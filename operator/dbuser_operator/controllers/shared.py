@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dbuser_operator.controllers.kit.guard import Guard
 from dbuser_operator.controllers.kit.reserved import ReservedNames
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.policy.gate import PolicyGate
+from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.events import EventRecorder
