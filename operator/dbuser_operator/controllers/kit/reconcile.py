@@ -223,7 +223,7 @@ class Reconciler(Generic[P]):
         try:
             if obj["metadata"].get("deletionTimestamp"):
                 if self.scope.holds(obj):
-                    await self.finalize(ctx)
+                    await self._finalize_or_let_go(ctx)
                     self.record_events(ctx)
             else:
                 return await self.ensure(ctx)
@@ -234,6 +234,25 @@ class Reconciler(Generic[P]):
             if error.requeue_after is not None:
                 ctx.requeue(error.requeue_after)
         return Result(requeue_after=ctx.requeue_after or 0.0)
+
+    async def _finalize_or_let_go(self, ctx: P) -> None:
+        """Deletion: the kind's ``finalize``; when the resource's server resource is gone (deleted with the
+        release annotation, say), there is nothing to act on: let go, drop nothing, and say so."""
+        try:
+            await self.finalize(ctx)
+        except ConditionError as error:
+            if error.reason != "ServerNotFound":
+                raise
+            await self.finalizer.remove(ctx.obj)
+            meta = ctx.obj["metadata"]
+            log.warning(
+                "deleted while its server resource is gone; let go",
+                kind=self.resource.kind,
+                namespace=meta.get("namespace"),
+                name=meta.get("name"),
+            )
+            message = f"{error.message}: let go without dropping anything; {self.shown(ctx)} is left as it is"
+            self.recorder.emit(self.involved(ctx.obj), "Warning", "ServerNotFound", message)
 
     async def let_go_unparsed(self, obj: dict[str, Any], problem: str) -> None:
         """Deletion of a resource whose spec does not parse: the finalizer off, nothing undone, a Warning.

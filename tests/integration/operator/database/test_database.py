@@ -224,6 +224,8 @@ async def test_reserved_and_hostile_names(
     operator: RunningOperator, kube_client: KubeClient, namespace: str, mysql: MySQLServer
 ) -> None:
     schema = operator.settings.ownership_schema
+    # The bookkeeping schema exists before it is named (the operator creates it at its first claim).
+    mysql_query(mysql, f"CREATE DATABASE IF NOT EXISTS `{schema}`")
     for reserved in ("mysql", "sys", "information_schema", "performance_schema", "MySQL", schema):
         body = database(unique("rsv"), name=reserved, deletionPolicy="Delete")
         body["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}

@@ -4,7 +4,6 @@ rotation overdue, the oldest password's age, an orphan."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,7 +30,6 @@ from tests.integration.operator.support.operator import PasswordLedger, StartOpe
 from tests.integration.operator.support.rotation import (
     an_hour_ago,
     create_pod,
-    delete_users,
     poll,
     rotation_status,
     wait_for_phase,
@@ -44,16 +42,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.dual_passwords]
 # every operator of the process feeds the one collector.
 OWN_TARGET, SCHEMA = "compliance", "dbuser_compliance"
 PAST, FUTURE = "2020-01-01T00:00:00Z", "2100-01-01T00:00:00Z"  # expiresAt of an ended and an ending account
-
-
-@pytest.fixture(autouse=True)
-async def _cleanup(kube_client: KubeClient, namespace: str) -> AsyncIterator[None]:
-    yield
-    manage = {"spec": {"managementPolicy": "Manage"}}  # a Paused resource's deletion waits for Manage
-    for item in (await kube_client.list(DATABASE_USERS, namespace))["items"]:
-        name = item["metadata"]["name"]
-        await kube_client.patch(DATABASE_USERS, name, manage, PatchType.MERGE, namespace=namespace)
-    await delete_users(kube_client, namespace)
 
 
 def metric(name: str, namespace: str, server: str = "default", **labels: str) -> float | None:

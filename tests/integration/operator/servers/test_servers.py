@@ -283,6 +283,14 @@ async def test_the_release_annotation_lets_a_server_go_at_once(
     assert can_log_in(mysql, name, password)  # left in MySQL
     await wait_for_ready(kube_client, namespace, name, "False", "ServerNotFound")
 
+    # Its DatabaseUser is deleted at once: there is no server to act on, nothing is dropped, and it says so.
+    await kube_client.delete(DATABASE_USERS, name, namespace)
+    await wait_until_gone(kube_client, namespace, name)
+    let_go = await warning_event(kube_client, namespace, "DatabaseUser", "ServerNotFound")
+    assert "let go without dropping anything" in let_go["message"]
+    assert can_log_in(mysql, name, password)
+    mysql_query(mysql, f"DROP USER '{name}'@'%'")
+
 
 async def wait_until_server_gone(kube: KubeClient, namespace: str, name: str, limit: float = 60) -> None:
     await eventually(

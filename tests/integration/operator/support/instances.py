@@ -34,9 +34,10 @@ from dbuser_operator.controllers.kit.resources import (
 )
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
-from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.resources import Resource
+from dbuser_operator.settings import Settings
 from tests.integration.operator.support.operator import (
     SHUTDOWN_LIMIT,
     TARGET,
@@ -82,7 +83,9 @@ class Instances:
 
     async def start(self, **overrides: Any) -> RunningOperator:
         """Start an instance: ``operator_settings`` with ``overrides``."""
-        settings = operator_settings(self.kube, self.mysql, self.log_dir, **overrides)
+        return await self._launch(operator_settings(self.kube, self.mysql, self.log_dir, **overrides))
+
+    async def _launch(self, settings: Settings) -> RunningOperator:
         stop = asyncio.Event()
         task = asyncio.create_task(app.run(settings, stop), name=f"operator {settings.target}")
         instance = RunningOperator(settings, self.log_dir / "operator.log", task, stop)
@@ -97,6 +100,17 @@ class Instances:
         self.owners |= {key for resource in CLEANED for key in await _listed(kube, resource, targets)}
         await _delete_resources(kube, targets)
 
+    async def _clean_up_after_the_test(self, kube: KubeClient) -> None:
+        """Targets whose instances the test stopped itself, with resources left: an instance of the same
+        settings (as the admin: the test may have taken its RBAC away) runs again to clean them up."""
+        running = {i.settings.target for i in self.started if not i.task.done() and not i.stop.is_set()}
+        last = {instance.settings.target: instance.settings for instance in self.started}
+        for target, settings in last.items():
+            if target in running or not await _resources_of(kube, {target}):
+                continue
+            await self._launch(settings.model_copy(update={"kubeconfig": self.kube.kubeconfig}))
+            await _delete_resources(kube, {target})
+
     async def finish(self, kube: KubeClient) -> None:
         """Clean up, stop, then fail on whatever the instances left behind (see the module docstring)."""
         targets = {instance.settings.target for instance in self.started}
@@ -105,6 +119,7 @@ class Instances:
         owners = self.owners
         try:
             await self.clean_up(kube)
+            await self._clean_up_after_the_test(kube)
         finally:
             for instance in self.started:
                 instance.stop.set()
@@ -133,11 +148,16 @@ def forget_own() -> None:
 
 
 async def _delete_resources(kube: KubeClient, targets: set[str]) -> None:
-    """Delete every resource of ``targets`` and wait until they are gone (their finalizers ran)."""
+    """Delete every resource of ``targets`` and wait until they are gone (their finalizers ran); a Paused
+    one is set to Manage first (its deletion waits for that)."""
+    manage = {"spec": {"managementPolicy": "Manage"}}
     for resource in CLEANED:
-        for namespace, name in await _listed(kube, resource, targets):
+        for item in await _items(kube, resource, targets):
+            namespace, name = item["metadata"].get("namespace"), item["metadata"]["name"]
             with contextlib.suppress(NotFound):
-                await kube.delete(resource, name, namespace or None)
+                if (item.get("spec") or {}).get("managementPolicy") == "Paused":
+                    await kube.patch(resource, name, manage, PatchType.MERGE, namespace=namespace)
+                await kube.delete(resource, name, namespace)
     async with asyncio.timeout(CLEANUP_LIMIT):
         while True:
             if not await _resources_of(kube, targets):
@@ -145,11 +165,16 @@ async def _delete_resources(kube: KubeClient, targets: set[str]) -> None:
             await asyncio.sleep(0.2)
 
 
-async def _listed(kube: KubeClient, resource: Resource, targets: set[str]) -> list[tuple[str, str]]:
+async def _items(kube: KubeClient, resource: Resource, targets: set[str]) -> list[dict[str, Any]]:
     if not targets:
         return []
     selector = f"{TARGET_LABEL} in ({','.join(sorted(targets))})"
-    items = (await kube.list(resource, label_selector=selector))["items"]
+    items: list[dict[str, Any]] = (await kube.list(resource, label_selector=selector))["items"]
+    return items
+
+
+async def _listed(kube: KubeClient, resource: Resource, targets: set[str]) -> list[tuple[str, str]]:
+    items = await _items(kube, resource, targets)
     return [(item["metadata"].get("namespace", ""), item["metadata"]["name"]) for item in items]
 
 
