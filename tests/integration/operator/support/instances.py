@@ -7,7 +7,9 @@ tests that read the bookkeeping tables. No other test's operator serves its reso
 ends, its instances are cleaned up and stopped, and what they leave behind fails the test:
 
 1. every resource of their targets is deleted while an instance of that target still runs, so that its
-   finalizer runs (accounts, roles and databases dropped or released as their policy says);
+   finalizer runs (accounts, roles and databases dropped or released as their policy says); a target whose
+   instance the test stopped, or whose resources are still there after a while (the test took its RBAC
+   away, say), gets an instance of the same settings again, as the admin, to clean up;
 2. the instances are stopped (a shutdown that hangs fails the test, naming where it waits);
 3. no resource of those targets may remain (its finalizer would hold its namespace forever), and no row
    of their bookkeeping schemas may still name one of those resources (an account, role or database
@@ -45,12 +47,14 @@ from tests.integration.operator.support.operator import (
     operator_settings,
     stopped_within,
 )
+from tests.integration.operator.support.wait import eventually
 
 TARGET_LABEL = "dbuser-operator.dev/target"
 # Deleted first, then the server resources they use.
 CLEANED = (DATABASE_USERS, DATABASE_ROLES, DATABASES, MYSQL_SERVERS, CLUSTER_MYSQL_SERVERS)
 BOOKKEEPING_TABLES = ("accounts", "roles", "databases")
 CLEANUP_LIMIT = 120.0  # seconds the finalizers of a test's resources get to run (a poll limit)
+ON_THEIR_OWN = 30.0  # seconds the test's own instances get, before one as the admin takes over
 
 _own = (TARGET, DEFAULT_SCHEMA)
 
@@ -93,23 +97,30 @@ class Instances:
         await asyncio.sleep(0)
         return instance
 
-    async def clean_up(self, kube: KubeClient) -> None:
-        """Delete every resource of the running instances' targets and wait until they are gone: for a
-        fixture that must stop its instance, or take its server away, before the test ends."""
-        targets = {i.settings.target for i in self.started if not i.task.done() and not i.stop.is_set()}
-        self.owners |= {key for resource in CLEANED for key in await _listed(kube, resource, targets)}
-        await _delete_resources(kube, targets)
+    def _running(self) -> set[str]:
+        return {i.settings.target for i in self.started if not i.task.done() and not i.stop.is_set()}
 
-    async def _clean_up_after_the_test(self, kube: KubeClient) -> None:
-        """Targets whose instances the test stopped itself, with resources left: an instance of the same
-        settings (as the admin: the test may have taken its RBAC away) runs again to clean them up."""
-        running = {i.settings.target for i in self.started if not i.task.done() and not i.stop.is_set()}
+    async def clean_up(self, kube: KubeClient, limit: float = CLEANUP_LIMIT) -> bool:
+        """Delete every resource of the running instances' targets and wait until they are gone (False if
+        some are left after ``limit`` seconds): for a fixture that must stop its instance, or take its
+        server away, before the test ends."""
+        targets = self._running()
+        self.owners |= {key for resource in CLEANED for key in await _listed(kube, resource, targets)}
+        return await _delete_resources(kube, targets, limit)
+
+    async def _clean_up_as_admin(self, kube: KubeClient) -> None:
+        """Targets with resources left (the test stopped its instance, or took its RBAC away): their
+        instances stop, and one of the same settings, as the admin, runs again to clean them up."""
         last = {instance.settings.target: instance.settings for instance in self.started}
         for target, settings in last.items():
-            if target in running or not await _resources_of(kube, {target}):
+            if not await _resources_of(kube, {target}):
                 continue
+            stopping = [i for i in self.started if i.settings.target == target]
+            for instance in stopping:
+                instance.stop.set()
+            await stopped_within(SHUTDOWN_LIMIT, [instance.task for instance in stopping])
             await self._launch(settings.model_copy(update={"kubeconfig": self.kube.kubeconfig}))
-            await _delete_resources(kube, {target})
+            await _delete_resources(kube, {target}, CLEANUP_LIMIT)
 
     async def finish(self, kube: KubeClient) -> None:
         """Clean up, stop, then fail on whatever the instances left behind (see the module docstring)."""
@@ -118,8 +129,9 @@ class Instances:
         self.owners |= {key for resource in CLEANED for key in await _listed(kube, resource, targets)}
         owners = self.owners
         try:
-            await self.clean_up(kube)
-            await self._clean_up_after_the_test(kube)
+            cleaned = await self.clean_up(kube, limit=ON_THEIR_OWN)
+            if not cleaned or targets - self._running():  # left, or an instance the test stopped itself
+                await self._clean_up_as_admin(kube)
         finally:
             for instance in self.started:
                 instance.stop.set()
@@ -147,9 +159,9 @@ def forget_own() -> None:
     _own = (TARGET, DEFAULT_SCHEMA)
 
 
-async def _delete_resources(kube: KubeClient, targets: set[str]) -> None:
+async def _delete_resources(kube: KubeClient, targets: set[str], limit: float) -> bool:
     """Delete every resource of ``targets`` and wait until they are gone (their finalizers ran); a Paused
-    one is set to Manage first (its deletion waits for that)."""
+    one is set to Manage first (its deletion waits for that). False if some are left after ``limit``."""
     manage = {"spec": {"managementPolicy": "Manage"}}
     for resource in CLEANED:
         for item in await _items(kube, resource, targets):
@@ -158,11 +170,15 @@ async def _delete_resources(kube: KubeClient, targets: set[str]) -> None:
                 if (item.get("spec") or {}).get("managementPolicy") == "Paused":
                     await kube.patch(resource, name, manage, PatchType.MERGE, namespace=namespace)
                 await kube.delete(resource, name, namespace)
-    async with asyncio.timeout(CLEANUP_LIMIT):
-        while True:
-            if not await _resources_of(kube, targets):
-                return
-            await asyncio.sleep(0.2)
+
+    async def none_left() -> bool:
+        return not await _resources_of(kube, targets)
+
+    try:
+        await eventually(none_left, limit=limit, interval=0.2)
+    except AssertionError:
+        return False
+    return True
 
 
 async def _items(kube: KubeClient, resource: Resource, targets: set[str]) -> list[dict[str, Any]]:
