@@ -40,6 +40,7 @@ from dbuser_operator.settings import Settings
 
 SAMPLE = "app"
 SERVER_KIND = "MySQLServer"
+EVENTS_LIMIT = 60.0  # seconds the first screen waits for the sample's Events (they follow its status)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -203,12 +204,14 @@ class Local:
         raise TimeoutError(f"the samples in {namespace} did not become Ready within 60 s")
 
     async def _wait_for_events(self, namespace: str) -> None:
-        """Events are written in the background: give them a moment to show in ``kubectl describe``."""
-        selector = f"involvedObject.name={SAMPLE}"
-        for _ in range(100):
+        """Events are written in the background, after the status: wait (a minute at most, a busy machine
+        is slow) for the sample's ``AccountCreated`` to show in ``kubectl describe``."""
+        selector = f"involvedObject.name={SAMPLE},reason=AccountCreated"
+        deadline = asyncio.get_running_loop().time() + EVENTS_LIMIT
+        while asyncio.get_running_loop().time() < deadline:
             if self.kubectl("get", "events", "-n", namespace, "--field-selector", selector, "-o", "name"):
                 return
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.2)
 
     def _say_how_to_reach(self) -> None:
         print(f"export KUBECONFIG={self.cluster.kubeconfig}")

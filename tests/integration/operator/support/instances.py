@@ -57,6 +57,7 @@ CLEANUP_LIMIT = 120.0  # seconds the finalizers of a test's resources get to run
 ON_THEIR_OWN = 30.0  # seconds the test's own instances get, before one as the admin takes over
 
 _own = (TARGET, DEFAULT_SCHEMA)
+SERVED: set[str] = set()  # every target an instance started here served: the session's final check
 
 
 def own_target() -> str:
@@ -90,6 +91,7 @@ class Instances:
         return await self._launch(operator_settings(self.kube, self.mysql, self.log_dir, **overrides))
 
     async def _launch(self, settings: Settings) -> RunningOperator:
+        SERVED.add(settings.target)
         stop = asyncio.Event()
         task = asyncio.create_task(app.run(settings, stop), name=f"operator {settings.target}")
         instance = RunningOperator(settings, self.log_dir / "operator.log", task, stop)
@@ -251,11 +253,11 @@ def operator_processes() -> list[str]:
     return found
 
 
-async def finalized_objects(kube: KubeClient) -> list[str]:
-    """Every object of the operator's kinds, anywhere, that still carries one of its finalizers."""
+async def finalized_objects(kube: KubeClient, targets: set[str]) -> list[str]:
+    """Every object of the operator's kinds of ``targets``, anywhere, that still carries its finalizers."""
     held = []
     for resource in CLEANED:
-        for item in (await kube.list(resource))["items"]:
+        for item in await _items(kube, resource, targets):
             metadata = item["metadata"]
             if any("dbuser-operator.dev" in finalizer for finalizer in metadata.get("finalizers") or []):
                 namespace = metadata.get("namespace")
