@@ -252,7 +252,7 @@ class Reconciler(Generic[P]):
                 name=meta.get("name"),
             )
             message = f"{error.message}: let go without dropping anything; {self.shown(ctx)} is left as it is"
-            self.recorder.emit(self.involved(ctx.obj), "Warning", "ServerNotFound", message)
+            self.recorder.emit(self.involved(ctx.obj), "Warning", "ServerGone", message)
 
     async def let_go_unparsed(self, obj: dict[str, Any], problem: str) -> None:
         """Deletion of a resource whose spec does not parse: the finalizer off, nothing undone, a Warning.

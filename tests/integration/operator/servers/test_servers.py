@@ -286,7 +286,7 @@ async def test_the_release_annotation_lets_a_server_go_at_once(
     # Its DatabaseUser is deleted at once: there is no server to act on, nothing is dropped, and it says so.
     await kube_client.delete(DATABASE_USERS, name, namespace)
     await wait_until_gone(kube_client, namespace, name)
-    let_go = await warning_event(kube_client, namespace, "DatabaseUser", "ServerNotFound")
+    let_go = await warning_event(kube_client, namespace, "DatabaseUser", "ServerGone")
     assert "let go without dropping anything" in let_go["message"]
     assert can_log_in(mysql, name, password)
     mysql_query(mysql, f"DROP USER '{name}'@'%'")
