@@ -31,6 +31,12 @@ async def create_secret(kube: KubeClient, namespace: str, name: str, data: dict[
     return await kube.create(SECRETS, {"metadata": {"name": name}, "stringData": data}, namespace)
 
 
+def is_current(obj: dict[str, Any], condition: dict[str, Any]) -> bool:
+    """Whether ``condition`` was written for the object's current generation (or says for none)."""
+    observed = condition.get("observedGeneration")
+    return observed is None or observed >= obj["metadata"].get("generation", 0)
+
+
 def ready(obj: dict[str, Any]) -> dict[str, Any] | None:
     for condition in (obj.get("status") or {}).get("conditions") or []:
         if condition["type"] == "Ready":
@@ -49,7 +55,11 @@ async def wait_for_condition(
     limit: float = 60,
     interval: float = 0.1,
 ) -> dict[str, Any]:
-    """Poll until the object's Ready condition has ``status`` (and ``reason``); return the object."""
+    """Poll until the object's Ready condition has ``status`` (and ``reason``) for the object's current
+    generation; return the object.
+
+    A condition written for an earlier generation does not count: right after a spec change the old
+    Ready=True is still there, and a test that took it for the new spec's would race the operator."""
 
     async def check() -> dict[str, Any]:
         obj = await kube.get(resource, name, namespace)
@@ -57,6 +67,7 @@ async def wait_for_condition(
         assert condition is not None, "no Ready condition"
         assert condition["status"] == status, f"Ready: {condition}"
         assert reason in {None, condition["reason"]}, f"Ready: {condition}"
+        assert is_current(obj, condition), f"Ready for an earlier generation: {condition}"
         return obj
 
     where = f"{namespace}/{name}" if namespace else name
