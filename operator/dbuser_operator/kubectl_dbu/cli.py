@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from kubernetes_asyncio.config import ConfigException
-
-from dbuser_operator.kubectl_dbu.errors import CommandError
-from dbuser_operator.kubectl_dbu.kube import Target, connect, kubeconfig_path
+from dbuser_operator.kubectl_dbu.errors import ApiFailure, CommandError, Forbidden, NotFound, Unavailable
 from dbuser_operator.kubectl_dbu.table import printable
-from dbuser_operator.runtime.errors import ApiError, Forbidden, NotFound, Unavailable
+
+if TYPE_CHECKING:
+    from dbuser_operator.kubectl_dbu.kube import Target
 
 PROG = "kubectl dbu"
 DESCRIPTION = (
     "DatabaseUsers (dbuser-operator) as their owners see them, with your kubeconfig and RBAC: "
     "status, rotate, consumers, connect, why."
 )
+FORMATS = ("json", "yaml", "wide")
 
 
 def _common(parser: argparse.ArgumentParser, *, all_namespaces: bool = False) -> None:
@@ -47,6 +47,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="only the users of this server resource, across "
         "the namespaces listed; (default) for the operator's own server",
+    )
+    status.add_argument(
+        "-o", "--output", choices=FORMATS, help="json or yaml (every field), wide (more columns)"
+    )
+    status.add_argument(
+        "-w", "--watch", action="store_true", help="after the status, a line for each change, until Ctrl-C"
     )
     rotate = commands.add_parser(
         "rotate",
@@ -88,6 +94,14 @@ def parser() -> argparse.ArgumentParser:
     )
     why.add_argument("name", metavar="NAME")
     _common(why)
+    completion = commands.add_parser(
+        "completion",
+        help="a shell completion script (bash, zsh) for kubectl-dbu typed on its own",
+        description="Print a completion script for kubectl-dbu: source <(kubectl dbu completion bash). "
+        "kubectl 1.26+ completes `kubectl dbu` itself through kubectl_complete-dbu on PATH, installed "
+        "with the plugin.",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh"))
     return top
 
 
@@ -98,11 +112,21 @@ def _show(text: str) -> None:
 async def _run(args: argparse.Namespace, target: Target) -> int | dict[str, str]:
     """Run the command; its exit code, or for connect the connection Secret's keys (the client runs
     once the API connection is closed, in the main thread, where it can ignore Ctrl-C)."""
-    async with connect(target) as (kube, namespace):
-        if args.command == "status":
-            from dbuser_operator.kubectl_dbu import status  # noqa: PLC0415 - one command's imports
+    from dbuser_operator.kubectl_dbu.kube import connect  # noqa: PLC0415 - each command imports its own
 
-            _show(await status.run(kube, namespace, args.server))
+    async with connect(target) as (kube, namespace):
+        if args.command == "status" and args.watch:
+            from dbuser_operator.kubectl_dbu import watch  # noqa: PLC0415
+
+            return await watch.run(kube, namespace, args.server, args.output)
+        if args.command == "status":
+            from dbuser_operator.kubectl_dbu import output, status  # noqa: PLC0415
+
+            records, _ = await status.records(kube, namespace, args.server)
+            if args.output in {"json", "yaml"}:
+                _show(output.document(list(records), args.output))
+            else:
+                _show(status.text(records, namespace, args.server, wide=args.output == "wide"))
             return 0
         assert namespace is not None  # only status takes -A
         if args.command == "rotate":
@@ -132,7 +156,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra and args.command != "connect":
         top.error(f"unrecognized arguments: {' '.join(extra)}")
     extra = extra[1:] if extra[:1] == ["--"] else extra
+    if args.command == "completion":
+        from dbuser_operator.kubectl_dbu.completion import script  # noqa: PLC0415
+
+        print(script(args.shell), end="")
+        return 0
     try:
+        import asyncio  # noqa: PLC0415 - not for --help
+
+        from dbuser_operator.kubectl_dbu.kube import Target, kubeconfig_path  # noqa: PLC0415
+
         kubeconfig = kubeconfig_path(args.kubeconfig)
         all_namespaces = getattr(args, "all_namespaces", False)
         outcome = asyncio.run(_run(args, Target(kubeconfig, args.context, args.namespace, all_namespaces)))
@@ -150,10 +183,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Error from server (Forbidden): {printable(error.message or str(error))}", file=sys.stderr)
     except Unavailable as error:
         print(f"Unable to connect to the server: {printable(str(error))}", file=sys.stderr)
-    except ApiError as error:
+    except ApiFailure as error:
         print(f"Error from server: {printable(str(error))}", file=sys.stderr)
-    except ConfigException as error:
-        print(f"error: kubeconfig: {printable(str(error))}", file=sys.stderr)
     except KeyboardInterrupt:
         return 130
     return 1
+
+
+def user_names(words: Sequence[str]) -> list[str]:
+    """The DatabaseUsers of the namespace that ``words`` (-n, --context, --kubeconfig) name, for
+    completion; none when they cannot be listed."""
+    import asyncio  # noqa: PLC0415
+
+    from dbuser_operator.kubectl_dbu.kube import Target, connect, kubeconfig_path  # noqa: PLC0415
+    from dbuser_operator.kubectl_dbu.names import DATABASE_USERS  # noqa: PLC0415
+
+    flags = argparse.ArgumentParser(add_help=False)
+    _common(flags)
+    known, _ = flags.parse_known_args(list(words))
+
+    async def names() -> list[str]:
+        target = Target(kubeconfig_path(known.kubeconfig), known.context, known.namespace)
+        async with connect(target) as (kube, namespace):
+            items, _ = await kube.list_all(DATABASE_USERS, namespace)
+        return sorted(item["metadata"]["name"] for item in items)
+
+    try:
+        return asyncio.run(names())
+    except (ApiFailure, CommandError, OSError):
+        return []
