@@ -21,7 +21,7 @@ DESCRIPTION = (
 FORMATS = ("json", "yaml", "wide")
 
 
-def _common(parser: argparse.ArgumentParser, *, all_namespaces: bool = False) -> None:
+def common_flags(parser: argparse.ArgumentParser, *, all_namespaces: bool = False) -> None:
     """kubectl's flags: -n/--namespace, --context, --kubeconfig (and -A where a command lists)."""
     parser.add_argument("-n", "--namespace", help="the namespace (default: the context's, else default)")
     parser.add_argument("--context", help="the kubeconfig context to use (default: its current context)")
@@ -41,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
         "user@host, the password's age, the rotation phase, and how many pods still use a retained "
         "old password.",
     )
-    _common(status, all_namespaces=True)
+    common_flags(status, all_namespaces=True)
     status.add_argument(
         "--server",
         metavar="NAME",
@@ -61,7 +61,7 @@ def parser() -> argparse.ArgumentParser:
         "mysql.dbuser-operator.dev/rotate to the current time.",
     )
     rotate.add_argument("name", metavar="NAME")
-    _common(rotate)
+    common_flags(rotate)
     rotate.add_argument(
         "--wait",
         action="store_true",
@@ -75,7 +75,7 @@ def parser() -> argparse.ArgumentParser:
         "password was retained, and where the operator reports the account's older sessions.",
     )
     consumers.add_argument("name", metavar="NAME")
-    _common(consumers)
+    common_flags(consumers)
     connect_ = commands.add_parser(
         "connect",
         help="a mysql shell with the credentials of the connection Secret",
@@ -84,7 +84,7 @@ def parser() -> argparse.ArgumentParser:
         "Arguments after NAME that are not the plugin's (e.g. -e 'SELECT 1') or after -- go to the client.",
     )
     connect_.add_argument("name", metavar="NAME")
-    _common(connect_)
+    common_flags(connect_)
     connect_.add_argument("--client", help="the client program (default: mysql, else mariadb, on PATH)")
     why = commands.add_parser(
         "why",
@@ -93,7 +93,7 @@ def parser() -> argparse.ArgumentParser:
         "account, hosts, rotation, credential version.",
     )
     why.add_argument("name", metavar="NAME")
-    _common(why)
+    common_flags(why)
     completion = commands.add_parser(
         "completion",
         help="a shell completion script (bash, zsh) for kubectl-dbu typed on its own",
@@ -188,27 +188,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 1
-
-
-def user_names(words: Sequence[str]) -> list[str]:
-    """The DatabaseUsers of the namespace that ``words`` (-n, --context, --kubeconfig) name, for
-    completion; none when they cannot be listed."""
-    import asyncio  # noqa: PLC0415
-
-    from dbuser_operator.kubectl_dbu.kube import Target, connect, kubeconfig_path  # noqa: PLC0415
-    from dbuser_operator.kubectl_dbu.names import DATABASE_USERS  # noqa: PLC0415
-
-    flags = argparse.ArgumentParser(add_help=False)
-    _common(flags)
-    known, _ = flags.parse_known_args(list(words))
-
-    async def names() -> list[str]:
-        target = Target(kubeconfig_path(known.kubeconfig), known.context, known.namespace)
-        async with connect(target) as (kube, namespace):
-            items, _ = await kube.list_all(DATABASE_USERS, namespace)
-        return sorted(item["metadata"]["name"] for item in items)
-
-    try:
-        return asyncio.run(names())
-    except (ApiFailure, CommandError, OSError):
-        return []

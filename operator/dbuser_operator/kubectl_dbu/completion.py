@@ -1,15 +1,12 @@
-"""Shell completion. kubectl (1.26+) completes ``kubectl dbu …`` by running ``kubectl_complete-dbu`` with
-the words typed after ``dbu`` and reading Cobra's answer: one candidate a line, then ``:DIRECTIVE``.
-:func:`complete_main` is that program; ``kubectl dbu completion bash|zsh`` prints a script that completes
-``kubectl-dbu`` typed on its own through it."""
+"""Shell completion: the candidates after the words typed, and the scripts of ``kubectl dbu completion
+bash|zsh``, which complete ``kubectl-dbu`` typed on its own through ``kubectl_complete-dbu``
+(:mod:`.complete`, the program kubectl 1.26+ runs for ``kubectl dbu <TAB>``)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
-NO_FILE_COMPLETION = 4  # Cobra's ShellCompDirectiveNoFileComp
 SHELLS = ("bash", "zsh")
 NAMED = ("rotate", "consumers", "connect", "why")  # commands whose argument is a DatabaseUser
 VALUED = (
@@ -94,16 +91,3 @@ def wants_names(words: Sequence[str]) -> bool:
     following = before[command + 1 :]
     values = {index + 1 for index, word in enumerate(following) if word in VALUED}
     return not any(not word.startswith("-") and index not in values for index, word in enumerate(following))
-
-
-def complete_main(argv: Sequence[str] | None = None) -> int:
-    """``kubectl_complete-dbu WORDS…``: the candidates, then Cobra's directive (no file names)."""
-    from dbuser_operator.kubectl_dbu.cli import parser, user_names  # noqa: PLC0415 - no import cycle
-
-    words = list(sys.argv[1:] if argv is None else argv)
-    top = parser()
-    names = user_names(words) if wants_names(words) else []
-    for word in candidates(top, words, names):
-        print(word)
-    print(f":{NO_FILE_COMPLETION}")
-    return 0

@@ -47,7 +47,7 @@ def test_no_names_after_the_name() -> None:
 
 
 def test_the_complete_program_answers_as_cobra(tmp_path: Path) -> None:
-    code = "from dbuser_operator.kubectl_dbu.completion import complete_main; complete_main()"
+    code = "from dbuser_operator.kubectl_dbu.complete import main; main()"
     done = subprocess.run(
         [sys.executable, "-c", code, "status", "-o", ""],
         capture_output=True,
@@ -63,8 +63,8 @@ def test_the_bash_script_completes_through_the_complete_program(tmp_path: Path) 
     program = tmp_path / "kubectl_complete-dbu"
     program.write_text(
         f"#!/bin/sh\nexec {sys.executable} -c "
-        "'import sys; from dbuser_operator.kubectl_dbu.completion import complete_main; "
-        'sys.exit(complete_main())\' "$@"\n'
+        "'import sys; from dbuser_operator.kubectl_dbu.complete import main; "
+        'sys.exit(main())\' "$@"\n'
     )
     program.chmod(0o755)
     source = tmp_path / "completion.bash"

@@ -16,7 +16,18 @@ from dbuser_operator.kubectl_dbu import names
 from dbuser_operator.runtime.client import PatchType
 
 HEAVY = ("kubernetes_asyncio", "aiohttp", "pydantic", "prometheus_client", "structlog")
-PLAIN_PATH = ("kube", "kubeconfig", "plain", "status", "watch", "output", "why", "rotate", "consumers")
+PLAIN_PATH = (
+    "kube",
+    "kubeconfig",
+    "plain",
+    "status",
+    "watch",
+    "output",
+    "why",
+    "rotate",
+    "consumers",
+    "complete",
+)
 
 PROBE = """
 import contextlib, io, json, sys

@@ -148,7 +148,7 @@ async def test_kubectl_completes_the_plugin(
     script = plugin_path / "kubectl_complete-dbu"
     script.write_text(
         f"#!/bin/sh\nexec {sys.executable} -c 'import sys\n"
-        'from dbuser_operator.kubectl_dbu.completion import complete_main\nsys.exit(complete_main())\' "$@"\n'
+        'from dbuser_operator.kubectl_dbu.complete import main\nsys.exit(main())\' "$@"\n'
     )
     script.chmod(0o755)
     try:
