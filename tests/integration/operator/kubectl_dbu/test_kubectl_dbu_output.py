@@ -201,3 +201,27 @@ async def test_an_exec_plugin_kubeconfig_goes_through_the_full_client(
         assert denied.startswith("Error from server (Forbidden):")
     finally:
         await delete_users(kube_client, namespace)
+
+
+def wrong_ca_kubeconfig(kubeconfig: Path, folder: Path) -> Path:
+    """A copy of ``kubeconfig`` that trusts another certificate (the user's own), not the cluster's CA."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    config["clusters"][0]["cluster"].pop("certificate-authority", None)
+    config["clusters"][0]["cluster"]["certificate-authority-data"] = config["users"][0]["user"][
+        "client-certificate-data"
+    ]
+    path = folder / "wrong-ca.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.usefixtures("crds")
+async def test_the_plain_path_verifies_the_server(
+    namespace: str, as_tenant: Kubectl, binaries: Binaries, plugin_path: Path, tmp_path: Path
+) -> None:
+    kubeconfig = wrong_ca_kubeconfig(Path(as_tenant.env["KUBECONFIG"]), tmp_path)
+    refused = await Kubectl(binaries.path("kubectl"), kubeconfig, plugin_path)(
+        "status", "-n", namespace, code=1
+    )
+    assert refused.startswith("Unable to connect to the server:")
+    assert "CERTIFICATE_VERIFY_FAILED" in refused
