@@ -18,7 +18,14 @@ import yaml
 from dbuser_operator.envtest import Binaries
 from dbuser_operator.kubectl_dbu.names import DATABASE_USERS, ROTATE_ANNOTATION
 from dbuser_operator.runtime.client import KubeClient, PatchType
-from tests.integration.operator.kubectl_dbu.test_kubectl_dbu import Kubectl, as_tenant, line_of, plugin_path
+from dbuser_operator.runtime.resources import Resource
+from tests.integration.operator.kubectl_dbu.test_kubectl_dbu import (
+    ROLE_BINDINGS,
+    Kubectl,
+    as_tenant,
+    line_of,
+    plugin_path,
+)
 from tests.integration.operator.support.builders import database_user, unique
 from tests.integration.operator.support.kube import wait_for_ready
 from tests.integration.operator.support.operator import RunningOperator
@@ -27,6 +34,7 @@ from tests.integration.operator.support.rotation import delete_users
 pytestmark = pytest.mark.integration
 __all__ = ["as_tenant", "plugin_path"]  # fixtures of the plugin's first test module
 HEAVY = ("kubernetes_asyncio", "aiohttp", "pydantic")
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 LINE_LIMIT = 60.0  # seconds to wait for one line of the watch before the test gives up (a hang guard)
 
 
@@ -225,3 +233,40 @@ async def test_the_plain_path_verifies_the_server(
     )
     assert refused.startswith("Unable to connect to the server:")
     assert "CERTIFICATE_VERIFY_FAILED" in refused
+
+
+def token_kubeconfig(kubeconfig: Path, token: str, folder: Path) -> Path:
+    """A copy of ``kubeconfig`` whose user is a bearer token."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    config["users"][0]["user"] = {"token": token}
+    path = folder / "token.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.usefixtures("crds")
+async def test_the_plain_path_with_a_service_account_token(
+    kube_client: KubeClient, namespace: str, as_tenant: Kubectl, binaries: Binaries, plugin_path: Path,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    name = unique("kdbu-token")
+    await kube_client.create(DATABASE_USERS, database_user(name, "missing-pw"), namespace)
+    await kube_client.create(SERVICE_ACCOUNTS, {"metadata": {"name": "reader"}}, namespace)
+    binding = {
+        "metadata": {"name": "dbu-reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "dbu-user"},
+        "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
+    }
+    await kube_client.create(ROLE_BINDINGS, binding, namespace)
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+    issued = await kube_client.request(
+        "POST", SERVICE_ACCOUNTS.path(namespace, "reader", "token"), body=request
+    )
+    kubeconfig = token_kubeconfig(Path(as_tenant.env["KUBECONFIG"]), issued["status"]["token"], tmp_path)
+    reader = Kubectl(binaries.path("kubectl"), kubeconfig, plugin_path)
+    try:
+        assert line_of(await reader("status", "-n", namespace), name)[:2] == [name, "Unknown"]
+        denied = await reader("status", "-n", "default", code=1)
+        assert 'User "system:serviceaccount:' in denied
+    finally:
+        await delete_users(kube_client, namespace)
