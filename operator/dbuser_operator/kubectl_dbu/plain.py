@@ -23,7 +23,8 @@ from dbuser_operator.kubectl_dbu.errors import Unavailable, api_failure
 from dbuser_operator.kubectl_dbu.kubeconfig import Endpoint
 from dbuser_operator.runtime.resources import Resource
 
-TIMEOUT = 30.0  # seconds for one request (a watch: for one line)
+TIMEOUT = 30.0  # seconds for one request
+STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)  # a pooled connection closed
 
 
 def tls_context(endpoint: Endpoint) -> ssl.SSLContext:
@@ -67,9 +68,9 @@ class PlainClient:
 
     def _send(self, method: str, target: str, body: bytes | None, content_type: str) -> dict[str, Any]:
         try:
-            connection = self.idle.get_nowait()
+            connection, reused = self.idle.get_nowait(), True
         except queue.Empty:
-            connection = self._connection(TIMEOUT)
+            connection, reused = self._connection(TIMEOUT), False
         headers = {**self.headers, "Content-Type": content_type} if body is not None else self.headers
         try:
             connection.request(method, target, body=body, headers=headers)
@@ -77,6 +78,8 @@ class PlainClient:
             content = response.read()
         except (OSError, http.client.HTTPException) as error:
             connection.close()
+            if reused and method == "GET" and isinstance(error, STALE):  # the server closed an idle one
+                return self._send(method, target, body, content_type)
             raise Unavailable(None, f"{type(error).__name__}: {error}") from error
         self.idle.put(connection)
         if not 200 <= response.status <= 299:
