@@ -58,15 +58,20 @@ def test_the_complete_program_answers_as_cobra(tmp_path: Path) -> None:
     assert done.stdout.splitlines() == ["json", "yaml", "wide", ":4"]
 
 
-@pytest.mark.skipif(not shutil.which("bash"), reason="no bash")
-def test_the_bash_script_completes_through_the_complete_program(tmp_path: Path) -> None:
-    program = tmp_path / "kubectl_complete-dbu"
+def complete_program(folder: Path) -> None:
+    """``kubectl_complete-dbu`` in ``folder``, as the console script runs it."""
+    program = folder / "kubectl_complete-dbu"
     program.write_text(
         f"#!/bin/sh\nexec {sys.executable} -c "
         "'import sys; from dbuser_operator.kubectl_dbu.complete import main; "
         'sys.exit(main())\' "$@"\n'
     )
     program.chmod(0o755)
+
+
+@pytest.mark.skipif(not shutil.which("bash"), reason="no bash")
+def test_the_bash_script_completes_through_the_complete_program(tmp_path: Path) -> None:
+    complete_program(tmp_path)
     source = tmp_path / "completion.bash"
     source.write_text(script("bash"))
     probe = (
@@ -81,7 +86,18 @@ def test_the_bash_script_completes_through_the_complete_program(tmp_path: Path) 
 
 
 @pytest.mark.skipif(not shutil.which("zsh"), reason="no zsh")
-def test_the_zsh_script_parses(tmp_path: Path) -> None:
+def test_the_zsh_script_completes_through_the_complete_program(tmp_path: Path) -> None:
+    complete_program(tmp_path)
     source = tmp_path / "_kubectl-dbu"
     source.write_text(script("zsh"))
     subprocess.run(["zsh", "-n", str(source)], check=True, timeout=60)
+    # compdef and compadd are the completion system's; here they print what they are given.
+    probe = (
+        "compdef() { : }; compadd() { shift; print -l -- ${(P)1} }; "
+        f"source {source}; words=(kubectl-dbu status --out); CURRENT=3; _kubectl_dbu"
+    )
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin"}
+    done = subprocess.run(
+        ["zsh", "-f", "-c", probe], capture_output=True, text=True, env=env, check=True, timeout=60
+    )
+    assert done.stdout.split() == ["--output"]
