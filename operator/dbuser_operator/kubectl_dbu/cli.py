@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from dbuser_operator.kubectl_dbu.errors import ApiFailure, CommandError, Forbidden, NotFound, Unavailable
+from dbuser_operator.kubectl_dbu.output import FORMATS
 from dbuser_operator.kubectl_dbu.table import printable
 
 if TYPE_CHECKING:
@@ -18,7 +19,6 @@ DESCRIPTION = (
     "DatabaseUsers (dbuser-operator) as their owners see them, with your kubeconfig and RBAC: "
     "status, rotate, consumers, connect, why."
 )
-FORMATS = ("json", "yaml", "wide")
 
 
 def common_flags(parser: argparse.ArgumentParser, *, all_namespaces: bool = False) -> None:
@@ -124,7 +124,7 @@ async def _run(args: argparse.Namespace, target: Target) -> int | dict[str, str]
 
             records, _ = await status.records(kube, namespace, args.server)
             if args.output in {"json", "yaml"}:
-                _show(output.document(list(records), args.output))
+                _show(output.document(records, args.output))
             else:
                 _show(status.text(records, namespace, args.server, wide=args.output == "wide"))
             return 0

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from dbuser_operator.kubectl_dbu.output import FORMATS
+
 SHELLS = ("bash", "zsh")
 NAMED = ("rotate", "consumers", "connect", "why")  # commands whose argument is a DatabaseUser
 VALUED = (
@@ -69,7 +71,7 @@ def candidates(top: argparse.ArgumentParser, words: Sequence[str], names: Sequen
     if command is None:
         found = _options(top) if current.startswith("-") else list(commands)
     elif before[-1] in {"-o", "--output"}:
-        found = ["json", "yaml", "wide"]
+        found = list(FORMATS)
     elif current.startswith("-"):
         found = _options(commands[command])
     elif command == "completion":
