@@ -3,7 +3,6 @@ script driven by the real bash."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -69,7 +68,6 @@ def complete_program(folder: Path) -> None:
     program.chmod(0o755)
 
 
-@pytest.mark.skipif(not shutil.which("bash"), reason="no bash")
 def test_the_bash_script_completes_through_the_complete_program(tmp_path: Path) -> None:
     complete_program(tmp_path)
     source = tmp_path / "completion.bash"
@@ -85,7 +83,6 @@ def test_the_bash_script_completes_through_the_complete_program(tmp_path: Path) 
     assert done.stdout.split() == ["--output"]
 
 
-@pytest.mark.skipif(not shutil.which("zsh"), reason="no zsh")
 def test_the_zsh_script_completes_through_the_complete_program(tmp_path: Path) -> None:
     complete_program(tmp_path)
     source = tmp_path / "_kubectl-dbu"
