@@ -25,6 +25,7 @@ from tests.integration.operator.support.kube import (
     wait_for_event,
     wait_for_ready,
     wait_role_ready,
+    wait_until_gone,
 )
 from tests.integration.operator.support.mysql import (
     default_roles_of,
@@ -233,16 +234,7 @@ async def test_existing_role_not_taken_over(
 
 
 async def role_gone(kube: KubeClient, namespace: str, name: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            await kube.get(DATABASE_ROLES, name, namespace)
-        except ApiException as error:
-            if error.status == 404:
-                return
-            raise
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"DatabaseRole {namespace}/{name} was never released")
+    await wait_until_gone(kube, namespace, name, resource=DATABASE_ROLES)
 
 
 async def test_hostile_role_names_refused_at_admission(

@@ -32,6 +32,7 @@ from dbuser_operator.mysql import ConnectionSettings, Database, ownership
 from dbuser_operator.mysql.ownership import Owner
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import Resource
+from tests.integration.operator.support import wait
 from tests.integration.operator.support.builders import database_user
 from tests.integration.operator.support.instances import own_schema
 from tests.integration.operator.support.kube import (
@@ -338,12 +339,8 @@ async def test_a_claim_left_by_a_crashed_pass_creates_the_account_once(
         events = await kube_client.request("GET", f"/api/v1/namespaces/{namespace}/events")
         return [e for e in events["items"] if e["reason"] in {"AccountCreated", "AccountRecreated"}]
 
-    found: list[dict[str, Any]] = []
-    for _ in range(200):  # the recorder sends Events in the background
-        found = await created_events()
-        if found:
-            break
-        await asyncio.sleep(0.1)
+    # the recorder sends Events in the background
+    found = await wait.eventually(created_events, interval=0.1, message="the AccountCreated Event")
     assert [(e["reason"], e.get("count", 1)) for e in found] == [("AccountCreated", 1)]
     assert "claimed by an earlier pass" in found[0]["message"]
     await kube_client.delete(DATABASE_USERS, "resumed", namespace)
