@@ -183,10 +183,11 @@ async def _delete_resources(kube: KubeClient, targets: set[str], limit: float) -
     return True
 
 
-async def _items(kube: KubeClient, resource: Resource, targets: set[str]) -> list[dict[str, Any]]:
-    if not targets:
+async def _items(kube: KubeClient, resource: Resource, targets: set[str] | None) -> list[dict[str, Any]]:
+    """The objects of ``resource`` of ``targets`` (None: of any target, or none)."""
+    if targets is not None and not targets:
         return []
-    selector = f"{TARGET_LABEL} in ({','.join(sorted(targets))})"
+    selector = None if targets is None else f"{TARGET_LABEL} in ({','.join(sorted(targets))})"
     items: list[dict[str, Any]] = (await kube.list(resource, label_selector=selector))["items"]
     return items
 
@@ -253,8 +254,9 @@ def operator_processes() -> list[str]:
     return found
 
 
-async def finalized_objects(kube: KubeClient, targets: set[str]) -> list[str]:
-    """Every object of the operator's kinds of ``targets``, anywhere, that still carries its finalizers."""
+async def finalized_objects(kube: KubeClient, targets: set[str] | None = None) -> list[str]:
+    """Every object of the operator's kinds of ``targets`` (None: of any), anywhere, that still carries its
+    finalizers."""
     held = []
     for resource in CLEANED:
         for item in await _items(kube, resource, targets):
