@@ -37,7 +37,7 @@ from dbuser_operator.controllers.kit.resources import (
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient, PatchType
-from dbuser_operator.runtime.errors import NotFound
+from dbuser_operator.runtime.errors import NotFound, Unavailable
 from dbuser_operator.runtime.resources import Resource
 from dbuser_operator.settings import Settings
 from tests.integration.operator.support.operator import (
@@ -188,7 +188,17 @@ async def _items(kube: KubeClient, resource: Resource, targets: set[str] | None)
     if targets is not None and not targets:
         return []
     selector = None if targets is None else f"{TARGET_LABEL} in ({','.join(sorted(targets))})"
-    items: list[dict[str, Any]] = (await kube.list(resource, label_selector=selector))["items"]
+
+    async def listed() -> dict[str, Any]:  # again while a CRD a test changed re-initialises its storage
+        try:
+            answer: dict[str, Any] = await kube.list(resource, label_selector=selector)
+        except Unavailable as error:
+            raise AssertionError(f"{resource.kind}: {error}") from error
+        return answer
+
+    items: list[dict[str, Any]] = (await eventually(listed, interval=0.5, message=f"list {resource.kind}"))[
+        "items"
+    ]
     return items
 
 
