@@ -216,8 +216,7 @@ async def test_existing_role_not_taken_over(
     name = unique("byhand")
     mysql_query(mysql, f"CREATE ROLE '{name}'")
     await kube_client.create(DATABASE_ROLES, database_role(name), namespace)
-    obj = await wait_role_ready(kube_client, namespace, name, "False")
-    assert ready(obj)["reason"] == "RoleExists"  # type: ignore[index]
+    await wait_role_ready(kube_client, namespace, name, "False", "RoleExists")
     await kube_client.delete(DATABASE_ROLES, name, namespace)
     await role_gone(kube_client, namespace, name)
     assert role_exists(mysql, name)  # never dropped: not ours
@@ -286,8 +285,7 @@ async def test_a_role_never_takes_over_an_account(
     if is_mariadb(mysql):
         await wait_role_ready(kube_client, namespace, name)
     else:
-        obj = await wait_role_ready(kube_client, namespace, name, "False")
-        assert ready(obj)["reason"] == "RoleClaimed", ready(obj)  # type: ignore[index]
+        obj = await wait_role_ready(kube_client, namespace, name, "False", "RoleClaimed")
         assert f"DatabaseUser {namespace}/{name}" in ready(obj)["message"]  # type: ignore[index]
     assert privileges_of(mysql, name) == set()
     await kube_client.delete(DATABASE_ROLES, name, namespace)
