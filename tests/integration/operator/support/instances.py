@@ -144,6 +144,13 @@ class Instances:
         await asyncio.to_thread(_drop_schemas, self.mysql, self.temporary_schemas)
         assert not rows, f"the test left owned accounts, roles or databases behind: {rows}"
 
+    async def take_over(self, target: str, schema: str, namespaces: list[str]) -> RunningOperator:
+        """An instance, as the admin, for the target and bookkeeping schema of operator processes this test
+        ran (replicas, a killed process), started once they have stopped: the test's end cleans up what
+        they left through it, as its own, and drops the schema."""
+        self.temporary_schemas.add(schema)
+        return await self.start(target=target, ownership_schema=schema, namespaces=namespaces)
+
     async def start_own(self, **overrides: Any) -> RunningOperator:
         """The test's own operator: a new target and a schema of its own (dropped at the end), which
         :func:`own_target` and :func:`own_schema` tell until :func:`forget_own`."""
