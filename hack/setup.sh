@@ -4,7 +4,7 @@
 #      (unless MYSQL_URL names a server), via apt-get as root or sudo
 #   2. the Python environment: .venv with the project and its dev extras, refreshed when pyproject.toml changes
 #   3. the test binaries and server roots: hack/testbin.sh (a cold build takes about 10 minutes, the roots
-#      about a minute each; cached outside the repo)
+#      about a minute each; cached outside the repo); not with --no-testbin
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -47,5 +47,5 @@ if [[ ! -f "$stamp" ]]; then
   touch "$stamp"
 fi
 
-# --- 3. test binaries --------------------------------------------------------------------------------------
-hack/testbin.sh >/dev/null
+# --- 3. test binaries (not with --no-testbin: hack/test.sh builds them while the unit tests run) ------------
+[[ "${1:-}" == --no-testbin ]] || hack/testbin.sh >/dev/null
