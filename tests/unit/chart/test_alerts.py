@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from dbuser_operator.envtest import Binaries
 from tests.unit.chart.chart import of_kind, one, render
 from tests.unit.chart.test_dashboard import exported_names, metric_names
 
@@ -17,11 +14,6 @@ ALERTS = {
     "DBUserOperatorResourcesDegraded",
     "DBUserOperatorLeaderChanges",
 }
-
-
-@pytest.fixture(scope="module")
-def helm(binaries: Binaries) -> Path:
-    return binaries.path("helm")
 
 
 def test_the_rule_is_off_by_default(helm: Path, tmp_path: Path) -> None:
