@@ -131,8 +131,8 @@ async def test_an_informer_that_fails_is_logged_named_by_readyz_and_recovers_wit
     assert "ExceptionGroup" in raised
     assert "injected fault in the reflector" in raised
     assert logs.entries("restarting runnable")
-    failures_metric = "runtime_runnable_failures_total"
-    assert (REGISTRY.get_sample_value(failures_metric, {"runnable": "informer configmaps"}) or 0) >= 1
+    for failures_metric in ("dbuser_operator_runnable_failures_total", "runtime_runnable_failures_total"):
+        assert (REGISTRY.get_sample_value(failures_metric, {"runnable": "informer configmaps"}) or 0) >= 1
 
 
 async def test_a_leader_task_that_raises_is_restarted_and_the_manager_keeps_running(
