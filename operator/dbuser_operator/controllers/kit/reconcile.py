@@ -35,10 +35,11 @@ from dbuser_operator.api.v1alpha1 import Condition
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.finalizer import Finalizer
 from dbuser_operator.controllers.kit.freshness import STALE_RETRY, WrittenVersions
-from dbuser_operator.controllers.kit.reserved import NameClass, Refusal, ReservedNames, SystemNames
+from dbuser_operator.controllers.kit.reserved import Refusal, ReservedNames, SystemNames
 from dbuser_operator.controllers.kit.resources import FIELD_MANAGER
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.kit.steps import EventType
+from dbuser_operator.mysql.books import NameClass
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import set_condition
 from dbuser_operator.runtime.controller import Result
