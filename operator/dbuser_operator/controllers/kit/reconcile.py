@@ -2,7 +2,9 @@
 
 A kind subclasses :class:`Reconciler` and supplies its model (:meth:`Reconciler.parse`), which name it
 manages in MySQL (``manages``, :meth:`Reconciler.mysql_name`), what a pass does (:meth:`Reconciler.ensure`)
-and what deletion does (:meth:`Reconciler.finalize`). The frame does the rest, the same way for every kind:
+and what deletion does (:meth:`Reconciler.finalize`); a kind that owns a name subclasses
+:class:`~.ownership.Owning` instead, which supplies ``ensure`` and ``finalize`` from the ownership lifecycle
+and the management and deletion policies. The frame does the rest, the same way for every kind:
 
 - the object comes from the informer's cache (never a GET); one the cache dropped is let go of if it only
   left this instance's scope (its target label changed) and still carries the finalizer; a cached object
