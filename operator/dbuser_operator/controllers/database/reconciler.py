@@ -52,8 +52,6 @@ class DatabaseReconciler(Owning[DatabaseContext]):
     resource: ClassVar[Resource] = DATABASES
     api_version: ClassVar[str] = API_VERSION
     manages: ClassVar[NameClass] = "database"
-    noun: ClassVar[str] = "Database"
-    left_behind: ClassVar[str] = "the database"
 
     def __init__(
         self,

@@ -68,8 +68,6 @@ class DatabaseRoleReconciler(Owning[RoleContext]):
     resource: ClassVar[Resource] = DATABASE_ROLES
     api_version: ClassVar[str] = API_VERSION
     manages: ClassVar[NameClass] = "role"
-    noun: ClassVar[str] = "Role"
-    left_behind: ClassVar[str] = "the role"
 
     def __init__(
         self,

@@ -55,9 +55,8 @@ class DatabaseUserReconciler(Owning[Context]):
     resource: ClassVar[Resource] = DATABASE_USERS
     api_version: ClassVar[str] = API_VERSION
     manages: ClassVar[NameClass] = "account"
-    noun: ClassVar[str] = "Account"
     paused: ClassVar[str] = "the operator changes nothing in MySQL, drift included"
-    left_behind: ClassVar[str] = "the accounts"
+    left_behind = "the accounts"  # what deletion leaves in MySQL when it lets go
     one_normal_event: ClassVar[bool] = True  # "AccountCreated" already says the account is there
 
     def __init__(

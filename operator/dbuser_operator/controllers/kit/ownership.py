@@ -175,9 +175,17 @@ class Owning(Reconciler[P]):
     """The frame for a kind that owns a name in MySQL: the management and deletion policies, claim, adopt,
     let go and drop, once for every such kind."""
 
-    noun: ClassVar[str]  # what its reasons begin with: Account, Role, Database
     paused: ClassVar[str] = "the operator changes nothing in MySQL"  # what managementPolicy Paused means
-    left_behind: ClassVar[str]  # what deletion leaves in MySQL when it lets go: "the database"
+
+    @property
+    def noun(self) -> str:
+        """What the kind's reasons begin with: Account, Role, Database (``<Noun>Exists``)."""
+        return self.manages.capitalize()
+
+    @property
+    def left_behind(self) -> str:
+        """What deletion leaves in MySQL when it lets go: ``the database``."""
+        return f"the {self.manages}"
 
     @property
     def owners(self) -> Owners:
