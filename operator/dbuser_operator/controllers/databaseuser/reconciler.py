@@ -2,7 +2,9 @@
 
 Deletion runs the steps' delete halves in reverse, then the finalizer comes off. Under
 ``deletionPolicy: Retain``, or with the release annotation, MySQL is left alone (ownership is forgotten
-if the server answers quickly) and the resource is released at once, even while MySQL is down.
+if the server answers quickly) and the resource is released at once, even while MySQL is down. These
+policies are the frame's (:class:`~dbuser_operator.controllers.kit.ownership.Owning`); this kind supplies the
+steps (the ownership step claims each host's account), observe, and its Events of letting go.
 
 ``spec.managementPolicy`` Observe reads the accounts into status and writes nothing to MySQL (deletion
 lets go, as under Retain), unless the server's policy refuses the resource (it would read a server, or
