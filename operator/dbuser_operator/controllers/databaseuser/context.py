@@ -55,7 +55,7 @@ class Context(OwningPass[DatabaseUserStatus]):
 
 def words(ctx: Context) -> Words:
     """How the refusals of ownership name the account (a deleted owner's with how to take over)."""
-    return Words("Account", "DatabaseUser", ctx.account, hint=True)
+    return Words("account", "DatabaseUser", ctx.account, hint=True)
 
 
 def adopting(ctx: Context) -> bool:

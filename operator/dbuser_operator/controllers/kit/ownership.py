@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Final, Literal, Protocol, TypeVar
 
 import structlog
 
@@ -32,6 +32,7 @@ from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, RELEASE_ANNOTATION
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.reconcile import FORGET_TIMEOUT, READY, Pass, Reconciler, S
 from dbuser_operator.mysql import ownership
+from dbuser_operator.mysql.books import NameClass
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.client import KubeClient
@@ -43,6 +44,17 @@ log = structlog.get_logger(__name__)
 
 Check = Callable[[], Awaitable[None]]  # raises ConditionError to refuse
 PAUSED = "Paused"
+EXISTS: Final[dict[NameClass, str]] = {
+    "account": "AccountExists",
+    "role": "RoleExists",
+    "database": "DatabaseExists",
+}
+CLAIMED: Final[dict[NameClass, str]] = {
+    "account": "AccountClaimed",
+    "role": "RoleClaimed",
+    "database": "DatabaseClaimed",
+}
+KEPT: Final[dict[NameClass, str]] = {"role": "RoleKept", "database": "DatabaseKept"}  # accounts: steps
 
 
 def owner_of(obj: dict[str, Any]) -> ownership.Owner:
@@ -84,11 +96,11 @@ class LiveOwners:
 
 @dataclass(frozen=True)
 class Words:
-    """How a kind's refusals name things: ``noun`` begins its reasons (``DatabaseExists``), ``kind`` names
-    the owner (``managed by Database ns/name``), ``shown`` the name (``database app``); ``hint`` adds to a
-    refusal naming a deleted owner how to take over."""
+    """How a kind's refusals name things: ``what`` it manages picks its reasons (:data:`EXISTS`,
+    :data:`CLAIMED`), ``kind`` names the owner (``managed by Database ns/name``), ``shown`` the name
+    (``database app``); ``hint`` adds to a refusal naming a deleted owner how to take over."""
 
-    noun: str
+    what: NameClass
     kind: str
     shown: str
     hint: bool = False
@@ -97,7 +109,7 @@ class Words:
 def not_ours(words: Words, *, retry: bool = False) -> ConditionError:
     """``<Noun>Exists``: the refusal to manage a name the operator did not create."""
     return ConditionError(
-        f"{words.noun}Exists",
+        EXISTS[words.what],
         f"{words.shown} already exists and the operator did not create it; to manage it anyway, annotate "
         f"this {words.kind} with {ADOPT_ANNOTATION}=true",
         retry=retry,
@@ -156,7 +168,7 @@ async def take(
         if words.hint and not await owners.exists(current):
             hint = f" (deleted: annotate with {ADOPT_ANNOTATION}=true to take over)"
         message = f"{words.shown} is managed by {words.kind} {current.namespace}/{current.name}{hint}"
-        raise ConditionError(f"{words.noun}Claimed", message, retry=False)
+        raise ConditionError(CLAIMED[words.what], message, retry=False)
     return taken
 
 
@@ -176,11 +188,6 @@ class Owning(Reconciler[P]):
     let go and drop, once for every such kind."""
 
     paused: ClassVar[str] = "the operator changes nothing in MySQL"  # what managementPolicy Paused means
-
-    @property
-    def noun(self) -> str:
-        """What the kind's reasons begin with: Account, Role, Database (``<Noun>Exists``)."""
-        return self.manages.capitalize()
 
     @property
     def left_behind(self) -> str:
@@ -241,7 +248,7 @@ class Owning(Reconciler[P]):
 
     def words(self, ctx: P) -> Words:
         """How refusals name the kind and its name."""
-        return Words(self.noun, self.resource.kind, self.shown(ctx))
+        return Words(self.manages, self.resource.kind, self.shown(ctx))
 
     def entry(self, ctx: P) -> ownership.Entry:
         """The resource's row in the ledger."""
@@ -345,7 +352,7 @@ class Owning(Reconciler[P]):
             elif ctx.reserved is not None:
                 await ownership.forget(handle.db, handle.schema, entry, me.uid)
                 message = f"{self.shown(ctx)} was not dropped, only forgotten: {ctx.reserved.message}"
-                ctx.event("Warning", f"{self.noun}Kept", message)
+                ctx.event("Warning", KEPT[self.manages], message)
             else:
                 await self.drop(ctx)
                 await ownership.forget(handle.db, handle.schema, entry, me.uid)
