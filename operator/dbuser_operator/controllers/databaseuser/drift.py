@@ -37,7 +37,7 @@ from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.resources import server_key
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.liveness import server_label
-from dbuser_operator.mysql import databases, grants
+from dbuser_operator.mysql import grants, ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.inventory import AccountState, inventory
 from dbuser_operator.mysql.server import ServerInfo
@@ -200,7 +200,8 @@ class DriftCheck:
             label = server_label(key)
             counts.update({k: n for k, n in self.orphaned_databases_by_server.items() if k[0] == label})
             return
-        owned = await databases.owned(handle.db, handle.schema)
+        rows = await ownership.owned(handle.db, handle.schema, ownership.DATABASES)
+        owned = {name: owner for (name,), owner in rows.items()}
         uids = {obj["metadata"].get("uid") for obj in self.databases.store}
         orphans = sorted(
             name
