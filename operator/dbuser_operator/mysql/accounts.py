@@ -7,6 +7,8 @@ both before any statement is sent. The statements work on MySQL 8.0/8.4 and Mari
 
 from __future__ import annotations
 
+from typing import LiteralString
+
 from pydantic import SecretStr
 
 from dbuser_operator.mysql.authentication import Method
@@ -34,23 +36,30 @@ async def exists(db: Database, user: str, host: str) -> bool:
 
 
 async def create(
-    db: Database, user: str, host: str, password: str | SecretStr | None, method: Method | None = None
+    db: Database,
+    user: str,
+    host: str,
+    password: str | SecretStr | None,
+    method: Method | None = None,
+    *,
+    expired: bool = False,
 ) -> None:
     """Create the account, with the server's default plugin or ``method``'s (``password`` None for a
-    plugin that takes none). One that exists already is left as it is, password included, and the server's
-    refusal raised (:class:`~.errors.AccountExistsError`): the caller did not create it.
+    plugin that takes none); ``expired``: with ``PASSWORD EXPIRE``, which only a change of its password
+    lifts (:mod:`.new_password`). One that exists already is left as it is, password included, and the
+    server's refusal raised (:class:`~.errors.AccountExistsError`): the caller did not create it.
 
     The server's error 1396 means "operation failed", not "exists": MySQL answers a password longer than
     its plugin takes with it too. So the account is looked for; when it is not there, the refusal is an
     :class:`~.errors.InvalidAccountError` that says so."""
     with checked_input():
         if method is not None:
-            statement = method.identified("CREATE USER", account(user, host), password)
+            suffix: LiteralString = " PASSWORD EXPIRE" if expired else ""
+            statement = method.identified("CREATE USER", account(user, host), password, suffix)
         else:
+            template = "CREATE USER {account} IDENTIFIED BY %s" + (" PASSWORD EXPIRE" if expired else "")
             statement = Statement(
-                "CREATE USER {account} IDENTIFIED BY %s",
-                validate_password("" if password is None else password),
-                account=account(user, host),
+                template, validate_password("" if password is None else password), account=account(user, host)
             )
     try:
         await db.execute(statement, idempotent=False)  # sent again, it would find its own account

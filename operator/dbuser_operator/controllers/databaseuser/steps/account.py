@@ -13,9 +13,14 @@ is kept, its row forgotten, with a Warning.
 from __future__ import annotations
 
 from dbuser_operator.controllers.databaseuser.context import Context
-from dbuser_operator.controllers.databaseuser.steps.ownership import not_ours, owner, record_own_fingerprint
+from dbuser_operator.controllers.databaseuser.steps.ownership import (
+    FOREIGN_RETRY,
+    not_ours,
+    owner,
+    record_own_fingerprint,
+)
 from dbuser_operator.controllers.kit.errors import mysql_condition
-from dbuser_operator.mysql import account_lookup, accounts, authentication, ownership, sessions
+from dbuser_operator.mysql import account_lookup, accounts, authentication, new_password, ownership, sessions
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
 
 
@@ -31,9 +36,14 @@ class AccountStep:
             return
         user, host = ctx.user.effective_user(), ctx.host
         try:
-            if not await self._create(ctx, user, host, ctx.password):
+            server = await ctx.server.server()
+            method = authentication.effective(ctx.authentication, server)
+            expired = not ctx.fingerprint_claimed and new_password.applies(server, method, ctx.password)
+            if not await self._create(ctx, user, host, ctx.password, method, expired=expired):
                 return  # somebody made it meanwhile, under our row: the credentials step sets it
-            if not ctx.fingerprint_claimed:
+            if expired:
+                await self._settle(ctx, user, host)
+            elif not ctx.fingerprint_claimed:
                 await record_own_fingerprint(ctx, ctx.password)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
@@ -43,16 +53,35 @@ class AccountStep:
         earlier = "" if ctx.claimed or reason == "AccountRecreated" else ", claimed by an earlier pass"
         ctx.event("Normal", reason, f"created account {ctx.account}{earlier}")
 
-    async def _create(self, ctx: Context, user: str, host: str, password: str | None) -> bool:
-        """``CREATE USER``; whether it created the account.
+    @staticmethod
+    async def _settle(ctx: Context, user: str, host: str) -> None:
+        """A new MySQL account's expiry lifted and its fingerprint recorded, its string not hashed on the
+        client (:mod:`~dbuser_operator.mysql.new_password`); one changed by hand since ``CREATE USER`` is
+        not taken for ours: the account shows drift, and a pass soon sets the Secret's password back."""
+        server = await ctx.server.server()
+        if not await new_password.settle(ctx.server.db, ctx.server.schema, user, host, server):
+            ctx.password_intact = False
+            ctx.requeue(FOREIGN_RETRY)
+
+    async def _create(
+        self,
+        ctx: Context,
+        user: str,
+        host: str,
+        password: str | None,
+        method: authentication.Method | None,
+        *,
+        expired: bool,
+    ) -> bool:
+        """``CREATE USER`` (``expired``: with ``PASSWORD EXPIRE``, see :mod:`.new_password`); whether it
+        created the account.
 
         If somebody made the account since the ownership step looked: a claim of this pass is withdrawn
         (not ours); under a row that was ours before this pass, the account is looked at again (False).
         """
         db, schema = ctx.server.db, ctx.server.schema
-        method = authentication.effective(ctx.authentication, await ctx.server.server())
-        try:
-            await accounts.create(db, user, host, password, method)  # MariaDB: the hash, not the password
+        try:  # MariaDB: the hash, not the password
+            await accounts.create(db, user, host, password, method, expired=expired)
         except AccountExistsError:
             if ctx.claimed:  # claimed in this pass, for an account we did not create: not ours
                 await ownership.forget(db, schema, user, host, owner(ctx).uid)
