@@ -43,23 +43,31 @@ async def create(
     method: Method | None = None,
     *,
     expired: bool = False,
+    attributes: str | None = None,
 ) -> None:
     """Create the account, with the server's default plugin or ``method``'s (``password`` None for a
     plugin that takes none); ``expired``: with ``PASSWORD EXPIRE``, which only a change of its password
-    lifts (:mod:`.new_password`). One that exists already is left as it is, password included, and the
+    lifts (:mod:`.new_password`); ``attributes``: with ``ATTRIBUTE`` (a JSON object, MySQL 8.0.21+:
+    :mod:`.account_metadata`). One that exists already is left as it is, password included, and the
     server's refusal raised (:class:`~.errors.AccountExistsError`): the caller did not create it.
 
     The server's error 1396 means "operation failed", not "exists": MySQL answers a password longer than
     its plugin takes with it too. So the account is looked for; when it is not there, the refusal is an
     :class:`~.errors.InvalidAccountError` that says so."""
     with checked_input():
+        suffix: LiteralString = " PASSWORD EXPIRE" if expired else ""
+        params = () if attributes is None else (attributes,)
+        if params:
+            suffix += " ATTRIBUTE %s"
         if method is not None:
-            suffix: LiteralString = " PASSWORD EXPIRE" if expired else ""
-            statement = method.identified("CREATE USER", account(user, host), password, suffix)
+            statement = method.identified("CREATE USER", account(user, host), password, suffix, params)
         else:
-            template = "CREATE USER {account} IDENTIFIED BY %s" + (" PASSWORD EXPIRE" if expired else "")
+            secret = validate_password("" if password is None else password)
             statement = Statement(
-                template, validate_password("" if password is None else password), account=account(user, host)
+                "CREATE USER {account} IDENTIFIED BY %s" + suffix,
+                secret,
+                *params,
+                account=account(user, host),
             )
     try:
         await db.execute(statement, idempotent=False)  # sent again, it would find its own account

@@ -92,11 +92,17 @@ class Method:
         return password_hashes.stored_hash(self.plugin, value)
 
     def identified(
-        self, verb: LiteralString, who: SQL, password: str | SecretStr | None, suffix: LiteralString = ""
+        self,
+        verb: LiteralString,
+        who: SQL,
+        password: str | SecretStr | None,
+        suffix: LiteralString = "",
+        params: tuple[str, ...] = (),
     ) -> Statement:
         """``<verb> {account} IDENTIFIED ...<suffix>`` (``verb``: ``CREATE USER`` or ``ALTER USER``;
-        ``suffix``: constant clauses, such as `` PASSWORD EXPIRE``) with this plugin, and the password as a
-        parameter when the plugin takes one (it must be given then, and must not be otherwise)."""
+        ``suffix``: constant clauses, such as `` PASSWORD EXPIRE``, with a ``%s`` for each of ``params``)
+        with this plugin, and the password as a parameter when the plugin takes one (it must be given then,
+        and must not be otherwise)."""
         plugin = known(self.plugin)
         name = SQL(self.plugin)  # one of PLUGINS' names: letters, digits and '_'
         if not plugin.takes_password:
@@ -105,11 +111,13 @@ class Method:
             if plugin.auth_string:
                 return Statement(
                     verb + " {account} IDENTIFIED WITH {plugin} AS {auth}" + suffix,
+                    *params,
                     account=who,
                     plugin=name,
                     auth=quote_string(plugin.auth_string),
                 )
-            return Statement(verb + " {account} IDENTIFIED WITH {plugin}" + suffix, account=who, plugin=name)
+            template = verb + " {account} IDENTIFIED WITH {plugin}" + suffix
+            return Statement(template, *params, account=who, plugin=name)
         if password is None:
             raise InvalidOptionsError(f"{self.plugin} needs a password")
         secret = validate_password(password)
@@ -117,15 +125,15 @@ class Method:
         hashed = self.stored(secret) if self.flavour == "mariadb" else None
         if hashed is not None and self.plugin == password_hashes.NATIVE:
             template = verb + " {account} IDENTIFIED BY PASSWORD %s" + suffix
-            return Statement(template, SecretStr(hashed), account=who)
+            return Statement(template, SecretStr(hashed), *params, account=who)
         if hashed is not None:
             template = verb + " {account} IDENTIFIED VIA {plugin} USING %s" + suffix
-            return Statement(template, SecretStr(hashed), account=who, plugin=name)
+            return Statement(template, SecretStr(hashed), *params, account=who, plugin=name)
         if self.flavour == "mariadb":
             template = verb + " {account} IDENTIFIED VIA {plugin} USING PASSWORD(%s)" + suffix
-            return Statement(template, secret, account=who, plugin=name)
+            return Statement(template, secret, *params, account=who, plugin=name)
         template = verb + " {account} IDENTIFIED WITH {plugin} BY %s" + suffix
-        return Statement(template, secret, account=who, plugin=name)
+        return Statement(template, secret, *params, account=who, plugin=name)
 
 
 def effective(method: Method | None, server: ServerInfo) -> Method | None:

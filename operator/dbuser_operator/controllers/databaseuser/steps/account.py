@@ -12,7 +12,11 @@ is kept, its row forgotten, with a Warning.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.databaseuser.steps.account_metadata import wanted_owner
 from dbuser_operator.controllers.databaseuser.steps.ownership import (
     FOREIGN_RETRY,
     not_ours,
@@ -20,8 +24,17 @@ from dbuser_operator.controllers.databaseuser.steps.ownership import (
     record_own_fingerprint,
 )
 from dbuser_operator.controllers.kit.errors import mysql_condition
-from dbuser_operator.mysql import account_lookup, accounts, authentication, new_password, ownership, sessions
+from dbuser_operator.mysql import (
+    account_lookup,
+    account_metadata,
+    accounts,
+    authentication,
+    new_password,
+    ownership,
+    sessions,
+)
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
+from dbuser_operator.mysql.server import ServerInfo
 
 
 class AccountStep:
@@ -39,7 +52,10 @@ class AccountStep:
             server = await ctx.server.server()
             method = authentication.effective(ctx.authentication, server)
             expired = not ctx.fingerprint_claimed and new_password.applies(server, method, ctx.password)
-            if not await self._create(ctx, user, host, ctx.password, method, expired=expired):
+            attributes = self._attributes(ctx, server)
+            if not await self._create(
+                ctx, user, host, ctx.password, method, expired=expired, attributes=attributes
+            ):
                 return  # somebody made it meanwhile, under our row: the credentials step sets it
             if expired:
                 await self._settle(ctx, user, host)
@@ -52,6 +68,17 @@ class AccountStep:
         # A first creation under a row of an earlier pass: that pass never got to write status.
         earlier = "" if ctx.claimed or reason == "AccountRecreated" else ", claimed by an earlier pass"
         ctx.event("Normal", reason, f"created account {ctx.account}{earlier}")
+
+    @staticmethod
+    def _attributes(ctx: Context, server: ServerInfo) -> dict[str, Any] | None:
+        """The owner entry and comment the new account is created with, where the server keeps attributes
+        (:mod:`.account_metadata`, whose step then finds them in place); None elsewhere."""
+        if not account_metadata.supports_attributes(server):
+            return None
+        changes = account_metadata.patch(
+            account_metadata.AccountMetadata(), wanted_owner(ctx), ctx.user.spec.comment
+        )
+        return changes or None
 
     @staticmethod
     async def _settle(ctx: Context, user: str, host: str) -> None:
@@ -72,6 +99,7 @@ class AccountStep:
         method: authentication.Method | None,
         *,
         expired: bool,
+        attributes: dict[str, Any] | None,
     ) -> bool:
         """``CREATE USER`` (``expired``: with ``PASSWORD EXPIRE``, see :mod:`.new_password`); whether it
         created the account.
@@ -81,7 +109,10 @@ class AccountStep:
         """
         db, schema = ctx.server.db, ctx.server.schema
         try:  # MariaDB: the hash, not the password
-            await accounts.create(db, user, host, password, method, expired=expired)
+            json_attributes = None if attributes is None else json.dumps(attributes)
+            await accounts.create(
+                db, user, host, password, method, expired=expired, attributes=json_attributes
+            )
         except AccountExistsError:
             if ctx.claimed:  # claimed in this pass, for an account we did not create: not ours
                 await ownership.forget(db, schema, user, host, owner(ctx).uid)
@@ -94,6 +125,11 @@ class AccountStep:
             ctx.lock_policy, ctx.default_lifetime = found.policy, found.default_lifetime
             return False
         ctx.account_exists = True
+        if attributes is not None:
+            ctx.account_metadata = account_metadata.AccountMetadata(
+                attributes.get(account_metadata.OWNER_ATTRIBUTE),
+                attributes.get(account_metadata.COMMENT_ATTRIBUTE),
+            )
         return True
 
     async def delete(self, ctx: Context) -> None:
