@@ -542,6 +542,8 @@ class Bench:
                 metrics_before.requests, metrics_after.requests
             )
             result["reconciles"] = metrics_after.reconcile_total - metrics_before.reconcile_total
+            by_result = counter_delta(metrics_before.reconciles, metrics_after.reconciles)
+            result["reconciles_by_result"] = by_result
             result["events_dropped"] = implementation.events_dropped()
         self.say(
             f"  {implementation.kind} N={size}: {result['ready']}/{size} Ready in {result['seconds']:.2f} s "

@@ -7,6 +7,8 @@ both before any statement is sent. The statements work on MySQL 8.0/8.4 and Mari
 
 from __future__ import annotations
 
+from typing import LiteralString
+
 from pydantic import SecretStr
 
 from dbuser_operator.mysql.authentication import Method
@@ -34,22 +36,37 @@ async def exists(db: Database, user: str, host: str) -> bool:
 
 
 async def create(
-    db: Database, user: str, host: str, password: str | SecretStr | None, method: Method | None = None
+    db: Database,
+    user: str,
+    host: str,
+    password: str | SecretStr | None,
+    method: Method | None = None,
+    *,
+    expired: bool = False,
+    attributes: str | None = None,
 ) -> None:
     """Create the account, with the server's default plugin or ``method``'s (``password`` None for a
-    plugin that takes none). One that exists already is left as it is, password included, and the server's
-    refusal raised (:class:`~.errors.AccountExistsError`): the caller did not create it.
+    plugin that takes none); ``expired``: with ``PASSWORD EXPIRE``, which only a change of its password
+    lifts (:mod:`.new_password`); ``attributes``: with ``ATTRIBUTE`` (a JSON object, MySQL 8.0.21+:
+    :mod:`.account_metadata`). One that exists already is left as it is, password included, and the
+    server's refusal raised (:class:`~.errors.AccountExistsError`): the caller did not create it.
 
     The server's error 1396 means "operation failed", not "exists": MySQL answers a password longer than
     its plugin takes with it too. So the account is looked for; when it is not there, the refusal is an
     :class:`~.errors.InvalidAccountError` that says so."""
     with checked_input():
+        suffix: LiteralString = " PASSWORD EXPIRE" if expired else ""
+        params = () if attributes is None else (attributes,)
+        if params:
+            suffix += " ATTRIBUTE %s"
         if method is not None:
-            statement = method.identified("CREATE USER", account(user, host), password)
+            statement = method.identified("CREATE USER", account(user, host), password, suffix, params)
         else:
+            secret = validate_password("" if password is None else password)
             statement = Statement(
-                "CREATE USER {account} IDENTIFIED BY %s",
-                validate_password("" if password is None else password),
+                "CREATE USER {account} IDENTIFIED BY %s" + suffix,
+                secret,
+                *params,
                 account=account(user, host),
             )
     try:

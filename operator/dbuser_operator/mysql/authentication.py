@@ -91,10 +91,18 @@ class Method:
         value = password.get_secret_value() if isinstance(password, SecretStr) else password
         return password_hashes.stored_hash(self.plugin, value)
 
-    def identified(self, verb: LiteralString, who: SQL, password: str | SecretStr | None) -> Statement:
-        """``<verb> {account} IDENTIFIED ...`` (``verb``: ``CREATE USER`` or ``ALTER USER``) with this
-        plugin, and the password as a parameter when the plugin takes one (it must be given then, and
-        must not be otherwise)."""
+    def identified(
+        self,
+        verb: LiteralString,
+        who: SQL,
+        password: str | SecretStr | None,
+        suffix: LiteralString = "",
+        params: tuple[str, ...] = (),
+    ) -> Statement:
+        """``<verb> {account} IDENTIFIED ...<suffix>`` (``verb``: ``CREATE USER`` or ``ALTER USER``;
+        ``suffix``: constant clauses, such as `` PASSWORD EXPIRE``, with a ``%s`` for each of ``params``)
+        with this plugin, and the password as a parameter when the plugin takes one (it must be given then,
+        and must not be otherwise)."""
         plugin = known(self.plugin)
         name = SQL(self.plugin)  # one of PLUGINS' names: letters, digits and '_'
         if not plugin.takes_password:
@@ -102,26 +110,30 @@ class Method:
                 raise InvalidOptionsError(f"{self.plugin} takes no password")
             if plugin.auth_string:
                 return Statement(
-                    verb + " {account} IDENTIFIED WITH {plugin} AS {auth}",
+                    verb + " {account} IDENTIFIED WITH {plugin} AS {auth}" + suffix,
+                    *params,
                     account=who,
                     plugin=name,
                     auth=quote_string(plugin.auth_string),
                 )
-            return Statement(verb + " {account} IDENTIFIED WITH {plugin}", account=who, plugin=name)
+            template = verb + " {account} IDENTIFIED WITH {plugin}" + suffix
+            return Statement(template, *params, account=who, plugin=name)
         if password is None:
             raise InvalidOptionsError(f"{self.plugin} needs a password")
         secret = validate_password(password)
         check_length(secret, self.flavour, self.plugin)
         hashed = self.stored(secret) if self.flavour == "mariadb" else None
         if hashed is not None and self.plugin == password_hashes.NATIVE:
-            return Statement(verb + " {account} IDENTIFIED BY PASSWORD %s", SecretStr(hashed), account=who)
+            template = verb + " {account} IDENTIFIED BY PASSWORD %s" + suffix
+            return Statement(template, SecretStr(hashed), *params, account=who)
         if hashed is not None:
-            template = verb + " {account} IDENTIFIED VIA {plugin} USING %s"
-            return Statement(template, SecretStr(hashed), account=who, plugin=name)
+            template = verb + " {account} IDENTIFIED VIA {plugin} USING %s" + suffix
+            return Statement(template, SecretStr(hashed), *params, account=who, plugin=name)
         if self.flavour == "mariadb":
-            template = verb + " {account} IDENTIFIED VIA {plugin} USING PASSWORD(%s)"
-            return Statement(template, secret, account=who, plugin=name)
-        return Statement(verb + " {account} IDENTIFIED WITH {plugin} BY %s", secret, account=who, plugin=name)
+            template = verb + " {account} IDENTIFIED VIA {plugin} USING PASSWORD(%s)" + suffix
+            return Statement(template, secret, *params, account=who, plugin=name)
+        template = verb + " {account} IDENTIFIED WITH {plugin} BY %s" + suffix
+        return Statement(template, secret, *params, account=who, plugin=name)
 
 
 def effective(method: Method | None, server: ServerInfo) -> Method | None:

@@ -1,6 +1,7 @@
 """What server we talk to: MySQL or MariaDB, which version, which privileges it knows, whether
-``IDENTIFIED BY`` stores a hash the operator can compute (MariaDB's ``mysql_native_password``), and which
-physical server it is (:func:`read_identity`), whatever address reached it."""
+``IDENTIFIED BY`` stores a hash the operator can compute (MariaDB's ``mysql_native_password``), which
+physical server it is (:func:`read_identity`), whatever address reached it, and its
+``default_password_lifetime`` as it was when read (what a new account's password policy follows)."""
 
 from __future__ import annotations
 
@@ -24,14 +25,17 @@ class ServerInfo:
     when :func:`read_server` made it, the privilege names of ``SHOW PRIVILEGES`` (upper case; empty when
     not read) and ``native_by_default``: ``CREATE USER … IDENTIFIED BY`` stores the unsalted
     ``mysql_native_password`` hash (MariaDB with ``old_passwords`` off; False when not read), and
-    ``identity``, :func:`read_identity`'s answer ("" when not read). Two ServerInfo are equal when flavour
-    and version are."""
+    ``identity``, :func:`read_identity`'s answer ("" when not read), and ``default_lifetime``,
+    ``@@global.default_password_lifetime`` in days when read (None when not read: a variable that can change
+    at run time, so only a new account's first pass takes it from here; every later look reads it live).
+    Two ServerInfo are equal when flavour and version are."""
 
     flavour: Flavour
     version: tuple[int, int, int]
     privileges: frozenset[str] = field(default=frozenset(), compare=False)
     native_by_default: bool = field(default=False, compare=False)
     identity: str = field(default="", compare=False)
+    default_lifetime: int | None = field(default=None, compare=False)
 
     @classmethod
     def parse(cls, version: str) -> ServerInfo:
@@ -63,17 +67,20 @@ async def read_identity(db: Database, flavour: Flavour) -> str:
 
 async def read_server(db: Database) -> ServerInfo:
     """The live server's flavour, version, privilege names (``VERSION()``, ``SHOW PRIVILEGES``), identity
-    (:func:`read_identity`) and, on MariaDB, its default password hash (``@@old_passwords``: MySQL has no
-    such variable since 5.7): three statements on either flavour."""
+    (:func:`read_identity`), ``default_password_lifetime`` and, on MariaDB, its default password hash
+    (``@@old_passwords``: MySQL has no such variable since 5.7): three statements on either flavour."""
     [(version,)] = await db.fetch(Statement("SELECT VERSION()"))
     rows = await db.fetch(Statement("SHOW PRIVILEGES"))
     info = ServerInfo.parse(str(version))
     names = frozenset(" ".join(str(row[0]).upper().split()) for row in rows)
     if info.flavour == "mariadb":  # its identity in the same statement
-        [(old_passwords, hostname, port)] = await db.fetch(
-            Statement("SELECT @@old_passwords, @@hostname, @@port")
+        [(old_passwords, hostname, port, lifetime)] = await db.fetch(
+            Statement("SELECT @@old_passwords, @@hostname, @@port, @@global.default_password_lifetime")
         )
         native, identity = str(old_passwords) in ("0", "OFF"), f"mariadb:{hostname}:{port}"
     else:
-        native, identity = False, await read_identity(db, info.flavour)
-    return ServerInfo(info.flavour, info.version, names, native, identity)
+        [(uuid, lifetime)] = await db.fetch(
+            Statement("SELECT @@server_uuid, @@global.default_password_lifetime")
+        )
+        native, identity = False, f"mysql:{uuid}"
+    return ServerInfo(info.flavour, info.version, names, native, identity, int(lifetime or 0))

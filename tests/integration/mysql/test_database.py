@@ -37,14 +37,15 @@ WORK = 1.0
 
 async def test_read_server(db: Database, mysql: MySQLServer) -> None:
     with mysql.connect() as connection, connection.cursor() as cursor:
-        cursor.execute("SELECT VERSION()")
-        (version,) = cursor.fetchone()
+        cursor.execute("SELECT VERSION(), @@global.default_password_lifetime")
+        (version, lifetime) = cursor.fetchone()
     info = await read_server(db)
+    assert info.default_lifetime == int(lifetime)  # what a new account's first pass takes
     assert info.flavour == ("mariadb" if "mariadb" in version.lower() else "mysql")
     assert ".".join(map(str, info.version)) in version
     assert info.version >= (8, 0, 0)
     assert "SELECT" in info.privileges
-    # VERSION(), SHOW PRIVILEGES, and the identity (on MariaDB with @@old_passwords)
+    # VERSION(), SHOW PRIVILEGES, and the identity with the default lifetime (MariaDB: and @@old_passwords)
     assert db.statements_read == 3
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter as Tally
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +68,15 @@ class DriftReport:
     drifted: list[ObjectKey] = field(default_factory=list)
     orphans: list[tuple[str, str]] = field(default_factory=list)
     orphaned_databases: list[str] = field(default_factory=list)
+
+
+def _note_default_lifetime(handle: ServerHandle, states: Iterable[AccountState]) -> None:
+    """Tell the handle the server's ``default_password_lifetime`` as the inventory read it: what the next
+    new account's first pass takes from :meth:`ServerHandle.server`."""
+    for state in states:
+        if state.policy is not None:  # an account read with its server
+            handle.saw_default_lifetime(state.default_lifetime)
+            return
 
 
 async def check_periodically(period: float, check: Callable[[], Awaitable[object]], what: str) -> None:
@@ -150,6 +159,7 @@ class DriftCheck:
         await handle.ensure_schema()
         server = await handle.server()
         states = await inventory(handle.db, handle.schema, server)
+        _note_default_lifetime(handle, states.values())
         by_uid = {obj["metadata"].get("uid"): obj for obj in self.users.store}
         orphans: list[tuple[str, str]] = []
         for (user, host), state in sorted(states.items()):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import time
 
@@ -48,6 +49,12 @@ class ServerHandle:
                 version=".".join(str(part) for part in self._server.version),
             )
         return self._server
+
+    def saw_default_lifetime(self, days: int) -> None:
+        """The server's ``default_password_lifetime`` as a read of this moment found it (the drift check's):
+        what a new account's first pass takes from :meth:`server` without a statement of its own."""
+        if self._server is not None and self._server.default_lifetime != days:
+            self._server = dataclasses.replace(self._server, default_lifetime=days)
 
     async def server_reread(self, min_age: float = 60.0) -> ServerInfo:
         """The server read again (a plugin or an upgrade may have brought privileges), unless it was read

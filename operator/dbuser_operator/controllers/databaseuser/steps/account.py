@@ -12,12 +12,25 @@ is kept, its row forgotten, with a Warning.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from dbuser_operator.controllers.databaseuser.context import Context, words
-from dbuser_operator.controllers.databaseuser.steps.ownership import record_own_fingerprint
+from dbuser_operator.controllers.databaseuser.steps.account_metadata import wanted_owner
+from dbuser_operator.controllers.databaseuser.steps.ownership import FOREIGN_RETRY, record_own_fingerprint
 from dbuser_operator.controllers.kit.errors import mysql_condition
 from dbuser_operator.controllers.kit.ownership import not_ours, owner_of
-from dbuser_operator.mysql import account_lookup, accounts, authentication, ownership, sessions
+from dbuser_operator.mysql import (
+    account_lookup,
+    account_metadata,
+    accounts,
+    authentication,
+    new_password,
+    ownership,
+    sessions,
+)
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
+from dbuser_operator.mysql.server import ServerInfo
 
 
 class AccountStep:
@@ -32,9 +45,17 @@ class AccountStep:
             return
         user, host = ctx.user.effective_user(), ctx.host
         try:
-            if not await self._create(ctx, user, host, ctx.password):
+            server = await ctx.server.server()
+            method = authentication.effective(ctx.authentication, server)
+            expired = not ctx.fingerprint_claimed and new_password.applies(server, method, ctx.password)
+            attributes = self._attributes(ctx, server)
+            if not await self._create(
+                ctx, user, host, ctx.password, method, expired=expired, attributes=attributes
+            ):
                 return  # somebody made it meanwhile, under our row: the credentials step sets it
-            if not ctx.fingerprint_claimed:
+            if expired:
+                await self._settle(ctx, user, host)
+            elif not ctx.fingerprint_claimed:
                 await record_own_fingerprint(ctx, ctx.password)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
@@ -44,16 +65,50 @@ class AccountStep:
         earlier = "" if ctx.claimed or reason == "AccountRecreated" else ", claimed by an earlier pass"
         ctx.event("Normal", reason, f"created account {ctx.account}{earlier}")
 
-    async def _create(self, ctx: Context, user: str, host: str, password: str | None) -> bool:
-        """``CREATE USER``; whether it created the account.
+    @staticmethod
+    def _attributes(ctx: Context, server: ServerInfo) -> dict[str, Any] | None:
+        """The owner entry and comment the new account is created with, where the server keeps attributes
+        (:mod:`.account_metadata`, whose step then finds them in place); None elsewhere."""
+        if not account_metadata.supports_attributes(server):
+            return None
+        changes = account_metadata.patch(
+            account_metadata.AccountMetadata(), wanted_owner(ctx), ctx.user.spec.comment
+        )
+        return changes or None
+
+    @staticmethod
+    async def _settle(ctx: Context, user: str, host: str) -> None:
+        """A new MySQL account's expiry lifted and its fingerprint recorded, its string not hashed on the
+        client (:mod:`~dbuser_operator.mysql.new_password`); one changed by hand since ``CREATE USER`` is
+        not taken for ours: the account shows drift, and a pass soon sets the Secret's password back."""
+        server = await ctx.server.server()
+        if not await new_password.settle(ctx.server.db, ctx.server.schema, user, host, server):
+            ctx.password_intact = False
+            ctx.requeue(FOREIGN_RETRY)
+
+    async def _create(
+        self,
+        ctx: Context,
+        user: str,
+        host: str,
+        password: str | None,
+        method: authentication.Method | None,
+        *,
+        expired: bool,
+        attributes: dict[str, Any] | None,
+    ) -> bool:
+        """``CREATE USER`` (``expired``: with ``PASSWORD EXPIRE``, see :mod:`.new_password`); whether it
+        created the account.
 
         If somebody made the account since the ownership step looked: a claim of this pass is withdrawn
         (not ours); under a row that was ours before this pass, the account is looked at again (False).
         """
         db, schema = ctx.server.db, ctx.server.schema
-        method = authentication.effective(ctx.authentication, await ctx.server.server())
-        try:
-            await accounts.create(db, user, host, password, method)  # MariaDB: the hash, not the password
+        try:  # MariaDB: the hash, not the password
+            json_attributes = None if attributes is None else json.dumps(attributes)
+            await accounts.create(
+                db, user, host, password, method, expired=expired, attributes=json_attributes
+            )
         except AccountExistsError:
             if ctx.claimed:  # claimed in this pass, for an account we did not create: not ours
                 await ownership.forget(db, schema, ownership.account(user, host), owner_of(ctx.obj).uid)
@@ -66,6 +121,11 @@ class AccountStep:
             ctx.lock_policy, ctx.default_lifetime = found.policy, found.default_lifetime
             return False
         ctx.account_exists = True
+        if attributes is not None:
+            ctx.account_metadata = account_metadata.AccountMetadata(
+                attributes.get(account_metadata.OWNER_ATTRIBUTE),
+                attributes.get(account_metadata.COMMENT_ATTRIBUTE),
+            )
         return True
 
     async def delete(self, ctx: Context) -> None:

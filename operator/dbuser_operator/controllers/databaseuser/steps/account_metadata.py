@@ -85,12 +85,11 @@ class AccountMetadataStep:
             server = await ctx.server.server()
             if not account_metadata.supports_attributes(server):
                 return
-            if ctx.created:
-                current: account_metadata.AccountMetadata | None = account_metadata.AccountMetadata()
-            else:
-                current = ctx.account_metadata or await account_metadata.read(
-                    ctx.server.db, user, host, server
-                )
+            current: account_metadata.AccountMetadata | None = ctx.account_metadata
+            if ctx.created:  # with the attributes CREATE USER gave it (:mod:`.account`), or none
+                current = current or account_metadata.AccountMetadata()
+            elif current is None:
+                current = await account_metadata.read(ctx.server.db, user, host, server)
             if current is None:
                 return  # gone since the account step: the next pass makes it again
             changes = account_metadata.patch(current, wanted_owner(ctx), ctx.user.spec.comment)

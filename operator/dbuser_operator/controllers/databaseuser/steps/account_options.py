@@ -119,14 +119,17 @@ def ready_outcome(ctx: Context, message: str) -> tuple[str, str]:
     return "AccountReady", message
 
 
-def known_policy(ctx: Context, wanted: WantedPolicy) -> tuple[LockPolicy, int] | None:
+def known_policy(ctx: Context, wanted: WantedPolicy, server: ServerInfo) -> tuple[LockPolicy, int] | None:
     """The account's policy and the server's default lifetime as this pass knows them without a statement:
-    the ownership step's look, or a new account's defaults (whose server default matters only when the
-    spec leaves passwordExpire unset); None: to be read."""
+    the ownership step's look, or a new account's defaults (it is what this pass just created) with the
+    server's default lifetime — which matters only when the spec leaves passwordExpire unset — as this pass
+    read it, or else as read once with the server (:class:`~dbuser_operator.mysql.server.ServerInfo`: a
+    default changed since is seen by the next look and the drift check); None: to be read."""
     if ctx.created:
         if wanted.password_lifetime is not None:
             return LockPolicy(), 0
-        return (LockPolicy(), ctx.default_lifetime) if ctx.default_lifetime is not None else None
+        default = ctx.default_lifetime if ctx.default_lifetime is not None else server.default_lifetime
+        return (LockPolicy(), default) if default is not None else None
     if ctx.lock_policy is None or ctx.default_lifetime is None:
         return None
     return ctx.lock_policy, ctx.default_lifetime
@@ -165,7 +168,7 @@ class AccountOptionsStep:
             server = await ctx.server.server()
             wanted = wanted_policy(spec, moment)
             changed = await account_options.apply_policy(
-                ctx.server.db, user, host, wanted, server, live=known_policy(ctx, wanted)
+                ctx.server.db, user, host, wanted, server, live=known_policy(ctx, wanted, server)
             )
             ended = await sessions.end_sessions(ctx.server.db, user, host) if wanted.locked else 0
         except MySQLError as error:
