@@ -17,7 +17,7 @@ from dbuser_operator.runtime.errors import ApiError, Forbidden, NotFound, Unavai
 PROG = "kubectl dbu"
 DESCRIPTION = (
     "DatabaseUsers (dbuser-operator) as their owners see them, with your kubeconfig and RBAC: "
-    "status, rotate, consumers, connect, why."
+    "status, rotate, consumers, connect, why, access."
 )
 
 
@@ -88,6 +88,15 @@ def parser() -> argparse.ArgumentParser:
     )
     why.add_argument("name", metavar="NAME")
     _common(why)
+    access = commands.add_parser(
+        "access",
+        help="who can reach what on a server: every account, its owner or unmanaged, drift",
+        description="The access report of server SERVER (a MySQLServer NAME of the namespace, or "
+        "clustermysqlserver/NAME): every account and role, owner or Unmanaged, plugin, password age, TLS, "
+        "global privileges, databases, roles and drift, from the server resource's status.",
+    )
+    access.add_argument("server", metavar="SERVER")
+    _common(access)
     return top
 
 
@@ -114,6 +123,11 @@ async def _run(args: argparse.Namespace, target: Target) -> int | dict[str, str]
             from dbuser_operator.kubectl_dbu import consumers  # noqa: PLC0415
 
             _show(await consumers.run(kube, namespace, args.name))
+            return 0
+        if args.command == "access":
+            from dbuser_operator.kubectl_dbu import access  # noqa: PLC0415
+
+            _show(await access.run(kube, namespace, args.server))
             return 0
         if args.command == "why":
             from dbuser_operator.kubectl_dbu import why  # noqa: PLC0415
