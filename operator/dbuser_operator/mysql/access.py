@@ -44,7 +44,7 @@ _MARIADB: Final = (
     "SELECT 0, User, Host, JSON_VALUE(Priv, '$.plugin'),"
     " FROM_UNIXTIME(NULLIF(JSON_VALUE(Priv, '$.password_last_changed'), 0)),"
     " JSON_VALUE(Priv, '$.ssl_type'), JSON_VALUE(Priv, '$.x509_subject'),"
-    " IFNULL(JSON_VALUE(Priv, '$.is_role'), 'false') = 'true'"
+    " IFNULL(JSON_VALUE(Priv, '$.is_role'), '0') IN ('1', 'true')"  # 10.11 reads a JSON true as 1
     " FROM mysql.global_priv"
     " UNION ALL"
     " SELECT 1, User, Host, Role, NULL, '', NULL, NULL FROM mysql.roles_mapping"

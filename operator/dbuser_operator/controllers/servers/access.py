@@ -23,11 +23,14 @@ from dbuser_operator.api.v1alpha1.access_report import (
     AccessSummary,
 )
 from dbuser_operator.mysql.access import ServerAccount, ServerAccounts
+from dbuser_operator.mysql.errors import InvalidGrantError
 from dbuser_operator.mysql.grants import Change, Grant, describe
 from dbuser_operator.mysql.inventory import Inventory
 
 _RANK: Final[dict[AccessState, int]] = {"Drifted": 0, "Orphaned": 1, "Unmanaged": 2, "Managed": 4}
 """Order of attention (an unmanaged account with global privileges ranks 2, other unmanaged ones 3)."""
+_UNREADABLE: Final = Grant.observed({"UNREADABLE"}, "*")
+"""Stands for grants the server reported that no Grant can hold (shown as '?')."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,9 @@ def _reach(grants: Iterable[Grant]) -> tuple[set[str], set[str]]:
     privileges: set[str] = set()
     databases: set[str] = set()
     for grant in grants:
-        if grant.database == "*":
+        if grant is _UNREADABLE:
+            privileges.add("?")
+        elif grant.database == "*":
             privileges |= grant.privileges
             if grant.grant_option:
                 privileges.add("GRANT OPTION")
@@ -130,7 +135,11 @@ def build(accounts: ServerAccounts, inventory: Inventory, found: DriftFound) -> 
         else:
             state = "Drifted" if drift else "Managed"
         who = f"{owner.namespace}/{owner.name}" if owner is not None else None
-        entry, powerful, cut = _entry(account, inventory.grants_of(*key), state, who, drift)
+        try:
+            held = inventory.grants_of(*key)
+        except InvalidGrantError:  # a name no grant of ours can have: listed, its grants shown as '?'
+            held, truncated = frozenset({_UNREADABLE}), True
+        entry, powerful, cut = _entry(account, held, state, who, drift)
         truncated |= cut
         summary.accounts += 1
         summary.roles += account.role
