@@ -22,12 +22,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import SecretStr
-
-from bench.common import sample_process
+from bench.common import admin_settings, sample_process
 from dbuser_operator.controllers.servers.access import DriftFound, build
 from dbuser_operator.envtest import LocalMySQLServer, locate
-from dbuser_operator.mysql import ConnectionSettings, Database, ownership
+from dbuser_operator.mysql import Database, ownership
 from dbuser_operator.mysql.access import read_accounts
 from dbuser_operator.mysql.inventory import read_inventory
 from dbuser_operator.mysql.server import read_server
@@ -57,17 +55,10 @@ def _make(server: LocalMySQLServer, first: int, last: int, unmanaged: int) -> No
 
 async def measure(server: LocalMySQLServer, sizes: Sequence[int], unmanaged: int) -> list[dict[str, float]]:
     """One line of figures per size."""
-    admin, pid = server.admin, server.process.pid
+    pid = server.process.pid
     if pid is None:
         raise RuntimeError("the server is not running")
-    settings = ConnectionSettings(
-        host=admin.host,
-        port=admin.port,
-        user=admin.user,
-        password=SecretStr(admin.password),
-        ca_file=server.ca_file,
-        statement_timeout=3600,
-    )
+    settings = admin_settings(server)
     results = []
     async with Database(settings) as db:
         await ownership.ensure_schema(db, SCHEMA)

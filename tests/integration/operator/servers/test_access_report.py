@@ -22,18 +22,19 @@ import pytest
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS, MYSQL_SERVERS
 from dbuser_operator.envtest import Binaries, KubeCluster, MySQLServer
 from dbuser_operator.runtime.client import KubeClient
-from dbuser_operator.runtime.resources import Resource
 from tests.conftest import REPO
 from tests.integration.operator.support.builders import database_user, server_object, server_spec, unique
-from tests.integration.operator.support.kube import admin_secrets, create_secret, wait_for_ready
+from tests.integration.operator.support.kube import (
+    admin_secrets,
+    create_secret,
+    namespaced_user,
+    wait_for_ready,
+)
 from tests.integration.operator.support.mysql import is_mariadb, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.integration.operator.support.wait import eventually
 
 pytestmark = pytest.mark.integration
-
-ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
-ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
 
 
 def entry(access: dict[str, Any] | None, user: str) -> dict[str, Any] | None:
@@ -83,20 +84,6 @@ def plugin(binaries: Binaries, kubeconfig: Path, tmp_path: Path, *args: str) -> 
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done.stdout
-
-
-async def reader_of_servers(kube: KubeCluster, kube_client: KubeClient, namespace: str, path: Path) -> Path:
-    """A kubeconfig for a user who may get MySQLServers in ``namespace``, and nothing else."""
-    user = f"auditor-{namespace}"
-    rules = [{"apiGroups": [MYSQL_SERVERS.group], "resources": ["mysqlservers"], "verbs": ["get"]}]
-    await kube_client.create(ROLES, {"metadata": {"name": "server-reader"}, "rules": rules}, namespace)
-    binding = {
-        "metadata": {"name": "server-reader"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "server-reader"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-    }
-    await kube_client.create(ROLE_BINDINGS, binding, namespace)
-    return await kube.mint_kubeconfig(user, [], path)
 
 
 def secrets_of(mysql: MySQLServer, users: list[str]) -> list[str]:
@@ -197,7 +184,9 @@ async def test_the_report_shows_an_unmanaged_super_account_hand_drift_and_an_unm
     ordered = [e["state"] for e in access["entries"]]
     assert ordered.index("Unmanaged") < ordered.index("Managed")  # attention first
 
-    kubeconfig = await reader_of_servers(kube, kube_client, namespace, tmp_path / "auditor.kubeconfig")
+    rules = [{"apiGroups": [MYSQL_SERVERS.group], "resources": ["mysqlservers"], "verbs": ["get"]}]
+    path = tmp_path / "auditor.kubeconfig"
+    kubeconfig = await namespaced_user(kube, kube_client, namespace, "auditor", rules, path)
     printed = await asyncio.to_thread(
         plugin, binaries, kubeconfig, tmp_path, "access", "main", "-n", namespace
     )
