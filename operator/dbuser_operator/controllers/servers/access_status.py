@@ -2,24 +2,24 @@
 
 The status is where exactly those who may read the server resource read the report: a MySQLServer's
 readers in its namespace, a ClusterMySQLServer's cluster-wide (no other object, no other RBAC rule). The
-write is a merge patch of the ``/status`` subresource guarded by the cached resourceVersion, sent only when
-the report differs from the one stored: a period that changes nothing costs no API request. A conflict
-(the server's own controller wrote meanwhile) or any API error is logged and left to the next period:
+write is a merge patch of the ``/status`` subresource that sets ``access`` alone, sent only when the report
+differs from the cached one: a period that changes nothing costs no API request. It is not guarded by a
+resourceVersion: the server's own controller writes the rest of the status at the same time (its writes are
+guarded, and it keeps ``access`` as it finds it), and a guarded report would lose that race and the
+drift it shows. Only the leader writes ``access``. An API error is logged and left to the next period:
 publishing never fails the drift check, and it runs after the drift check has queued its repairs.
 """
 
 from __future__ import annotations
-
-import copy
 
 import structlog
 
 from dbuser_operator.api.v1alpha1.access_report import AccessSummary
 from dbuser_operator.controllers.kit.resources import FIELD_MANAGER
 from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import ApiError
-from dbuser_operator.runtime.objects import ConflictError, update_status
+from dbuser_operator.runtime.resources import ObjectKey
 
 log = structlog.get_logger(__name__)
 
@@ -40,15 +40,22 @@ class AccessStatus:
         cached = self.resolver.server_object(server)
         if cached is None or cached["metadata"].get("deletionTimestamp"):
             return False
-        kind = server.partition("/")[0]
-        informer = self.resolver.informers[kind]
-        status = copy.deepcopy(cached.get("status") or {})
-        status["access"] = report.model_dump(by_alias=True, exclude_none=True, mode="json")
+        access = report.model_dump(by_alias=True, exclude_none=True, mode="json")
+        if (cached.get("status") or {}).get("access") == access:
+            return False
+        informer = self.resolver.informers[server.partition("/")[0]]
+        key = ObjectKey.of(cached)
         try:
-            written = await update_status(
-                self.kube, informer.resource, cached, status, field_manager=FIELD_MANAGER
+            await self.kube.patch(
+                informer.resource,
+                key.name,
+                {"status": {"access": access}},  # every field of access is set; its lists replaced
+                PatchType.MERGE,
+                namespace=key.namespace or None,
+                subresource="status",
+                field_manager=FIELD_MANAGER,
             )
-        except (ConflictError, ApiError) as error:
+        except ApiError as error:
             log.info("access report not written; next period tries again", server=server, error=str(error))
             return False
-        return written is not None
+        return True

@@ -1,7 +1,8 @@
 """The access report of a MySQLServer end to end (real API server, real MySQL or MariaDB, real kubectl with
 the plugin): a DBA's hand-made account with SUPER shows as Unmanaged, a GRANT added by hand to a managed
 account as drift (in the report of the very drift check that repairs it), a role made by hand as an
-Unmanaged role; no password, hash or authentication string appears in the status or the plugin's output."""
+Unmanaged role; a report that did not change is not written again; no password, hash or authentication
+string appears in the status or the plugin's output, which a user who may only get MySQLServers reads."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from tests.integration.operator.support.kube import (
 )
 from tests.integration.operator.support.mysql import is_mariadb, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
+from tests.integration.operator.support.replicas import GeneralLog
 from tests.integration.operator.support.wait import eventually
 
 pytestmark = pytest.mark.integration
@@ -163,6 +165,18 @@ async def test_the_report_shows_an_unmanaged_super_account_hand_drift_and_an_unm
 
     server = await eventually(settled, limit=60, message="the report never settled")
     access = server["status"]["access"]
+
+    # Written only when it changed: two more drift checks (their query of this server's accounts, in the
+    # server's general log) leave the server resource as it was.
+    with GeneralLog(mysql) as general:
+
+        def reads_of_the_accounts() -> int:
+            texts = [entry.text for entry in general.entries() if "general_log" not in entry.text]
+            return len([text for text in texts if f"`{schema}`.`roles` o" in text])
+
+        await eventually(lambda: reads_of_the_accounts() >= 2, limit=60, message="no two drift checks ran")
+    again = await kube_client.get(MYSQL_SERVERS, "main", namespace)
+    assert again["metadata"]["resourceVersion"] == server["metadata"]["resourceVersion"]
     super_account = entry(access, dba)
     assert super_account is not None
     assert super_account["state"] == "Unmanaged"
