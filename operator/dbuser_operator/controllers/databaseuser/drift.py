@@ -283,7 +283,10 @@ class DriftCheck:
         if self.access is None:
             return
         for server, accounts, full, found in report.access:
-            await self.access.publish(server, build(accounts, full, found))
+            try:
+                await self.access.publish(server, build(accounts, full, found))
+            except Exception:  # a report's failure never ends the drift check
+                log.exception("access report failed; next period tries again", server=server)
 
     @staticmethod
     def _drifted(
