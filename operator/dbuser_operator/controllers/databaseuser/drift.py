@@ -165,6 +165,9 @@ class DriftCheck:
         await handle.ensure_schema()
         server = await handle.server()
         reporting = self.access is not None and self.access.serves(key)
+        # Every account first: one created meanwhile is then owned in the inventory and left out of this
+        # report, never shown as Unmanaged.
+        accounts = await self._read_accounts(key, handle, server) if reporting else None
         full = await read_inventory(handle.db, handle.schema, server) if reporting else None
         states = full.owned if full is not None else await inventory(handle.db, handle.schema, server)
         extra: dict[tuple[str, str], list[grants.Change]] = {}
@@ -196,8 +199,9 @@ class DriftCheck:
             if self._drifted(state, resource, server, bool(changes)) or not _wants(resource, host):
                 report.drifted.append(ObjectKey.of(obj))
         report.orphans += orphans
-        if full is not None:
-            await self._read_accounts(key, handle, server, report, full, extra, orphans)
+        if full is not None and accounts is not None:
+            found = DriftFound(extra, frozenset((user, host.lower()) for user, host in orphans))
+            report.access.append((key, accounts, full, found))
         logged = {(user, host) for server, user, host in self._orphans_logged if server == key}
         self._orphans_logged -= {(key, user, host) for user, host in logged - set(orphans)}
         for user, host in orphans:
@@ -259,24 +263,14 @@ class DriftCheck:
         return resolve(self.databases, resource, obj)
 
     @staticmethod
-    async def _read_accounts(  # noqa: PLR0917 - what one report is built from
-        key: str,
-        handle: ServerHandle,
-        server: ServerInfo,
-        report: DriftReport,
-        full: Inventory,
-        extra: Mapping[tuple[str, str], list[grants.Change]],
-        orphans: list[tuple[str, str]],
-    ) -> None:
-        """Read every account of a server resource for its access report (a failure skips the report)."""
+    async def _read_accounts(key: str, handle: ServerHandle, server: ServerInfo) -> ServerAccounts | None:
+        """Every account of a server resource, for its access report (None on failure: no report)."""
         try:
             await handle.ensure_roles_table()
-            accounts = await read_accounts(handle.db, server, handle.schema)
+            return await read_accounts(handle.db, server, handle.schema)
         except MySQLError as error:
             log.warning("access report: reading the accounts failed", server=key, error=str(error))
-            return
-        found = DriftFound(extra, frozenset((user, host.lower()) for user, host in orphans))
-        report.access.append((key, accounts, full, found))
+            return None
 
     async def _publish(self, report: DriftReport) -> None:
         """Build and publish each server resource's access report (after the repairs are queued)."""

@@ -1,4 +1,4 @@
-"""The access report of a MySQLServer end to end (real API server, real MySQL or MariaDB, real kubectl with
+"""The access report of server resources end to end (real API server, real MySQL or MariaDB, real kubectl with
 the plugin): a DBA's hand-made account with SUPER shows as Unmanaged, a GRANT added by hand to a managed
 account as drift (in the report of the very drift check that repairs it), a role made by hand as an
 Unmanaged role; a report that did not change is not written again; no password, hash or authentication
@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS, MYSQL_SERVERS
+from dbuser_operator.controllers.kit.resources import CLUSTER_MYSQL_SERVERS, DATABASE_USERS, MYSQL_SERVERS
 from dbuser_operator.envtest import Binaries, KubeCluster, MySQLServer
 from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.resources import Resource
 from tests.conftest import REPO
 from tests.integration.operator.support.builders import database_user, server_object, server_spec, unique
 from tests.integration.operator.support.kube import (
@@ -37,6 +38,12 @@ from tests.integration.operator.support.replicas import GeneralLog
 from tests.integration.operator.support.wait import eventually
 
 pytestmark = pytest.mark.integration
+
+CLUSTER_NAMESPACE = "default"  # the session operator's --cluster-resource-namespace (no $POD_NAMESPACE)
+CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False)
+CLUSTER_ROLE_BINDINGS = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+)
 
 
 def entry(access: dict[str, Any] | None, user: str) -> dict[str, Any] | None:
@@ -217,3 +224,62 @@ async def test_the_report_shows_an_unmanaged_super_account_hand_drift_and_an_unm
     everything = json.dumps(server) + json.dumps(seen) + printed
     for secret in [*hashes, password, dba_password]:
         assert secret not in everything
+
+
+async def test_a_clustermysqlservers_report_is_read_by_who_may_get_it(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    kube: KubeCluster,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+    binaries: Binaries,
+    tmp_path: Path,
+) -> None:
+    schema = f"dbu_{unique('cls').replace('-', '_')}"
+    server, secret = unique("shared"), unique("shared-admin")
+    await admin_secrets(kube_client, CLUSTER_NAMESPACE, mysql, secret)
+    body = server_object("ClusterMySQLServer", server, server_spec(mysql, secret, schema))
+    await kube_client.create(CLUSTER_MYSQL_SERVERS, body)
+    app = f"app_{unique('c').replace('-', '_')}"
+    await create_secret(kube_client, namespace, "app-pw", {"password": passwords.new()})
+    ref = {"kind": "ClusterMySQLServer", "name": server}
+    await kube_client.create(
+        DATABASE_USERS, database_user("app", "app-pw", user=app, serverRef=ref), namespace
+    )
+    await wait_for_ready(kube_client, namespace, "app", limit=60)
+
+    async def reported() -> dict[str, Any]:
+        obj = await kube_client.get(CLUSTER_MYSQL_SERVERS, server)
+        access = (obj.get("status") or {}).get("access")
+        managed, admin = entry(access, app), entry(access, mysql.user)
+        assert managed is not None, access  # listed from the first report made after it was created
+        assert admin is not None, access
+        return {"managed": managed, "admin": admin}
+
+    found = await eventually(reported, limit=60, message="the ClusterMySQLServer's report never came")
+    assert found["managed"]["owner"] == f"{namespace}/app"  # never first listed as Unmanaged
+    assert found["managed"]["state"] == "Managed"
+    assert found["admin"]["state"] == "Unmanaged"  # the operator's own admin: no resource owns it
+
+    reader = f"auditor-{namespace}"
+    rules = [
+        {"apiGroups": [CLUSTER_MYSQL_SERVERS.group], "resources": ["clustermysqlservers"], "verbs": ["get"]}
+    ]
+    role = {"metadata": {"name": reader}, "rules": rules}
+    binding = {
+        "metadata": {"name": reader},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": reader},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": reader}],
+    }
+    await kube_client.create(CLUSTER_ROLES, role)
+    await kube_client.create(CLUSTER_ROLE_BINDINGS, binding)
+    try:
+        kubeconfig = await kube.mint_kubeconfig(reader, [], tmp_path / "auditor.kubeconfig")
+        arguments = ("access", f"clustermysqlserver/{server}")
+        printed = await asyncio.to_thread(plugin, binaries, kubeconfig, tmp_path, *arguments)
+    finally:
+        await kube_client.delete(CLUSTER_ROLE_BINDINGS, reader)
+        await kube_client.delete(CLUSTER_ROLES, reader)
+    assert printed.startswith(f"ClusterMySQLServer {server}:")
+    assert any(line.startswith("Managed") and f"{app}@%" in line for line in printed.splitlines())
