@@ -1,13 +1,13 @@
 """Every account and role of a server, for the access report: one query, whatever their number.
 
 :func:`read_accounts` reads each account's authentication facts (plugin, when its password last changed,
-the TLS it requires and the subject it names), whether it is a role, and the role edges (who holds which
-role) and the roles the bookkeeping records as owned (its roles table, which must exist), united in
-one ``UNION ALL``. It never selects an authentication string or a password hash: only
-whether the account has one (a role is an account that is locked and has none, on MySQL). On MariaDB it
-reads ``mysql.global_priv`` (the ``mysql.user`` view costs the server ~0.3 ms a row). The privileges come
-from the drift check's inventory (:attr:`.inventory.Inventory.grants_of`), which already reads those of
-every account.
+as seconds since the epoch whatever the session's time zone, the TLS it requires and the subject it names)
+and whether it is a role, the role edges (who holds which role), and the roles the bookkeeping records as
+owned (its roles table, which must exist), united in one ``UNION ALL``. It never selects an authentication
+string or a password hash (on MySQL it only compares one with ``''``: a role is a locked account without
+one). On MariaDB it reads ``mysql.global_priv`` (the ``mysql.user`` view costs the server ~0.3 ms a row).
+The privileges come from the drift check's inventory (:meth:`.inventory.Inventory.grants_of`), which
+already reads those of every account.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ _TLS_TYPES: Final = {"0": "", "1": "ANY", "2": "X509", "3": "SPECIFIED"}
 # edge (holder user, holder host, role, role host); rank 2: an owned role (name, namespace, resource name).
 # The authentication string is only ever compared with ''.
 _MYSQL: Final = (
-    "SELECT 0, User, Host, plugin, password_last_changed, ssl_type, CONVERT(x509_subject USING utf8mb4),"
+    "SELECT 0, User, Host, plugin, UNIX_TIMESTAMP(password_last_changed), ssl_type,"
+    " CONVERT(x509_subject USING utf8mb4),"
     " account_locked = 'Y' AND authentication_string = ''"
     " FROM mysql.user"
     " UNION ALL"
@@ -42,7 +43,7 @@ _MYSQL: Final = (
 )
 _MARIADB: Final = (
     "SELECT 0, User, Host, JSON_VALUE(Priv, '$.plugin'),"
-    " FROM_UNIXTIME(NULLIF(JSON_VALUE(Priv, '$.password_last_changed'), 0)),"
+    " NULLIF(JSON_VALUE(Priv, '$.password_last_changed'), '0'),"
     " JSON_VALUE(Priv, '$.ssl_type'), JSON_VALUE(Priv, '$.x509_subject'),"
     " IFNULL(JSON_VALUE(Priv, '$.is_role'), '0') IN ('1', 'true')"  # 10.11 reads a JSON true as 1
     " FROM mysql.global_priv"
@@ -72,9 +73,12 @@ class ServerAccount:
 
 
 def _time(value: object) -> datetime | None:
-    if not isinstance(value, datetime):
+    """Seconds since the epoch (a number, or its text) as a UTC time; None for NULL or 0."""
+    try:
+        seconds = float(str(value))
+    except ValueError:
         return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return datetime.fromtimestamp(seconds, UTC) if seconds > 0 else None
 
 
 def _text(value: object) -> str:
