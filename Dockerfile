@@ -1,9 +1,10 @@
 # syntax=docker/dockerfile:1
 # The operator's image: `docker build -t dbuser-operator:<tag> .` at the repository root.
 #
-# Stage 1 installs the project and its dependencies into a virtual environment (wheels only: no compiler is
-# needed); stage 2 copies that environment into a fresh slim Python, without pip or any build tool, and runs
-# it as the non-root user 65532 (what the Helm chart's securityContext expects).
+# Stage 1 installs the project's dependencies from requirements.lock (versions and hashes pinned by
+# hack/lock.sh; wheels only: no compiler is needed), then the project itself, into a virtual environment;
+# stage 2 copies that environment into a fresh slim Python, without pip or any build tool, and runs it as the
+# non-root user 65532 (what the Helm chart's securityContext expects).
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
@@ -11,9 +12,12 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 # A virtual environment without pip: the base image's pip installs into it from outside.
 RUN python -m venv --without-pip /opt/dbuser-operator
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY requirements.lock pyproject.toml README.md ./
 COPY operator/ operator/
-RUN pip --python /opt/dbuser-operator/bin/python install . \
+RUN pip --python /opt/dbuser-operator/bin/python install --require-hashes --only-binary=:all: \
+        -r requirements.lock \
+    && pip --python /opt/dbuser-operator/bin/python install --no-deps . \
+    && pip --python /opt/dbuser-operator/bin/python check \
     && /opt/dbuser-operator/bin/dbuser-operator --version
 
 FROM ${PYTHON_IMAGE}

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Prepare this machine for the tests and the local run; idempotent, quick when nothing is missing.
-#   1. system packages: MariaDB server and client, debootstrap for the MySQL 9.7 and MariaDB 11.8 roots
+#   1. system packages: MariaDB server and client, zsh, debootstrap for the MySQL 9.7 and MariaDB 11.8 roots
 #      (unless MYSQL_URL names a server), via apt-get as root or sudo
 #   2. the Python environment: .venv with the project and its dev extras, refreshed when pyproject.toml changes
 #   3. the test binaries and server roots: hack/testbin.sh (a cold build takes about 10 minutes, the roots
-#      about a minute each; cached outside the repo)
+#      about a minute each; cached outside the repo); not with --no-testbin
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -19,6 +19,7 @@ found() { # any of the named programs, searching the sbin folders too
 packages=()
 [[ -n "${MYSQL_URL:-}" ]] || found mariadbd mysqld || packages+=(mariadb-server)
 found mariadb mysql || packages+=(mariadb-client)
+found zsh || packages+=(zsh)  # the plugin's zsh completion runs in the real zsh
 [[ -n "${MYSQL_URL:-}" || "${DBUSER_OPERATOR_MYSQL_FLAVOUR:-}" == mariadb-10.11 ]] || found debootstrap \
   || packages+=(debootstrap)
 if ((${#packages[@]})); then
@@ -46,5 +47,5 @@ if [[ ! -f "$stamp" ]]; then
   touch "$stamp"
 fi
 
-# --- 3. test binaries --------------------------------------------------------------------------------------
-hack/testbin.sh >/dev/null
+# --- 3. test binaries (not with --no-testbin: hack/test.sh builds them while the unit tests run) ------------
+[[ "${1:-}" == --no-testbin ]] || hack/testbin.sh >/dev/null

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Set up (hack/setup.sh), lint, type-check and run the test suite against real servers.
 #
-#   hack/test.sh                 the full suite on MySQL 9.7 (with the tests marked fleet, which run a server of
-#                                every flavour at once, and only in that pass), then the MySQL-layer and
-#                                operator integration suites on MariaDB 11.8 and on MariaDB 10.11, side by side
+#   hack/test.sh                 lint, types and the tests that need no server or test binary while those
+#                                build (hack/testbin.sh), then the rest of the suite on MySQL 9.7 (with the
+#                                tests marked fleet, which run a server of every flavour at once, and only in
+#                                that pass), then the MySQL-layer and operator integration suites on MariaDB
+#                                11.8 and on MariaDB 10.11, side by side
 #   hack/test.sh -k mysql -x     one run, arguments to pytest, on DBUSER_OPERATOR_MYSQL_FLAVOUR (default
 #                                mysql-9.7): also what runs when that variable or MYSQL_URL is set
 #   hack/test.sh --stress …      the same, while a CPU hog of this script's own takes one core the whole
@@ -22,16 +24,41 @@ if [[ "${1:-}" == "--stress" ]]; then
   shift
 fi
 
-hack/setup.sh
-DBUSER_OPERATOR_TESTBIN=$(hack/testbin.sh --dir)
-export DBUSER_OPERATOR_TESTBIN
+one_run=
+if (($#)) || [[ -n "${DBUSER_OPERATOR_MYSQL_FLAVOUR:-}" || -n "${MYSQL_URL:-}" ]]; then
+  one_run=1
+fi
 
-hog=
+testbin_log=$(mktemp) testbin= hog=
+clean_up() { # however the script ends: no build or hog of its own left running
+  [[ -z "$testbin" ]] || kill -- "-$testbin" 2>/dev/null || true  # its process group: the Go builds too
+  [[ -z "$hog" ]] || kill "$hog" 2>/dev/null || true
+  rm -f "$testbin_log"
+}
+trap clean_up EXIT
+if [[ -n "$one_run" ]]; then
+  hack/setup.sh
+else
+  # The whole suite: the test binaries and server roots build (minutes, when nothing is cached) while lint,
+  # types and the tests that need none of them run.
+  hack/setup.sh --no-testbin
+  setsid hack/testbin.sh >"$testbin_log" 2>&1 &
+  testbin=$!
+fi
+testbin_ready() {
+  if [[ -n "$testbin" ]]; then
+    wait "$testbin" || { cat "$testbin_log" >&2; echo "hack/testbin.sh failed" >&2; exit 1; }
+    cat "$testbin_log" >&2
+    testbin=
+  fi
+  DBUSER_OPERATOR_TESTBIN=$(hack/testbin.sh --dir)
+  export DBUSER_OPERATOR_TESTBIN
+}
+
 if [[ -n "$stress" && "$stress" != 0 ]]; then
   # One core busy for the whole run: a child of this script, ended with it however it ends.
   (trap 'exit 0' TERM; while :; do :; done) &
   hog=$!
-  trap 'kill "$hog" 2>/dev/null || true' EXIT
   echo "=== stress: a CPU hog (pid $hog) takes one of the $(nproc) cores until the end" >&2
 fi
 
@@ -40,7 +67,8 @@ start=$SECONDS
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 
-# One pytest run: flavour (empty: as the environment says), then pytest's arguments.
+# One pytest run: flavour (empty: as the environment says; "none": no server, no binaries), then pytest's
+# arguments.
 status=0
 summaries=()
 run() {
@@ -48,7 +76,9 @@ run() {
   shift
   output=$(mktemp)
   echo "=== pytest ${flavour:+on $flavour }$*" >&2
-  if [[ -n "$flavour" ]]; then
+  if [[ "$flavour" == none ]]; then
+    .venv/bin/pytest --durations=30 "$@" 2>&1 | tee "$output" || code=$?
+  elif [[ -n "$flavour" ]]; then
     DBUSER_OPERATOR_MYSQL_FLAVOUR=$flavour .venv/bin/pytest --durations=30 "$@" 2>&1 | tee "$output" || code=$?
   else
     .venv/bin/pytest --durations=30 "$@" 2>&1 | tee "$output" || code=$?
@@ -57,14 +87,18 @@ run() {
   rm -f "$output"
   local server=${flavour:-${DBUSER_OPERATOR_MYSQL_FLAVOUR:-mysql-9.7}}
   [[ -n "$flavour" || -z "${MYSQL_URL:-}" ]] || server=MYSQL_URL
+  [[ "$flavour" != none ]] || server="no server"
   summaries+=("$server ($((SECONDS - run_start)) s): ${line:-no summary (exit $code)}")
   ((code == 0)) || status=1
 }
 
-if (($#)) || [[ -n "${DBUSER_OPERATOR_MYSQL_FLAVOUR:-}" || -n "${MYSQL_URL:-}" ]]; then
+if [[ -n "$one_run" ]]; then
+  testbin_ready
   run "" "$@"
 else
-  run mysql-9.7
+  run none -m "not testbin"  # what needs no binary and no server, while they build
+  testbin_ready
+  run mysql-9.7 -m testbin
   # The MariaDB passes wait on their servers far more than they compute: they run side by side, each with
   # servers of its own, and each pass's output is printed whole once both are done.
   pids=() outputs=()

@@ -19,7 +19,11 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/versions.env"
 
 CACHE=${DBUSER_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dbuser-operator}
-BIN="$CACHE/testbin/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-helm-$HELM_VERSION-actionlint-$ACTIONLINT_VERSION"
+# RECIPE names how the binaries are built: a change of the build (flags, not versions) gets a new directory,
+# so a cache built the old way is never taken for the new one (and is left for whoever still uses it).
+# 2: helm with its Makefile's version settings (the Kubernetes version it assumes offline).
+RECIPE=2
+BIN="$CACHE/testbin/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-helm-$HELM_VERSION-actionlint-$ACTIONLINT_VERSION-r$RECIPE"
 SRC="$CACHE/testbin/src"
 
 if [[ "${1:-}" == "--dir" ]]; then
@@ -125,6 +129,32 @@ go_install() { # name module-path version [extra ldflags]
   GOBIN="$BIN" go install -trimpath -ldflags "-s -w ${4:-}" "$2@$3"
 }
 
+# The -X settings of helm's Makefile: its version, and the Kubernetes version it assumes when no cluster is
+# asked (`helm template`, `helm lint`): the major and minor of the k8s.io/client-go its go.mod requires, v0.X.Y
+# being Kubernetes 1.X. Without them helm assumes v1.20.0, and a chart's kubeVersion constraint refuses it.
+helm_ldflags() {
+  local gomod client_go minor
+  gomod=$(cd "$SRC" && GOFLAGS= go mod download -json "helm.sh/helm/v3@$HELM_VERSION" \
+    | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  client_go=$(awk '$1 == "k8s.io/client-go" {print $2; exit}' "$gomod")
+  minor=$(echo "$client_go" | cut -d. -f2)
+  [[ -n "$minor" ]] || { log "no k8s.io/client-go in $gomod"; exit 1; }
+  local flags="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  flags+=" -X helm.sh/helm/v3/internal/version.metadata= -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    flags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$minor"
+  done
+  echo "$flags"
+}
+
+build_helm() {
+  have helm && return
+  need_go
+  local flags
+  flags=$(helm_ldflags)
+  go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" "$flags"
+}
+
 start=$SECONDS
 # The MySQL server roots download and unpack packages while Go compiles: built alongside, waited for below.
 roots_pid=
@@ -139,7 +169,7 @@ trap '[[ -z "$roots_pid" ]] || kill "$roots_pid" 2>/dev/null || true' EXIT  # a 
 mkdir -p "$BIN" "$SRC"
 build_etcd
 build_kube
-go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+build_helm
 go_install actionlint github.com/rhysd/actionlint/cmd/actionlint "$ACTIONLINT_VERSION"
 log "test binaries ready in $BIN ($((SECONDS - start)) s)"
 if [[ -n "$roots_pid" ]]; then

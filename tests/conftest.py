@@ -86,9 +86,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The ``fleet`` and ``one_flavour`` tests are deselected outside the default flavour's pass
-    (:func:`fleet_pass`). (Every flavour started here has the DualPassword strategy: MySQL 9.7, MariaDB
-    11.8 and 10.11.)"""
+    """Every test that needs what hack/testbin.sh builds (a binary, a server, a root) is marked ``testbin``:
+    the integration tests and those that use the ``binaries`` fixture; hack/test.sh runs the others while
+    the binaries build. The ``fleet`` and ``one_flavour`` tests are deselected outside the default flavour's
+    pass (:func:`fleet_pass`). (Every flavour started here has the DualPassword strategy: MySQL 9.7,
+    MariaDB 11.8 and 10.11.)"""
+    integration = REPO / "tests" / "integration"
+    for item in items:
+        if "binaries" in getattr(item, "fixturenames", ()) or item.path.is_relative_to(integration):
+            item.add_marker(pytest.mark.testbin)
     unwanted = set() if fleet_pass() else {"fleet", "one_flavour"}
     if not unwanted:
         return

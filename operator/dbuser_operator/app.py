@@ -12,6 +12,7 @@ from dbuser_operator.controllers.database import setup as database
 from dbuser_operator.controllers.databaserole import setup as databaserole
 from dbuser_operator.controllers.databaseuser import setup as databaseuser
 from dbuser_operator.controllers.databaseuser.setup import CONTROLLER_NAME
+from dbuser_operator.controllers.kit import degraded
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, DATABASES, SECRET_INDEX
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.mysqlserver import setup as mysqlserver
@@ -198,6 +199,11 @@ def build_manager(
         manager,
         shared,
         [(user_controller, users), (role_controller, roles), (database_controller, dbs)],
+    )
+    stores = {kind: informer.store for kind, informer in resolver.informers.items()}
+    stores.update(DatabaseUser=users.store, DatabaseRole=roles.store, Database=dbs.store)
+    manager.add_leader_task(
+        "degraded metrics", lambda: degraded.export_while_leading(stores, degraded.DEGRADED)
     )
     manager.add_runnable(Runnable("event recorder", recorder.run))
 

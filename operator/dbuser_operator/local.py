@@ -4,7 +4,8 @@ Starts a real kube-apiserver + etcd (unless ``KUBECONFIG`` names a cluster) and 
 ``MYSQL_URL`` names one), installs the CRDs, runs the operator against them, applies the samples (their
 MySQLServer and its admin Secret pointed at that server), and shows ``kubectl get`` of both kinds and
 ``kubectl describe dbu`` once the samples are Ready. Then it runs until Ctrl-C, saying how to reach both
-servers; ``--check`` stops right after the samples were shown Ready.
+servers (commands to paste into another shell, valid while it runs); ``--check`` stops right after the samples
+were shown Ready, and prints no such command (its folder, kubeconfig included, is removed as it exits).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from dbuser_operator.settings import Settings
 SAMPLE = "app"
 SERVER_KIND = "MySQLServer"
 EVENTS_LIMIT = 60.0  # seconds the first screen waits for the sample's Events (they follow its status)
+RUNNING = "running; Ctrl-C stops everything (and removes its folder)"
+CHECK_DONE = "--check: done; the environment stops now (without --check it runs on, and says how to reach it)"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -174,9 +177,11 @@ class Local:
                 print(self.kubectl("get", kind, "-n", namespace), flush=True)
             print(f"$ kubectl describe dbu {SAMPLE}", flush=True)
             print(self.kubectl("describe", "dbu", SAMPLE, "-n", namespace), flush=True)
-            self._say_how_to_reach()
-            if not self.arguments.check:
-                print("running; Ctrl-C stops everything", flush=True)
+            if self.arguments.check:
+                print(CHECK_DONE, flush=True)
+            else:
+                self._say_how_to_reach()
+                print(RUNNING, flush=True)
                 await stop.wait()
         finally:
             stop.set()
@@ -214,6 +219,8 @@ class Local:
             await asyncio.sleep(0.2)
 
     def _say_how_to_reach(self) -> None:
+        """Commands to paste into another shell while this runs (its folder goes when it stops)."""
+        print("in another shell, while this runs:")
         print(f"export KUBECONFIG={self.cluster.kubeconfig}")
         print(f"export PATH={self.kubectl_binary.parent}:$PATH    # the pinned kubectl and helm")
         options = self.workdir / "mysql-client.cnf"

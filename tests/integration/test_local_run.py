@@ -1,19 +1,25 @@
 """The README's second command runs the operator end to end (--check stops once the samples are Ready).
 
 What a newcomer sees first: no warning, every sample Ready (the MySQLServer too: it reaches the local
-server), a ``kubectl describe dbu`` of only what was set or decided, and a client hint for the server's
-flavour."""
+server), a ``kubectl describe dbu`` of only what was set or decided. With --check, no command that would be
+dead once it exits; without, commands that work when pasted into another shell while it runs (a fresh
+``bash`` with a bare environment runs them: kubectl reads the sample, the client logs in), in the client of
+the server's flavour."""
 
 from __future__ import annotations
 
 import os
 import re
+import select
+import signal
 import subprocess
+import time
+from collections.abc import Iterator
 
 import pytest
 
 from dbuser_operator.envtest import selected_flavour
-from dbuser_operator.local import client_command
+from dbuser_operator.local import RUNNING, client_command
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.integration
@@ -64,8 +70,8 @@ def test_run_local_shows_the_samples_ready_and_says_how_to_reach_the_servers(out
     assert servers[0].split()[:5] == ["NAME", "HOST", "PORT", "READY", "REASON"]
     assert servers[1].split()[3:5] == ["True", "Connected"]  # the sample server reaches the local one
     assert "AccountCreated" in output  # kubectl describe shows the events
-    assert "export KUBECONFIG=" in output
-    assert "--defaults-file=" in output
+    assert "export KUBECONFIG=" not in output  # --check removes the environment as it exits: no dead hint
+    assert "--defaults-file=" not in output
 
 
 def test_the_first_screen_has_no_warning_nor_error(output: str) -> None:
@@ -81,9 +87,59 @@ def test_describe_shows_no_empty_list_nor_zero_limit(output: str) -> None:
     assert "Require TLS" not in spec  # not set: not shown
 
 
+@pytest.fixture(scope="module")
+def hints() -> Iterator[list[str]]:
+    """``hack/run-local.sh`` without --check, running: the lines it printed up to "running"; stopped
+    (Ctrl-C) when the module's tests are done."""
+    process = subprocess.Popen(
+        [str(REPO / "hack" / "run-local.sh")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 300  # a bound on a hang, as subprocess.run's timeout above
+    try:
+        while RUNNING not in lines:
+            assert process.poll() is None, "\n".join(lines)
+            assert time.monotonic() < deadline, "\n".join(lines)
+            if select.select([process.stdout], [], [], 1)[0]:
+                lines.append(process.stdout.readline().rstrip("\n"))
+        yield lines
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def test_every_printed_command_works_in_another_shell(hints: list[str]) -> None:
+    start = hints.index("in another shell, while this runs:")
+    commands = hints[start + 1 : hints.index(RUNNING)]
+    assert [line.split("=", 1)[0] for line in commands[:2]] == ["export KUBECONFIG", "export PATH"]
+    script = "\n".join([*commands[:2], "kubectl get dbu app -n default -o name", commands[2]])
+    bare = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        input="SELECT CURRENT_USER();\n",
+        capture_output=True,
+        text=True,
+        env=bare,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "databaseuser.mysql.dbuser-operator.dev/app" in result.stdout
+    assert "@" in result.stdout.splitlines()[-1]  # CURRENT_USER(): the admin, logged in
+
+
 @pytest.mark.skipif(bool(os.environ.get("MYSQL_URL")), reason="the flavour of MYSQL_URL is not chosen")
-def test_the_client_hint_matches_the_flavour(output: str) -> None:
+def test_the_client_hint_matches_the_flavour(hints: list[str]) -> None:
     product = selected_flavour().split("-", 1)[0]
-    hint = next(line for line in output.splitlines() if "--defaults-file=" in line)
+    hint = next(line for line in hints if "--defaults-file=" in line)
     assert hint.split()[0] == client_command(product)
     assert ("MariaDB" if product == "mariadb" else "MySQL") in hint.split("#", 1)[1]

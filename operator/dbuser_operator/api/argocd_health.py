@@ -1,7 +1,7 @@
 """Argo CD health checks (Lua) for each kind, generated from the one list of reasons read as Degraded.
 
 ``python -m dbuser_operator.api.argocd_health`` writes ``charts/dbuser-operator/argocd/`` (one
-``health/<Kind>.lua`` per kind and ``argocd-cm-patch.yaml``, the four scripts as ``argocd-cm`` keys);
+``health/<Kind>.lua`` per kind and ``argocd-cm-patch.yaml``, the five scripts as ``argocd-cm`` keys);
 ``--check`` writes nothing and exits 1, with a diff, when a file differs from what this module generates.
 
 How a script reads a resource (Argo CD runs it in gopher-lua, Lua 5.1, with ``obj`` the live object):

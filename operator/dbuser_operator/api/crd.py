@@ -158,7 +158,7 @@ RESOURCES: tuple[CustomResource, ...] = (
         plural=mysqlserver.CLUSTER_PLURAL,
         singular=mysqlserver.CLUSTER_SINGULAR,
         short_names=mysqlserver.CLUSTER_SHORT_NAMES,
-        categories=mysqlserver.CATEGORIES,
+        categories=mysqlserver.CLUSTER_CATEGORIES,
         namespaced=False,
         printer_columns=mysqlserver.PRINTER_COLUMNS,
     ),

@@ -10,10 +10,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from dbuser_operator.controllers.kit.resources import CLUSTER_MYSQL_SERVERS, MYSQL_SERVERS
 from dbuser_operator.kubectl_dbu.errors import CommandError
+from dbuser_operator.kubectl_dbu.kube import Api
+from dbuser_operator.kubectl_dbu.names import GROUP, VERSION
 from dbuser_operator.kubectl_dbu.table import human_duration, table
-from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.resources import Resource
 
 HEADERS = (
     "STATE",
@@ -26,6 +27,11 @@ HEADERS = (
     "DATABASES",
     "ROLES",
     "DRIFT",
+)
+# Spelled here, as names.py spells the plugin's others, so that the command imports no API model.
+MYSQL_SERVERS = Resource(GROUP, VERSION, "mysqlservers", "MySQLServer")
+CLUSTER_MYSQL_SERVERS = Resource(
+    GROUP, VERSION, "clustermysqlservers", "ClusterMySQLServer", namespaced=False
 )
 KINDS = {"mysqlserver": MYSQL_SERVERS, "clustermysqlserver": CLUSTER_MYSQL_SERVERS}
 
@@ -80,7 +86,7 @@ def render(kind: str, name: str, report: dict[str, Any] | None, now: datetime) -
     return "\n".join(lines)
 
 
-async def run(kube: KubeClient, namespace: str | None, target: str) -> str:
+async def run(kube: Api, namespace: str | None, target: str) -> str:
     """The access report of ``target``: NAME (a MySQLServer of ``namespace``) or KIND/NAME
     (``clustermysqlserver/NAME``, ``mysqlserver/NAME``)."""
     kind, _, name = target.rpartition("/")

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from kubernetes_asyncio.config import ConfigException
-
-from dbuser_operator.kubectl_dbu.errors import CommandError
-from dbuser_operator.kubectl_dbu.kube import Target, connect, kubeconfig_path
+from dbuser_operator.kubectl_dbu.errors import ApiFailure, CommandError, Forbidden, NotFound, Unavailable
+from dbuser_operator.kubectl_dbu.output import FORMATS
 from dbuser_operator.kubectl_dbu.table import printable
-from dbuser_operator.runtime.errors import ApiError, Forbidden, NotFound, Unavailable
+
+if TYPE_CHECKING:
+    from dbuser_operator.kubectl_dbu.kube import Target
 
 PROG = "kubectl dbu"
 DESCRIPTION = (
@@ -21,7 +21,7 @@ DESCRIPTION = (
 )
 
 
-def _common(parser: argparse.ArgumentParser, *, all_namespaces: bool = False) -> None:
+def common_flags(parser: argparse.ArgumentParser, *, all_namespaces: bool = False) -> None:
     """kubectl's flags: -n/--namespace, --context, --kubeconfig (and -A where a command lists)."""
     parser.add_argument("-n", "--namespace", help="the namespace (default: the context's, else default)")
     parser.add_argument("--context", help="the kubeconfig context to use (default: its current context)")
@@ -41,12 +41,18 @@ def parser() -> argparse.ArgumentParser:
         "user@host, the password's age, the rotation phase, and how many pods still use a retained "
         "old password.",
     )
-    _common(status, all_namespaces=True)
+    common_flags(status, all_namespaces=True)
     status.add_argument(
         "--server",
         metavar="NAME",
         help="only the users of this server resource, across "
         "the namespaces listed; (default) for the operator's own server",
+    )
+    status.add_argument(
+        "-o", "--output", choices=FORMATS, help="json or yaml (every field), wide (more columns)"
+    )
+    status.add_argument(
+        "-w", "--watch", action="store_true", help="after the status, a line for each change, until Ctrl-C"
     )
     rotate = commands.add_parser(
         "rotate",
@@ -55,7 +61,7 @@ def parser() -> argparse.ArgumentParser:
         "mysql.dbuser-operator.dev/rotate to the current time.",
     )
     rotate.add_argument("name", metavar="NAME")
-    _common(rotate)
+    common_flags(rotate)
     rotate.add_argument(
         "--wait",
         action="store_true",
@@ -69,7 +75,7 @@ def parser() -> argparse.ArgumentParser:
         "password was retained, and where the operator reports the account's older sessions.",
     )
     consumers.add_argument("name", metavar="NAME")
-    _common(consumers)
+    common_flags(consumers)
     connect_ = commands.add_parser(
         "connect",
         help="a mysql shell with the credentials of the connection Secret",
@@ -78,7 +84,7 @@ def parser() -> argparse.ArgumentParser:
         "Arguments after NAME that are not the plugin's (e.g. -e 'SELECT 1') or after -- go to the client.",
     )
     connect_.add_argument("name", metavar="NAME")
-    _common(connect_)
+    common_flags(connect_)
     connect_.add_argument("--client", help="the client program (default: mysql, else mariadb, on PATH)")
     why = commands.add_parser(
         "why",
@@ -87,7 +93,15 @@ def parser() -> argparse.ArgumentParser:
         "account, hosts, rotation, credential version.",
     )
     why.add_argument("name", metavar="NAME")
-    _common(why)
+    common_flags(why)
+    completion = commands.add_parser(
+        "completion",
+        help="a shell completion script (bash, zsh) for kubectl-dbu typed on its own",
+        description="Print a completion script for kubectl-dbu: source <(kubectl dbu completion bash). "
+        "kubectl 1.26+ completes `kubectl dbu` itself through kubectl_complete-dbu on PATH, installed "
+        "with the plugin.",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh"))
     access = commands.add_parser(
         "access",
         help="who can reach what on a server: every account, its owner or unmanaged, drift",
@@ -96,7 +110,7 @@ def parser() -> argparse.ArgumentParser:
         "global privileges, databases, roles and drift, from the server resource's status.",
     )
     access.add_argument("server", metavar="SERVER")
-    _common(access)
+    common_flags(access)
     return top
 
 
@@ -104,14 +118,24 @@ def _show(text: str) -> None:
     print(printable(text, keep="\n"))
 
 
-async def _run(args: argparse.Namespace, target: Target) -> int | dict[str, str]:
+async def _run(args: argparse.Namespace, target: Target) -> int | dict[str, str]:  # noqa: PLR0911 - one a command
     """Run the command; its exit code, or for connect the connection Secret's keys (the client runs
     once the API connection is closed, in the main thread, where it can ignore Ctrl-C)."""
-    async with connect(target) as (kube, namespace):
-        if args.command == "status":
-            from dbuser_operator.kubectl_dbu import status  # noqa: PLC0415 - one command's imports
+    from dbuser_operator.kubectl_dbu.kube import connect  # noqa: PLC0415 - each command imports its own
 
-            _show(await status.run(kube, namespace, args.server))
+    async with connect(target) as (kube, namespace):
+        if args.command == "status" and args.watch:
+            from dbuser_operator.kubectl_dbu import watch  # noqa: PLC0415
+
+            return await watch.run(kube, namespace, args.server, args.output)
+        if args.command == "status":
+            from dbuser_operator.kubectl_dbu import output, status  # noqa: PLC0415
+
+            records, _ = await status.records(kube, namespace, args.server)
+            if args.output in {"json", "yaml"}:
+                _show(output.document(records, args.output))
+            else:
+                _show(status.text(records, namespace, args.server, wide=args.output == "wide"))
             return 0
         assert namespace is not None  # only status takes -A
         if args.command == "rotate":
@@ -146,7 +170,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra and args.command != "connect":
         top.error(f"unrecognized arguments: {' '.join(extra)}")
     extra = extra[1:] if extra[:1] == ["--"] else extra
+    if args.command == "completion":
+        from dbuser_operator.kubectl_dbu.completion import script  # noqa: PLC0415
+
+        print(script(args.shell), end="")
+        return 0
     try:
+        import asyncio  # noqa: PLC0415 - not for --help
+
+        from dbuser_operator.kubectl_dbu.kube import Target, kubeconfig_path  # noqa: PLC0415
+
         kubeconfig = kubeconfig_path(args.kubeconfig)
         all_namespaces = getattr(args, "all_namespaces", False)
         outcome = asyncio.run(_run(args, Target(kubeconfig, args.context, args.namespace, all_namespaces)))
@@ -164,10 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Error from server (Forbidden): {printable(error.message or str(error))}", file=sys.stderr)
     except Unavailable as error:
         print(f"Unable to connect to the server: {printable(str(error))}", file=sys.stderr)
-    except ApiError as error:
+    except ApiFailure as error:
         print(f"Error from server: {printable(str(error))}", file=sys.stderr)
-    except ConfigException as error:
-        print(f"error: kubeconfig: {printable(str(error))}", file=sys.stderr)
     except KeyboardInterrupt:
         return 130
     return 1

@@ -16,10 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.kubectl_dbu.errors import CommandError
-from dbuser_operator.runtime.client import KubeClient
-from dbuser_operator.runtime.resources import SECRETS
+from dbuser_operator.kubectl_dbu.kube import Api
+from dbuser_operator.kubectl_dbu.names import DATABASE_USERS, SECRETS
 
 CLIENTS = ("mysql", "mariadb")
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -97,7 +96,7 @@ def secret_data(secret: dict[str, Any]) -> dict[str, str]:
     return {key: base64.b64decode(value).decode() for key, value in (secret.get("data") or {}).items()}
 
 
-async def credentials(kube: KubeClient, namespace: str, name: str) -> dict[str, str]:
+async def credentials(kube: Api, namespace: str, name: str) -> dict[str, str]:
     """The connection Secret's keys; a clear refusal when the DatabaseUser has no connection Secret."""
     obj = await kube.get(DATABASE_USERS, name, namespace)
     secret_name = ((obj.get("spec") or {}).get("connectionSecret") or {}).get("name")

@@ -7,17 +7,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from dbuser_operator.controllers.databaseuser.consumers import consumed_secrets
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.kubectl_dbu import facts
 from dbuser_operator.kubectl_dbu.events import events_of, last_seen
-from dbuser_operator.kubectl_dbu.kube import PODS
+from dbuser_operator.kubectl_dbu.kube import Api
+from dbuser_operator.kubectl_dbu.names import DATABASE_USERS, PODS
 from dbuser_operator.kubectl_dbu.table import age, printable, table
-from dbuser_operator.runtime.client import KubeClient
 
 SESSION_EVENTS = ("OldPasswordDiscardedWhileInUse", "OldPasswordDiscarded", "PasswordRetained")
 
 
-async def run(kube: KubeClient, namespace: str, name: str) -> str:
+async def run(kube: Api, namespace: str, name: str) -> str:
     """The report: phase, the holding pods, then sessions."""
     obj = await kube.get(DATABASE_USERS, name, namespace)
     rotation = facts.rotation(obj)

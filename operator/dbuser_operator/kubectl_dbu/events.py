@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbuser_operator.kubectl_dbu.kube import Api
+from dbuser_operator.kubectl_dbu.names import EVENTS
 from dbuser_operator.kubectl_dbu.table import parse_time
-from dbuser_operator.runtime.client import KubeClient
-from dbuser_operator.runtime.resources import EVENTS
 
 
 def last_seen(event: dict[str, Any]) -> str:
@@ -24,7 +24,7 @@ def sort_key(event: dict[str, Any]) -> tuple[float, str]:
     return (moment.timestamp() if moment else 0.0, (event.get("metadata") or {}).get("name") or "")
 
 
-async def events_of(kube: KubeClient, namespace: str, name: str, uid: str | None) -> list[dict[str, Any]]:
+async def events_of(kube: Api, namespace: str, name: str, uid: str | None) -> list[dict[str, Any]]:
     """The Events about DatabaseUser ``name`` (of this ``uid``, when given: not a deleted namesake's)."""
     selector = f"involvedObject.kind=DatabaseUser,involvedObject.name={name}"
     listed = await kube.request("GET", EVENTS.path(namespace), query=[("fieldSelector", selector)])

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from dbuser_operator.api.v1alpha1 import mysqlserver
 from dbuser_operator.controllers.databaseuser.consumers import consumed_secrets, holding_pods
+from dbuser_operator.kubectl_dbu.names import MYSQL_SERVER_KIND
 from dbuser_operator.kubectl_dbu.table import parse_time
 
 DEFAULT_SERVER = "(default)"
@@ -26,7 +26,7 @@ def server(obj: dict[str, Any]) -> str:
     ref = (obj.get("spec") or {}).get("serverRef") or {}
     if not ref.get("name"):
         return DEFAULT_SERVER
-    return f"{ref.get('kind') or mysqlserver.KIND}/{ref['name']}"
+    return f"{ref.get('kind') or MYSQL_SERVER_KIND}/{ref['name']}"
 
 
 def server_name(obj: dict[str, Any]) -> str:

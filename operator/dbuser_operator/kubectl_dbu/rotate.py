@@ -8,13 +8,16 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from dbuser_operator.api.v1alpha1.credentials import CREDENTIAL_VERSION_ANNOTATION, ROTATE_ANNOTATION
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.kubectl_dbu import facts
-from dbuser_operator.kubectl_dbu.errors import CommandError
-from dbuser_operator.runtime.client import KubeClient, PatchType
-from dbuser_operator.runtime.errors import Forbidden, NotFound
-from dbuser_operator.runtime.resources import SECRETS
+from dbuser_operator.kubectl_dbu.errors import CommandError, Forbidden, NotFound
+from dbuser_operator.kubectl_dbu.kube import Api
+from dbuser_operator.kubectl_dbu.names import (
+    CREDENTIAL_VERSION_ANNOTATION,
+    DATABASE_USERS,
+    MERGE_PATCH,
+    ROTATE_ANNOTATION,
+    SECRETS,
+)
 
 POLL = 0.5  # seconds between looks while waiting
 
@@ -24,7 +27,7 @@ def trigger_value() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-async def run(kube: KubeClient, namespace: str, name: str, *, wait: bool, limit: float) -> str:
+async def run(kube: Api, namespace: str, name: str, *, wait: bool, limit: float) -> str:
     """Annotate; with ``wait``, return once the rotation is done (or raise after ``limit`` seconds)."""
     obj = await kube.get(DATABASE_USERS, name, namespace)
     if "generatedPassword" not in (obj.get("spec") or {}):
@@ -35,7 +38,7 @@ async def run(kube: KubeClient, namespace: str, name: str, *, wait: bool, limit:
     before = await _credential_version(kube, obj)
     value = trigger_value()
     patch = {"metadata": {"annotations": {ROTATE_ANNOTATION: value}}}
-    await kube.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
+    await kube.patch(DATABASE_USERS, name, patch, MERGE_PATCH, namespace=namespace)
     if not wait:
         return f"databaseuser/{name} rotation requested ({ROTATE_ANNOTATION}={value})"
     done = await _wait(kube, namespace, name, value, before=before, limit=limit)
@@ -45,7 +48,7 @@ async def run(kube: KubeClient, namespace: str, name: str, *, wait: bool, limit:
 
 
 async def _wait(
-    kube: KubeClient, namespace: str, name: str, value: str, *, before: int | None, limit: float
+    kube: Api, namespace: str, name: str, value: str, *, before: int | None, limit: float
 ) -> dict[str, Any]:
     """The object once status records ``value`` as handled, is Ready at its generation, and its connection
     Secret (if any) carries a credential version above ``before``."""
@@ -77,7 +80,7 @@ def _ready_now(obj: dict[str, Any]) -> bool:
     )
 
 
-async def _credential_version(kube: KubeClient, obj: dict[str, Any]) -> int | None:
+async def _credential_version(kube: Api, obj: dict[str, Any]) -> int | None:
     """The connection Secret's credential-version annotation (None: no Secret or no annotation yet); the
     copy in status.credentialVersion when the user may not read Secrets."""
     name = ((obj.get("spec") or {}).get("connectionSecret") or {}).get("name")

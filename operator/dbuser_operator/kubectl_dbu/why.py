@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.kubectl_dbu import facts
 from dbuser_operator.kubectl_dbu.events import events_of, last_seen
+from dbuser_operator.kubectl_dbu.kube import Api
+from dbuser_operator.kubectl_dbu.names import DATABASE_USERS
 from dbuser_operator.kubectl_dbu.table import age, table
-from dbuser_operator.runtime.client import KubeClient
 
 LAST_EVENTS = 10
 ROTATION_FIELDS = ("phase", "strategy", "lastRotationTime", "retainedSince", "nextRotationTime", "trigger")
@@ -76,7 +76,7 @@ def _indent(text: str) -> str:
     return "\n".join(f"  {line}" for line in text.splitlines())
 
 
-async def run(kube: KubeClient, namespace: str, name: str) -> str:
+async def run(kube: Api, namespace: str, name: str) -> str:
     obj = await kube.get(DATABASE_USERS, name, namespace)
     events = await events_of(kube, namespace, name, obj["metadata"].get("uid"))
     return render(obj, events, datetime.now(UTC))

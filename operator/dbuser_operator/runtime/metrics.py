@@ -6,9 +6,22 @@ controller (and queue) name, so several controllers and managers can share it.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+# The process (CPU, memory, open file descriptors, start time) and the interpreter (version, GC): process_*
+# and python_*, as prometheus_client's default registry has them.
+ProcessCollector(registry=REGISTRY)
+PlatformCollector(registry=REGISTRY)
+GCCollector(registry=REGISTRY)
 
 # Buckets of controller-runtime: reconciles and queue latencies span milliseconds to minutes.
 _RECONCILE_BUCKETS = (

@@ -3,7 +3,8 @@
 A :class:`Runnable` is a coroutine function that runs until cancelled (or, when ``finite``, may also
 return when its work is done). The :class:`Supervisor` runs it and watches how it ends. An unexpected
 end — an exception, or a return from a runnable that should run forever — is logged with its traceback,
-counted (``runtime_runnable_failures_total{runnable}``) and makes ``/readyz`` fail naming the runnable;
+counted (``dbuser_operator_runnable_failures_total{runnable}``) and makes ``/readyz`` fail naming the
+runnable;
 then the runnable's policy decides:
 
 - ``RESTART``: run it again after a backoff (0.8 s doubling to 30 s, with jitter; back to 0.8 s once a run
@@ -34,8 +35,14 @@ from dbuser_operator.runtime.metrics import REGISTRY
 log = structlog.get_logger(__name__)
 
 RUNNABLE_FAILURES = Counter(
-    "runtime_runnable_failures_total",
+    "dbuser_operator_runnable_failures_total",
     "Unexpected ends of the manager's runnables (informers, controllers, leader tasks, …)",
+    ["runnable"],
+    registry=REGISTRY,
+)
+DEPRECATED_RUNNABLE_FAILURES = Counter(
+    "runtime_runnable_failures_total",
+    "Deprecated, use dbuser_operator_runnable_failures_total (the same count; removed after 0.2)",
     ["runnable"],
     registry=REGISTRY,
 )
@@ -145,6 +152,7 @@ class Supervisor:
             status.last_error = "returned" if error is None else describe(error, detail=False)
             status.backing_off = True
             RUNNABLE_FAILURES.labels(runnable.name).inc()
+            DEPRECATED_RUNNABLE_FAILURES.labels(runnable.name).inc()
             if error is None:
                 logger.error("runnable returned unexpectedly", failures=status.failures)
             else:

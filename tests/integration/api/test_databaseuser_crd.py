@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
+import subprocess
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from dbuser_operator.api.v1alpha1 import (
     DatabaseUserSpec,
 )
 from tests.conftest import REPO, Runner
+from tests.integration.operator.support.wait import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -52,6 +52,18 @@ def body(name: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"password": {"name": "app-db", "key": "password"}} | spec,
     }
+
+
+async def explain(kubectl: Runner, field: str) -> subprocess.CompletedProcess[str]:
+    """``kubectl explain field`` once the API server publishes the CRD's OpenAPI (a moment after the CRD
+    is Established)."""
+
+    def explained() -> subprocess.CompletedProcess[str]:
+        answer = kubectl("explain", field, check=False)
+        assert answer.returncode == 0, answer.stderr
+        return answer
+
+    return await eventually(explained, interval=0.5, message=f"kubectl explain {field}")
 
 
 async def create(api: client.ApiClient, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -269,13 +281,7 @@ async def test_kubectl_get_shows_user_host_ready_reason_age(
 
 async def test_kubectl_explain_prints_the_descriptions(crds: list[str], kubectl: Runner) -> None:
     # The API server publishes a new CRD's OpenAPI a moment after it is Established.
-    deadline = time.monotonic() + 30
-    while True:
-        explained = kubectl("explain", "dbu.spec.password", check=False)
-        if explained.returncode == 0 or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.5)
-    assert explained.returncode == 0, explained.stderr
+    explained = await explain(kubectl, "dbu.spec.password")
     text = " ".join(explained.stdout.split())
     assert "KIND: DatabaseUser" in text
     assert "The Secret key that holds the account's password" in text

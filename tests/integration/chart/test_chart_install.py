@@ -35,7 +35,10 @@ from tests.unit.chart.chart import (
 
 pytestmark = pytest.mark.integration
 
-SERVICE_MONITOR_CRD = "servicemonitors.monitoring.coreos.com"
+MONITORING_CRDS = {
+    "servicemonitors.monitoring.coreos.com": "servicemonitor-crd.yaml",
+    "prometheusrules.monitoring.coreos.com": "prometheusrule-crd.yaml",
+}
 DATA = Path(__file__).parent / "data"
 
 
@@ -50,16 +53,17 @@ async def _exists(api: client.ApiClient, crd: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-async def service_monitor_crd(kube_api: client.ApiClient) -> AsyncIterator[None]:
-    """The ServiceMonitor kind: the cluster's own, or a typed stand-in installed for these tests."""
-    if await _exists(kube_api, SERVICE_MONITOR_CRD):
-        yield
-        return
-    await install_crds(kube_api, DATA / "servicemonitor-crd.yaml")
+async def monitoring_crds(kube_api: client.ApiClient) -> AsyncIterator[None]:
+    """The ServiceMonitor and PrometheusRule kinds: the cluster's own, or typed stand-ins installed for these
+    tests."""
+    installed = []
+    for crd, stand_in in MONITORING_CRDS.items():
+        if not await _exists(kube_api, crd):
+            await install_crds(kube_api, DATA / stand_in)
+            installed.append(crd)
     yield
-    await client.ApiextensionsV1Api(kube_api).delete_custom_resource_definition(
-        SERVICE_MONITOR_CRD, _request_timeout=30
-    )
+    for crd in installed:
+        await client.ApiextensionsV1Api(kube_api).delete_custom_resource_definition(crd, _request_timeout=30)
 
 
 @pytest.fixture
@@ -96,7 +100,7 @@ async def test_every_rendered_object_passes_a_server_side_dry_run(
     helm: Runner,
     kubectl: Runner,
     crds: list[str],
-    service_monitor_crd: None,
+    monitoring_crds: None,
     namespace: str,
     extra_namespaces: list[str],
     tmp_path: Path,

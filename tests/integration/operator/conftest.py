@@ -14,7 +14,6 @@ from kubernetes_asyncio import client
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.runtime.client import KubeClient
 from tests.integration.operator.support.instances import (
-    SERVED,
     Instances,
     finalized_objects,
     forget_own,
@@ -86,12 +85,11 @@ async def operator(instances: Instances) -> AsyncIterator[RunningOperator]:
 @pytest.fixture(scope="session", autouse=True)
 async def nothing_left_behind(kube_api: client.ApiClient) -> AsyncIterator[None]:
     """After the operator's tests: no process of the operator still runs (a replica, a render worker), and
-    no object of a target an in-process operator served still carries its finalizers (its namespace could
-    never go). (The tests with operator processes of their own, failover and the bench's, do not clean up
-    yet: their targets are not checked.)"""
+    no object of the operator's kinds still carries its finalizers (its namespace could never go) — of
+    any target: the in-process operators', the replicas' and the killed processes' of the fault tests."""
     yield
     processes = operator_processes()
-    held = await finalized_objects(KubeClient(kube_api), SERVED)
+    held = await finalized_objects(KubeClient(kube_api))
     assert not processes, f"operator processes left running: {processes}"
     assert not held, f"objects left with the operator's finalizers: {held}"
 

@@ -32,6 +32,7 @@ from dbuser_operator.runtime.leaderelection import (
 from dbuser_operator.runtime.lease import EPOCH_ANNOTATION, format_micro_time
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import LEASES
+from tests.integration.operator.support import wait
 from tests.support.slowness import LoopLag
 
 pytestmark = pytest.mark.integration
@@ -337,12 +338,16 @@ async def test_a_term_raises_its_epoch_on_the_lease_and_a_term_the_lease_no_long
 
 async def recreated(kube: KubeClient, namespace: str, lease_name: str) -> dict[str, Any]:
     """The Lease once its leader has written it again (at its next renewal)."""
-    async with asyncio.timeout(WAIT_LIMIT):
-        while True:
-            try:
-                return await kube.get(LEASES, lease_name, namespace)
-            except NotFound:
-                await asyncio.sleep(RETRY_PERIOD / 5)
+
+    async def written() -> dict[str, Any]:
+        try:
+            return await kube.get(LEASES, lease_name, namespace)
+        except NotFound as error:
+            raise AssertionError("not yet") from error
+
+    return await wait.eventually(
+        written, limit=WAIT_LIMIT, interval=RETRY_PERIOD / 5, message=f"Lease {lease_name} written again"
+    )
 
 
 def closed_port() -> int:

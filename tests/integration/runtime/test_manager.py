@@ -25,6 +25,7 @@ from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.manager import Manager
 from dbuser_operator.runtime.resources import LEASES, ObjectKey, Resource
 from tests.conftest import REPO
+from tests.integration.operator.support import wait
 from tests.support.kube import eventually
 from tests.support.slowness import LoopLag
 
@@ -91,11 +92,11 @@ async def test_probes_metrics_and_graceful_stop(
     crd_file = tmp_path / "gadget.yaml"
     crd_file.write_text(yaml.safe_dump(gadget_crd(group)))
     await install_crds(kube_api, crd_file)
-    for _ in range(300):
-        if (await get(probes, "/readyz"))[0] == 200:
-            break
-        await asyncio.sleep(0.1)
-    assert (await get(probes, "/readyz"))[0] == 200
+
+    async def ready_answers() -> bool:
+        return (await get(probes, "/readyz"))[0] == 200
+
+    await wait.eventually(ready_answers, limit=30, interval=0.1, message="/readyz answers 200")
     assert "[+]controllers-started ok" in (await get(probes, "/readyz?verbose"))[1]
 
     await kube.create(CONFIG_MAPS, {"metadata": {"name": "cm"}}, namespace)
@@ -160,15 +161,16 @@ async def test_only_the_leader_reconciles_and_a_paused_leader_is_replaced(
         identity: str | None = lease["spec"].get("holderIdentity")
         return identity
 
+    async def holder_is(identity: str) -> bool:
+        return await holder() == identity
+
     first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
     first = start_replica(kube, namespace, "first", first_log)
     second: subprocess.Popen[bytes] | None = None
     try:
-        for _ in range(200):
-            if await holder() == "first":
-                break
-            await asyncio.sleep(0.1)
-        assert await holder() == "first"
+        await wait.eventually(
+            lambda: holder_is("first"), limit=20, interval=0.1, message="first holds the Lease"
+        )
         second = start_replica(kube, namespace, "second", second_log)
         await admin.create(CONFIG_MAPS, {"metadata": {"name": "one"}}, namespace)
         await eventually(lambda: "one" in reconciled_by(first_log), timeout=20)

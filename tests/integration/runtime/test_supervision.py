@@ -26,6 +26,7 @@ from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.manager import Manager
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import ObjectKey, Resource
+from tests.integration.operator.support import wait
 from tests.support.kube import RecordingHandler, eventually
 from tests.support.logs import captured_logs
 
@@ -41,15 +42,16 @@ async def get(port: int, path: str) -> tuple[int, str]:
 
 async def wait_for_probe(port: int, path: str, status: int, timeout: float = 30) -> str:  # noqa: ASYNC109
     """Poll the real endpoint until it answers ``status``; return that answer's text."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
+
+    async def answered() -> list[str]:  # a list: an empty text is an answer too
         answer, text = await get(port, path)
-        if answer == status:
-            return text
-        if loop.time() > deadline:
-            raise AssertionError(f"{path} still answers {answer} after {timeout} s: {text}")
-        await asyncio.sleep(0.02)
+        assert answer == status, f"{path} answers {answer}: {text}"
+        return [text]
+
+    (text,) = await wait.eventually(
+        answered, limit=timeout, interval=0.02, message=f"{path} answers {status}"
+    )
+    return text
 
 
 @asynccontextmanager
@@ -129,8 +131,8 @@ async def test_an_informer_that_fails_is_logged_named_by_readyz_and_recovers_wit
     assert "ExceptionGroup" in raised
     assert "injected fault in the reflector" in raised
     assert logs.entries("restarting runnable")
-    failures_metric = "runtime_runnable_failures_total"
-    assert (REGISTRY.get_sample_value(failures_metric, {"runnable": "informer configmaps"}) or 0) >= 1
+    for failures_metric in ("dbuser_operator_runnable_failures_total", "runtime_runnable_failures_total"):
+        assert (REGISTRY.get_sample_value(failures_metric, {"runnable": "informer configmaps"}) or 0) >= 1
 
 
 async def test_a_leader_task_that_raises_is_restarted_and_the_manager_keeps_running(

@@ -74,7 +74,7 @@ def test_names_scope_subresources_and_printer_columns() -> None:
         "plural": "databaseusers",
         "singular": "databaseuser",
         "shortNames": ["dbu"],
-        "categories": ["dbuser"],
+        "categories": ["dbuser", "dbuser-operator", "dbuser-namespaced"],
     }
     [version] = spec["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
@@ -88,6 +88,7 @@ def test_names_scope_subresources_and_printer_columns() -> None:
         "Ready": ("string", '.status.conditions[?(@.type=="Ready")].status'),
         "Reason": ("string", '.status.conditions[?(@.type=="Ready")].reason'),
         "Server": ("string", ".spec.serverRef.name"),
+        "Server Kind": ("string", ".spec.serverRef.kind"),
         "Age": ("date", ".metadata.creationTimestamp"),
     }
 
@@ -395,3 +396,14 @@ def test_the_hosts_rule_guards_an_absent_hosts() -> None:
     ]
     assert rules
     assert all(rule.startswith("!has(self.hosts) || ") for rule in rules)
+
+
+def test_every_kind_shares_a_category_and_the_namespaced_ones_another() -> None:
+    """`kubectl get dbuser-operator`: every kind; `kubectl get dbuser-namespaced`: a namespace's share."""
+    documents = crd.generate()
+    assert len(documents) == 5
+    for name, text in documents.items():
+        spec = yaml.safe_load(text)["spec"]
+        categories = spec["names"]["categories"]
+        assert "dbuser-operator" in categories, name
+        assert ("dbuser-namespaced" in categories) == (spec["scope"] == "Namespaced"), name

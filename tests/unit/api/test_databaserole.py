@@ -29,6 +29,7 @@ def test_the_role_crd_names_columns_and_rules() -> None:
         "plural": "databaseroles",
         "singular": "databaserole",
         "shortNames": ["dbrole"],
+        "categories": ["dbuser-operator", "dbuser-namespaced"],
     }
     [version] = document["spec"]["versions"]
     assert version["subresources"] == {"status": {}}
@@ -37,6 +38,7 @@ def test_the_role_crd_names_columns_and_rules() -> None:
         "Ready",
         "Reason",
         "Server",
+        "Server Kind",
         "Age",
     ]
     schema = version["schema"]["openAPIV3Schema"]

@@ -59,6 +59,7 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
         "metrics": {
             "serviceMonitor": {"enabled": True, "scrapeTimeout": "10s", "labels": {"release": "prom"}},
             "grafanaDashboard": {"enabled": True},
+            "prometheusRule": {"enabled": True, "alertLabels": {"team": "databases"}},
         },
     },
     "leader-election-off": {"leaderElection": {"enabled": False}},

@@ -50,11 +50,6 @@ PASSWORD_DIR = Path("/var/run/secrets/dbuser-operator/mysql")
 TLS_DIR = Path("/var/run/secrets/dbuser-operator/mysql-tls")
 
 
-@pytest.fixture(scope="module")
-def helm(binaries: Binaries) -> Path:
-    return binaries.path("helm")
-
-
 def test_chart_metadata() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert chart["apiVersion"] == "v2"

@@ -9,9 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from dbuser_operator.envtest import Binaries
 from tests.unit.chart.chart import CHART, of_kind, one, render
 
 DASHBOARD = CHART / "dashboards" / "dbuser-operator.json"
@@ -33,11 +30,6 @@ COMPLIANCE_METRICS = {
     "dbuser_operator_accounts_expiring",
     "dbuser_operator_passwords_expired",
 }
-
-
-@pytest.fixture(scope="module")
-def helm(binaries: Binaries) -> Path:
-    return binaries.path("helm")
 
 
 def exported_names() -> set[str]:

@@ -196,7 +196,7 @@ def test_the_ci_builds_the_image_and_runs_it_with_the_chart() -> None:
     assert "mysql" in job["services"]
 
 
-@pytest.mark.parametrize("package", ["pyproject.toml", "README.md"])
+@pytest.mark.parametrize("package", ["pyproject.toml", "README.md", "requirements.lock"])
 def test_the_build_copies_what_the_package_needs(package: str) -> None:
     _, all_stages = stages()
     assert any(package in arguments.split() for arguments in all_stages[0].all("COPY"))

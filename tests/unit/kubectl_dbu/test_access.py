@@ -7,10 +7,11 @@ from typing import Any, cast
 
 import pytest
 
+from dbuser_operator.controllers.kit.resources import CLUSTER_MYSQL_SERVERS, MYSQL_SERVERS
 from dbuser_operator.kubectl_dbu import access
 from dbuser_operator.kubectl_dbu.cli import parser
 from dbuser_operator.kubectl_dbu.errors import CommandError
-from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.kubectl_dbu.kube import Api
 from dbuser_operator.runtime.resources import Resource
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
@@ -70,18 +71,23 @@ class Kube:
 
 async def test_the_server_is_a_mysqlserver_of_the_namespace_or_a_named_kind() -> None:
     kube = Kube()
-    await access.run(cast(KubeClient, kube), "team", "main")
-    await access.run(cast(KubeClient, kube), "team", "clustermysqlserver/shared")
-    await access.run(cast(KubeClient, kube), "team", "MySQLServer/main")
+    await access.run(cast(Api, kube), "team", "main")
+    await access.run(cast(Api, kube), "team", "clustermysqlserver/shared")
+    await access.run(cast(Api, kube), "team", "MySQLServer/main")
     assert kube.asked == [
         ("MySQLServer", "main", "team"),
         ("ClusterMySQLServer", "shared", None),
         ("MySQLServer", "main", "team"),
     ]
     with pytest.raises(CommandError):
-        await access.run(cast(KubeClient, kube), "team", "secret/main")
+        await access.run(cast(Api, kube), "team", "secret/main")
 
 
 def test_the_command_is_on_the_command_line() -> None:
     args = parser().parse_args(["access", "clustermysqlserver/shared"])
     assert (args.command, args.server) == ("access", "clustermysqlserver/shared")
+
+
+def test_the_server_kinds_are_the_apis() -> None:
+    assert access.MYSQL_SERVERS == MYSQL_SERVERS
+    assert access.CLUSTER_MYSQL_SERVERS == CLUSTER_MYSQL_SERVERS

@@ -91,3 +91,4 @@ def test_a_client_sees_the_password_only_in_its_option_file(tmp_path: Path) -> N
 def test_the_console_script_is_declared() -> None:
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["kubectl-dbu"] == "dbuser_operator.kubectl_dbu.cli:main"
+    assert scripts["kubectl_complete-dbu"] == "dbuser_operator.kubectl_dbu.complete:main"

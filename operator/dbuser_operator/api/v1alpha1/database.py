@@ -15,7 +15,10 @@ from pydantic import ConfigDict, Field, model_validator
 
 from dbuser_operator.api.v1alpha1.databaseuser import ManagementPolicy
 from dbuser_operator.api.v1alpha1.meta import (
+    CATEGORY,
     GROUP,
+    NAMESPACED_CATEGORY,
+    SERVER_COLUMNS,
     SERVER_REF_RULE,
     VERSION,
     Condition,
@@ -29,7 +32,7 @@ KIND: Final = "Database"
 PLURAL: Final = "databases"
 SINGULAR: Final = "database"
 SHORT_NAMES: Final = ("dbdb",)
-CATEGORIES: Final[tuple[str, ...]] = ()
+CATEGORIES: Final = (CATEGORY, NAMESPACED_CATEGORY)
 CRD_NAME: Final = f"{PLURAL}.{GROUP}"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
 
@@ -66,13 +69,7 @@ PRINTER_COLUMNS: Final[tuple[dict[str, object], ...]] = (
         "description": "The database's character set as observed",
         "priority": 1,
     },
-    {
-        "name": "Server",
-        "type": "string",
-        "jsonPath": ".spec.serverRef.name",
-        "description": "The server resource of spec.serverRef (empty: the operator's own server)",
-        "priority": 1,
-    },
+    *SERVER_COLUMNS,
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 )
 

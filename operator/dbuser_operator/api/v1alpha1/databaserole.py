@@ -14,7 +14,10 @@ from pydantic import ConfigDict, Field, field_validator
 
 from dbuser_operator.api.v1alpha1.grants import MAX_GRANTS, ONE_ENTRY_MESSAGE, TARGET_CEL, Grant
 from dbuser_operator.api.v1alpha1.meta import (
+    CATEGORY,
     GROUP,
+    NAMESPACED_CATEGORY,
+    SERVER_COLUMNS,
     SERVER_REF_RULE,
     USER_MAX_LENGTH,
     USER_PATTERN,
@@ -31,7 +34,10 @@ PLURAL: Final = "databaseroles"
 ROLE_DATABASE_REF_MESSAGE: Final = "a DatabaseRole names its database: databaseRef is for DatabaseUser grants"
 SINGULAR: Final = "databaserole"
 SHORT_NAMES: Final = ("dbrole",)
-CATEGORIES: Final[tuple[str, ...]] = ()  # not "dbuser": `kubectl get dbuser` lists DatabaseUsers as before
+CATEGORIES: Final = (
+    CATEGORY,
+    NAMESPACED_CATEGORY,
+)  # not "dbuser": `kubectl get dbuser` lists DatabaseUsers as before
 CRD_NAME: Final = f"{PLURAL}.{GROUP}"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
 
@@ -55,13 +61,7 @@ PRINTER_COLUMNS: Final[tuple[dict[str, object], ...]] = (
         "jsonPath": '.status.conditions[?(@.type=="Ready")].reason',
         "description": "Why the role is (not) ready",
     },
-    {
-        "name": "Server",
-        "type": "string",
-        "jsonPath": ".spec.serverRef.name",
-        "description": "The server resource of spec.serverRef (empty: the operator's own server)",
-        "priority": 1,
-    },
+    *SERVER_COLUMNS,
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 )
 

@@ -23,12 +23,15 @@ from dbuser_operator.api.v1alpha1.databaseuser_status import DatabaseUserStatus
 from dbuser_operator.api.v1alpha1.grants import MAX_GRANTS, ONE_ENTRY_MESSAGE, TARGET_CEL, Grant
 from dbuser_operator.api.v1alpha1.meta import (
     API_VERSION,
+    CATEGORY,
     DNS_SUBDOMAIN_MAX_LENGTH,
     DNS_SUBDOMAIN_PATTERN,
     GROUP,
     HOST_MAX_LENGTH,
     HOST_PATTERN,
     INT64,
+    NAMESPACED_CATEGORY,
+    SERVER_COLUMNS,
     SERVER_REF_RULE,
     USER_MAX_LENGTH,
     USER_PATTERN,
@@ -45,7 +48,7 @@ KIND: Final = "DatabaseUser"
 PLURAL: Final = "databaseusers"
 SINGULAR: Final = "databaseuser"
 SHORT_NAMES: Final = ("dbu",)
-CATEGORIES: Final = ("dbuser",)
+CATEGORIES: Final = ("dbuser", CATEGORY, NAMESPACED_CATEGORY)  # "dbuser": as in the first release
 CRD_NAME: Final = f"{PLURAL}.{GROUP}"
 
 
@@ -65,13 +68,7 @@ PRINTER_COLUMNS: Final[tuple[dict[str, object], ...]] = (
         "jsonPath": '.status.conditions[?(@.type=="Ready")].reason',
         "description": "Why the account is (not) ready",
     },
-    {
-        "name": "Server",
-        "type": "string",
-        "jsonPath": ".spec.serverRef.name",
-        "description": "The server resource of spec.serverRef (empty: the operator's own server)",
-        "priority": 1,
-    },
+    *SERVER_COLUMNS,
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 )
 

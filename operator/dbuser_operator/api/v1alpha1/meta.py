@@ -130,6 +130,29 @@ class ObjectMeta(Model):
 ServerKind = Literal["MySQLServer", "ClusterMySQLServer"]
 """The kinds of server resource a serverRef may name."""
 
+CATEGORY: Final = "dbuser-operator"
+"""The category of every kind: `kubectl get dbuser-operator -A` lists them all."""
+NAMESPACED_CATEGORY: Final = "dbuser-namespaced"
+"""The category of the namespaced kinds: `kubectl get dbuser-namespaced -n team-a`, a namespace's share."""
+
+SERVER_COLUMNS: Final[tuple[dict[str, object], ...]] = (
+    {
+        "name": "Server",
+        "type": "string",
+        "jsonPath": ".spec.serverRef.name",
+        "description": "The server resource of spec.serverRef (empty: the operator's own server)",
+        "priority": 1,
+    },
+    {
+        "name": "Server Kind",
+        "type": "string",
+        "jsonPath": ".spec.serverRef.kind",
+        "description": "MySQLServer (in this namespace) or ClusterMySQLServer",
+        "priority": 1,
+    },
+)
+"""The wide columns (`-o wide`) of a kind with a serverRef: which server resource, and of which kind."""
+
 SERVER_REF_IMMUTABLE_MESSAGE: Final = "spec.serverRef is immutable"
 SERVER_REF_RULE: Final[dict[str, JsonValue]] = {
     "rule": "has(self.serverRef) == has(oldSelf.serverRef)"

@@ -25,9 +25,11 @@ from dbuser_operator.api.v1alpha1.account import PASSWORD_LIFETIME_MAX
 from dbuser_operator.api.v1alpha1.grants import OBJECT_NAME_MAX_LENGTH, Privilege
 from dbuser_operator.api.v1alpha1.meta import (
     API_VERSION,
+    CATEGORY,
     DNS_SUBDOMAIN_MAX_LENGTH,
     DNS_SUBDOMAIN_PATTERN,
     GROUP,
+    NAMESPACED_CATEGORY,
     Condition,
     Model,
     ObjectMeta,
@@ -44,7 +46,8 @@ CLUSTER_KIND: Final = "ClusterMySQLServer"
 CLUSTER_PLURAL: Final = "clustermysqlservers"
 CLUSTER_SINGULAR: Final = "clustermysqlserver"
 CLUSTER_SHORT_NAMES: Final = ("cmysqlsrv",)
-CATEGORIES: Final = ("dbuser-servers",)
+CATEGORIES: Final = ("dbuser-servers", CATEGORY, NAMESPACED_CATEGORY)
+CLUSTER_CATEGORIES: Final = ("dbuser-servers", CATEGORY)
 CRD_NAME: Final = f"{PLURAL}.{GROUP}"
 CLUSTER_CRD_NAME: Final = f"{CLUSTER_PLURAL}.{GROUP}"
 

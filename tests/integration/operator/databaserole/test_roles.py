@@ -25,6 +25,7 @@ from tests.integration.operator.support.kube import (
     wait_for_event,
     wait_for_ready,
     wait_role_ready,
+    wait_until_gone,
 )
 from tests.integration.operator.support.mysql import (
     default_roles_of,
@@ -215,8 +216,7 @@ async def test_existing_role_not_taken_over(
     name = unique("byhand")
     mysql_query(mysql, f"CREATE ROLE '{name}'")
     await kube_client.create(DATABASE_ROLES, database_role(name), namespace)
-    obj = await wait_role_ready(kube_client, namespace, name, "False")
-    assert ready(obj)["reason"] == "RoleExists"  # type: ignore[index]
+    await wait_role_ready(kube_client, namespace, name, "False", "RoleExists")
     await kube_client.delete(DATABASE_ROLES, name, namespace)
     await role_gone(kube_client, namespace, name)
     assert role_exists(mysql, name)  # never dropped: not ours
@@ -233,16 +233,7 @@ async def test_existing_role_not_taken_over(
 
 
 async def role_gone(kube: KubeClient, namespace: str, name: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            await kube.get(DATABASE_ROLES, name, namespace)
-        except ApiException as error:
-            if error.status == 404:
-                return
-            raise
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"DatabaseRole {namespace}/{name} was never released")
+    await wait_until_gone(kube, namespace, name, resource=DATABASE_ROLES)
 
 
 async def test_hostile_role_names_refused_at_admission(
@@ -294,8 +285,7 @@ async def test_a_role_never_takes_over_an_account(
     if is_mariadb(mysql):
         await wait_role_ready(kube_client, namespace, name)
     else:
-        obj = await wait_role_ready(kube_client, namespace, name, "False")
-        assert ready(obj)["reason"] == "RoleClaimed", ready(obj)  # type: ignore[index]
+        obj = await wait_role_ready(kube_client, namespace, name, "False", "RoleClaimed")
         assert f"DatabaseUser {namespace}/{name}" in ready(obj)["message"]  # type: ignore[index]
     assert privileges_of(mysql, name) == set()
     await kube_client.delete(DATABASE_ROLES, name, namespace)

@@ -240,11 +240,12 @@ async def test_kubectl_get_and_describe(
     assert table[0].split() == ["NAME", "USER", "HOST", "READY", "REASON", "AGE"]
     assert table[1].split()[:5] == [shown, shown_user, "%", "True", "AccountReady"]
 
-    for _ in range(50):  # events are written just after the status
+    def described_with_event() -> str:  # events are written just after the status
         described = kubectl("describe", "dbu", shown, "-n", namespace).stdout
-        if "AccountCreated" in described:
-            break
-        await asyncio.sleep(0.1)
+        assert "AccountCreated" in described, described
+        return described
+
+    described = await eventually(described_with_event, interval=0.1, message="the Event in describe")
     assert "Conditions:" in described
     assert "AccountReady" in described
     assert "AccountCreated" in described
@@ -323,13 +324,14 @@ async def hundred_users_ready(
         await create_secret(kube_client, namespace, f"{bulk}-{n}", {"password": passwords.new()})
         await kube_client.create(DATABASE_USERS, database_user(f"{bulk}-{n}", f"{bulk}-{n}"), namespace)
     created = time.monotonic()
-    while True:
+
+    async def all_ready() -> bool:
         listed = await kube_client.list(DATABASE_USERS, namespace)
         done = sum(1 for item in listed["items"] if (ready(item) or {}).get("status") == "True")
-        if done == count:
-            break
-        assert time.monotonic() - started < 120, f"only {done} of {count} Ready after 120 s"
-        await asyncio.sleep(0.05)
+        assert done == count, f"{done} of {count} Ready"
+        return True
+
+    await eventually(all_ready, limit=120, message=f"{count} DatabaseUsers Ready")
     finished = time.monotonic()
     print(
         f"{count} DatabaseUsers Ready {finished - started:.2f} s after the first create "
@@ -372,14 +374,15 @@ async def test_a_resource_deleted_with_a_spec_that_no_longer_parses_goes_away(
     await kube_client.patch(CRDS, crd, loosen, PatchType.JSON)
     try:
         invalid = {"spec": {"defaultRoles": ["ghost"]}}  # not in roles: the models refuse it
-        deadline = time.monotonic() + 30
-        while True:  # the API server takes the looser schema a moment later
+
+        async def patched() -> bool:  # the API server takes the looser schema a moment later
             try:
                 await kube_client.patch(DATABASE_USERS, name, invalid, PatchType.MERGE, namespace=namespace)
-                break
-            except Invalid:
-                assert time.monotonic() < deadline, "the looser CRD was never served"
-                await asyncio.sleep(0.2)
+            except Invalid as error:
+                raise AssertionError(str(error)) from error
+            return True
+
+        await eventually(patched, interval=0.2, message="the looser CRD was never served")
         await wait_for_ready(kube_client, namespace, name, "False", "InvalidSpec")
     finally:
         await kube_client.patch(

@@ -38,6 +38,7 @@ from tests.integration.operator.support.builders import database_user, unique
 from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_accounts, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
+from tests.integration.operator.support.wait import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -152,14 +153,14 @@ async def outcome(kube: KubeClient, namespace: str, body: dict[str, Any]) -> str
         if error.status not in (400, 422):
             raise
         return "rejected"
-    deadline = time.monotonic() + 20
+
+    async def decided() -> str:
+        condition = ready(await kube.get(DATABASE_USERS, "victim", namespace))
+        assert condition is not None, "no Ready condition yet"
+        return f"{condition['status']}:{condition['reason']}"
+
     try:
-        while time.monotonic() < deadline:
-            condition = ready(await kube.get(DATABASE_USERS, "victim", namespace))
-            if condition is not None:
-                return f"{condition['status']}:{condition['reason']}"
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"no decision for {body['spec']}")
+        return await eventually(decided, message=f"no decision for {body['spec']}")
     finally:
         await kube.delete(DATABASE_USERS, "victim", namespace)
         await wait_until_gone(kube, namespace, "victim")

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +32,9 @@ from dbuser_operator.mysql import ConnectionSettings, Database, ownership
 from dbuser_operator.mysql.ownership import Owner
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import Resource
+from tests.integration.operator.support import wait
 from tests.integration.operator.support.builders import database_user
-from tests.integration.operator.support.instances import own_schema
+from tests.integration.operator.support.instances import Instances, new_target, own_schema
 from tests.integration.operator.support.kube import (
     finalizers_become,
     ready,
@@ -59,10 +60,13 @@ BINDINGS = Resource(
 TARGET_LABEL = "dbuser-operator.dev/target"
 
 
-def owned_rows(mysql: MySQLServer, user_prefix: str) -> list[tuple[Any, ...]]:
-    """Bookkeeping rows of the test's operator whose user starts with ``user_prefix``."""
+def owned_rows(mysql: MySQLServer, user_prefix: str, schema: str | None = None) -> list[tuple[Any, ...]]:
+    """Bookkeeping rows (of the test's operator, unless ``schema`` names another) whose user starts with
+    ``user_prefix``."""
     return mysql_query(
-        mysql, f"SELECT user, owner_uid FROM `{own_schema()}`.accounts WHERE user LIKE %s", f"{user_prefix}%"
+        mysql,
+        f"SELECT user, owner_uid FROM `{schema or own_schema()}`.accounts WHERE user LIKE %s",
+        f"{user_prefix}%",
     )
 
 
@@ -171,6 +175,7 @@ class OperatorProcess:
     """``python -m dbuser_operator`` as a real process, for SIGKILL."""
 
     def __init__(self, kube: KubeCluster, mysql: MySQLServer, workdir: Path, target: str) -> None:
+        self.target, self.schema = target, "dbuser_" + target.replace("-", "_")
         password_file = write_private(workdir / f"mysql-admin-password-{target}", mysql.password)
         self.env = {
             **os.environ,
@@ -180,6 +185,7 @@ class OperatorProcess:
             "DBUSER_OPERATOR_MYSQL_USER": mysql.user,
             "DBUSER_OPERATOR_MYSQL_PASSWORD_FILE": str(password_file),
             "DBUSER_OPERATOR_TARGET": target,
+            "DBUSER_OPERATOR_OWNERSHIP_SCHEMA": self.schema,
             "DBUSER_OPERATOR_METRICS_BIND_ADDRESS": "127.0.0.1:0",
             "DBUSER_OPERATOR_HEALTH_PROBE_BIND_ADDRESS": "127.0.0.1:0",
             "DBUSER_OPERATOR_RESYNC_PERIOD": "0",
@@ -201,14 +207,19 @@ class OperatorProcess:
 
 
 @pytest.fixture
-def crash_operator(
-    kube: KubeCluster, mysql: MySQLServer, envtest_workdir: Path, crds: list[str]
-) -> Iterator[OperatorProcess]:
+async def crash_operator(
+    kube: KubeCluster, mysql: MySQLServer, envtest_workdir: Path, crds: list[str], instances: Instances
+) -> AsyncIterator[OperatorProcess]:
+    """An operator process (target and bookkeeping schema of its own) to kill; what it leaves is cleaned up
+    when the test ends."""
     workdir = envtest_workdir / "operator"
     workdir.mkdir(exist_ok=True)
-    process = OperatorProcess(kube, mysql, workdir, target="crash")
-    yield process
-    process.kill()
+    process = OperatorProcess(kube, mysql, workdir, target=new_target("crash"))
+    try:
+        yield process
+    finally:
+        process.kill()
+        await instances.take_over(process.target, process.schema, [])
 
 
 async def test_a_crash_mid_way_then_deletion_while_down_leaks_nothing(
@@ -222,7 +233,7 @@ async def test_a_crash_mid_way_then_deletion_while_down_leaks_nothing(
     prefix = f"k{secrets.token_hex(3)}x"
     names = [f"crash-{n:02d}" for n in range(count)]
     for n, name in enumerate(names):
-        body = database_user(name, "pw", target="crash", user=f"{prefix}{n:02d}")
+        body = database_user(name, "pw", target=crash_operator.target, user=f"{prefix}{n:02d}")
         await kube_client.create(DATABASE_USERS, body, namespace)
 
     crash_operator.start()
@@ -238,7 +249,7 @@ async def test_a_crash_mid_way_then_deletion_while_down_leaks_nothing(
     for name in names:
         await wait_until_gone(kube_client, namespace, name, limit=120)
     assert accounts_named(mysql, prefix) == []
-    assert owned_rows(mysql, prefix) == []
+    assert owned_rows(mysql, prefix, crash_operator.schema) == []
 
 
 async def test_a_refused_claimant_gets_the_account_once_its_owner_is_deleted(
@@ -338,12 +349,8 @@ async def test_a_claim_left_by_a_crashed_pass_creates_the_account_once(
         events = await kube_client.request("GET", f"/api/v1/namespaces/{namespace}/events")
         return [e for e in events["items"] if e["reason"] in {"AccountCreated", "AccountRecreated"}]
 
-    found: list[dict[str, Any]] = []
-    for _ in range(200):  # the recorder sends Events in the background
-        found = await created_events()
-        if found:
-            break
-        await asyncio.sleep(0.1)
+    # the recorder sends Events in the background
+    found = await wait.eventually(created_events, interval=0.1, message="the AccountCreated Event")
     assert [(e["reason"], e.get("count", 1)) for e in found] == [("AccountCreated", 1)]
     assert "claimed by an earlier pass" in found[0]["message"]
     await kube_client.delete(DATABASE_USERS, "resumed", namespace)

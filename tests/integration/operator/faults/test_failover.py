@@ -29,6 +29,7 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.lease import EPOCH_ANNOTATION
 from dbuser_operator.runtime.resources import LEASES, SECRETS
 from tests.integration.operator.support.builders import database_user
+from tests.integration.operator.support.instances import Instances
 from tests.integration.operator.support.kube import create_secret, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import account_exists, can_log_in
 from tests.integration.operator.support.operator import PasswordLedger
@@ -110,6 +111,7 @@ async def failover(
     namespace: str,
     kube_api: client.ApiClient,
     envtest_workdir: Path,
+    instances: Instances,
 ) -> AsyncIterator[Failover]:
     workdir = envtest_workdir / "operator" / namespace  # the replicas' logs are checked for leaks too
     workdir.mkdir(parents=True)
@@ -119,7 +121,7 @@ async def failover(
         try:
             yield setup
         finally:
-            setup.stop_all()
+            await setup.tear_down(kube_api, instances)
 
 
 async def start_pair(

@@ -22,6 +22,7 @@ from dbuser_operator.mysql.password_hashes import native_hash
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.support.builders import database_user
+from tests.integration.operator.support.instances import Instances
 from tests.integration.operator.support.kube import create_secret, wait_for_event, wait_for_ready
 from tests.integration.operator.support.mysql import can_log_in, has_dual_passwords, is_mariadb, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger
@@ -39,6 +40,7 @@ async def replicas(
     namespace: str,
     kube_api: client.ApiClient,
     envtest_workdir: Path,
+    instances: Instances,
 ) -> AsyncIterator[Failover]:
     if not has_dual_passwords(mysql):
         pytest.skip("DualPassword rotation: MySQL 8.0.21+, MariaDB 10.11+")
@@ -49,7 +51,7 @@ async def replicas(
     try:
         yield setup
     finally:
-        setup.stop_all()
+        await setup.tear_down(kube_api, instances)
 
 
 async def start_rotation(

@@ -61,7 +61,7 @@ async def tenant_kubeconfig(kube: KubeCluster, kube_client: KubeClient, namespac
         {
             "apiGroups": [DATABASE_USERS.group],
             "resources": ["databaseusers"],
-            "verbs": ["get", "list", "patch"],
+            "verbs": ["get", "list", "watch", "patch"],
         },
         {"apiGroups": [""], "resources": ["pods", "events"], "verbs": ["get", "list"]},
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},

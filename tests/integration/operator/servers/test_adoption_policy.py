@@ -127,13 +127,8 @@ async def refused(env: Tenancy, obj: dict[str, Any], expected: str, *, role: boo
 
 async def delete(env: Tenancy, name: str, *, role: bool = False) -> None:
     await env.kube.delete(DATABASE_ROLES if role else DATABASE_USERS, name, env.tenant)
-    if role:
-        for _ in range(600):
-            if not (await env.kube.list(DATABASE_ROLES, env.tenant))["items"]:
-                return
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"DatabaseRole {name} was not deleted")
-    await wait_until_gone(env.kube, env.tenant, name, limit=60)
+    resource = DATABASE_ROLES if role else DATABASE_USERS
+    await wait_until_gone(env.kube, env.tenant, name, limit=60, resource=resource)
 
 
 async def test_a_dbas_account_is_never_adopted_beyond_the_policy(

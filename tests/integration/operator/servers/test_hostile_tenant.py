@@ -106,13 +106,7 @@ async def attempt(
     assert condition is not None
     assert expected in condition["message"], condition["message"]
     await env.kube.delete(resource, name, env.tenant)
-    for _ in range(600):
-        if name not in {
-            item["metadata"]["name"] for item in (await env.kube.list(resource, env.tenant))["items"]
-        }:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{name} was not deleted")
+    await wait_until_gone(env.kube, env.tenant, name, limit=60, resource=resource)
 
 
 async def test_every_name_a_tenant_gives_stays_inside_its_bounds(

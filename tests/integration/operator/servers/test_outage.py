@@ -16,10 +16,8 @@ operator could not run because the machine was busy. The waits themselves are po
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import functools
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +41,7 @@ from tests.integration.operator.support.operator import (
     RunningOperator,
     stopped_within,
 )
+from tests.integration.operator.support.wait import eventually
 from tests.support.fault_proxy import FaultProxy
 from tests.support.slowness import LoopLag
 
@@ -90,16 +89,15 @@ async def proxied(
             await stopped_within(60, [instance.task])
 
 
-async def until(what: str, limit: float, check: Callable[[], Awaitable[bool | str]]) -> float:
-    """Poll ``check`` until it returns True (anything else says what it saw); the seconds it took."""
-    start = time.monotonic()
-    last: bool | str = False
-    while time.monotonic() - start < limit:
-        last = await check()
-        if last is True:
-            return time.monotonic() - start
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{what}: not within {limit:g} s (last: {last!r})")
+async def until(what: str, limit: float, check: Callable[[], Awaitable[bool | str]]) -> None:
+    """Poll ``check`` until it returns True (anything else says what it saw)."""
+
+    async def held() -> bool:
+        seen = await check()
+        assert seen is True, f"saw {seen!r}"
+        return True
+
+    await eventually(held, limit=limit, interval=0.1, message=what)
 
 
 async def user(kube: KubeClient, namespace: str, passwords: PasswordLedger, **spec: Any) -> tuple[str, str]:

@@ -37,7 +37,7 @@ from dbuser_operator.controllers.kit.resources import (
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient, PatchType
-from dbuser_operator.runtime.errors import NotFound
+from dbuser_operator.runtime.errors import NotFound, Unavailable
 from dbuser_operator.runtime.resources import Resource
 from dbuser_operator.settings import Settings
 from tests.integration.operator.support.operator import (
@@ -144,6 +144,13 @@ class Instances:
         await asyncio.to_thread(_drop_schemas, self.mysql, self.temporary_schemas)
         assert not rows, f"the test left owned accounts, roles or databases behind: {rows}"
 
+    async def take_over(self, target: str, schema: str, namespaces: list[str]) -> RunningOperator:
+        """An instance, as the admin, for the target and bookkeeping schema of operator processes this test
+        ran (replicas, a killed process), started once they have stopped: the test's end cleans up what
+        they left through it, as its own, and drops the schema."""
+        self.temporary_schemas.add(schema)
+        return await self.start(target=target, ownership_schema=schema, namespaces=namespaces)
+
     async def start_own(self, **overrides: Any) -> RunningOperator:
         """The test's own operator: a new target and a schema of its own (dropped at the end), which
         :func:`own_target` and :func:`own_schema` tell until :func:`forget_own`."""
@@ -183,11 +190,22 @@ async def _delete_resources(kube: KubeClient, targets: set[str], limit: float) -
     return True
 
 
-async def _items(kube: KubeClient, resource: Resource, targets: set[str]) -> list[dict[str, Any]]:
-    if not targets:
+async def _items(kube: KubeClient, resource: Resource, targets: set[str] | None) -> list[dict[str, Any]]:
+    """The objects of ``resource`` of ``targets`` (None: of any target, or none)."""
+    if targets is not None and not targets:
         return []
-    selector = f"{TARGET_LABEL} in ({','.join(sorted(targets))})"
-    items: list[dict[str, Any]] = (await kube.list(resource, label_selector=selector))["items"]
+    selector = None if targets is None else f"{TARGET_LABEL} in ({','.join(sorted(targets))})"
+
+    async def listed() -> dict[str, Any]:  # again while a CRD a test changed re-initialises its storage
+        try:
+            answer: dict[str, Any] = await kube.list(resource, label_selector=selector)
+        except Unavailable as error:
+            raise AssertionError(f"{resource.kind}: {error}") from error
+        return answer
+
+    items: list[dict[str, Any]] = (await eventually(listed, interval=0.5, message=f"list {resource.kind}"))[
+        "items"
+    ]
     return items
 
 
@@ -253,8 +271,9 @@ def operator_processes() -> list[str]:
     return found
 
 
-async def finalized_objects(kube: KubeClient, targets: set[str]) -> list[str]:
-    """Every object of the operator's kinds of ``targets``, anywhere, that still carries its finalizers."""
+async def finalized_objects(kube: KubeClient, targets: set[str] | None = None) -> list[str]:
+    """Every object of the operator's kinds of ``targets`` (None: of any), anywhere, that still carries its
+    finalizers."""
     held = []
     for resource in CLEANED:
         for item in await _items(kube, resource, targets):

@@ -3,7 +3,6 @@ deletion, Events, reading through a busy server, a user whose RBAC is one namesp
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +40,15 @@ async def namespaced_user(
 async def read_settled(kube: KubeClient, path: str, limit: float = 30.0) -> dict[str, Any]:
     """GET ``path``, again while the API server answers 429/5xx (a resource's storage still initialising
     after its CRD was installed, in a short session): the check must read, not fail on a busy server."""
-    deadline = asyncio.get_running_loop().time() + limit
-    while True:
+
+    async def read() -> dict[str, Any]:
         try:
-            return await kube.request("GET", path)
-        except Unavailable:
-            if asyncio.get_running_loop().time() > deadline:
-                raise
-            await asyncio.sleep(0.5)
+            answer: dict[str, Any] = await kube.request("GET", path)
+        except Unavailable as error:
+            raise AssertionError(f"{path}: {error}") from error
+        return answer
+
+    return await eventually(read, limit=limit, interval=0.5, message=f"GET {path}")
 
 
 async def create_secret(kube: KubeClient, namespace: str, name: str, data: dict[str, str]) -> dict[str, Any]:
@@ -136,12 +136,21 @@ async def deleted(kube: KubeClient, resource: Resource, namespace: str | None, n
     return False
 
 
-async def wait_until_gone(kube: KubeClient, namespace: str, name: str, limit: float = 30) -> None:
+async def wait_until_gone(
+    kube: KubeClient,
+    namespace: str | None,
+    name: str,
+    limit: float = 30,
+    *,
+    resource: Resource = DATABASE_USERS,
+) -> None:
+    """Poll until the object (a DatabaseUser unless ``resource`` says otherwise) no longer exists."""
+    where = f"{namespace}/{name}" if namespace else name
     await eventually(
-        lambda: deleted(kube, DATABASE_USERS, namespace, name),
+        lambda: deleted(kube, resource, namespace, name),
         limit=limit,
         interval=0.05,
-        message=f"{namespace}/{name} was not deleted",
+        message=f"{resource.kind} {where} was not deleted",
     )
 
 

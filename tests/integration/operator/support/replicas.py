@@ -7,6 +7,7 @@ client-certificate user of each write.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -28,6 +29,7 @@ from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.resources import LEASES
 from tests.conftest import REPO
+from tests.integration.operator.support.instances import Instances
 from tests.integration.operator.support.wait import eventually
 
 LEASE_FLAGS = (  # short timings, so that a takeover takes seconds
@@ -194,6 +196,19 @@ class Failover:
     def stop_all(self) -> None:
         for replica in self.replicas.values():
             replica.stop()
+
+    async def tear_down(self, api: client.ApiClient, instances: Instances) -> None:
+        """Stop the replicas, drop their MySQL accounts and RBAC, and hand what they managed to an instance
+        of the test's that cleans it up when the test ends."""
+        self.stop_all()
+        with self.mysql.connect() as connection, connection.cursor() as cursor:
+            for replica in self.replicas.values():
+                cursor.execute(f"DROP USER IF EXISTS '{replica.mysql_user}'@'%'")
+        rbac, role_name = client.RbacAuthorizationV1Api(api), f"fencing-{self.suffix}"
+        for delete in (rbac.delete_cluster_role_binding, rbac.delete_cluster_role):
+            with contextlib.suppress(client.ApiException):
+                await delete(role_name, _request_timeout=30)
+        await instances.take_over(self.target, self.schema, [self.namespace])
 
     async def holder(self, kube: KubeClient) -> str:
         try:

@@ -1,0 +1,28 @@
+"""The API names the plugin uses, spelled here so that reading them imports no API model or client
+(``tests/unit/kubectl_dbu/test_names.py`` keeps them equal to the API's own)."""
+
+from __future__ import annotations
+
+from dbuser_operator.runtime.resources import EVENTS, SECRETS, Resource
+
+GROUP = "mysql.dbuser-operator.dev"
+VERSION = "v1alpha1"
+DATABASE_USERS = Resource(GROUP, VERSION, "databaseusers", "DatabaseUser")
+PODS = Resource("", "v1", "pods", "Pod")
+MYSQL_SERVER_KIND = "MySQLServer"
+ROTATE_ANNOTATION = f"{GROUP}/rotate"
+CREDENTIAL_VERSION_ANNOTATION = f"{GROUP}/credential-version"
+MERGE_PATCH = "application/merge-patch+json"
+
+__all__ = [
+    "CREDENTIAL_VERSION_ANNOTATION",
+    "DATABASE_USERS",
+    "EVENTS",
+    "GROUP",
+    "MERGE_PATCH",
+    "MYSQL_SERVER_KIND",
+    "PODS",
+    "ROTATE_ANNOTATION",
+    "SECRETS",
+    "VERSION",
+]
