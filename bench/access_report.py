@@ -62,7 +62,7 @@ async def measure(server: LocalMySQLServer, sizes: Sequence[int], unmanaged: int
     results = []
     async with Database(settings) as db:
         await ownership.ensure_schema(db, SCHEMA)
-        await ownership.ensure_roles_table(db, SCHEMA)
+        await ownership.ensure_book(db, SCHEMA, ownership.ROLES)
         info = await read_server(db)
         made = 0
         for size in sizes:

@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Final
 
+from dbuser_operator.mysql.books import ROLES_TABLE
 from dbuser_operator.mysql.connection import Database
-from dbuser_operator.mysql.ownership import ROLES_TABLE, Owner, table
+from dbuser_operator.mysql.ownership import Owner, table
 from dbuser_operator.mysql.roles import Role
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from typing import Final
 
 from dbuser_operator.mysql import roles
+from dbuser_operator.mysql.books import ROLES_TABLE
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import checked_input
 from dbuser_operator.mysql.identifiers import validate_host, validate_user
-from dbuser_operator.mysql.ownership import ROLES_TABLE, Owner, table
+from dbuser_operator.mysql.ownership import Owner, table
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement
 

@@ -1,9 +1,14 @@
-"""Which accounts the operator owns, and for which resource: a bookkeeping table in a schema of its own.
+"""The ledger: which accounts, roles and databases the operator owns, and for which resource.
 
-The table ``<schema>.accounts`` (schema ``dbuser_operator`` by default) has one row per owned account,
-keyed by user and host: the owning resource's UID, namespace and name, and a fingerprint of the account's
-authentication string. With it the operator refuses to adopt or drop accounts it did not create, sees two
-resources claiming one account (:func:`claim` lets exactly one win), and finds orphans (:func:`list_owned`).
+The ledger is three bookkeeping tables (:class:`Book`) in a schema of the operator's own (``dbuser_operator``
+by default): ``accounts`` (one row per owned account, keyed by user and host, with a fingerprint of the
+account's authentication string), ``roles`` (the same layout, the host always ``%``) and ``databases`` (keyed
+by the database's name, without regard to case), each row naming the owning resource's UID, namespace and
+name. The tables keep the layouts existing installs have; one API hides their differences: an
+:class:`Entry` says which row (:func:`account`, :func:`role`, :func:`database`), and :func:`owner_of`,
+:func:`claim`, :func:`forget`, :func:`forget_owner` and :func:`owned` work on any of them. With it the
+operator refuses to adopt or drop what it did not create, sees two resources claiming one name
+(:func:`claim` lets exactly one win), and finds orphans (:func:`list_owned`).
 
 User names are compared case-sensitively (binary collation), host names without regard to case: both
 servers store hosts in lower case (MariaDB 10.11: ``CREATE USER 'u'@'Example.COM'`` makes
@@ -33,10 +38,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from dbuser_operator.mysql import catalog, password_hashes, password_match
+from dbuser_operator.mysql import books, catalog, password_hashes, password_match
 from dbuser_operator.mysql.authentication import Method, effective
+from dbuser_operator.mysql.books import ROLES_TABLE, TABLE, Book, NameClass
 from dbuser_operator.mysql.connection import Database
-from dbuser_operator.mysql.errors import ServerError, checked_input
+from dbuser_operator.mysql.errors import InvalidNameError, MySQLError, ServerError, checked_input
 from dbuser_operator.mysql.identifiers import (
     SQL,
     InvalidIdentifierError,
@@ -49,13 +55,14 @@ from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.mysql.statement import Statement
 
 DEFAULT_SCHEMA: Final = "dbuser_operator"
-TABLE: Final = "accounts"
-ROLES_TABLE: Final = "roles"
-"""The table of the roles the operator owns: the same shape, the host ``%`` whatever the flavour."""
+ACCOUNTS: Final = books.ACCOUNTS  # the ledger's three books, as its API names them
+ROLES: Final = books.ROLES
+DATABASES: Final = books.DATABASES
 ROLE_HOST: Final = "%"  # the host of every role in the roles table, whatever the flavour
 SYSTEM_SCHEMAS: Final = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 
 _UID_MAX, _NAME_MAX = 128, 253
+_NO_SUCH_TABLE = 1146
 FOREIGN: Final = "0" * 64
 """The fingerprint recorded for an authentication string that is not the operator's password: it differs
 from every ``SHA2(…, 256)``, so the account shows drift."""
@@ -109,21 +116,6 @@ class OwnedAccount:
     owner: Owner
 
 
-_CREATE_TABLE: Final = (
-    "CREATE TABLE IF NOT EXISTS {table} ("
-    " user VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,"
-    " host VARCHAR(255) CHARACTER SET ascii COLLATE ascii_general_ci NOT NULL,"
-    " owner_uid VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,"
-    " namespace VARCHAR(253) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,"
-    " name VARCHAR(253) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,"
-    " auth_fingerprint CHAR(64) CHARACTER SET ascii COLLATE ascii_bin NULL,"
-    " created_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),"
-    " PRIMARY KEY (user, host)"
-    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
-    " COMMENT='MySQL accounts owned by dbuser-operator, and the resources owning them'"
-)
-
-
 async def ensure_schema(db: Database, schema: str = DEFAULT_SCHEMA) -> None:
     """Create the schema and the table if missing. One look first: a start on a server that has them sends
     no DDL (even with IF NOT EXISTS, a DDL takes a metadata lock and goes to the binary log)."""
@@ -139,17 +131,21 @@ async def ensure_schema(db: Database, schema: str = DEFAULT_SCHEMA) -> None:
         return
     name = quote_identifier(valid)
     await db.execute(Statement("CREATE DATABASE IF NOT EXISTS {schema} CHARACTER SET utf8mb4", schema=name))
-    await db.execute(Statement(_CREATE_TABLE, table=table(schema)))
+    await db.execute(Statement(ACCOUNTS.create, table=table(schema)))
 
 
-async def ensure_roles_table(db: Database, schema: str = DEFAULT_SCHEMA) -> None:
-    """Create :data:`ROLES_TABLE` if missing (after :func:`ensure_schema`)."""
-    await db.execute(Statement(_CREATE_TABLE, table=table(schema, ROLES_TABLE)))
+@dataclass(frozen=True)
+class Entry:
+    """Which row of the ledger: a book and its key (validated names), as :func:`account`, :func:`role` and
+    :func:`database` make them."""
 
+    book: Book
+    key: tuple[str, ...]
 
-def _row(user: str, host: str, owner: Owner) -> tuple[str, str, str, str, str]:
-    """The values of a bookkeeping row (user and host validated by the caller)."""
-    return user, host, owner.uid, owner.namespace, owner.name
+    def __str__(self) -> str:
+        if self.book is DATABASES:
+            return f"database {self.key[0]}"
+        return f"'{self.key[0]}'@'{self.key[1]}'" if self.book is ACCOUNTS else f"role {self.key[0]}"
 
 
 def valid_account(user: str, host: str) -> tuple[str, str]:
@@ -158,17 +154,44 @@ def valid_account(user: str, host: str) -> tuple[str, str]:
         return validate_user(user), validate_host(host)
 
 
-async def owner_of(
-    db: Database, schema: str, user: str, host: str, *, table_name: str = TABLE
-) -> Owner | None:
-    """Who owns ``'user'@'host'`` (in ``table_name``); None if nobody does."""
-    rows = await db.fetch(
-        Statement(
-            "SELECT owner_uid, namespace, name FROM {table} WHERE user = %s AND host = %s",
-            *valid_account(user, host),
-            table=table(schema, table_name),
-        )
-    )
+def valid_database(name: str) -> str:
+    """A database name, validated (never ``*``); InvalidNameError if not one."""
+    try:
+        if name == "*":
+            raise InvalidIdentifierError("database name", name, "every database", "a database name")
+        return validate_database(name)
+    except InvalidIdentifierError as error:
+        raise InvalidNameError(str(error)) from None
+
+
+def account(user: str, host: str) -> Entry:
+    """The ledger's row of the account ``'user'@'host'``."""
+    return Entry(ACCOUNTS, valid_account(user, host))
+
+
+def role(name: str) -> Entry:
+    """The ledger's row of the role ``name`` (its host ``%`` on either flavour)."""
+    return Entry(ROLES, valid_account(name, ROLE_HOST))
+
+
+def database(name: str) -> Entry:
+    """The ledger's row of the database ``name``."""
+    return Entry(DATABASES, (valid_database(name),))
+
+
+def entry_of(what: NameClass, name: str, host: str = ROLE_HOST) -> Entry:
+    """The row of an account (on ``host``), a role or a database, by the class of the name."""
+    return account(name, host) if what == "account" else role(name) if what == "role" else database(name)
+
+
+async def ensure_book(db: Database, schema: str, book: Book) -> None:
+    """Create ``book``'s table if missing (after :func:`ensure_schema`)."""
+    await db.execute(Statement(book.create, table=table(schema, book.name)))
+
+
+async def owner_of(db: Database, schema: str, entry: Entry) -> Owner | None:
+    """Who owns ``entry``; None if nobody does."""
+    rows = await db.fetch(Statement(entry.book.select, *entry.key, table=table(schema, entry.book.name)))
     return Owner(str(rows[0][0]), str(rows[0][1]), str(rows[0][2])) if rows else None
 
 
@@ -187,9 +210,9 @@ async def recorded_owners(db: Database, schema: str, user: str, host: str) -> li
     tables = {str(row[0]) for row in rows}
     found = []
     if TABLE in tables:
-        found.append(await owner_of(db, schema, user, host))
+        found.append(await owner_of(db, schema, account(user, host)))
     if ROLES_TABLE in tables:
-        found.append(await owner_of(db, schema, user, ROLE_HOST, table_name=ROLES_TABLE))
+        found.append(await owner_of(db, schema, role(user)))
     return [owner for owner in found if owner is not None]
 
 
@@ -205,29 +228,28 @@ class Claim:
     inserted: bool
 
 
-async def claim(
-    db: Database, schema: str, user: str, host: str, owner: Owner, *, table_name: str = TABLE
-) -> Claim:
-    """Record ``owner`` as the account's owner unless somebody owns it already; who owns it now.
+async def claim(db: Database, schema: str, entry: Entry, owner: Owner) -> Claim:
+    """Record ``owner`` as ``entry``'s owner unless somebody owns it already; who owns it now.
 
     The insert is atomic (the primary key decides), so of two claimants exactly one wins and both are
     told which. The caller compares the result's ``owner.uid`` with its own, and ``inserted`` tells a row
     it just wrote from one that was there already.
     """
-    user, host = valid_account(user, host)
     insert = Statement(
-        "INSERT INTO {table} (user, host, owner_uid, namespace, name) VALUES (%s, %s, %s, %s, %s)"
-        " ON DUPLICATE KEY UPDATE owner_uid = owner_uid",
-        *_row(user, host, owner),
-        table=table(schema, table_name),
+        entry.book.insert,
+        *entry.key,
+        owner.uid,
+        owner.namespace,
+        owner.name,
+        table=table(schema, entry.book.name),
     )
-    for _ in range(3):  # the owner may forget the account between our insert and our read
+    for _ in range(3):  # the owner may forget the name between our insert and our read
         if await db.execute(insert) == 1:  # one row inserted: ours, no need to read it back
             return Claim(owner, inserted=True)
-        current = await owner_of(db, schema, user, host, table_name=table_name)
+        current = await owner_of(db, schema, entry)
         if current is not None:
             return Claim(current, inserted=False)
-    raise ServerError(f"the ownership of '{user}'@'{host}' keeps changing")
+    raise ServerError(f"the ownership of {entry} keeps changing")
 
 
 def expected_fingerprint(server: ServerInfo, password: str, method: Method | None = None) -> str | None:
@@ -264,7 +286,11 @@ async def claim_new(
             " SELECT %s, %s, %s, %s, %s, %s FROM DUAL"
             " WHERE NOT EXISTS (SELECT 1 FROM {accounts} u WHERE u.User = %s AND u.Host = %s)"
             " ON DUPLICATE KEY UPDATE owner_uid = owner_uid",
-            *_row(user, host, owner),
+            user,
+            host,
+            owner.uid,
+            owner.namespace,
+            owner.name,
             fingerprint,
             user,
             host.lower(),
@@ -275,19 +301,10 @@ async def claim_new(
     return inserted == 1
 
 
-async def forget(
-    db: Database, schema: str, user: str, host: str, owner_uid: str, *, table_name: str = TABLE
-) -> bool:
-    """Delete the account's row if ``owner_uid`` owns it; whether it did."""
-    affected = await db.execute(
-        Statement(
-            "DELETE FROM {table} WHERE user = %s AND host = %s AND owner_uid = %s",
-            *valid_account(user, host),
-            owner_uid,
-            table=table(schema, table_name),
-        )
-    )
-    return affected > 0
+async def forget(db: Database, schema: str, entry: Entry, owner_uid: str) -> bool:
+    """Delete ``entry``'s row if ``owner_uid`` owns it; whether it did."""
+    delete = Statement(entry.book.delete, *entry.key, owner_uid, table=table(schema, entry.book.name))
+    return await db.execute(delete) > 0
 
 
 async def owned_hosts(db: Database, schema: str, user: str, owner_uid: str) -> list[str]:
@@ -306,25 +323,28 @@ async def owned_hosts(db: Database, schema: str, user: str, owner_uid: str) -> l
     return [str(row[0]) for row in rows]
 
 
-async def forget_owner(db: Database, schema: str, user: str, owner_uid: str) -> int:
-    """Delete the rows of every account of ``user`` that ``owner_uid`` owns, whatever the host; how many."""
+async def forget_owner(db: Database, schema: str, book: Book, name: str, owner_uid: str) -> int:
+    """Delete the rows of ``name`` in ``book`` that ``owner_uid`` owns (an account's on every host); how
+    many."""
     with checked_input():
-        user = validate_user(user)
-    return await db.execute(
-        Statement(
-            "DELETE FROM {table} WHERE user = %s AND owner_uid = %s", user, owner_uid, table=table(schema)
-        )
-    )
+        name = valid_database(name) if book is DATABASES else validate_user(name)
+    return await db.execute(Statement(book.delete_name, name, owner_uid, table=table(schema, book.name)))
+
+
+async def owned(db: Database, schema: str, book: Book) -> dict[tuple[str, ...], Owner]:
+    """Every row of ``book``, key to owner (one SELECT); none while its table does not exist."""
+    try:
+        rows = await db.fetch(Statement(book.every, table=table(schema, book.name)))
+    except MySQLError as error:
+        if error.code == _NO_SUCH_TABLE:
+            return {}
+        raise
+    return {tuple(str(part) for part in row[:-3]): Owner(*(str(part) for part in row[-3:])) for row in rows}
 
 
 async def list_owned(db: Database, schema: str) -> list[OwnedAccount]:
     """Every owned account, ordered by user and host."""
-    rows = await db.fetch(
-        Statement(
-            "SELECT user, host, owner_uid, namespace, name FROM {table} ORDER BY user, host",
-            table=table(schema),
-        )
-    )
+    rows = await db.fetch(Statement(ACCOUNTS.every, table=table(schema)))
     return [OwnedAccount(str(u), str(h), Owner(str(uid), str(ns), str(n))) for u, h, uid, ns, n in rows]
 
 

@@ -47,8 +47,8 @@ async def read_and_check(
         f"CREATE ROLE '{owned_role}'",
         f"GRANT '{role}'" + ("" if mariadb else "@'%'") + f" TO '{dba}'@'%'",
     )
-    await ownership.ensure_roles_table(db, owned_schema)
-    await ownership.claim(db, owned_schema, owned_role, ownership.ROLE_HOST, OWNER, table_name="roles")
+    await ownership.ensure_book(db, owned_schema, ownership.ROLES)
+    await ownership.claim(db, owned_schema, ownership.role(owned_role), OWNER)
     (now,) = admin_rows(mysql, "SELECT UNIX_TIMESTAMP()")[0]
 
     read, written = db.statements_read, db.statements_written

@@ -130,7 +130,7 @@ async def test_attributes_merge_next_to_the_credential_marker_and_null_removes_a
     assert attributes(mysql, user) == {**marker, "dbuser-operator.dev/owner": ENTRY, "comment": "billing"}
     assert await dual_password.read_state(db, user, "%") == PasswordState("v2", retained=True)
     assert await account_metadata.read(db, user, "%", server) == AccountMetadata(ENTRY, "billing")
-    await ownership.claim(db, owned_schema, user, "%", OWNER)
+    await ownership.claim(db, owned_schema, ownership.account(user, "%"), OWNER)
     found = await account_lookup.lookup(db, owned_schema, user, "%", server)  # the state read of every pass
     assert found.metadata == AccountMetadata(ENTRY, "billing")
 
@@ -189,7 +189,7 @@ async def test_release_removes_the_owner_entry_only_from_the_owners_accounts(
     other = accounts_made.track(accounts_made.name(), "%")
     for host in ("%", "10.0.0.1", "10.0.0.2"):
         await accounts.create(db, user, host, "pw")
-        await ownership.claim(db, owned_schema, user, host, OWNER)
+        await ownership.claim(db, owned_schema, ownership.account(user, host), OWNER)
         await account_metadata.apply(db, user, host, patch(AccountMetadata(), ENTRY, "billing"))
     await accounts.create(db, other, "%", "pw")  # nobody owns it; somebody wrote our entry by hand
     await account_metadata.apply(db, other, "%", patch(AccountMetadata(), ENTRY))
@@ -215,7 +215,7 @@ async def test_the_documented_query_tells_a_dba_the_owner(
     user = accounts_made.track(accounts_made.name(), "%")
     dba = accounts_made.track(accounts_made.name(), "%")
     await accounts.create(db, user, "%", "pw")
-    await ownership.claim(db, owned_schema, user, "%", OWNER)
+    await ownership.claim(db, owned_schema, ownership.account(user, "%"), OWNER)
     await accounts.create(db, dba, "%", "dba-pw")
     admin(mysql, DBA_GRANT.format(schema=f"`{owned_schema}`").replace("'dba'", f"'{dba}'"))
 

@@ -20,7 +20,7 @@ from dbuser_operator.mysql.account_options import (
     read_policy,
 )
 from dbuser_operator.mysql.inventory import QUERIES, inventory
-from dbuser_operator.mysql.ownership import Owner, claim
+from dbuser_operator.mysql.ownership import Owner, account, claim
 from tests.integration.mysql.support import Accounts, admin
 
 pytestmark = pytest.mark.integration
@@ -102,7 +102,7 @@ async def test_the_inventory_reads_the_policy_in_its_two_queries(
     plain = await new_account(db, accounts_made, "10.2.%")
     gone = await new_account(db, accounts_made)
     for user, host in ((locked, "%"), (plain, "10.2.%"), (gone, "%")):
-        await claim(db, owned_schema, user, host, OWNER)
+        await claim(db, owned_schema, account(user, host), OWNER)
     admin(
         mysql,
         f"ALTER USER '{locked}'@'%' ACCOUNT LOCK PASSWORD EXPIRE INTERVAL 30 DAY",
@@ -122,7 +122,7 @@ async def test_the_ownership_look_reads_the_policy_so_a_pass_reads_nothing_more(
     db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str, server: ServerInfo
 ) -> None:
     user = await new_account(db, accounts_made)
-    await claim(db, owned_schema, user, "%", OWNER)
+    await claim(db, owned_schema, account(user, "%"), OWNER)
     admin(mysql, f"ALTER USER '{user}'@'%' ACCOUNT LOCK PASSWORD EXPIRE INTERVAL 30 DAY")
     found = await lookup(db, owned_schema, user, "%", server)
     assert (found.policy, found.default_lifetime) == (LockPolicy(locked=True, password_lifetime=30), 0)

@@ -17,7 +17,7 @@ from dbuser_operator.controllers.policy.namespaces import NamespaceLabels
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database
-from dbuser_operator.mysql.ownership import Owner, claim, owner_of
+from dbuser_operator.mysql.ownership import Owner, account, claim, owner_of
 from tests.integration.mysql.support import Accounts, admin, login, login_error
 
 pytestmark = pytest.mark.integration
@@ -109,7 +109,7 @@ async def test_an_account_made_by_hand_after_the_look_is_not_taken_over(
         await account_step.ensure(ctx)
     assert refused.value.reason == "AccountExists"
     assert refused.value.retry  # the next pass looks again
-    assert await owner_of(db, owned_schema, user, "%") is None  # the claim is forgotten
+    assert await owner_of(db, owned_schema, account(user, "%")) is None  # the claim is forgotten
     assert login(mysql, user, "theirs") == f"{user}@%"  # their password is left alone
     assert login_error(mysql, user, "ours") == 1045
 
@@ -131,7 +131,7 @@ async def test_a_row_of_an_earlier_pass_without_its_account_creates_the_account_
     user = accounts_made.track(accounts_made.name(), "%")
     ownership_step, account_step, target = steps(db, owned_schema)
     ctx = context(user, target)
-    assert (await claim(db, owned_schema, user, "%", me(ctx))).inserted  # the crashed pass's row
+    assert (await claim(db, owned_schema, account(user, "%"), me(ctx))).inserted  # the crashed pass's row
     await ownership_step.ensure(ctx)
     assert not ctx.claimed  # the row was there: not this pass's claim
     assert ctx.account_exists is False
@@ -160,7 +160,7 @@ async def test_an_account_appearing_under_a_row_already_ours_is_observed_not_for
     user = accounts_made.track(accounts_made.name(), "%")
     ownership_step, account_step, target = steps(db, owned_schema)
     ctx = context(user, target)
-    await claim(db, owned_schema, user, "%", me(ctx))  # the other writer's claim, before this pass
+    await claim(db, owned_schema, account(user, "%"), me(ctx))  # the other writer's claim, before this pass
     await ownership_step.ensure(ctx)
     assert not ctx.claimed
     assert ctx.account_exists is False
@@ -168,7 +168,7 @@ async def test_an_account_appearing_under_a_row_already_ours_is_observed_not_for
     admin(mysql, f"CREATE USER '{user}'@'%' IDENTIFIED BY 'stale'")  # the other writer's CREATE lands
 
     await account_step.ensure(ctx)
-    assert await owner_of(db, owned_schema, user, "%") == me(ctx)  # never forgotten
+    assert await owner_of(db, owned_schema, account(user, "%")) == me(ctx)  # never forgotten
     assert not ctx.created  # not made by this pass: its grants and limits are read, not assumed
     assert [reason for _, reason, _ in ctx.events] == ["PasswordSet"]
     assert login(mysql, user, "ours") == f"{user}@%"  # observed, then set from the Secret

@@ -9,7 +9,7 @@ from dbuser_operator.mysql import Database, ServerInfo, accounts
 from dbuser_operator.mysql.grants import Grant, apply, normalise
 from dbuser_operator.mysql.inventory import QUERIES, AccountState, inventory
 from dbuser_operator.mysql.limits import AccountOptions, apply_options
-from dbuser_operator.mysql.ownership import Owner, claim, record_fingerprint
+from dbuser_operator.mysql.ownership import Owner, account, claim, record_fingerprint
 from dbuser_operator.mysql.server import read_server
 from tests.integration.mysql.support import Accounts, Databases, admin
 
@@ -24,7 +24,7 @@ async def owned_account(
     """A new account, claimed, with its fingerprint recorded."""
     user = accounts_made.track(user or accounts_made.name(), host)
     await accounts.create(db, user, host, "pw")
-    await claim(db, schema, user, host, OWNER)
+    await claim(db, schema, account(user, host), OWNER)
     await record_fingerprint(db, schema, user, host, await read_server(db))
     return user
 
@@ -86,7 +86,7 @@ async def test_an_owned_account_without_a_fingerprint(
 ) -> None:
     user = accounts_made.track(accounts_made.name(), "%")
     await accounts.create(db, user, "%", "pw")
-    await claim(db, owned_schema, user, "%", OWNER)
+    await claim(db, owned_schema, account(user, "%"), OWNER)
     (state,) = (await counted_inventory(db, owned_schema)).values()
     assert state.present
     assert state.password_intact is None

@@ -9,7 +9,7 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database, InvalidAccountError, ServerInfo
 from dbuser_operator.mysql.grants import Grant
 from dbuser_operator.mysql.observe import read_account
-from dbuser_operator.mysql.ownership import Owner, claim, forget_owner, owned_hosts
+from dbuser_operator.mysql.ownership import ACCOUNTS, Owner, account, claim, forget_owner, owned_hosts
 from tests.integration.mysql.support import Accounts, Databases, admin, admin_rows
 
 pytestmark = pytest.mark.integration
@@ -39,17 +39,17 @@ def writes(mysql: MySQLServer) -> int:
 
 async def test_owned_hosts_and_forget_owner_go_by_user_and_owner(db: Database, owned_schema: str) -> None:
     for host in ("localhost", "10.0.%", "127.0.0.1"):
-        await claim(db, owned_schema, "app", host, ALICE)
-    await claim(db, owned_schema, "app", "%", BOB)
-    await claim(db, owned_schema, "other", "%", ALICE)
+        await claim(db, owned_schema, account("app", host), ALICE)
+    await claim(db, owned_schema, account("app", "%"), BOB)
+    await claim(db, owned_schema, account("other", "%"), ALICE)
     assert await owned_hosts(db, owned_schema, "app", ALICE.uid) == ["10.0.%", "127.0.0.1", "localhost"]
     assert await owned_hosts(db, owned_schema, "app", BOB.uid) == ["%"]
     assert await owned_hosts(db, owned_schema, "nobody", ALICE.uid) == []
-    assert await forget_owner(db, owned_schema, "app", ALICE.uid) == 3
+    assert await forget_owner(db, owned_schema, ACCOUNTS, "app", ALICE.uid) == 3
     assert await owned_hosts(db, owned_schema, "app", ALICE.uid) == []
     assert await owned_hosts(db, owned_schema, "app", BOB.uid) == ["%"]  # Bob's row stays
     assert await owned_hosts(db, owned_schema, "other", ALICE.uid) == ["%"]  # another user's too
-    assert await forget_owner(db, owned_schema, "app", ALICE.uid) == 0
+    assert await forget_owner(db, owned_schema, ACCOUNTS, "app", ALICE.uid) == 0
     with pytest.raises(InvalidAccountError):
         await owned_hosts(db, owned_schema, "a'b", ALICE.uid)
 

@@ -15,21 +15,25 @@ from dbuser_operator.mysql import (
     InvalidAccountError,
     ServerInfo,
     accounts,
-    databases,
 )
 from dbuser_operator.mysql.account_lookup import Lookup, lookup
 from dbuser_operator.mysql.authentication import Method, effective
 from dbuser_operator.mysql.ownership import (
+    DATABASES,
     FOREIGN,
     Claim,
     OwnedAccount,
     Owner,
+    account,
     claim,
     claim_new,
+    database,
+    ensure_book,
     ensure_schema,
     expected_fingerprint,
     forget,
     list_owned,
+    owned,
     owner_of,
     record_fingerprint,
 )
@@ -58,13 +62,13 @@ async def test_ensure_schema_is_idempotent_and_cheap(
     schema = databases_made.name("_own")
     await ensure_schema(db, schema)
     read = db.statements_read
-    await claim(db, schema, "app", "%", ALICE)
+    await claim(db, schema, account("app", "%"), ALICE)
     assert db.statements_read == read  # a claim that inserted its row needs no read-back
     written = db.statements_written
     await ensure_schema(db, schema)  # again: one look and no DDL; the rows stay
     assert db.statements_written == written
     assert db.statements_read == read + 1
-    assert await owner_of(db, schema, "app", "%") == ALICE
+    assert await owner_of(db, schema, account("app", "%")) == ALICE
 
     columns = admin_rows(
         mysql,
@@ -94,16 +98,17 @@ async def test_ensure_schema_is_idempotent_and_cheap(
 
 
 async def test_claim_owner_of_forget_and_list(db: Database, owned_schema: str) -> None:
-    assert await owner_of(db, owned_schema, "app", "%") is None
+    assert await owner_of(db, owned_schema, account("app", "%")) is None
     assert await list_owned(db, owned_schema) == []
 
-    assert await claim(db, owned_schema, "app", "%", ALICE) == Claim(ALICE, inserted=True)
+    assert await claim(db, owned_schema, account("app", "%"), ALICE) == Claim(ALICE, inserted=True)
     # Again: still Alice's, but not claimed by this call (an earlier pass or another replica did).
-    assert await claim(db, owned_schema, "app", "%", ALICE) == Claim(ALICE, inserted=False)
-    assert await claim(db, owned_schema, "app", "%", BOB) == Claim(ALICE, inserted=False)  # Bob is told who
-    assert await claim(db, owned_schema, "app", "10.0.%", BOB) == Claim(BOB, inserted=True)  # another account
-    assert (await claim(db, owned_schema, "other", "%", BOB)).owner == BOB
-    assert await owner_of(db, owned_schema, "app", "%") == ALICE
+    assert await claim(db, owned_schema, account("app", "%"), ALICE) == Claim(ALICE, inserted=False)
+    # Bob is told who; another host is another account.
+    assert await claim(db, owned_schema, account("app", "%"), BOB) == Claim(ALICE, inserted=False)
+    assert await claim(db, owned_schema, account("app", "10.0.%"), BOB) == Claim(BOB, inserted=True)
+    assert (await claim(db, owned_schema, account("other", "%"), BOB)).owner == BOB
+    assert await owner_of(db, owned_schema, account("app", "%")) == ALICE
 
     assert await list_owned(db, owned_schema) == [
         OwnedAccount("app", "%", ALICE),
@@ -111,12 +116,12 @@ async def test_claim_owner_of_forget_and_list(db: Database, owned_schema: str) -
         OwnedAccount("other", "%", BOB),
     ]
 
-    assert await forget(db, owned_schema, "app", "%", BOB.uid) is False  # not Bob's to forget
-    assert await owner_of(db, owned_schema, "app", "%") == ALICE
-    assert await forget(db, owned_schema, "app", "%", ALICE.uid) is True
-    assert await forget(db, owned_schema, "app", "%", ALICE.uid) is False
-    assert await owner_of(db, owned_schema, "app", "%") is None
-    assert await claim(db, owned_schema, "app", "%", BOB) == Claim(BOB, inserted=True)  # free again
+    assert await forget(db, owned_schema, account("app", "%"), BOB.uid) is False  # not Bob's to forget
+    assert await owner_of(db, owned_schema, account("app", "%")) == ALICE
+    assert await forget(db, owned_schema, account("app", "%"), ALICE.uid) is True
+    assert await forget(db, owned_schema, account("app", "%"), ALICE.uid) is False
+    assert await owner_of(db, owned_schema, account("app", "%")) is None
+    assert await claim(db, owned_schema, account("app", "%"), BOB) == Claim(BOB, inserted=True)  # free again
 
 
 async def test_claim_new_claims_only_a_free_absent_account_in_one_statement(
@@ -126,15 +131,15 @@ async def test_claim_new_claims_only_a_free_absent_account_in_one_statement(
     written = db.statements_written
     assert await claim_new(db, owned_schema, user, "App.Example.com", ALICE, server=server) is True
     assert db.statements_written == written + 1  # no look first
-    assert await owner_of(db, owned_schema, user, "app.example.com") == ALICE
+    assert await owner_of(db, owned_schema, account(user, "app.example.com")) == ALICE
     # A row there already (an earlier pass, another owner): no claim, the row unchanged.
     assert await claim_new(db, owned_schema, user, "app.example.com", ALICE, server=server) is False
     assert await claim_new(db, owned_schema, user, "app.example.com", BOB, server=server) is False
-    assert await owner_of(db, owned_schema, user, "app.example.com") == ALICE
+    assert await owner_of(db, owned_schema, account(user, "app.example.com")) == ALICE
     # An account nobody owns (made by hand): no row is written, whatever happens next.
     await accounts.create(db, user, "%", "pw")
     assert await claim_new(db, owned_schema, user, "%", BOB, server=server) is False
-    assert await owner_of(db, owned_schema, user, "%") is None
+    assert await owner_of(db, owned_schema, account(user, "%")) is None
 
 
 async def test_claim_new_racing_create_user_never_claims_the_account_it_lost(
@@ -158,25 +163,27 @@ async def test_claim_new_racing_create_user_never_claims_the_account_it_lost(
 
 
 async def test_user_names_are_case_sensitive_and_hosts_are_not(db: Database, owned_schema: str) -> None:
-    assert (await claim(db, owned_schema, "app", "DB.example.com", ALICE)).owner == ALICE
-    assert (await claim(db, owned_schema, "APP", "db.example.com", BOB)).owner == BOB  # another user
-    assert (await claim(db, owned_schema, "app", "db.EXAMPLE.com", BOB)).owner == ALICE  # the same account
-    assert await owner_of(db, owned_schema, "app", "db.example.com") == ALICE
-    assert await forget(db, owned_schema, "app", "db.example.com", ALICE.uid) is True
+    assert (await claim(db, owned_schema, account("app", "DB.example.com"), ALICE)).owner == ALICE
+    assert (await claim(db, owned_schema, account("APP", "db.example.com"), BOB)).owner == BOB  # another user
+    assert (
+        await claim(db, owned_schema, account("app", "db.EXAMPLE.com"), BOB)
+    ).owner == ALICE  # the same account
+    assert await owner_of(db, owned_schema, account("app", "db.example.com")) == ALICE
+    assert await forget(db, owned_schema, account("app", "db.example.com"), ALICE.uid) is True
     assert await list_owned(db, owned_schema) == [OwnedAccount("APP", "db.example.com", BOB)]
 
 
 async def test_hostile_owner_values_are_parameters(db: Database, owned_schema: str) -> None:
     owner = Owner("uid'); DROP TABLE accounts; --", "ns-%s-%%", "name \\ ' \" 日本")
-    assert (await claim(db, owned_schema, "app", "%", owner)).owner == owner
+    assert (await claim(db, owned_schema, account("app", "%"), owner)).owner == owner
     assert await list_owned(db, owned_schema) == [OwnedAccount("app", "%", owner)]
 
 
 async def test_invalid_names_are_refused_before_anything_is_sent(db: Database, owned_schema: str) -> None:
     with pytest.raises(InvalidAccountError):
-        await claim(db, owned_schema, "a'b", "%", ALICE)
+        await claim(db, owned_schema, account("a'b", "%"), ALICE)
     with pytest.raises(InvalidAccountError):
-        await owner_of(db, owned_schema, "app", "host name")
+        await owner_of(db, owned_schema, account("app", "host name"))
     with pytest.raises(ValueError, match="reserved"):
         await list_owned(db, "mysql")
     assert await list_owned(db, owned_schema) == []
@@ -190,12 +197,13 @@ async def test_two_concurrent_claims_have_one_winner(
         for round_ in range(20):
             user = f"race{round_}"
             one, two = await asyncio.gather(
-                claim(first, owned_schema, user, "%", ALICE), claim(second, owned_schema, user, "%", BOB)
+                claim(first, owned_schema, account(user, "%"), ALICE),
+                claim(second, owned_schema, account(user, "%"), BOB),
             )
             assert one.owner == two.owner
             assert one.owner in (ALICE, BOB)
             assert [one.inserted, two.inserted].count(True) == 1  # exactly one call wrote the row
-            assert await owner_of(first, owned_schema, user, "%") == one.owner
+            assert await owner_of(first, owned_schema, account(user, "%")) == one.owner
 
 
 async def test_the_fingerprint_detects_a_password_set_by_hand(
@@ -204,7 +212,7 @@ async def test_the_fingerprint_detects_a_password_set_by_hand(
     user = accounts_made.track(accounts_made.name(), "%")
     await accounts.create(db, user, "%", "first")
     assert await intact(db, owned_schema, user, "%", server) is None  # not owned
-    await claim(db, owned_schema, user, "%", ALICE)
+    await claim(db, owned_schema, account(user, "%"), ALICE)
     assert await intact(db, owned_schema, user, "%", server) is None  # no fingerprint yet
 
     written = db.statements_written
@@ -237,7 +245,7 @@ async def test_the_fingerprint_of_an_upper_case_host(
 ) -> None:
     user = accounts_made.track(accounts_made.name(), "app.example.com")
     await accounts.create(db, user, "App.Example.com", "pw")
-    await claim(db, owned_schema, user, "App.Example.com", ALICE)
+    await claim(db, owned_schema, account(user, "App.Example.com"), ALICE)
     await record_fingerprint(db, owned_schema, user, "App.Example.com", server)
     assert await intact(db, owned_schema, user, "app.example.com", server) is True
     admin(mysql, f"ALTER USER '{user}'@'app.example.com' IDENTIFIED BY 'other'")
@@ -261,7 +269,7 @@ async def test_lookup_tells_owner_existence_and_fingerprint_in_one_query(
     assert await lookup(db, owned_schema, user, "App.Example.com", server) == Lookup(None, False, None)
     assert db.statements_read == read + 1
 
-    await claim(db, owned_schema, user, "App.Example.com", ALICE)
+    await claim(db, owned_schema, account(user, "App.Example.com"), ALICE)
     assert await lookup(db, owned_schema, user, "App.Example.com", server) == Lookup(ALICE, False, None)
 
     await accounts.create(db, user, "App.Example.com", "pw")
@@ -272,7 +280,7 @@ async def test_lookup_tells_owner_existence_and_fingerprint_in_one_query(
     default = "mysql_native_password" if server.flavour == "mariadb" else "caching_sha2_password"
     assert (await lookup(db, owned_schema, user, "App.Example.com", server)).plugin == default
 
-    await forget(db, owned_schema, user, "App.Example.com", ALICE.uid)
+    await forget(db, owned_schema, account(user, "App.Example.com"), ALICE.uid)
     assert await lookup(db, owned_schema, user, "App.Example.com", server) == Lookup(None, True, None)
 
 
@@ -282,7 +290,7 @@ async def test_the_fingerprint_is_that_of_mysql_user(
     """Fingerprints recorded from mysql.user (before the catalog read global_priv on MariaDB) still hold."""
     user = accounts_made.track(accounts_made.name(), "%")
     await accounts.create(db, user, "%", "pw")
-    await claim(db, owned_schema, user, "%", ALICE)
+    await claim(db, owned_schema, account(user, "%"), ALICE)
     await record_fingerprint(db, owned_schema, user, "%", server)
     recorded = recorded_fingerprints(mysql, owned_schema, user)
     from_view = admin_rows(
@@ -352,7 +360,7 @@ async def test_only_the_operator_s_own_password_is_recorded(
     loaded = loaded_plugin(mysql, "mariadb", plugin) if plugin else contextlib.nullcontext()
     with loaded:
         user = accounts_made.track(accounts_made.name(), "%")
-        await claim(db, owned_schema, user, "%", ALICE)
+        await claim(db, owned_schema, account(user, "%"), ALICE)
         await accounts.create(db, user, "%", "operator-pw", method)
         assert await record_fingerprint(
             db, owned_schema, user, "%", server, password="operator-pw", method=method
@@ -385,9 +393,9 @@ async def test_owned_databases_read_in_one_select_and_none_without_the_table(
 ) -> None:
     """What the drift check reads for orphaned databases: nothing (no error) before any Database was
     managed, then every row with its owner."""
-    assert await databases.owned(db, owned_schema) == {}  # the schema has no databases table yet
-    await databases.ensure_table(db, owned_schema)
+    assert await owned(db, owned_schema, DATABASES) == {}  # the schema has no databases table yet
+    await ensure_book(db, owned_schema, DATABASES)
     first, second = Owner("uid-1", "team-a", "app"), Owner("uid-2", "team-b", "other")
-    await databases.claim(db, owned_schema, "app_db", first)
-    await databases.claim(db, owned_schema, "other_db", second)
-    assert await databases.owned(db, owned_schema) == {"app_db": first, "other_db": second}
+    await claim(db, owned_schema, database("app_db"), first)
+    await claim(db, owned_schema, database("other_db"), second)
+    assert await owned(db, owned_schema, DATABASES) == {("app_db",): first, ("other_db",): second}

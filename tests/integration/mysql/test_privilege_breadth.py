@@ -17,7 +17,7 @@ from dbuser_operator.mysql.errors import (
 )
 from dbuser_operator.mysql.grants import AccountGrants, Grant, apply, normalise, privilege_tables, read_grants
 from dbuser_operator.mysql.inventory import inventory
-from dbuser_operator.mysql.ownership import Owner, claim
+from dbuser_operator.mysql.ownership import Owner, account, claim
 from tests.integration.mysql.support import Accounts, Databases, admin, admin_rows, as_user
 
 pytestmark = pytest.mark.integration
@@ -262,7 +262,7 @@ async def test_the_inventory_sees_columns_and_routines(
     database = await _routines(mysql, databases_made)
     admin(mysql, f"CREATE TABLE `{database}`.t (a INT, b INT)")
     user = await new_account(db, accounts_made)
-    await claim(db, owned_schema, user, "%", Owner("uid-1", "ns", "name"))
+    await claim(db, owned_schema, account(user, "%"), Owner("uid-1", "ns", "name"))
     wanted = {
         Grant(frozenset({"SELECT"}), database, "t", columns=frozenset({"a", "b"})),
         Grant(frozenset({"EXECUTE"}), database, "p1", routine="PROCEDURE"),

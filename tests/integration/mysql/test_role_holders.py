@@ -63,7 +63,7 @@ async def test_role_holders(
     host = roles.role_host(server)
     schema = databases_made.name("_own")
     await ownership.ensure_schema(db, schema)
-    await ownership.ensure_roles_table(db, schema)
+    await ownership.ensure_book(db, schema, ownership.ROLES)
     name, other = f"it_{secrets.token_hex(5)}", f"it_{secrets.token_hex(5)}"
     managed, stranger = f"it_{secrets.token_hex(5)}", f"it_{secrets.token_hex(5)}"
     role_literal = f"'{name}'" + (f"@'{host}'" if host else "")
@@ -76,7 +76,7 @@ async def test_role_holders(
         admin(mysql, *(f"CREATE USER {account}" for account in accounts))
         assert await name_holders.role_holders(db, schema, name, server) == []  # nor the operator's own
         admin(mysql, *(f"GRANT {role_literal} TO {account}" for account in (*accounts, other_literal)))
-        await ownership.claim(db, schema, managed, "Example.COM", OWNER)
+        await ownership.claim(db, schema, ownership.account(managed, "Example.COM"), OWNER)
 
         def holder(user: str, at: str, *, account: bool = False, role: bool = False) -> name_holders.Holder:
             return name_holders.Holder(user, at, account=account, role=role)
@@ -85,7 +85,7 @@ async def test_role_holders(
         found = await name_holders.role_holders(db, schema, name, server)
         mine = holder(managed, "example.com", account=True)
         assert found == sorted([mine, holder(other, host), *strangers], key=lambda h: (h.user, h.host))
-        await ownership.claim(db, schema, other, ownership.ROLE_HOST, OWNER, table_name=ownership.ROLES_TABLE)
+        await ownership.claim(db, schema, ownership.role(other), OWNER)
         found = await name_holders.role_holders(db, schema, name, server)
         assert [h for h in found if h.managed] == sorted(
             [mine, holder(other, host, role=True)], key=lambda h: (h.user, h.host)

@@ -14,7 +14,7 @@ from dbuser_operator.api.v1alpha1 import database
 from dbuser_operator.api.v1alpha1.database import Database
 from dbuser_operator.api.v1alpha1.mysqlserver import ServerPolicy
 from dbuser_operator.controllers.policy.rules import database_violations
-from dbuser_operator.mysql import databases
+from dbuser_operator.mysql import databases, ownership
 from dbuser_operator.mysql.errors import InvalidNameError
 from tests.conftest import REPO
 
@@ -78,7 +78,7 @@ def test_hostile_names_are_refused_by_model_and_sql_layer(name: str) -> None:
     with pytest.raises(pydantic.ValidationError):
         Database.model_validate({"metadata": {"name": "ok"}, "spec": {"name": name}})
     with pytest.raises((InvalidNameError, ValueError)):
-        databases._name(name)
+        ownership.valid_database(name)
 
 
 def test_an_object_name_that_is_no_database_name_needs_spec_name() -> None:

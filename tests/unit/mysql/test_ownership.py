@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from dbuser_operator.mysql.errors import InvalidAccountError, InvalidNameError
 from dbuser_operator.mysql.identifiers import InvalidIdentifierError
 from dbuser_operator.mysql.ownership import (
+    ACCOUNTS,
+    DATABASES,
     DEFAULT_SCHEMA,
+    ROLES,
     Owner,
     compare_fingerprints,
+    entry_of,
     table,
     validate_schema,
 )
@@ -56,3 +61,23 @@ def test_fingerprint_comparison() -> None:
     assert compare_fingerprints("ab" * 32, "cd" * 32) is False
     assert compare_fingerprints(None, "ab" * 32) is None
     assert compare_fingerprints("ab" * 32, None) is None
+
+
+def test_one_ledger_entry_per_kind_of_name_in_the_tables_installs_have() -> None:
+    """The three books keep their tables; an entry names its row by the table's key, names validated."""
+    assert (ACCOUNTS.name, ROLES.name, DATABASES.name) == ("accounts", "roles", "databases")
+    account, role, database = (
+        entry_of("account", "app", "10.0.%"),
+        entry_of("role", "r"),
+        entry_of("database", "d"),
+    )
+    assert (account.book, account.key, str(account)) == (ACCOUNTS, ("app", "10.0.%"), "'app'@'10.0.%'")
+    assert (role.book, role.key, str(role)) == (ROLES, ("r", "%"), "role r")
+    assert (database.book, database.key, str(database)) == (DATABASES, ("d",), "database d")
+    assert "WHERE name = %s" in DATABASES.select  # its own layout
+    assert "resource" in DATABASES.insert
+    assert ACCOUNTS.select == ROLES.select  # one layout, two tables
+    with pytest.raises(InvalidAccountError):
+        entry_of("account", "a'b")
+    with pytest.raises(InvalidNameError):
+        entry_of("database", "*")

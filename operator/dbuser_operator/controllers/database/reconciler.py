@@ -1,50 +1,39 @@
 """The ``Database`` reconciler: the database exists, belongs to its resource, and has the spec's character
-set and collation.
-
-The rules of accounts and roles: a finalizer (this instance's), reserved names refused, the server's policy
-checked before any SQL, ownership in the bookkeeping table :data:`~dbuser_operator.mysql.databases.TABLE`
-written *before* ``CREATE DATABASE`` (a crash in between leaves an owned row without a database, created on
-the next pass; never a database nobody owns), a database that exists without our row taken over only with
-the adopt annotation (and the policy's allowAdoption), and deletion under the deletion policy — Retain by
-default: a drop loses data; Delete drops only a database this resource owns. managementPolicy Observe reads
-the database into status and writes nothing; Paused does nothing.
+set and collation (managementPolicy Observe: read into status, nothing written). The rest is the frame's
+(:class:`~dbuser_operator.controllers.kit.ownership.Owning`): finalizer, reserved names, the ledger's row
+written *before* ``CREATE DATABASE``, adoption (this kind's check: the policy's allowAdoption), Paused, and
+deletion — Retain by default (a drop loses data); Delete drops only a database this resource owns.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
-import structlog
-
-from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, RELEASE_ANNOTATION
 from dbuser_operator.api.v1alpha1.database import API_VERSION, Database, DatabaseSpec, DatabaseStatus
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
-from dbuser_operator.controllers.kit.reconcile import FORGET_TIMEOUT, READY, Pass, Reconciler, status_of
-from dbuser_operator.controllers.kit.reserved import NameClass, ReservedNames
+from dbuser_operator.controllers.kit.ownership import Owning, OwningPass, not_ours
+from dbuser_operator.controllers.kit.reconcile import status_of
+from dbuser_operator.controllers.kit.reserved import ReservedNames
 from dbuser_operator.controllers.kit.resources import DATABASES
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.mysql import databases, ownership
+from dbuser_operator.mysql import databases
+from dbuser_operator.mysql.books import NameClass
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.holdings import Holdings
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
-from dbuser_operator.runtime.errors import Forbidden, NotFound
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import Resource
 
-log = structlog.get_logger(__name__)
-PAUSED = "Paused"
-
 
 @dataclass(kw_only=True)
-class DatabaseContext(Pass[DatabaseStatus]):
+class DatabaseContext(OwningPass[DatabaseStatus]):
     """What one Database reconcile knows."""
 
     database: Database
@@ -57,13 +46,7 @@ class DatabaseContext(Pass[DatabaseStatus]):
         return self.database.effective_name()
 
 
-def owner_of(database: Database) -> ownership.Owner:
-    """The resource as the owner of its database."""
-    meta = database.metadata
-    return ownership.Owner(uid=meta.uid or "", namespace=meta.namespace or "", name=meta.name or "")
-
-
-class DatabaseReconciler(Reconciler[DatabaseContext]):
+class DatabaseReconciler(Owning[DatabaseContext]):
     """Runs one ``Database`` key in the frame every kind shares: ensure, observe or delete the database."""
 
     resource: ClassVar[Resource] = DATABASES
@@ -98,40 +81,32 @@ class DatabaseReconciler(Reconciler[DatabaseContext]):
     def mysql_name(self, ctx: DatabaseContext) -> str:
         return ctx.name
 
+    def policies(self, ctx: DatabaseContext) -> tuple[str, str]:
+        return ctx.database.spec.management_policy, ctx.database.spec.deletion_policy
+
     def invalid_deletion_message(self, obj: dict[str, Any], problem: str) -> str:
         return (
             f"deleted with a spec that does not parse ({problem}): this instance let go without dropping "
             "anything; the database stays in MySQL, still recorded as owned"
         )
 
-    def left_target_message(self, obj: dict[str, Any]) -> str:
-        return f"no longer labelled {self.scope.selector}: this instance let go; the database stays in MySQL"
-
-    async def ensure(self, ctx: DatabaseContext) -> Result:
-        policy = ctx.database.spec.management_policy
-        if policy == "Paused":
-            await self._pause(ctx, "the operator changes nothing in MySQL")
-            return Result()
-        ctx.binding, ctx.server = await self.bind(ctx)  # no finalizer on a resource refused here
+    async def _bound(self, ctx: DatabaseContext) -> databases.Schema | None:
+        """The server (no finalizer on a resource refused here), the finalizer, the policy before any SQL;
+        then the database as it is (None: there is none)."""
+        ctx.binding, ctx.server = await self.bind(ctx)
         ctx.obj = await self.finalizer.add(ctx.obj)
-        ctx.status.conditions = [c for c in ctx.status.conditions if c.type != PAUSED]
-        if self.policy is not None:  # before any SQL
+        self.unpause(ctx)
+        if self.policy is not None:
             self.policy.check_database(ctx.binding, ctx.database)
-        if policy == "Observe":
-            await self._observe(ctx)
-        else:
-            await self._converge(ctx)
-            self.set_ready(ctx, "True", "DatabaseReady", f"database {ctx.name} matches the spec")
-        await self.write(ctx)
-        return Result(requeue_after=self.resync_period)
-
-    async def _observe(self, ctx: DatabaseContext) -> None:
-        """managementPolicy Observe: the database as it is into status; nothing created, nothing claimed."""
-        name, spec = ctx.name, ctx.database.spec
         try:
-            found = await databases.read(ctx.server.db, name)
+            return await databases.read(ctx.server.db, ctx.name)
         except MySQLError as error:
-            raise mysql_condition(error, f"database {name}") from None
+            raise mysql_condition(error, f"database {ctx.name}") from None
+
+    async def observe(self, ctx: DatabaseContext) -> Result:
+        """The database as it is into status; nothing created, nothing claimed."""
+        found = await self._bound(ctx)
+        name, spec = ctx.name, ctx.database.spec
         self._record(ctx, found)
         if found is None:
             self.set_ready(ctx, "False", "DatabaseNotFound", f"database {name} does not exist (observed)")
@@ -144,22 +119,31 @@ class DatabaseReconciler(Reconciler[DatabaseContext]):
         else:
             message = f"database {name} matches the spec (observed: the operator changes nothing)"
             self.set_ready(ctx, "True", "Observed", message)
+        await self.write(ctx)
+        return Result(requeue_after=self.resync_period)
 
-    async def _converge(self, ctx: DatabaseContext) -> None:
+    async def converge(self, ctx: DatabaseContext) -> Result:
         """The database is this resource's, exists, and has the spec's character set and collation."""
-        name, handle, spec = ctx.name, ctx.server, ctx.database.spec
-        db = handle.db
+        found = await self._bound(ctx)
+        name, db, spec = ctx.name, ctx.server.db, ctx.database.spec
+
+        async def exists() -> bool:
+            return found is not None
+
         try:
-            await handle.ensure_databases_table()
-            found = await databases.read(db, name)
-            claimed = await self._claim(ctx, found is not None)
+            taken = await self.claim(ctx, exists=exists, adoption=lambda: self._may_adopt(ctx))
+            if taken.inserted and taken.via is not None:
+                how = (
+                    ", which existed already" if taken.via == "existing" else ": its former Database is gone"
+                )
+                ctx.event("Normal", "DatabaseAdopted", f"adopted database {name}{how}")
             if found is None:
                 try:
                     await databases.create(db, name, spec.character_set, spec.collation)
                 except databases.DatabaseExistsError:
-                    if claimed:  # our claim of this pass, for a database somebody made meanwhile
-                        await databases.forget(db, handle.schema, name, owner_of(ctx.database).uid)
-                    raise _not_ours(name, retry=True) from None
+                    if taken.inserted:  # our claim of this pass, for a database somebody made meanwhile
+                        await self.forget(ctx)
+                    raise not_ours(self.words(ctx), retry=True) from None
                 ctx.event("Normal", "DatabaseCreated", f"created database {name}")
             elif databases.differs(found, spec.character_set, spec.collation):
                 await databases.alter(db, name, spec.character_set, spec.collation)
@@ -175,46 +159,15 @@ class DatabaseReconciler(Reconciler[DatabaseContext]):
         except MySQLError as error:
             raise mysql_condition(error, f"database {name}") from None
         self._record(ctx, found)
+        self.set_ready(ctx, "True", "DatabaseReady", f"database {name} matches the spec")
+        await self.write(ctx)
+        return Result(requeue_after=self.resync_period)
 
     @staticmethod
     def _record(ctx: DatabaseContext, found: databases.Schema | None) -> None:
         ctx.status.name = ctx.name if found is not None else None
         ctx.status.character_set = found.character_set if found else None
         ctx.status.collation = found.collation if found else None
-
-    async def _claim(self, ctx: DatabaseContext, exists: bool) -> bool:
-        """Make sure the database is this resource's (recorded before it is created); whether this call
-        recorded it."""
-        name, handle, database = ctx.name, ctx.server, ctx.database
-        db, schema, me = handle.db, handle.schema, owner_of(database)
-        current = await databases.owner_of(db, schema, name)
-        adopting = (database.metadata.annotations or {}).get(ADOPT_ANNOTATION) == "true"
-        inserted = False
-        if current is None:
-            if exists:
-                if not adopting:
-                    raise _not_ours(name)
-                await self._may_adopt(ctx)
-            claim = await databases.claim(db, schema, name, me)
-            current, inserted = claim.owner, claim.inserted
-            if inserted and exists:
-                ctx.event("Normal", "DatabaseAdopted", f"adopted database {name}, which existed already")
-        elif current.uid != me.uid and adopting and not await self._owner_exists(current):
-            await self._may_adopt(ctx)
-            await databases.forget(db, schema, name, current.uid)
-            claim = await databases.claim(db, schema, name, me)
-            current, inserted = claim.owner, claim.inserted
-            if inserted:
-                ctx.event(
-                    "Normal", "DatabaseAdopted", f"adopted database {name}: its former Database is gone"
-                )
-        if current.uid != me.uid:
-            raise ConditionError(
-                "DatabaseClaimed",
-                f"database {name} is managed by Database {current.namespace}/{current.name}",
-                retry=False,
-            )
-        return inserted
 
     async def _may_adopt(self, ctx: DatabaseContext) -> None:
         """Refuse (AdoptionNotAllowed) unless the server's policy lets the namespace take the name over."""
@@ -234,86 +187,11 @@ class DatabaseReconciler(Reconciler[DatabaseContext]):
             flavour=server.flavour,
         )
 
-    async def _owner_exists(self, owner: ownership.Owner) -> bool:
-        try:
-            obj = await self.kube.get(DATABASES, owner.name, owner.namespace)
-        except NotFound:
-            return False
-        except Forbidden:
-            return True
-        return bool(obj["metadata"].get("uid") == owner.uid)
+    async def drop(self, ctx: DatabaseContext) -> None:
+        await databases.drop(ctx.server.db, ctx.name)
+        ctx.event("Normal", "DatabaseDropped", f"dropped database {ctx.name}")
 
-    async def _pause(self, ctx: DatabaseContext, what: str) -> None:
-        """managementPolicy Paused: condition Paused, Ready's status kept with reason Paused."""
-        message = f"managementPolicy Paused: {what}"
-        current = next((c for c in ctx.status.conditions if c.type == READY), None)
-        self.set_condition(ctx, PAUSED, "True", "ManagementPaused", message)
-        self.set_ready(ctx, current.status if current else "Unknown", "Paused", message)
-        await self.write(ctx)
-
-    async def finalize(self, ctx: DatabaseContext) -> None:
-        database = ctx.database
-        spec = database.spec
-        released = (database.metadata.annotations or {}).get(RELEASE_ANNOTATION) == "true"
-        if spec.management_policy == "Paused" and not released:
-            await self._pause(
-                ctx,
-                "deletion waits: set managementPolicy Manage to apply the deletionPolicy, or annotate "
-                f"{RELEASE_ANNOTATION}=true to let go and leave the database in MySQL",
-            )
-            return
-        if released or spec.management_policy == "Observe" or spec.deletion_policy == "Retain":
-            await self._let_go(ctx, released)
-        else:
-            await self._drop(ctx)
-        ctx.obj = await self.finalizer.remove(ctx.obj)
-
-    async def _let_go(self, ctx: DatabaseContext, released: bool) -> None:
-        """Leave the database; forget its row (if ours) when MySQL answers."""
-        name = ctx.name
-        forgotten = False
-        try:
-            _, handle = await self.bind(ctx, deleting=True)
-            async with asyncio.timeout(FORGET_TIMEOUT):
-                await handle.ensure_databases_table()
-                forgotten = await databases.forget(handle.db, handle.schema, name, owner_of(ctx.database).uid)
-        except (MySQLError, TimeoutError, ConditionError) as error:
-            log.warning("could not forget the database's ownership", database=name, error=str(error))
-        what = f"database {name} was left in MySQL" + ("" if forgotten else " (this resource did not own it)")
-        if released:
-            ctx.event("Warning", "Released", f"released by the {RELEASE_ANNOTATION} annotation: {what}")
-        else:
-            why = "managementPolicy Observe" if ctx.database.spec.management_policy == "Observe" else ""
-            ctx.event("Normal", "Retained", f"{why or 'deletionPolicy Retain'}: {what}")
-
-    async def _drop(self, ctx: DatabaseContext) -> None:
-        """deletionPolicy Delete: drop the database if this resource owns it and it is not reserved, else
-        leave it (a reserved one it owns is forgotten)."""
-        name = ctx.name
-        _, handle = await self.bind(ctx, deleting=True)
-        try:
-            await handle.ensure_databases_table()
-            current = await databases.owner_of(handle.db, handle.schema, name)
-            uid = owner_of(ctx.database).uid
-            if current is not None and current.uid == uid and ctx.reserved is not None:
-                await databases.forget(handle.db, handle.schema, name, uid)
-                message = f"database {name} was not dropped, only forgotten: {ctx.reserved.message}"
-                ctx.event("Warning", "DatabaseKept", message)
-            elif current is not None and current.uid == uid:
-                await databases.drop(handle.db, name)
-                await databases.forget(handle.db, handle.schema, name, uid)
-                ctx.event("Normal", "DatabaseDropped", f"dropped database {name}")
-            else:
-                message = f"database {name} was left in MySQL: this resource does not own it"
-                ctx.event("Normal", "Retained", message)
-        except MySQLError as error:
-            raise mysql_condition(error, f"cannot drop database {name}") from None
-
-
-def _not_ours(name: str, *, retry: bool = False) -> ConditionError:
-    return ConditionError(
-        "DatabaseExists",
-        f"database {name} already exists and the operator did not create it; to manage it anyway, annotate "
-        f"this Database with {ADOPT_ANNOTATION}=true",
-        retry=retry,
-    )
+    def not_owned(self, ctx: DatabaseContext) -> None:
+        ctx.event(
+            "Normal", "Retained", f"database {ctx.name} was left in MySQL: this resource does not own it"
+        )

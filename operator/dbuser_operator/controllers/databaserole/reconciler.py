@@ -2,26 +2,23 @@
 spec's privileges.
 
 The same rules as for accounts: a finalizer (this instance's), the guard's refusals, ownership in the
-bookkeeping schema (table :data:`~dbuser_operator.mysql.ownership.ROLES_TABLE`; a role that exists but that
-the operator did not create is not taken over without the adopt annotation), exact privilege convergence
-through :class:`~dbuser_operator.mysql.grants.AccountGrants` with the role as grantee, and deletion under the
-deletion policy and the release annotation. A DatabaseRole has no sub-roles: a role granted to the role (by
-hand, or found at adoption) is revoked, with a Warning naming it. Accounts holding the role that the
-operator does not manage are reported (condition ``UnmanagedHolders`` and a Warning), never changed, and
-named in a Warning when deletion drops the role from under them (:mod:`.holders`). A Ready role is
-reconciled again every resync period, which repairs a role dropped or changed by hand.
+ledger (its table ``roles``; a role that exists but that the operator did not create is not taken over
+without the adopt annotation) and deletion under the deletion policy and the release annotation, which are
+the frame's (:class:`~dbuser_operator.controllers.kit.ownership.Owning`); exact privilege convergence
+through :class:`~dbuser_operator.mysql.grants.AccountGrants` with the role as grantee. A DatabaseRole has no
+sub-roles: a role granted to the role (by hand, or found at adoption) is revoked, with a Warning naming it.
+Accounts holding the role that the operator does not manage are reported (condition ``UnmanagedHolders``
+and a Warning), never changed, and named in a Warning when deletion drops the role from under them
+(:mod:`.holders`). A Ready role is reconciled again every resync period, which repairs a role dropped or
+changed by hand.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
-import structlog
-
-from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, RELEASE_ANNOTATION
 from dbuser_operator.api.v1alpha1.databaserole import (
     API_VERSION,
     DatabaseRole,
@@ -31,8 +28,9 @@ from dbuser_operator.api.v1alpha1.databaserole import (
 from dbuser_operator.controllers.databaserole import holders
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
-from dbuser_operator.controllers.kit.reconcile import FORGET_TIMEOUT, Pass, Reconciler, status_of
-from dbuser_operator.controllers.kit.reserved import NameClass, ReservedNames
+from dbuser_operator.controllers.kit.ownership import Owning, OwningPass, not_ours
+from dbuser_operator.controllers.kit.reconcile import status_of
+from dbuser_operator.controllers.kit.reserved import ReservedNames
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.policy.gate import PolicyGate
@@ -41,19 +39,17 @@ from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.mysql import grants, holdings, name_holders, ownership, roles
+from dbuser_operator.mysql.books import NameClass
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
-from dbuser_operator.runtime.errors import Forbidden, NotFound
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import Resource
 
-log = structlog.get_logger(__name__)
-
 
 @dataclass(kw_only=True)
-class RoleContext(Pass[DatabaseRoleStatus]):
+class RoleContext(OwningPass[DatabaseRoleStatus]):
     """What one DatabaseRole reconcile knows."""
 
     role: DatabaseRole
@@ -66,13 +62,7 @@ class RoleContext(Pass[DatabaseRoleStatus]):
         return self.role.effective_role()
 
 
-def owner_of(role: DatabaseRole) -> ownership.Owner:
-    """The resource as the owner of its role."""
-    meta = role.metadata
-    return ownership.Owner(uid=meta.uid or "", namespace=meta.namespace or "", name=meta.name or "")
-
-
-class DatabaseRoleReconciler(Reconciler[RoleContext]):
+class DatabaseRoleReconciler(Owning[RoleContext]):
     """Runs one ``DatabaseRole`` key in the frame every kind shares: ensure or delete the role."""
 
     resource: ClassVar[Resource] = DATABASE_ROLES
@@ -109,16 +99,16 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
     def mysql_name(self, ctx: RoleContext) -> str:
         return ctx.name
 
+    def policies(self, ctx: RoleContext) -> tuple[str, str]:
+        return "Manage", ctx.role.spec.deletion_policy
+
     def invalid_deletion_message(self, obj: dict[str, Any], problem: str) -> str:
         return (
             f"deleted with a spec that does not parse ({problem}): this instance let go without dropping "
             "anything; the role stays in MySQL, still recorded as owned: drop it by hand if it is not wanted"
         )
 
-    def left_target_message(self, obj: dict[str, Any]) -> str:
-        return f"no longer labelled {self.scope.selector}: this instance let go; the role stays in MySQL"
-
-    async def ensure(self, ctx: RoleContext) -> Result:
+    async def converge(self, ctx: RoleContext) -> Result:
         ctx.binding, ctx.server = await self.bind(ctx)  # no finalizer on a resource refused here
         ctx.obj = await self.finalizer.add(ctx.obj)
         await self._refuse(ctx)
@@ -148,17 +138,21 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
         name, handle, role = ctx.name, ctx.server, ctx.role
         db = handle.db
         try:
-            await handle.ensure_roles_table()
             server = await handle.server()
-            claimed = await self._claim(handle, role, name, ctx.binding)
+            taken = await self.claim(
+                ctx,
+                exists=lambda: roles.exists(db, name, server),
+                adoption=lambda: self._may_adopt(ctx),
+                unowned=lambda exists: self._refuse_an_account(handle, name) if exists else _nothing(),
+            )
             created = False
             if not await roles.exists(db, name, server):
                 try:
                     await roles.create(db, name, server)
                 except AccountExistsError:
-                    if claimed:  # our claim of this pass, for a role somebody else made meanwhile
-                        await self._forget(handle, role, name)
-                    raise _not_ours(name, retry=True) from None
+                    if taken.inserted:  # our claim of this pass, for a role somebody else made meanwhile
+                        await self.forget(ctx)
+                    raise not_ours(self.words(ctx), retry=True) from None
                 created = True
                 ctx.event("Normal", "RoleCreated", f"created role {name}")
             revoked = [] if created else await holders.revoke_held_roles(handle, name)
@@ -197,44 +191,13 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
         if status == "True" and changed:
             ctx.event("Warning", holders.HOLDERS, message)
 
-    async def _claim(
-        self, handle: ServerHandle, role: DatabaseRole, name: str, binding: ServerBinding | None
-    ) -> bool:
-        """Make sure the role is this resource's; whether this call recorded it."""
-        db, schema, me = handle.db, handle.schema, owner_of(role)
-        table = ownership.ROLES_TABLE
-        current = await ownership.owner_of(db, schema, name, ownership.ROLE_HOST, table_name=table)
-        adopting = (role.metadata.annotations or {}).get(ADOPT_ANNOTATION) == "true"
-        inserted = False
-        if current is None:
-            if await roles.exists(db, name, await handle.server()):
-                if not adopting:
-                    raise _not_ours(name)
-                await self._refuse_an_account(handle, name)
-                await self._may_adopt(handle, role, name, binding)
-            claim = await ownership.claim(db, schema, name, ownership.ROLE_HOST, me, table_name=table)
-            current, inserted = claim.owner, claim.inserted
-        elif current.uid != me.uid and adopting and not await self._owner_exists(current):
-            await self._may_adopt(handle, role, name, binding)
-            await ownership.forget(db, schema, name, ownership.ROLE_HOST, current.uid, table_name=table)
-            claim = await ownership.claim(db, schema, name, ownership.ROLE_HOST, me, table_name=table)
-            current, inserted = claim.owner, claim.inserted
-        if current.uid != me.uid:
-            raise ConditionError(
-                "RoleClaimed",
-                f"role {name} is managed by DatabaseRole {current.namespace}/{current.name}",
-                retry=False,
-            )
-        return inserted
-
-    async def _may_adopt(
-        self, handle: ServerHandle, role: DatabaseRole, name: str, binding: ServerBinding | None
-    ) -> None:
+    async def _may_adopt(self, ctx: RoleContext) -> None:
         """Refuse (AdoptionNotAllowed) unless the server's policy lets the namespace take the role over as
         it is today: its privileges, the roles granted to it (recursively), and nobody outside the
         operator's bookkeeping holding it (they would get whatever the tenant grants the role)."""
         if self.policy is None:
             return
+        handle, name = ctx.server, ctx.name
         server = await handle.server()
 
         async def held() -> holdings.Holdings:
@@ -245,8 +208,8 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
             return dataclasses.replace(found, held_by=tuple(roles.describe(account) for account in outside))
 
         await self.policy.check_adoption(
-            binding,
-            namespace=role.metadata.namespace or "",
+            ctx.binding,
+            namespace=ctx.role.metadata.namespace or "",
             what=f"role {name}",
             name=name,
             holdings=held,
@@ -257,7 +220,7 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
         """Adoption takes over roles only: never an account a DatabaseUser owns, nor (MySQL) an account that
         logs in, which a role's grants and deletion would change for whoever uses it."""
         db, schema = handle.db, handle.schema
-        account = await ownership.owner_of(db, schema, name, ownership.ROLE_HOST)
+        account = await ownership.owner_of(db, schema, ownership.account(name, ownership.ROLE_HOST))
         if account is not None:
             holder = f"DatabaseUser {account.namespace}/{account.name}"
             message = f"'{name}'@'%' is the account of {holder}, not a role: it cannot be adopted as one"
@@ -266,76 +229,26 @@ class DatabaseRoleReconciler(Reconciler[RoleContext]):
             message = f"'{name}'@'%' is an account that can log in, not a role: it cannot be adopted as one"
             raise ConditionError("RoleExists", message, retry=False)
 
-    async def _owner_exists(self, owner: ownership.Owner) -> bool:
-        try:
-            obj = await self.kube.get(DATABASE_ROLES, owner.name, owner.namespace)
-        except NotFound:
-            return False
-        except Forbidden:
-            return True
-        return bool(obj["metadata"].get("uid") == owner.uid)
+    def left(self, ctx: RoleContext, released: bool, forgotten: bool | None) -> None:
+        reason = "Released" if released else "Retained"
+        ctx.event("Warning" if released else "Normal", reason, f"role {ctx.name} was left in MySQL")
 
-    async def _forget(self, handle: ServerHandle, role: DatabaseRole, name: str) -> bool:
-        return await ownership.forget(
-            handle.db,
-            handle.schema,
-            name,
-            ownership.ROLE_HOST,
-            owner_of(role).uid,
-            table_name=ownership.ROLES_TABLE,
-        )
-
-    async def finalize(self, ctx: RoleContext) -> None:
-        name, role = ctx.name, ctx.role
-        released = (role.metadata.annotations or {}).get(RELEASE_ANNOTATION) == "true"
-        if released or role.spec.deletion_policy == "Retain":
-            try:
-                _, handle = await self.bind(ctx, deleting=True)
-                async with asyncio.timeout(FORGET_TIMEOUT):
-                    await handle.ensure_roles_table()
-                    await self._forget(handle, role, name)
-            except (MySQLError, TimeoutError, ConditionError) as error:
-                log.warning("could not forget the role's ownership", role=name, error=str(error))
-            reason = "Released" if released else "Retained"
-            ctx.event("Warning" if released else "Normal", reason, f"role {name} was left in MySQL")
-        else:
-            _, handle = await self.bind(ctx, deleting=True)
-            try:
-                await handle.ensure_roles_table()
-                current = await ownership.owner_of(
-                    handle.db, handle.schema, name, ownership.ROLE_HOST, table_name=ownership.ROLES_TABLE
-                )
-                ours = current is not None and current.uid == owner_of(role).uid
-                if ours and ctx.reserved is not None:  # reserved since: forgotten, never dropped
-                    await self._forget(handle, role, name)
-                    message = f"role {name} was not dropped, only forgotten: {ctx.reserved.message}"
-                    ctx.event("Warning", "RoleKept", message)
-                elif ours:
-                    server = await handle.server()
-                    found = await name_holders.role_holders(handle.db, handle.schema, name, server)
-                    if unmanaged := holders.unmanaged(found):
-                        ctx.event(
-                            "Warning",
-                            "DroppedFromUnmanagedAccounts",
-                            f"dropping role {name}: accounts the operator does not manage hold it and lose "
-                            f"it: {holders.named(unmanaged)}",
-                        )
-                    await roles.drop(handle.db, name, server)
-                    ended = await holders.end_managed_sessions(handle, found)
-                    await self._forget(handle, role, name)
-                    also = (
-                        f" and ended {ended} open session(s) of the DatabaseUsers holding it" if ended else ""
-                    )
-                    ctx.event("Normal", "RoleDropped", f"dropped role {name}{also}")
-            except MySQLError as error:
-                raise mysql_condition(error, f"cannot drop role {name}") from None
-        ctx.obj = await self.finalizer.remove(ctx.obj)
+    async def drop(self, ctx: RoleContext) -> None:
+        name, handle = ctx.name, ctx.server
+        server = await handle.server()
+        found = await name_holders.role_holders(handle.db, handle.schema, name, server)
+        if unmanaged := holders.unmanaged(found):
+            ctx.event(
+                "Warning",
+                "DroppedFromUnmanagedAccounts",
+                f"dropping role {name}: accounts the operator does not manage hold it and lose it: "
+                f"{holders.named(unmanaged)}",
+            )
+        await roles.drop(handle.db, name, server)
+        ended = await holders.end_managed_sessions(handle, found)
+        also = f" and ended {ended} open session(s) of the DatabaseUsers holding it" if ended else ""
+        ctx.event("Normal", "RoleDropped", f"dropped role {name}{also}")
 
 
-def _not_ours(name: str, *, retry: bool = False) -> ConditionError:
-    return ConditionError(
-        "RoleExists",
-        f"role {name} already exists and the operator did not create it; to manage it anyway, annotate "
-        f"this DatabaseRole with {ADOPT_ANNOTATION}=true",
-        retry=retry,
-    )
+async def _nothing() -> None:
+    """No check."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, AppliedSecret, DatabaseUser, DatabaseUserStatus
-from dbuser_operator.controllers.kit.reconcile import Pass
+from dbuser_operator.controllers.kit.ownership import OwningPass, Words
 from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.mysql.account_metadata import AccountMetadata
@@ -15,7 +15,7 @@ from dbuser_operator.mysql.authentication import Method
 
 
 @dataclass(kw_only=True)
-class Context(Pass[DatabaseUserStatus]):
+class Context(OwningPass[DatabaseUserStatus]):
     """What one DatabaseUser reconcile knows; steps read and fill it in order."""
 
     user: DatabaseUser
@@ -51,6 +51,11 @@ class Context(Pass[DatabaseUserStatus]):
     def account(self) -> str:
         """``'user'@'host'`` for messages (validated names only: safe to show)."""
         return f"'{self.user.effective_user()}'@'{self.host}'"
+
+
+def words(ctx: Context) -> Words:
+    """How the refusals of ownership name the account (a deleted owner's with how to take over)."""
+    return Words("account", "DatabaseUser", ctx.account, hint=True)
 
 
 def adopting(ctx: Context) -> bool:

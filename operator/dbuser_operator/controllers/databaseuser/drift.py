@@ -45,7 +45,7 @@ from dbuser_operator.controllers.servers.access import DriftFound, build, extra_
 from dbuser_operator.controllers.servers.access_status import AccessStatus
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.liveness import server_label
-from dbuser_operator.mysql import databases, grants
+from dbuser_operator.mysql import grants, ownership
 from dbuser_operator.mysql.access import ServerAccounts, read_accounts
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.inventory import AccountState, Inventory, inventory, read_inventory
@@ -226,7 +226,8 @@ class DriftCheck:
             label = server_label(key)
             counts.update({k: n for k, n in self.orphaned_databases_by_server.items() if k[0] == label})
             return
-        owned = await databases.owned(handle.db, handle.schema)
+        rows = await ownership.owned(handle.db, handle.schema, ownership.DATABASES)
+        owned = {name: owner for (name,), owner in rows.items()}
         uids = {obj["metadata"].get("uid") for obj in self.databases.store}
         orphans = sorted(
             name
@@ -266,7 +267,7 @@ class DriftCheck:
     async def _read_accounts(key: str, handle: ServerHandle, server: ServerInfo) -> ServerAccounts | None:
         """Every account of a server resource, for its access report (None on failure: no report)."""
         try:
-            await handle.ensure_roles_table()
+            await handle.ensure_book(ownership.ROLES)
             return await read_accounts(handle.db, server, handle.schema)
         except MySQLError as error:
             log.warning("access report: reading the accounts failed", server=key, error=str(error))

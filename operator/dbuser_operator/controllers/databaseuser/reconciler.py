@@ -2,7 +2,9 @@
 
 Deletion runs the steps' delete halves in reverse, then the finalizer comes off. Under
 ``deletionPolicy: Retain``, or with the release annotation, MySQL is left alone (ownership is forgotten
-if the server answers quickly) and the resource is released at once, even while MySQL is down.
+if the server answers quickly) and the resource is released at once, even while MySQL is down. These
+policies are the frame's (:class:`~dbuser_operator.controllers.kit.ownership.Owning`); this kind supplies the
+steps (the ownership step claims each host's account), observe, and its Events of letting go.
 
 ``spec.managementPolicy`` Observe reads the accounts into status and writes nothing to MySQL (deletion
 lets go, as under Retain), unless the server's policy refuses the resource (it would read a server, or
@@ -16,10 +18,7 @@ as owned, so the drift check reports it as an orphan, and restoring the label re
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, ClassVar
-
-import structlog
 
 from dbuser_operator.api.v1alpha1 import (
     API_VERSION,
@@ -35,34 +34,31 @@ from dbuser_operator.controllers.databaseuser.observe import Observer, summary
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import release as release_metadata
 from dbuser_operator.controllers.databaseuser.steps.account_options import ready_outcome
 from dbuser_operator.controllers.databaseuser.steps.hosts import accounts_of, ready_message
-from dbuser_operator.controllers.databaseuser.steps.ownership import owner
 from dbuser_operator.controllers.kit.errors import ConditionError
-from dbuser_operator.controllers.kit.reconcile import FORGET_TIMEOUT, READY, Reconciler, status_of
-from dbuser_operator.controllers.kit.reserved import NameClass, ReservedNames
+from dbuser_operator.controllers.kit.ownership import PAUSED, Owning
+from dbuser_operator.controllers.kit.reconcile import status_of
+from dbuser_operator.controllers.kit.reserved import ReservedNames
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.kit.steps import Releasing, Step, check_order
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.mysql import ownership
-from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.mysql.books import NameClass
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import Resource
 
-log = structlog.get_logger(__name__)
 
-PAUSED = "Paused"
-
-
-class DatabaseUserReconciler(Reconciler[Context]):
+class DatabaseUserReconciler(Owning[Context]):
     """Runs the steps for one ``DatabaseUser`` key, in the frame every kind shares."""
 
     resource: ClassVar[Resource] = DATABASE_USERS
     api_version: ClassVar[str] = API_VERSION
     manages: ClassVar[NameClass] = "account"
+    paused: ClassVar[str] = "the operator changes nothing in MySQL, drift included"
+    left_behind = "the accounts"  # what deletion leaves in MySQL when it lets go
     one_normal_event: ClassVar[bool] = True  # "AccountCreated" already says the account is there
 
     def __init__(
@@ -102,6 +98,9 @@ class DatabaseUserReconciler(Reconciler[Context]):
     def shown(self, ctx: Context) -> str:
         return ctx.account
 
+    def policies(self, ctx: Context) -> tuple[str, str]:
+        return ctx.user.spec.management_policy, ctx.user.spec.deletion_policy
+
     def invalid_deletion_message(self, obj: dict[str, Any], problem: str) -> str:
         account = _recorded_account(status_of(DatabaseUserStatus, obj)) or "no account"
         return (
@@ -117,24 +116,31 @@ class DatabaseUserReconciler(Reconciler[Context]):
             "still recorded as owned (reported as an orphan), until it is dropped or the label is restored"
         )
 
-    async def ensure(self, ctx: Context) -> Result:
-        policy = ctx.user.spec.management_policy
-        if policy == "Paused":
-            await self._pause(ctx, "the operator changes nothing in MySQL, drift included")
-        elif policy == "Observe":
-            ctx.binding, ctx.server = await self.bind(ctx)
-            self._resolve_refs(ctx)
-            await self._observe(ctx)
-            return Result(requeue_after=self.observe_period)
+    async def observe(self, ctx: Context) -> Result:
+        """The live accounts into status; Ready says Observed or Diverged."""
+        ctx.binding, ctx.server = await self.bind(ctx)
+        self._resolve_refs(ctx)
+        _clear_policy_status(ctx)
+        if self.policy is not None:
+            self.policy.check_user(ctx.binding, ctx.user)
+        if await self.observer.observe(ctx):
+            message = f"{ready_message(ctx)} (observed: the operator changes nothing)"
+            self.set_ready(ctx, "True", "Observed", message)
         else:
-            ctx.status.user = ctx.user.effective_user()  # the USER column, refused resources included
-            ctx.binding, ctx.server = await self.bind(ctx)
-            self._resolve_refs(ctx)
-            _clear_policy_status(ctx)
-            for step in self.steps:
-                await step.ensure(ctx)
-            self.set_ready(ctx, "True", *ready_outcome(ctx, ready_message(ctx)))
-            await self.write(ctx)
+            self.set_ready(ctx, "False", "Diverged", summary(ctx, ctx.status.observed or []))
+        await self.write(ctx)
+        return Result(requeue_after=self.observe_period)
+
+    async def converge(self, ctx: Context) -> Result:
+        """The steps in order (the ownership step claims each account)."""
+        ctx.status.user = ctx.user.effective_user()  # the USER column, refused resources included
+        ctx.binding, ctx.server = await self.bind(ctx)
+        self._resolve_refs(ctx)
+        _clear_policy_status(ctx)
+        for step in self.steps:
+            await step.ensure(ctx)
+        self.set_ready(ctx, "True", *ready_outcome(ctx, ready_message(ctx)))
+        await self.write(ctx)
         return Result(requeue_after=ctx.requeue_after or 0.0)
 
     def _resolve_refs(self, ctx: Context) -> None:
@@ -146,47 +152,17 @@ class DatabaseUserReconciler(Reconciler[Context]):
                 "DatabaseNotFound", "no Database informer: databaseRef unsupported", retry=False
             )
 
-    async def finalize(self, ctx: Context) -> None:
-        released = (ctx.user.metadata.annotations or {}).get(RELEASE_ANNOTATION) == "true"
-        policy = ctx.user.spec.management_policy
-        if policy == "Paused" and not released:
-            await self._pause(
-                ctx,
-                "deletion waits: set managementPolicy Manage to apply the deletionPolicy, or annotate "
-                f"{RELEASE_ANNOTATION}=true to let go and leave the accounts in MySQL",
-            )
-        elif released or policy == "Observe" or ctx.user.spec.deletion_policy == "Retain":
-            try:  # letting go needs no server; ownership is forgotten where there is one
-                ctx.binding, ctx.server = await self.bind(ctx, deleting=True)
-                bound = True
-            except ConditionError:
-                bound = False
-            await self._let_go(ctx, released, bound=bound)
-        else:
-            ctx.binding, ctx.server = await self.bind(ctx, deleting=True)
-            for step in reversed(self.steps):
-                await step.delete(ctx)
+    async def delete(self, ctx: Context) -> None:
+        """deletionPolicy Delete: the steps' delete halves in reverse (each host's account its own)."""
+        for step in reversed(self.steps):
+            await step.delete(ctx)
 
-    async def _let_go(self, ctx: Context, released: bool, *, bound: bool = True) -> None:
-        """Remove the finalizer without touching the accounts; forget ownership if MySQL answers.
+    async def release(self, ctx: Context) -> None:
+        await release_metadata(ctx)  # a released account names no owner (Manage only)
 
-        The accounts are the bookkeeping table's (every host this resource owns), not status's: status may
-        never have been written.
-        """
-        user = ctx.user.effective_user()
-        forgotten: bool | None = None  # None: MySQL did not answer
-        try:
-            if bound:  # else the server is gone or unusable: as if MySQL did not answer
-                async with asyncio.timeout(FORGET_TIMEOUT):
-                    server = ctx.server
-                    await release_metadata(ctx)  # a released account names no owner (Manage only)
-                    forgotten = (
-                        await ownership.forget_owner(server.db, server.schema, user, owner(ctx).uid) > 0
-                    )
-        except (MySQLError, TimeoutError) as error:
-            log.warning(
-                "could not forget ownership; it stays recorded", account=ctx.account, error=str(error)
-            )
+    def left(self, ctx: Context, released: bool, forgotten: bool | None) -> None:
+        """The accounts are the bookkeeping table's (every host this resource owns), not status's: status
+        may never have been written."""
         if forgotten or (forgotten is None and _recorded_account(ctx.status) is not None):
             account = accounts_of(ctx)
         elif forgotten is None:  # MySQL did not say, and status may never have been written
@@ -203,30 +179,12 @@ class DatabaseUserReconciler(Reconciler[Context]):
             why = "managementPolicy Observe" if ctx.user.spec.management_policy == "Observe" else ""
             why = why or "deletionPolicy Retain"
             ctx.event("Normal", "Retained", f"{why}: {account} was left in MySQL")
+
+    async def let_go(self, ctx: Context, released: bool) -> None:
+        await super().let_go(ctx, released)
         for step in self.steps:  # the Secrets it made stay with the account
             if isinstance(step, Releasing):
                 await step.release(ctx)
-        ctx.obj = await self.finalizer.remove(ctx.obj)
-
-    async def _pause(self, ctx: Context, what: str) -> None:
-        """managementPolicy Paused: condition Paused, Ready's status kept with reason Paused; no step runs."""
-        message = f"managementPolicy Paused: {what}"
-        current = next((c for c in ctx.status.conditions if c.type == READY), None)
-        self.set_condition(ctx, PAUSED, "True", "ManagementPaused", message)
-        self.set_ready(ctx, current.status if current else "Unknown", "Paused", message)
-        await self.write(ctx)
-
-    async def _observe(self, ctx: Context) -> None:
-        """managementPolicy Observe: the live accounts into status; Ready says Observed or Diverged."""
-        _clear_policy_status(ctx)
-        if self.policy is not None:
-            self.policy.check_user(ctx.binding, ctx.user)
-        if await self.observer.observe(ctx):
-            message = f"{ready_message(ctx)} (observed: the operator changes nothing)"
-            self.set_ready(ctx, "True", "Observed", message)
-        else:
-            self.set_ready(ctx, "False", "Diverged", summary(ctx, ctx.status.observed or []))
-        await self.write(ctx)
 
 
 def _clear_policy_status(ctx: Context) -> None:

@@ -34,7 +34,7 @@ from dbuser_operator.controllers.databaseuser.steps.grants import GrantsStep, Pr
 from dbuser_operator.controllers.databaseuser.steps.guard import GuardStep
 from dbuser_operator.controllers.databaseuser.steps.hosts import HostsStep
 from dbuser_operator.controllers.databaseuser.steps.options import OptionsStep
-from dbuser_operator.controllers.databaseuser.steps.ownership import LiveOwners, OwnershipStep
+from dbuser_operator.controllers.databaseuser.steps.ownership import OwnershipStep
 from dbuser_operator.controllers.databaseuser.steps.password import PasswordStep
 from dbuser_operator.controllers.databaseuser.steps.policy import PolicyStep
 from dbuser_operator.controllers.databaseuser.steps.roles import (
@@ -49,6 +49,7 @@ from dbuser_operator.controllers.databaseuser.steps.rotation import DiscardStep,
 from dbuser_operator.controllers.databaseuser.steps.scheduled import ScheduledRotationStep
 from dbuser_operator.controllers.kit.departed import DepartedSweep
 from dbuser_operator.controllers.kit.finalizer import Finalizer, FinalizerStep
+from dbuser_operator.controllers.kit.ownership import LiveOwners
 from dbuser_operator.controllers.kit.resources import (
     ACCOUNT_INDEX,
     DATABASE_USERS,
@@ -119,7 +120,7 @@ def steps(
         HostsStep(  # the steps of one account, run for each host
             [
                 RoleAccountGuardStep(),
-                OwnershipStep(LiveOwners(kube), shared.policy),
+                OwnershipStep(LiveOwners(kube, DATABASE_USERS), shared.policy),
                 AuthenticationStep(),
                 AccountStep(),
                 OptionsStep(),

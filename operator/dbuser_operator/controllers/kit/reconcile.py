@@ -2,7 +2,9 @@
 
 A kind subclasses :class:`Reconciler` and supplies its model (:meth:`Reconciler.parse`), which name it
 manages in MySQL (``manages``, :meth:`Reconciler.mysql_name`), what a pass does (:meth:`Reconciler.ensure`)
-and what deletion does (:meth:`Reconciler.finalize`). The frame does the rest, the same way for every kind:
+and what deletion does (:meth:`Reconciler.finalize`); a kind that owns a name subclasses
+:class:`~.ownership.Owning` instead, which supplies ``ensure`` and ``finalize`` from the ownership lifecycle
+and the management and deletion policies. The frame does the rest, the same way for every kind:
 
 - the object comes from the informer's cache (never a GET); one the cache dropped is let go of if it only
   left this instance's scope (its target label changed) and still carries the finalizer; a cached object
@@ -35,10 +37,11 @@ from dbuser_operator.api.v1alpha1 import Condition
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.finalizer import Finalizer
 from dbuser_operator.controllers.kit.freshness import STALE_RETRY, WrittenVersions
-from dbuser_operator.controllers.kit.reserved import NameClass, Refusal, ReservedNames, SystemNames
+from dbuser_operator.controllers.kit.reserved import Refusal, ReservedNames, SystemNames
 from dbuser_operator.controllers.kit.resources import FIELD_MANAGER
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.kit.steps import EventType
+from dbuser_operator.mysql.books import NameClass
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import set_condition
 from dbuser_operator.runtime.controller import Result

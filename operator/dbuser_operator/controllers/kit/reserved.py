@@ -16,11 +16,11 @@ without it still refuses.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Protocol
 
+from dbuser_operator.mysql.books import NameClass
 from dbuser_operator.mysql.reserved import system_account, system_schema
 
-NameClass = Literal["account", "role", "database"]
 RESERVED_ACCOUNT: Final = "ReservedAccount"
 RESERVED_DATABASE: Final = "ReservedDatabase"
 REASONS: Final[dict[NameClass, str]] = {

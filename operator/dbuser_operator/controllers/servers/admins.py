@@ -29,13 +29,13 @@ from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.reserved import (
     RESERVED_ACCOUNT,
     RESERVED_DATABASE,
-    NameClass,
     Refusal,
     SystemNames,
 )
 from dbuser_operator.controllers.servers.connection import ServerConfigError
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver
+from dbuser_operator.mysql.books import NameClass
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 

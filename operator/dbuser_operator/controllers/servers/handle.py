@@ -8,7 +8,8 @@ import time
 
 import structlog
 
-from dbuser_operator.mysql import databases, ownership
+from dbuser_operator.mysql import ownership
+from dbuser_operator.mysql.books import TABLE, Book
 from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.probe import Probe
 from dbuser_operator.mysql.server import ServerInfo, read_identity, read_server
@@ -31,8 +32,7 @@ class ServerHandle:
         self._server: ServerInfo | None = None
         self._read_at = 0.0  # monotonic time of the last read
         self._schema_ready = False
-        self._roles_table_ready = False
-        self._databases_table_ready = False
+        self._books_ready = {TABLE}  # the schema's own table (ensure_schema)
         self._lock = asyncio.Lock()
 
     async def server(self) -> ServerInfo:
@@ -71,19 +71,12 @@ class ServerHandle:
                 await ownership.ensure_schema(self.db, self.schema)
                 self._schema_ready = True
 
-    async def ensure_roles_table(self) -> None:
-        """The bookkeeping schema, and its table of roles, on first use."""
+    async def ensure_book(self, book: Book) -> None:
+        """The bookkeeping schema, and the table of ``book`` (roles, databases), on first use."""
         await self.ensure_schema()
-        if not self._roles_table_ready:
-            await ownership.ensure_roles_table(self.db, self.schema)
-            self._roles_table_ready = True
-
-    async def ensure_databases_table(self) -> None:
-        """The bookkeeping schema, and its table of databases, on first use."""
-        await self.ensure_schema()
-        if not self._databases_table_ready:
-            await databases.ensure_table(self.db, self.schema)
-            self._databases_table_ready = True
+        if book.name not in self._books_ready:
+            await ownership.ensure_book(self.db, self.schema, book)
+            self._books_ready.add(book.name)
 
     @functools.cached_property
     def probe(self) -> Probe:

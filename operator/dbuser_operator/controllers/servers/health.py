@@ -53,7 +53,7 @@ async def check(handle: ServerHandle, address: str) -> Health:
         handle.db.mark_reachable()  # it answers now, whatever the last liveness probe found
         info = await read_server(handle.db)
         plugins = await authentication.active_plugins(handle.db)
-        await handle.ensure_roles_table()  # the schema, its accounts table and its roles table
+        await handle.ensure_book(ownership.ROLES)  # the schema, its accounts table and its roles table
         accounts = await ownership.count_owned(handle.db, handle.schema)
     except MySQLError as error:
         cause = str(error).removeprefix(f"{handle.db.where}: ")  # the pool's errors name the server

@@ -16,7 +16,7 @@ from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.api.v1alpha1.mysqlserver import CLUSTER_KIND
 from dbuser_operator.controllers.kit.resources import DATABASES
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import databases as mysql_databases
+from dbuser_operator.mysql import ownership
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from tests.integration.operator.servers import test_server_policy
@@ -182,7 +182,7 @@ async def test_crash_between_row_and_create_leaks_nothing(
     obj = await wait_db(kube_client, namespace, name, "Unknown", "Paused")
     assert schema_of(mysql, name) is None
     mysql_query(mysql, f"CREATE DATABASE IF NOT EXISTS `{schema}`")
-    mysql_query(mysql, mysql_databases._CREATE_TABLE.format(table=f"`{schema}`.`databases`"))
+    mysql_query(mysql, ownership.DATABASES.create.format(table=f"`{schema}`.`databases`"))
     mysql_query(
         mysql,
         f"INSERT INTO `{schema}`.`databases` (name, owner_uid, namespace, resource) VALUES (%s, %s, %s, %s)",

@@ -338,7 +338,9 @@ async def test_a_claim_left_by_a_crashed_pass_creates_the_account_once(
     )
     async with Database(settings) as db:  # the crashed pass: its claim landed, its CREATE USER did not
         await ownership.ensure_schema(db, own_schema())
-        await ownership.claim(db, own_schema(), user, "%", Owner(uid, namespace, "resumed"))
+        await ownership.claim(
+            db, own_schema(), ownership.account(user, "%"), Owner(uid, namespace, "resumed")
+        )
     relabel = {"metadata": {"labels": {TARGET_LABEL: operator.settings.target}}}
     await kube_client.patch(DATABASE_USERS, "resumed", relabel, PatchType.MERGE, namespace=namespace)
     await wait_for_ready(kube_client, namespace, "resumed")

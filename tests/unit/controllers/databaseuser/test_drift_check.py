@@ -10,7 +10,7 @@ from dbuser_operator.controllers.databaseuser import drift
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS, DATABASES
 from dbuser_operator.controllers.servers.access_status import AccessStatus
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql import databases as mysql_databases
+from dbuser_operator.mysql import ownership as mysql_ownership
 from dbuser_operator.mysql.access import ServerAccount, ServerAccounts
 from dbuser_operator.mysql.inventory import AccountState, Inventory
 from dbuser_operator.mysql.ownership import Owner
@@ -34,7 +34,7 @@ class Handle:
     async def server(self) -> ServerInfo:
         return ServerInfo(flavour="mysql", version=(9, 7, 4))
 
-    async def ensure_roles_table(self) -> None:
+    async def ensure_book(self, book: object) -> None:
         """Nothing to create."""
 
 
@@ -108,15 +108,16 @@ async def test_orphaned_databases_are_counted_per_server_and_namespace_and_logge
     }
     owned_calls: list[str] = []
 
-    async def owned(_db: object, schema: str) -> dict[str, Owner]:
+    async def owned(_db: object, schema: str, book: object) -> dict[tuple[str, ...], Owner]:
+        assert book is mysql_ownership.DATABASES
         owned_calls.append(schema)
-        return recorded
+        return {(name,): owner for name, owner in recorded.items()}
 
     async def no_accounts(*_: Any) -> dict[tuple[str, str], AccountState]:
         return {}
 
     monkeypatch.setattr(drift, "inventory", no_accounts)
-    monkeypatch.setattr(mysql_databases, "owned", owned)
+    monkeypatch.setattr(mysql_ownership, "owned", owned)
     users = Informer(cast(KubeClient, None), DATABASE_USERS)
     dbs = Informer(cast(KubeClient, None), DATABASES)
     queue = cast(RateLimitingQueue[ObjectKey], None)
@@ -142,11 +143,11 @@ async def test_without_the_databases_cache_no_database_is_read(monkeypatch: pyte
     async def no_accounts(*_: Any) -> dict[tuple[str, str], AccountState]:
         return {}
 
-    async def owned(*_: Any) -> dict[str, Owner]:
+    async def owned(*_: Any) -> dict[tuple[str, ...], Owner]:
         raise AssertionError("read without a cache to compare with")
 
     monkeypatch.setattr(drift, "inventory", no_accounts)
-    monkeypatch.setattr(mysql_databases, "owned", owned)
+    monkeypatch.setattr(mysql_ownership, "owned", owned)
     users = Informer(cast(KubeClient, None), DATABASE_USERS)
     check = drift.DriftCheck(lambda: {"": cast(ServerHandle, Handle())}, users, cast(Any, None), 1.0)
     report = await check.check()

@@ -12,9 +12,10 @@ is kept, its row forgotten, with a Warning.
 
 from __future__ import annotations
 
-from dbuser_operator.controllers.databaseuser.context import Context
-from dbuser_operator.controllers.databaseuser.steps.ownership import not_ours, owner, record_own_fingerprint
+from dbuser_operator.controllers.databaseuser.context import Context, words
+from dbuser_operator.controllers.databaseuser.steps.ownership import record_own_fingerprint
 from dbuser_operator.controllers.kit.errors import mysql_condition
+from dbuser_operator.controllers.kit.ownership import not_ours, owner_of
 from dbuser_operator.mysql import account_lookup, accounts, authentication, ownership, sessions
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
 
@@ -55,11 +56,11 @@ class AccountStep:
             await accounts.create(db, user, host, password, method)  # MariaDB: the hash, not the password
         except AccountExistsError:
             if ctx.claimed:  # claimed in this pass, for an account we did not create: not ours
-                await ownership.forget(db, schema, user, host, owner(ctx).uid)
-                raise not_ours(ctx, retry=True) from None  # the next pass looks again
+                await ownership.forget(db, schema, ownership.account(user, host), owner_of(ctx.obj).uid)
+                raise not_ours(words(ctx), retry=True) from None  # the next pass looks again
             found = await account_lookup.lookup(db, schema, user, host, await ctx.server.server())
-            if found.owner is None or found.owner.uid != owner(ctx).uid:
-                raise not_ours(ctx, retry=True) from None  # our row went meanwhile: look again
+            if found.owner is None or found.owner.uid != owner_of(ctx.obj).uid:
+                raise not_ours(words(ctx), retry=True) from None  # our row went meanwhile: look again
             ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
             ctx.plugin = found.plugin
             ctx.lock_policy, ctx.default_lifetime = found.policy, found.default_lifetime
@@ -71,11 +72,11 @@ class AccountStep:
         user, host = ctx.user.effective_user(), ctx.host
         db, schema = ctx.server.db, ctx.server.schema
         try:
-            current = await ownership.owner_of(db, schema, user, host)
-            if current is None or current.uid != owner(ctx).uid:
+            current = await ownership.owner_of(db, schema, ownership.account(user, host))
+            if current is None or current.uid != owner_of(ctx.obj).uid:
                 return  # not ours: never dropped
             if ctx.reserved is not None:  # reserved since it was made: forgotten, never dropped
-                await ownership.forget(db, schema, user, host, current.uid)
+                await ownership.forget(db, schema, ownership.account(user, host), current.uid)
                 message = f"'{user}'@'{host}' was not dropped, only forgotten: {ctx.reserved.message}"
                 ctx.event("Warning", "AccountKept", message)
                 return

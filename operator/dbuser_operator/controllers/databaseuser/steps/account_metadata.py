@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.controllers.databaseuser.context import Context
-from dbuser_operator.controllers.databaseuser.steps.ownership import owner
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
+from dbuser_operator.controllers.kit.ownership import owner_of
 from dbuser_operator.mysql import account_metadata, ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.server import ServerInfo
@@ -39,7 +39,7 @@ def unsupported_comment(server: ServerInfo) -> str:
 
 def wanted_owner(ctx: Context) -> dict[str, str]:
     """The owner entry of this resource."""
-    me = owner(ctx)
+    me = owner_of(ctx.obj)
     return account_metadata.owner_entry(me.namespace, me.name, me.uid)
 
 
@@ -125,7 +125,7 @@ async def release(ctx: Context, *, host: str | None = None) -> int:
         server.db,
         ownership.table(server.schema),
         ctx.user.effective_user(),
-        owner(ctx).uid,
+        owner_of(ctx.obj).uid,
         await server.server(),
         host=host,
     )

@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import release as release_metadata
-from dbuser_operator.controllers.databaseuser.steps.ownership import owner
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
+from dbuser_operator.controllers.kit.ownership import owner_of
 from dbuser_operator.controllers.kit.steps import Step
 from dbuser_operator.mysql import ownership
 from dbuser_operator.mysql.errors import MySQLError
@@ -171,7 +171,7 @@ class HostsStep:
         user = ctx.user.effective_user()
         try:
             await ctx.server.ensure_schema()
-            return await ownership.owned_hosts(ctx.server.db, ctx.server.schema, user, owner(ctx).uid)
+            return await ownership.owned_hosts(ctx.server.db, ctx.server.schema, user, owner_of(ctx.obj).uid)
         except MySQLError as error:
             raise mysql_condition(error, f"cannot list the accounts of '{user}'") from None
 
@@ -183,7 +183,10 @@ class HostsStep:
         try:
             await release_metadata(ctx, host=ctx.host)  # no owner entry on an account nobody manages
             await ownership.forget(
-                ctx.server.db, ctx.server.schema, ctx.user.effective_user(), ctx.host, owner(ctx).uid
+                ctx.server.db,
+                ctx.server.schema,
+                ownership.account(ctx.user.effective_user(), ctx.host),
+                owner_of(ctx.obj).uid,
             )
         except MySQLError as error:
             raise mysql_condition(error, f"cannot release {ctx.account}") from None

@@ -25,36 +25,12 @@ resource deleted before its first status write has claimed, and maybe created, i
 
 from __future__ import annotations
 
-from typing import Protocol
-
-from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
-from dbuser_operator.controllers.databaseuser.context import Context, adopting
+from dbuser_operator.controllers.databaseuser.context import Context, adopting, words
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.ownership import Owners, owner_of, take
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.mysql import account_lookup, authentication, holdings, name_holders, ownership
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.runtime.client import KubeClient
-from dbuser_operator.runtime.errors import Forbidden, NotFound
-
-
-def owner(ctx: Context) -> ownership.Owner:
-    """This resource as an owner."""
-    metadata = ctx.user.metadata
-    return ownership.Owner(
-        uid=metadata.uid or "", namespace=metadata.namespace or "", name=metadata.name or ""
-    )
-
-
-def not_ours(ctx: Context, *, retry: bool = False) -> ConditionError:
-    """AccountExists: the refusal to manage an account the operator did not create."""
-    return ConditionError(
-        "AccountExists",
-        f"{ctx.account} already exists and the operator did not create it; to manage it "
-        f"anyway, annotate this DatabaseUser with {ADOPT_ANNOTATION}=true",
-        retry=retry,
-    )
-
 
 FOREIGN_RETRY = 1.0  # seconds until the pass that restores a password changed right after ours
 
@@ -73,29 +49,6 @@ async def record_own_fingerprint(ctx: Context, password: str | None) -> bool:
         ctx.password_intact = False
         ctx.requeue(FOREIGN_RETRY)
     return own
-
-
-class Owners(Protocol):
-    """Whether the resource recorded as an account's owner still exists."""
-
-    async def exists(self, owner: ownership.Owner) -> bool:
-        """False only when it is certainly gone."""
-
-
-class LiveOwners:
-    """Asks the API server: only a 404, or an object of that name with another UID, means gone."""
-
-    def __init__(self, kube: KubeClient) -> None:
-        self.kube = kube
-
-    async def exists(self, owner: ownership.Owner) -> bool:
-        try:
-            obj = await self.kube.get(DATABASE_USERS, owner.name, owner.namespace)
-        except NotFound:
-            return False
-        except Forbidden:  # a namespace this instance may not read: it cannot tell
-            return True
-        return bool(obj["metadata"].get("uid") == owner.uid)
 
 
 class OwnershipStep:
@@ -118,7 +71,7 @@ class OwnershipStep:
             return
         namespace = ctx.user.metadata.namespace
         others = await name_holders.same_user_elsewhere(
-            ctx.server.db, ctx.server.schema, user, host, owner(ctx).uid
+            ctx.server.db, ctx.server.schema, user, host, owner_of(ctx.obj).uid
         )
         if not others:
             return
@@ -152,51 +105,51 @@ class OwnershipStep:
 
     async def ensure(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.host
-        me = owner(ctx)
+        first = ctx.status.observed_generation is None  # the resource's first pass: no status written yet
         db, schema = ctx.server.db, ctx.server.schema
         try:
             await ctx.server.ensure_schema()
-            if ctx.status.observed_generation is None:
+            if first:
                 await self._user_name_free(ctx, user, host)
-            if ctx.status.observed_generation is None and await self._claim_new(ctx, user, host):
+            if first and await self._claim_new(ctx, user, host):
                 ctx.status.user, ctx.status.host = user, ctx.user.spec.host
                 return
             found = await account_lookup.lookup(db, schema, user, host, await ctx.server.server())
             ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
             ctx.plugin, ctx.account_metadata = found.plugin, found.metadata
             ctx.lock_policy, ctx.default_lifetime = found.policy, found.default_lifetime
-            current = found.owner
-            if current is None:
-                if found.exists and not adopting(ctx):
-                    raise not_ours(ctx)
-                if ctx.status.observed_generation is not None:
+
+            async def exists() -> bool:
+                return found.exists
+
+            async def unowned(_exists: bool) -> None:
+                if not first:
                     await self._user_name_free(ctx, user, host)
-                if found.exists:
-                    await self._may_adopt(ctx, user, host)
-                current = await self._claim(ctx, user, host)
-                if found.exists and ctx.claimed:
-                    ctx.adopted = True
-                    ctx.event("Warning", "AccountAdopted", f"took over the existing account {ctx.account}")
-            elif current.uid != me.uid and adopting(ctx) and not await self.owners.exists(current):
-                await self._may_adopt(ctx, user, host)
-                await ownership.forget(db, schema, user, host, current.uid)
-                current = await self._claim(ctx, user, host)
-                ctx.password_intact = None  # the fingerprint was the previous owner's
-                if ctx.claimed:
-                    ctx.adopted = True
-                    ctx.event(
-                        "Warning", "AccountAdopted", f"took over {ctx.account} from a deleted DatabaseUser"
-                    )
+
+            taken = await take(
+                db,
+                schema,
+                ownership.account(user, host),
+                owner_of(ctx.obj),
+                words(ctx),
+                found=found.owner,
+                exists=exists,
+                adopting=adopting(ctx),
+                owners=self.owners,
+                adoption=lambda: self._may_adopt(ctx, user, host),
+                unowned=unowned,
+            )
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
-        if current.uid != me.uid:
-            holder = f"DatabaseUser {current.namespace}/{current.name}"
-            hint = (
-                ""
-                if await self.owners.exists(current)
-                else f" (deleted: annotate with {ADOPT_ANNOTATION}=true to take over)"
-            )
-            raise ConditionError("AccountClaimed", f"{ctx.account} is managed by {holder}{hint}", retry=False)
+        ctx.claimed = taken.inserted
+        if taken.via == "departed":
+            ctx.password_intact = None  # the fingerprint was the previous owner's
+        if taken.inserted and taken.via is not None:
+            ctx.adopted = True
+            how = f"the existing account {ctx.account}"
+            if taken.via == "departed":
+                how = f"{ctx.account} from a deleted DatabaseUser"
+            ctx.event("Warning", "AccountAdopted", f"took over {how}")
         ctx.status.user, ctx.status.host = user, ctx.user.spec.host
 
     @staticmethod
@@ -210,22 +163,24 @@ class OwnershipStep:
             else None
         )
         if not await ownership.claim_new(
-            ctx.server.db, ctx.server.schema, user, host, owner(ctx), server=server, fingerprint=expected
+            ctx.server.db,
+            ctx.server.schema,
+            user,
+            host,
+            owner_of(ctx.obj),
+            server=server,
+            fingerprint=expected,
         ):
             return False
         ctx.account_exists, ctx.password_intact, ctx.plugin, ctx.claimed = False, None, None, True
         ctx.fingerprint_claimed = expected is not None
         return True
 
-    async def _claim(self, ctx: Context, user: str, host: str) -> ownership.Owner:
-        """Claim the account; ``ctx.claimed`` only if this call wrote the row. Who owns it now."""
-        claim = await ownership.claim(ctx.server.db, ctx.server.schema, user, host, owner(ctx))
-        ctx.claimed = claim.inserted
-        return claim.owner
-
     async def delete(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.host
         try:
-            await ownership.forget(ctx.server.db, ctx.server.schema, user, host, owner(ctx).uid)
+            await ownership.forget(
+                ctx.server.db, ctx.server.schema, ownership.account(user, host), owner_of(ctx.obj).uid
+            )
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None

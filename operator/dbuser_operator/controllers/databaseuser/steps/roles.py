@@ -119,9 +119,7 @@ class RolesStep:
                 "must be on the same server"
             )
         role_name = DatabaseRole.model_validate(obj).effective_role()
-        owner = await ownership.owner_of(
-            handle.db, handle.schema, role_name, ownership.ROLE_HOST, table_name=ownership.ROLES_TABLE
-        )
+        owner = await ownership.owner_of(handle.db, handle.schema, ownership.role(role_name))
         if owner is None or owner.uid != obj["metadata"].get("uid"):
             return None, f"DatabaseRole {name} does not own a role {role_name}"
         if obj["metadata"].get("deletionTimestamp"):
@@ -146,10 +144,8 @@ class RoleAccountGuardStep:
             return
         db, schema = ctx.server.db, ctx.server.schema
         try:
-            await ctx.server.ensure_roles_table()
-            owner = await ownership.owner_of(
-                db, schema, ctx.user.effective_user(), ownership.ROLE_HOST, table_name=ownership.ROLES_TABLE
-            )
+            await ctx.server.ensure_book(ownership.ROLES)
+            owner = await ownership.owner_of(db, schema, ownership.role(ctx.user.effective_user()))
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         if owner is not None and (await ctx.server.server()).flavour == "mysql":
