@@ -15,8 +15,11 @@ from typing import Any
 
 import aiomysql
 from kubernetes_asyncio import client, config
+from pydantic import SecretStr
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS, DATABASES
+from dbuser_operator.envtest import LocalMySQLServer
+from dbuser_operator.mysql import ConnectionSettings
 from dbuser_operator.runtime import client as runtime_client
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.resources import Resource
@@ -370,3 +373,16 @@ async def settle_writes(api: client.ApiClient, *, interval: float = 1.0, limit: 
             break
         previous = current
     return time.monotonic() - started
+
+
+def admin_settings(server: LocalMySQLServer) -> ConnectionSettings:
+    """Connection settings of a local server's admin; a statement timeout no large benchmark hits."""
+    admin = server.admin
+    return ConnectionSettings(
+        host=admin.host,
+        port=admin.port,
+        user=admin.user,
+        password=SecretStr(admin.password),
+        ca_file=server.ca_file,
+        statement_timeout=3600,
+    )

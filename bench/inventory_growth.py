@@ -18,11 +18,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import SecretStr
-
-from bench.common import sample_process
+from bench.common import admin_settings, sample_process
 from dbuser_operator.envtest import LocalMySQLServer, locate
-from dbuser_operator.mysql import ConnectionSettings, Database, ownership
+from dbuser_operator.mysql import Database, ownership
 from dbuser_operator.mysql.inventory import inventory
 
 SCHEMA = "inventory_bench"  # its bookkeeping table: `inventory_bench`.`accounts` (ownership.TABLE)
@@ -34,14 +32,7 @@ async def grow(server: LocalMySQLServer, sizes: Sequence[int]) -> list[tuple[int
     pid = server.process.pid
     if pid is None:
         raise RuntimeError("the server is not running")
-    settings = ConnectionSettings(
-        host=admin.host,
-        port=admin.port,
-        user=admin.user,
-        password=SecretStr(admin.password),
-        ca_file=server.ca_file,
-        statement_timeout=3600,
-    )
+    settings = admin_settings(server)
     results = []
     async with Database(settings) as db:
         await ownership.ensure_schema(db, SCHEMA)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 PROG = "kubectl dbu"
 DESCRIPTION = (
     "DatabaseUsers (dbuser-operator) as their owners see them, with your kubeconfig and RBAC: "
-    "status, rotate, consumers, connect, why."
+    "status, rotate, consumers, connect, why, access."
 )
 
 
@@ -102,6 +102,15 @@ def parser() -> argparse.ArgumentParser:
         "with the plugin.",
     )
     completion.add_argument("shell", choices=("bash", "zsh"))
+    access = commands.add_parser(
+        "access",
+        help="who can reach what on a server: every account, its owner or unmanaged, drift",
+        description="The access report of server SERVER (a MySQLServer NAME of the namespace, or "
+        "clustermysqlserver/NAME): every account and role, owner or Unmanaged, plugin, password age, TLS, "
+        "global privileges, databases, roles and drift, from the server resource's status.",
+    )
+    access.add_argument("server", metavar="SERVER")
+    common_flags(access)
     return top
 
 
@@ -109,7 +118,7 @@ def _show(text: str) -> None:
     print(printable(text, keep="\n"))
 
 
-async def _run(args: argparse.Namespace, target: Target) -> int | dict[str, str]:
+async def _run(args: argparse.Namespace, target: Target) -> int | dict[str, str]:  # noqa: PLR0911 - one a command
     """Run the command; its exit code, or for connect the connection Secret's keys (the client runs
     once the API connection is closed, in the main thread, where it can ignore Ctrl-C)."""
     from dbuser_operator.kubectl_dbu.kube import connect  # noqa: PLC0415 - each command imports its own
@@ -138,6 +147,11 @@ async def _run(args: argparse.Namespace, target: Target) -> int | dict[str, str]
             from dbuser_operator.kubectl_dbu import consumers  # noqa: PLC0415
 
             _show(await consumers.run(kube, namespace, args.name))
+            return 0
+        if args.command == "access":
+            from dbuser_operator.kubectl_dbu import access  # noqa: PLC0415
+
+            _show(await access.run(kube, namespace, args.server))
             return 0
         if args.command == "why":
             from dbuser_operator.kubectl_dbu import why  # noqa: PLC0415

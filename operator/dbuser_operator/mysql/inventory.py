@@ -20,6 +20,7 @@ case-sensitively.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -113,6 +114,21 @@ _PRIVILEGES: Final = (
 )
 
 
+@dataclass(frozen=True)
+class Inventory:
+    """What :func:`read_inventory` read: the owned accounts' states, and the privilege rows of every
+    account (owned or not), for the access report."""
+
+    owned: dict[tuple[str, str], AccountState]
+    rows_by_grantee: Mapping[tuple[str, str], list[Row]]
+    """Privilege rows ``(rank, schema, table, privilege, is_grantable, detail)`` by ``(user, host)``, the
+    host lower-cased (routines only for owned accounts)."""
+
+    def grants_of(self, user: str, host: str) -> frozenset[Grant]:
+        """The global, database, table and column grants of any account (routines: owned ones only)."""
+        return grants_from_rows(self.rows_by_grantee.get((user, host.lower()), []))
+
+
 async def inventory(
     db: Database, schema: str, server: ServerInfo | None = None
 ) -> dict[tuple[str, str], AccountState]:
@@ -122,6 +138,11 @@ async def inventory(
 
     Sends :data:`QUERIES` queries in all.
     """
+    return (await read_inventory(db, schema, server)).owned
+
+
+async def read_inventory(db: Database, schema: str, server: ServerInfo | None = None) -> Inventory:
+    """:func:`inventory`, with the privilege rows of every account kept (the same :data:`QUERIES`)."""
     owned = table(schema)
     metadata = account_metadata.columns(server, "u") if server is not None else SQL("NULL, NULL")
     read_metadata = server is not None and account_metadata.supports_attributes(server)
@@ -143,12 +164,18 @@ async def inventory(
         for row in owned_rows
     }
     rows_by_account: defaultdict[tuple[str, str], list[Row]] = defaultdict(list)
+    everyone: defaultdict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in privileges:
         if row[3] == ROUTINE_RANK:
             rows_by_account[(str(row[0]), str(row[1]))].append(row[3:])
+            everyone[(str(row[0]), str(row[1]).lower())].append(row[3:])
             continue
         grantee = split_grantee(str(row[2]))
-        account = claimed.get((grantee[0], grantee[1].lower())) if grantee is not None else None
+        if grantee is None:
+            continue
+        lowered = (grantee[0], grantee[1].lower())
+        everyone[lowered].append(row[3:])
+        account = claimed.get(lowered)
         if account is not None:
             rows_by_account[account].append(row[3:])
 
@@ -175,4 +202,4 @@ async def inventory(
             policy=LockPolicy.from_row(owned_row) if present and server is not None else None,
             default_lifetime=int(owned_row["default_lifetime"] or 0),
         )
-    return result
+    return Inventory(result, everyone)

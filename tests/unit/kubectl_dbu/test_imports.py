@@ -27,6 +27,7 @@ PLAIN_PATH = (
     "rotate",
     "consumers",
     "complete",
+    "access",
 )
 
 PROBE = """

@@ -20,6 +20,7 @@ from typing import Annotated, Final, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from dbuser_operator.api.duration import DAYS_PATTERN, days_cel, parse_days
+from dbuser_operator.api.v1alpha1.access_report import AccessSummary
 from dbuser_operator.api.v1alpha1.account import PASSWORD_LIFETIME_MAX
 from dbuser_operator.api.v1alpha1.grants import OBJECT_NAME_MAX_LENGTH, Privilege
 from dbuser_operator.api.v1alpha1.meta import (
@@ -412,6 +413,9 @@ class MySQLServerStatus(Model):
 
     accounts: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int64"})
     """How many accounts and roles the operator's bookkeeping records there."""
+
+    access: AccessSummary | None = None
+    """Who can reach what: every account and role on the server, its owner or Unmanaged, drift (bounded)."""
 
 
 class _Server(Model):

@@ -12,6 +12,12 @@ which retries it with back-off: the check never adds a reconcile per period to a
 Given the Databases' cache, the check also reads the bookkeeping table of databases (one SELECT per server
 per period): a recorded database whose Database resource (by UID) is no longer in the cache is an orphaned
 database, counted by server and owner's namespace and logged once, never dropped.
+
+Given an :class:`~dbuser_operator.controllers.servers.access_status.AccessStatus`, the check also reads every
+account and role of each server resource (one query per server per period) and, once the drifted resources
+are queued, publishes the server's access report (:mod:`dbuser_operator.controllers.servers.access`) built
+from that and from the inventory's privilege rows of every account. A failure there is logged and left to
+the next period: it never holds up a repair.
 """
 
 from __future__ import annotations
@@ -35,11 +41,14 @@ from dbuser_operator.controllers.databaseuser.steps.rotation import now
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.resources import server_key
+from dbuser_operator.controllers.servers.access import DriftFound, build, extra_grants
+from dbuser_operator.controllers.servers.access_status import AccessStatus
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.liveness import server_label
 from dbuser_operator.mysql import grants, ownership
+from dbuser_operator.mysql.access import ServerAccounts, read_accounts
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.inventory import AccountState, inventory
+from dbuser_operator.mysql.inventory import AccountState, Inventory, inventory, read_inventory
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.runtime.conditions import find_condition
 from dbuser_operator.runtime.informer import Informer
@@ -68,6 +77,8 @@ class DriftReport:
     drifted: list[ObjectKey] = field(default_factory=list)
     orphans: list[tuple[str, str]] = field(default_factory=list)
     orphaned_databases: list[str] = field(default_factory=list)
+    access: list[tuple[str, ServerAccounts, Inventory, DriftFound]] = field(default_factory=list)
+    """What each server resource's access report is built from (published after the repairs are queued)."""
 
 
 def _note_default_lifetime(handle: ServerHandle, states: Iterable[AccountState]) -> None:
@@ -102,8 +113,11 @@ class DriftCheck:
         queue: RateLimitingQueue[ObjectKey],
         period: float,
         databases: Informer | None = None,
+        *,
+        access: AccessStatus | None = None,
     ) -> None:
         self.handles = handles  # the servers in use, by server key
+        self.access = access  # where the access reports of server resources go (none: not built)
         self.users = users
         # The Databases' cache: orphaned databases are looked for, and grants' databaseRefs resolved, only
         # with it (without it, users whose grants name a Database are skipped).
@@ -149,6 +163,7 @@ class DriftCheck:
             DRIFTED.inc()
             log.info("account drifted; repairing", namespace=key.namespace, name=key.name)
             self.queue.add(key)
+        await self._publish(report)
         if failed is not None and len(self.handles()) == 1:
             raise failed  # one server, as before servers were resources: the caller logs it
         return report
@@ -158,8 +173,14 @@ class DriftCheck:
     ) -> None:
         await handle.ensure_schema()
         server = await handle.server()
-        states = await inventory(handle.db, handle.schema, server)
+        reporting = self.access is not None and self.access.serves(key)
+        # Every account first: one created meanwhile is then owned in the inventory and left out of this
+        # report, never shown as Unmanaged.
+        accounts = await self._read_accounts(key, handle, server) if reporting else None
+        full = await read_inventory(handle.db, handle.schema, server) if reporting else None
+        states = full.owned if full is not None else await inventory(handle.db, handle.schema, server)
         _note_default_lifetime(handle, states.values())
+        extra: dict[tuple[str, str], list[grants.Change]] = {}
         by_uid = {obj["metadata"].get("uid"): obj for obj in self.users.store}
         orphans: list[tuple[str, str]] = []
         for (user, host), state in sorted(states.items()):
@@ -183,9 +204,14 @@ class DriftCheck:
                 resource = self._resolved(resource, obj)
             except ConditionError:
                 continue  # a Database not (or no longer) usable: its change requeues the user
-            if self._drifted(state, resource, server) or not _wants(resource, host):
+            changes = grants.changes(state.grants, desired_grants(resource.spec.privileges), server)
+            extra[(user, host.lower())] = extra_grants(changes)
+            if self._drifted(state, resource, server, bool(changes)) or not _wants(resource, host):
                 report.drifted.append(ObjectKey.of(obj))
         report.orphans += orphans
+        if full is not None and accounts is not None:
+            found = DriftFound(extra, frozenset((user, host.lower()) for user, host in orphans))
+            report.access.append((key, accounts, full, found))
         logged = {(user, host) for server, user, host in self._orphans_logged if server == key}
         self._orphans_logged -= {(key, user, host) for user, host in logged - set(orphans)}
         for user, host in orphans:
@@ -248,7 +274,29 @@ class DriftCheck:
         return resolve(self.databases, resource, obj)
 
     @staticmethod
-    def _drifted(state: AccountState, resource: DatabaseUser, server: ServerInfo) -> bool:
+    async def _read_accounts(key: str, handle: ServerHandle, server: ServerInfo) -> ServerAccounts | None:
+        """Every account of a server resource, for its access report (None on failure: no report)."""
+        try:
+            await handle.ensure_book(ownership.ROLES)
+            return await read_accounts(handle.db, server, handle.schema)
+        except MySQLError as error:
+            log.warning("access report: reading the accounts failed", server=key, error=str(error))
+            return None
+
+    async def _publish(self, report: DriftReport) -> None:
+        """Build and publish each server resource's access report (after the repairs are queued)."""
+        if self.access is None:
+            return
+        for server, accounts, full, found in report.access:
+            try:
+                await self.access.publish(server, build(accounts, full, found))
+            except Exception:  # a report's failure never ends the drift check
+                log.exception("access report failed; next period tries again", server=server)
+
+    @staticmethod
+    def _drifted(
+        state: AccountState, resource: DatabaseUser, server: ServerInfo, grants_differ: bool
+    ) -> bool:
         if not state.present or state.password_intact is False:
             return True
         if state.options != desired_options(resource.spec):
@@ -259,7 +307,7 @@ class DriftCheck:
             wanted = wanted_policy(resource.spec, now())
             if wanted.target(state.policy, state.default_lifetime) != state.policy:
                 return True
-        return bool(grants.changes(state.grants, desired_grants(resource.spec.privileges), server))
+        return grants_differ
 
 
 def _in_namespaces(cache: Informer, namespace: str) -> bool:

@@ -59,6 +59,7 @@ from dbuser_operator.controllers.kit.resources import (
     referenced_secret,
 )
 from dbuser_operator.controllers.kit.steps import Step
+from dbuser_operator.controllers.servers.access_status import AccessStatus
 from dbuser_operator.controllers.servers.watch import watch_servers
 from dbuser_operator.controllers.shared import Shared
 from dbuser_operator.credentials.endpoints import Endpoint
@@ -188,7 +189,8 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
 
     handles = shared.servers.registry.handles
     period = settings.resync_period
-    drift = DriftCheck(handles, users, queue, period, databases=shared.databases)
+    access = AccessStatus(shared.kube, shared.servers)  # the server resources' access reports
+    drift = DriftCheck(handles, users, queue, period, databases=shared.databases, access=access)
     manager.add_leader_task("drift check", drift.run)
     cap = policy_lifetime_cap(shared.servers, shared.policy.namespaces)
     manager.add_leader_task(

@@ -39,7 +39,7 @@ pytestmark = pytest.mark.integration
 
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
-COMMANDS = ("status", "rotate", "consumers", "connect", "why")
+COMMANDS = ("status", "rotate", "consumers", "connect", "why", "access")
 
 
 @pytest.fixture

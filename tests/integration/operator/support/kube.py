@@ -1,16 +1,40 @@
 """The API server as the operator's tests use it: Secrets, a resource's Ready condition and finalizers,
-deletion, Events, reading through a busy server."""
+deletion, Events, reading through a busy server, a user whose RBAC is one namespaced Role."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, DATABASES
-from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import NotFound, Unavailable
 from dbuser_operator.runtime.resources import SECRETS, Resource
 from tests.integration.operator.support.wait import eventually
+
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
+ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
+
+
+async def namespaced_user(
+    kube: KubeCluster,
+    kube_client: KubeClient,
+    namespace: str,
+    user: str,
+    rules: list[dict[str, Any]],
+    path: Path,
+) -> Path:
+    """A kubeconfig at ``path`` for ``user``, who may do in ``namespace`` what ``rules`` (a Role named
+    after the user) allow, and nothing else."""
+    await kube_client.create(ROLES, {"metadata": {"name": user}, "rules": rules}, namespace)
+    binding = {
+        "metadata": {"name": user},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": user},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }
+    await kube_client.create(ROLE_BINDINGS, binding, namespace)
+    return await kube.mint_kubeconfig(user, [], path)
 
 
 async def read_settled(kube: KubeClient, path: str, limit: float = 30.0) -> dict[str, Any]:

@@ -8,9 +8,11 @@ import pytest
 
 from dbuser_operator.controllers.databaseuser import drift
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS, DATABASES
+from dbuser_operator.controllers.servers.access_status import AccessStatus
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.mysql import ownership as mysql_ownership
-from dbuser_operator.mysql.inventory import AccountState
+from dbuser_operator.mysql.access import ServerAccount, ServerAccounts
+from dbuser_operator.mysql.inventory import AccountState, Inventory
 from dbuser_operator.mysql.ownership import Owner
 from dbuser_operator.mysql.server import ServerInfo
 from dbuser_operator.runtime.client import KubeClient
@@ -32,6 +34,9 @@ class Handle:
     async def server(self) -> ServerInfo:
         return ServerInfo(flavour="mysql", version=(9, 7, 4))
 
+    async def ensure_book(self, book: object) -> None:
+        """Nothing to create."""
+
 
 class Recorder:
     """Stands in for the module's logger (structlog's capture is bypassed by loggers that earlier tests
@@ -43,7 +48,7 @@ class Recorder:
     def _record(self, event: str, **values: Any) -> None:
         self.entries.append({"event": event, **values})
 
-    info = warning = debug = error = _record
+    info = warning = debug = error = exception = _record
 
 
 def drift_logs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
@@ -147,3 +152,46 @@ async def test_without_the_databases_cache_no_database_is_read(monkeypatch: pyte
     check = drift.DriftCheck(lambda: {"": cast(ServerHandle, Handle())}, users, cast(Any, None), 1.0)
     report = await check.check()
     assert report.orphaned_databases == []
+
+
+class FailingAccess:
+    """An AccessStatus whose every report fails to publish."""
+
+    def __init__(self) -> None:
+        self.published: list[str] = []
+
+    def serves(self, server: str) -> bool:
+        return True
+
+    async def publish(self, server: str, report: object) -> bool:
+        self.published.append(server)
+        raise RuntimeError("the API server is having a bad day")
+
+
+async def test_a_failing_access_report_neither_stops_nor_delays_a_repair(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def no_accounts(*_: Any) -> Inventory:
+        return Inventory({}, {})
+
+    async def every_account(*_: Any) -> ServerAccounts:
+        return ServerAccounts({("dba", "%"): ServerAccount("dba", "%")}, {})
+
+    monkeypatch.setattr(drift, "read_inventory", no_accounts)
+    monkeypatch.setattr(drift, "read_accounts", every_account)
+    users = Informer(cast(KubeClient, None), DATABASE_USERS)
+    access = FailingAccess()
+    check = drift.DriftCheck(
+        lambda: {"MySQLServer/a/main": cast(ServerHandle, Handle())},
+        users,
+        cast(Any, None),
+        1.0,
+        access=cast(AccessStatus, access),
+    )
+    logs = drift_logs(monkeypatch)
+    report = await check.check()  # returns: the report's failure is logged, not raised
+    assert access.published == ["MySQLServer/a/main"]
+    assert [entry["server"] for entry in logs if entry["event"].startswith("access report failed")] == [
+        "MySQLServer/a/main"
+    ]
+    assert report.access[0][1].accounts == {("dba", "%"): ServerAccount("dba", "%")}
