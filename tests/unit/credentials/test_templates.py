@@ -78,9 +78,11 @@ async def test_the_worker_bounds_cpu_time_and_serves_on() -> None:
     try:
         assert await renderer.render({"user": "{{ username }}"}, VALUES) == {"user": "app"}
         endless = "{% for a in JDBC_URL %}" * 6 + "{% endfor %}" * 6
-        with pytest.raises(TemplateError, match="took longer than 1 s of CPU time"):
+        # Bounded by 1 s of CPU time; on a machine so busy that the worker (at nice 10) gets less than a
+        # tenth of a core, by the wall-clock backstop first: either way, bounded.
+        with pytest.raises(TemplateError, match=r"took longer than (1 s of CPU time|10 s to render)"):
             await renderer.render({"endless": endless}, VALUES)
-        # The same worker serves the next render.
+        # The renderer serves the next render.
         assert await renderer.render({"user": "{{ username }}!"}, VALUES) == {"user": "app!"}
         with pytest.raises(TemplateError, match="uses 'lipsum'"):
             await renderer.render({"x": "{{ lipsum }}"}, VALUES)

@@ -20,7 +20,6 @@ from tests.integration.operator.support.fleet import (
     create_servers,
     get_server,
     logs_in_soon,
-    printed_table,
     remove_servers,
     running_fleet_operator,
     server_stopped,
@@ -29,6 +28,7 @@ from tests.integration.operator.support.fleet import (
     wait_for_user_message,
     wait_for_users,
 )
+from tests.integration.operator.support.kube import printed_table
 from tests.integration.operator.support.mysql import account_exists, can_log_in
 from tests.integration.operator.support.operator import PasswordLedger, StartOperator
 from tests.integration.operator.support.wait import eventually

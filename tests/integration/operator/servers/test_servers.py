@@ -31,6 +31,7 @@ from tests.integration.operator.support.kube import (
     admin_secrets,
     create_secret,
     deleted,
+    printed_table,
     ready,
     wait_for_condition,
     wait_for_ready,
@@ -94,8 +95,8 @@ async def test_a_user_on_a_mysqlserver_gets_ready_and_logs_in(
 ) -> None:
     schema = await create_server(kube_client, namespace, mysql)
     name, password = await ready_user_on(kube_client, namespace, passwords)
-    header, row = kubectl("get", "dbu", name, "-n", namespace, "-o", "wide").stdout.splitlines()
-    assert dict(zip(header.split(), row.split(), strict=True))["SERVER"] == "main"
+    (row,) = printed_table(kubectl("get", "dbu", name, "-n", namespace, "-o", "wide").stdout)
+    assert (row["SERVER"], row["SERVER KIND"]) == ("main", "MySQLServer")
     assert can_log_in(mysql, name, password)
     assert owned_in(mysql, schema, name) == [(namespace, name)]  # recorded in this server's schema
 

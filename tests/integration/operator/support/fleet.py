@@ -360,17 +360,3 @@ async def logs_in_soon(server: ServerHandle, user: str, password: str, limit: fl
         interval=0.1,
         message=f"{user} never logged in to {server} with its new password",
     )
-
-
-def printed_table(output: str) -> list[dict[str, str]]:
-    """The rows of ``kubectl get`` as dicts by column name (cells cut at the header's column starts)."""
-    header, *rows = output.splitlines()
-    names, starts, position = header.split(), [], 0
-    for name in names:  # a column starts where its name does, each after the previous one
-        position = header.index(name, position)
-        starts.append(position)
-    ends: list[int | None] = [*starts[1:], None]
-    return [
-        {name: row[start:end].strip() for name, start, end in zip(names, starts, ends, strict=True)}
-        for row in rows
-    ]

@@ -3,6 +3,7 @@ deletion, Events, reading through a busy server, a user whose RBAC is one namesp
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +225,16 @@ async def wait_for_secret(
 
     message = f"Secret {namespace}/{name} never became as expected"
     return await eventually(exists_as_expected, limit=limit, interval=0.05, message=message)
+
+
+def printed_table(output: str) -> list[dict[str, str]]:
+    """The rows of ``kubectl get`` as dicts by column name (cells cut at the header's column starts; a name
+    may be two words, ``SERVER KIND``: kubectl puts three spaces between columns)."""
+    header, *rows = output.splitlines()
+    columns = list(re.finditer(r"\S+(?: \S+)*", header))
+    names, starts = [column.group() for column in columns], [column.start() for column in columns]
+    ends: list[int | None] = [*starts[1:], None]
+    return [
+        {name: row[start:end].strip() for name, start, end in zip(names, starts, ends, strict=True)}
+        for row in rows
+    ]
