@@ -33,8 +33,8 @@ from tests.integration.operator.support.rotation import (
     create_pod,
     delete_users,
     poll,
+    restart_pod_after_rotation,
     rotation_status,
-    set_pod_started,
     wait_for_phase,
 )
 
@@ -180,7 +180,7 @@ async def test_a_restarted_pod_releases_the_discard(
     await asyncio.sleep(3)
     assert (await rotation_status(kube_client, namespace, name))["phase"] == "Retained"
 
-    await set_pod_started(kube_client, namespace, "app", datetime.now(UTC) + timedelta(seconds=1))
+    await restart_pod_after_rotation(kube_client, namespace, "app", name)
 
     await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
     assert not await logs_in(mysql, name, first)

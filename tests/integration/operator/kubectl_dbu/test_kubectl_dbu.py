@@ -30,8 +30,8 @@ from tests.integration.operator.support.rotation import (
     an_hour_ago,
     create_pod,
     delete_users,
+    restart_pod_after_rotation,
     secret_password,
-    set_pod_started,
     wait_for_phase,
 )
 
@@ -186,7 +186,7 @@ async def test_status_rotate_consumers_and_why_as_a_tenant(
         assert first not in consumers
 
         # The pod restarts onto the new password: the operator discards the old one.
-        await set_pod_started(kube_client, namespace, "app-1", datetime.now(UTC))
+        await restart_pod_after_rotation(kube_client, namespace, "app-1", name)
         await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
         consumers = await as_tenant("consumers", name, "-n", namespace)
         assert "No old password is retained (rotation phase: Discarded)" in consumers

@@ -57,6 +57,16 @@ async def set_pod_started(kube: KubeClient, namespace: str, name: str, started: 
     )
 
 
+async def restart_pod_after_rotation(kube: KubeClient, namespace: str, pod: str, user: str) -> None:
+    """The pod (re)started after the DatabaseUser's rotation as the operator counts: status keeps whole
+    seconds, so the rotation counts from the end of ``retainedSince``'s second, and a pod's start (whole
+    seconds too) must be strictly later (a start within that second may have read the old password: the
+    safe side). Started one second after that, or now if later."""
+    retained = (await rotation_status(kube, namespace, user))["retainedSince"]
+    after = datetime.fromisoformat(retained.replace("Z", "+00:00")) + timedelta(seconds=2)
+    await set_pod_started(kube, namespace, pod, max(after, datetime.now(UTC)))
+
+
 def an_hour_ago() -> datetime:
     return datetime.now(UTC) - timedelta(hours=1)
 
