@@ -22,6 +22,7 @@ from tests.integration.operator.support.builders import database_user, unique
 from tests.integration.operator.support.instances import own_schema, own_target
 from tests.integration.operator.support.kube import (
     create_secret,
+    delete_all_users,
     events_of,
     ready,
     wait_for_event,
@@ -402,14 +403,3 @@ async def test_a_resource_deleted_with_a_spec_that_no_longer_parses_goes_away(
     finally:
         mysql_query(mysql, f"DROP USER IF EXISTS '{name}'@'%'")
         mysql_query(mysql, f"DELETE FROM {own_schema()}.accounts WHERE user = %s", name)
-
-
-async def delete_all_users(kube_client: KubeClient, namespace: str, limit: float = 120) -> None:
-    """Delete every DatabaseUser of ``namespace`` and wait until the operator has let them all go (their
-    accounts dropped)."""
-    for item in (await kube_client.list(DATABASE_USERS, namespace))["items"]:
-        await kube_client.delete(DATABASE_USERS, item["metadata"]["name"], namespace)
-    deadline = time.monotonic() + limit
-    while (await kube_client.list(DATABASE_USERS, namespace))["items"]:
-        assert time.monotonic() < deadline, f"DatabaseUsers of {namespace} still there after {limit:g} s"
-        await asyncio.sleep(0.2)

@@ -27,7 +27,7 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey
 from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import create_secret, wait_for_ready
+from tests.integration.operator.support.kube import create_secret, delete_all_users, wait_for_ready
 from tests.integration.operator.support.mysql import can_log_in
 from tests.integration.operator.support.operator import PasswordLedger, capture_logs, operator_settings
 from tests.support.kube import eventually
@@ -55,6 +55,7 @@ async def own_operator(
     try:
         await eventually(lambda: secrets.has_synced, timeout=30)
         yield secrets
+        await delete_all_users(KubeClient(api), namespace)  # while it runs: their accounts go with them
     finally:
         stop.set()
         await asyncio.gather(task, return_exceptions=True)

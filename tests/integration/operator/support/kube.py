@@ -238,3 +238,17 @@ def printed_table(output: str) -> list[dict[str, str]]:
         {name: row[start:end].strip() for name, start, end in zip(names, starts, ends, strict=True)}
         for row in rows
     ]
+
+
+async def delete_all_users(kube: KubeClient, namespace: str, limit: float = 120) -> None:
+    """Delete every DatabaseUser of ``namespace`` and wait until the operator has let them all go (their
+    accounts dropped)."""
+    for item in (await kube.list(DATABASE_USERS, namespace))["items"]:
+        await kube.delete(DATABASE_USERS, item["metadata"]["name"], namespace)
+
+    async def none_left() -> bool:
+        left = [item["metadata"]["name"] for item in (await kube.list(DATABASE_USERS, namespace))["items"]]
+        assert not left, f"left: {left}"
+        return True
+
+    await eventually(none_left, limit=limit, interval=0.2, message=f"the DatabaseUsers of {namespace} gone")
