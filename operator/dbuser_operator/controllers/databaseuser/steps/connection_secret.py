@@ -3,10 +3,10 @@
 It runs after the account has its password, so a Secret never offers a password that does not work yet.
 Keys: host, port, sslMode (of the endpoint selected: ``credentials/endpoints.py``), username, password (the
 one just applied), database, DATABASE_URL, JDBC_URL, the other endpoints' keys with their prefixes, then the
-user's templates rendered in the sandbox, shared
-fairly between namespaces (``credentials/fair.py``): a render that must wait for its turn ends the pass
-with ``TemplatesPending`` (nothing written, later steps wait too) and the resource comes back once it is
-done; a resource without templates never waits on the renderer. The
+user's templates rendered in the sandbox, shared fairly between namespaces (``credentials/fair.py``): a
+render that must wait for its turn ends the pass with ``TemplatesPending`` (nothing written, later steps
+wait too; ``Progressing=True``, and an account that serves stays Ready: ``progress.py``) and the resource
+comes back once it is done; a resource without templates never waits on the renderer. The
 Secret's annotation ``mysql.dbuser-operator.dev/credential-version`` counts the passwords it has held: it
 goes up by one whenever the password written changes (mirrored in ``status.credentialVersion``), so a
 rollout can key on it. The Secret is written only when something differs, conditionally on the
@@ -37,7 +37,7 @@ from dbuser_operator.controllers.databaseuser.owned_secrets import (
     encode,
 )
 from dbuser_operator.controllers.databaseuser.secret_metadata import metadata_patch, record
-from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.kit.errors import ConditionError, WorkPending
 from dbuser_operator.credentials.endpoints import SSL_MODE_KEY, EndpointNotFound, connection_values, select
 from dbuser_operator.credentials.fair import FairRenderer, Pending
 from dbuser_operator.credentials.templates import TemplateError
@@ -163,11 +163,10 @@ class ConnectionSecretStep:
                 notify=lambda: self.requeue(key),
             )
         except Pending:
-            raise ConditionError(
+            raise WorkPending(
                 "TemplatesPending",
                 f"{WHAT} {name}: its templates are queued to render (renders are shared fairly between "
                 "namespaces); it is reconciled again once they are",
-                retry=False,
             ) from None
         except TemplateError as error:
             raise ConditionError("TemplateInvalid", f"{WHAT} {name}: {error}", retry=False) from None
