@@ -87,7 +87,6 @@ def test_names_scope_subresources_and_printer_columns() -> None:
         "Host": ("string", ".spec.host"),
         "Ready": ("string", '.status.conditions[?(@.type=="Ready")].status'),
         "Reason": ("string", '.status.conditions[?(@.type=="Ready")].reason'),
-        "Progressing": ("string", '.status.conditions[?(@.type=="Progressing")].reason'),
         "Server": ("string", ".spec.serverRef.name"),
         "Server Kind": ("string", ".spec.serverRef.kind"),
         "Age": ("date", ".metadata.creationTimestamp"),

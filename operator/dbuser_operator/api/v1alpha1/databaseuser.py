@@ -68,13 +68,6 @@ PRINTER_COLUMNS: Final[tuple[dict[str, object], ...]] = (
         "jsonPath": '.status.conditions[?(@.type=="Ready")].reason',
         "description": "Why the account is (not) ready",
     },
-    {
-        "name": "Progressing",
-        "type": "string",
-        "jsonPath": '.status.conditions[?(@.type=="Progressing")].reason',
-        "description": "Work underway (TemplatesPending, RotationRetained), or Settled",
-        "priority": 1,
-    },
     *SERVER_COLUMNS,
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 )

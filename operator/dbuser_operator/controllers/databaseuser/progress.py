@@ -56,5 +56,7 @@ def record(ctx: Context, error: ConditionError | None = None) -> bool:
     """Set Progressing on ``ctx.status`` for a pass ended by ``error`` (None: done); return whether Ready
     stays as it is."""
     keep = error is not None and keeps_ready(ctx.status, ctx.account_exists, error)
+    if error is not None and not keep and not any(c.type == READY for c in ctx.status.conditions):
+        Reconciler.set_condition(ctx, READY, "False", error.reason, error.message)  # Ready stays first
     Reconciler.set_condition(ctx, PROGRESSING, *progressing(ctx.status, error))
     return keep

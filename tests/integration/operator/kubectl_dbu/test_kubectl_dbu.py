@@ -164,9 +164,9 @@ async def test_status_rotate_consumers_and_why_as_a_tenant(
         status = await as_tenant("status", "-n", namespace)
         assert status.splitlines()[0] == f"NAMESPACE: {namespace}"
         row = line_of(status, name)
-        assert row[:5] == [name, "True", "AccountReady", "(default)", f"{name}@%"]
-        assert row[5].endswith("s")  # the password's age, seconds old
-        assert row[6:] == ["-", "-"]  # no rotation yet, nothing on an old password
+        assert row[:6] == [name, "True", "AccountReady", "-", "(default)", f"{name}@%"]  # nothing pending
+        assert row[6].endswith("s")  # the password's age, seconds old
+        assert row[7:] == ["-", "-"]  # no rotation yet, nothing on an old password
         assert line_of(status, refused)[:3] == [refused, "False", "SecretNotFound"]
 
         # A pod that started long before the rotation holds the old password.

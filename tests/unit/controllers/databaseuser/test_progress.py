@@ -103,3 +103,13 @@ def test_a_settled_pass_writes_nothing_new() -> None:
     assert not record(ctx)
     assert ctx.status.to_api(None) == first
     assert [c.type for c in ctx.status.conditions] == ["Ready", PROGRESSING]
+
+
+def test_a_first_failure_puts_ready_before_progressing() -> None:
+    """A resource with no condition yet gets Ready first (readers that take the first condition)."""
+    ctx = context()
+    assert not record(ctx, FAILED)
+    assert [(c.type, c.status, c.reason) for c in ctx.status.conditions] == [
+        ("Ready", "False", "AccessDenied"),
+        (PROGRESSING, "False", "Settled"),
+    ]
