@@ -176,7 +176,8 @@ async def test_status_rotate_consumers_and_why_as_a_tenant(
         assert rotated.strip() == f"databaseuser/{name} rotated (Retained, credential version 2)"
         assert await secret_password(kube_client, namespace, f"{name}-db") != first
         row = line_of(await as_tenant("status", "-n", namespace), name)
-        assert row[6:] == ["Retained", "1"]
+        assert row[3] == "RotationRetained"  # Progressing, while Ready stays True
+        assert row[7:] == ["Retained", "1"]
 
         consumers = await as_tenant("consumers", name, "-n", namespace)
         assert "Pods on the old password (1):" in consumers
@@ -190,7 +191,8 @@ async def test_status_rotate_consumers_and_why_as_a_tenant(
         await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
         consumers = await as_tenant("consumers", name, "-n", namespace)
         assert "No old password is retained (rotation phase: Discarded)" in consumers
-        assert line_of(await as_tenant("status", "-n", namespace), name)[6:] == ["Discarded", "-"]
+        row = line_of(await as_tenant("status", "-n", namespace), name)
+        assert (row[3], *row[7:]) == ("-", "Discarded", "-")
 
         why = await as_tenant("why", name, "-n", namespace)
         assert why.splitlines()[0] == f"DatabaseUser {namespace}/{name}: Ready=True (AccountReady)"
