@@ -11,11 +11,13 @@ How a script reads a resource (Argo CD runs it in gopher-lua, Lua 5.1, with ``ob
 - no ``Ready`` condition yet, or one of an older generation than ``metadata.generation`` → Progressing;
 - ``Ready=False`` with a reason of the kind's Degraded list → Degraded: the operator stopped trying and waits
   for a change (of the resource, a Secret, a policy, another resource, or the account in MySQL);
-- any other ``Ready=False`` (``DatabaseUnavailable``, ``ServerNotReady``, ``TemplatesPending``, MySQL errors
-  it retries with backoff, …) → Progressing: the operator keeps trying, or waits for something that comes by
-  itself;
-- ``Ready=True`` → Healthy, except a DualPassword rotation whose old password still works
-  (``status.rotation.phase: Retained``) → Progressing.
+- any other ``Ready=False`` (``DatabaseUnavailable``, ``ServerNotReady``, ``TemplatesPending`` of a
+  DatabaseUser never Ready yet, MySQL errors it retries with backoff, …) → Progressing: the operator keeps
+  trying, or waits for something that comes by itself;
+- ``Ready=True`` → Healthy, except while the operator has work of its own underway: ``Progressing=True``
+  (``TemplatesPending``, ``RotationRetained``: a DatabaseUser's) → Progressing with its reason and message
+  (a status written before that condition existed: ``status.rotation.phase: Retained`` → Progressing).
+  Pending work never turns a serving account's Ready to False, so a Secret edit is not read as failing.
 """
 
 from __future__ import annotations
@@ -133,9 +135,12 @@ if obj.metadata.deletionTimestamp ~= nil then
   return hs
 end
 local ready = nil
+local progressing = nil
 for _, c in ipairs(status.conditions or {{}}) do
   if c.type == "Ready" then
     ready = c
+  elseif c.type == "Progressing" then
+    progressing = c
   end
 end
 if ready == nil then
@@ -161,7 +166,12 @@ if policy == "Observe" then
   return hs
 end
 if ready.status == "True" then
-  if status.rotation ~= nil and status.rotation.phase == "Retained" then
+  if progressing ~= nil and progressing.status == "True" then
+    hs.status = "Progressing"
+    hs.message = describe(progressing)
+    return hs
+  end
+  if progressing == nil and status.rotation ~= nil and status.rotation.phase == "Retained" then
     hs.status = "Progressing"
     hs.message = "password rotated: the previous password still works until the operator discards it"
     if status.rotation.retainedSince ~= nil then

@@ -21,6 +21,15 @@ def ready(obj: dict[str, Any]) -> tuple[str, str]:
     return "Unknown", "-"
 
 
+def progressing(obj: dict[str, Any]) -> str:
+    """The reason of a ``Progressing=True`` condition (work the operator has underway: a render queued, a
+    rotation retained); ``-`` when nothing is pending, or before the operator wrote one."""
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Progressing" and condition.get("status") == "True":
+            return str(condition.get("reason") or "True")
+    return "-"
+
+
 def server(obj: dict[str, Any]) -> str:
     """The server of the account: ``MySQLServer/NAME``, ``ClusterMySQLServer/NAME`` or ``(default)``."""
     ref = (obj.get("spec") or {}).get("serverRef") or {}

@@ -1,5 +1,6 @@
-"""``kubectl dbu status``: one table per namespace (or one for a server): ready, server, account, password
-age, rotation phase, and the pods still on a retained old password."""
+"""``kubectl dbu status``: one table per namespace (or one for a server): ready, work underway
+(Progressing), server, account, password age, rotation phase, and the pods still on a retained old
+password."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ COLUMNS = (
     ("NAME", "name"),
     ("READY", "ready"),
     ("REASON", "reason"),
+    ("PROGRESSING", "progressing"),
     ("SERVER", "server"),
     ("ACCOUNT", "account"),
     ("PASSWORD AGE", "passwordAge"),
@@ -45,6 +47,7 @@ def record(
         "name": metadata["name"],
         "ready": ready,
         "reason": reason,
+        "progressing": facts.progressing(obj),
         "server": facts.server(obj),
         "account": facts.account(obj),
         "passwordAge": human_duration(now - set_at) if set_at is not None else "-",

@@ -1,5 +1,6 @@
-"""``kubectl dbu why NAME``: the conditions, the last Events, and the operator's view (account, hosts,
-rotation, credential version) of one DatabaseUser, in one screen."""
+"""``kubectl dbu why NAME``: Ready (and Progressing, while work is underway), the conditions, the last
+Events, and the operator's view (account, hosts, rotation, credential version) of one DatabaseUser, in one
+screen."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ def render(obj: dict[str, Any], events: list[dict[str, Any]], now: datetime) -> 
     """The screen for ``obj`` and its Events (oldest first; the last ten are shown)."""
     metadata, status = obj["metadata"], obj.get("status") or {}
     ready, reason = facts.ready(obj)
+    underway = facts.progressing(obj)
+    pending = f", Progressing=True ({underway})" if underway != "-" else ""
     lines = [
-        f"DatabaseUser {metadata.get('namespace')}/{metadata['name']}: Ready={ready} ({reason})",
+        f"DatabaseUser {metadata.get('namespace')}/{metadata['name']}: Ready={ready} ({reason}){pending}",
         f"Account:    {facts.account(obj)} on {facts.server(obj)}",
         f"Hosts:      {', '.join(status.get('hosts') or []) or '-'}",
         f"Generation: {metadata.get('generation')} (observed {status.get('observedGeneration', '-')})",

@@ -57,6 +57,48 @@ def test_ready_of_an_older_generation_is_progressing() -> None:
         )
 
 
+def progressing(status: str, reason: str, message: str, generation: int = 1) -> dict[str, Any]:
+    return {
+        "type": "Progressing",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": "2026-11-26T14:05:10Z",
+    }
+
+
+def test_a_ready_user_with_work_underway_is_progressing_and_healthy_once_settled() -> None:
+    """Ready stays True while a render is queued or a rotation retained; Progressing=True says so."""
+    obj = captured("user-ready")["object"]
+    queued = "connection Secret app-db: its templates are queued to render"
+    obj["status"]["conditions"].append(progressing("True", "TemplatesPending", queued))
+    assert health("DatabaseUser", obj) == {"status": "Progressing", "message": f"TemplatesPending: {queued}"}
+    obj["status"]["conditions"][-1] = progressing("False", "Settled", "no work pending")
+    assert health("DatabaseUser", obj)["status"] == "Healthy"
+
+
+def test_a_settled_progressing_condition_outranks_an_old_rotation_phase() -> None:
+    """With Progressing written, the operator says whether a rotation is retained; without it (a status of an
+    operator from before the condition), status.rotation.phase does."""
+    retained = captured("user-rotation-retained")
+    assert health("DatabaseUser", retained["object"])["status"] == "Progressing"
+    obj = retained["object"]
+    obj["status"]["conditions"].append(progressing("False", "Settled", "no work pending"))
+    assert health("DatabaseUser", obj)["status"] == "Healthy"
+
+
+def test_a_new_generation_still_rendering_is_progressing() -> None:
+    """Ready=True stays of the generation applied whole while the new one's render is queued."""
+    obj = captured("user-ready")["object"]
+    obj["metadata"]["generation"] = 2
+    obj["status"]["conditions"].append(progressing("True", "TemplatesPending", "queued", generation=2))
+    assert health("DatabaseUser", obj) == {
+        "status": "Progressing",
+        "message": "generation 2 not reconciled yet (Ready is of generation 1)",
+    }
+
+
 def test_paused_without_status_is_suspended_and_deletion_progressing() -> None:
     obj = captured("user-no-status")["object"]
     obj["spec"]["managementPolicy"] = "Paused"

@@ -7,6 +7,7 @@ from typing import Any
 
 from dbuser_operator.kubectl_dbu import facts
 from dbuser_operator.kubectl_dbu.status import HEADERS, render, row
+from dbuser_operator.kubectl_dbu.why import render as why_render
 
 NOW = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)
 
@@ -40,7 +41,7 @@ def test_a_ready_user_without_rotation_shows_its_secret_age() -> None:
         }
     }
     assert row(user(), secret, [], NOW) == [
-        "app", "True", "AccountReady", "(default)", "app@10.%", "24h", "-", "-",
+        "app", "True", "AccountReady", "-", "(default)", "app@10.%", "24h", "-", "-",
     ]  # fmt: skip
 
 
@@ -61,18 +62,32 @@ def test_a_retained_rotation_counts_the_pods_that_started_before_it() -> None:
         pod("other-namespace", "app-conn", "2026-11-26T10:00:00Z", namespace="team-b"),
     ]
     line = row(obj, None, pods, NOW)
-    assert line[3:] == ["ClusterMySQLServer/shared", "app@10.%", "60m", "Retained", "2"]
+    assert line[4:] == ["ClusterMySQLServer/shared", "app@10.%", "60m", "Retained", "2"]
     assert facts.old_password_pods(obj, pods) == ["old", "within-the-second"]
     assert row(obj, None, None, NOW)[-1] == "?"  # pods not listable: unknown, not zero
 
 
 def test_a_user_the_operator_has_not_seen_yet() -> None:
     obj = {"metadata": {"name": "fresh", "namespace": "team-a"}, "spec": {"user": "u1"}}
-    assert row(obj, None, [], NOW) == ["fresh", "Unknown", "-", "(default)", "u1@%", "-", "-", "-"]
+    assert row(obj, None, [], NOW) == ["fresh", "Unknown", "-", "-", "(default)", "u1@%", "-", "-", "-"]
+
+
+def test_work_underway_shows_beside_ready() -> None:
+    """A Ready user whose render is queued: Ready stays True, PROGRESSING names the work; why says both."""
+    obj = user()
+    obj["status"]["conditions"].append(
+        {"type": "Progressing", "status": "True", "reason": "TemplatesPending", "message": "queued"}
+    )
+    assert row(obj, None, [], NOW)[1:4] == ["True", "AccountReady", "TemplatesPending"]
+    first = why_render(obj, [], NOW).splitlines()[0]
+    assert first == "DatabaseUser team-a/app: Ready=True (AccountReady), Progressing=True (TemplatesPending)"
+    obj["status"]["conditions"][-1].update(status="False", reason="Settled")
+    assert row(obj, None, [], NOW)[3] == "-"
+    assert why_render(obj, [], NOW).splitlines()[0] == "DatabaseUser team-a/app: Ready=True (AccountReady)"
 
 
 def test_one_table_per_namespace_in_order() -> None:
-    text = render({"b": [["x", *["-"] * 7]], "a": [["y", *["-"] * 7]]}, "NAMESPACE")
+    text = render({"b": [["x", *["-"] * 8]], "a": [["y", *["-"] * 8]]}, "NAMESPACE")
     blocks = text.split("\n\n")
     assert [block.splitlines()[0] for block in blocks] == ["NAMESPACE: a", "NAMESPACE: b"]
     assert blocks[0].splitlines()[1].split("   ")[0] == HEADERS[0]

@@ -31,9 +31,12 @@ if obj.metadata.deletionTimestamp ~= nil then
   return hs
 end
 local ready = nil
+local progressing = nil
 for _, c in ipairs(status.conditions or {}) do
   if c.type == "Ready" then
     ready = c
+  elseif c.type == "Progressing" then
+    progressing = c
   end
 end
 if ready == nil then
@@ -59,7 +62,12 @@ if policy == "Observe" then
   return hs
 end
 if ready.status == "True" then
-  if status.rotation ~= nil and status.rotation.phase == "Retained" then
+  if progressing ~= nil and progressing.status == "True" then
+    hs.status = "Progressing"
+    hs.message = describe(progressing)
+    return hs
+  end
+  if progressing == nil and status.rotation ~= nil and status.rotation.phase == "Retained" then
     hs.status = "Progressing"
     hs.message = "password rotated: the previous password still works until the operator discards it"
     if status.rotation.retainedSince ~= nil then

@@ -28,7 +28,7 @@ from dbuser_operator.api.v1alpha1 import (
     DatabaseUserStatus,
     SecretKeySelector,
 )
-from dbuser_operator.controllers.databaseuser import database_refs
+from dbuser_operator.controllers.databaseuser import database_refs, progress
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.observe import Observer, summary
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import release as release_metadata
@@ -123,6 +123,7 @@ class DatabaseUserReconciler(Owning[Context]):
         _clear_policy_status(ctx)
         if self.policy is not None:
             self.policy.check_user(ctx.binding, ctx.user)
+        progress.record(ctx)
         if await self.observer.observe(ctx):
             message = f"{ready_message(ctx)} (observed: the operator changes nothing)"
             self.set_ready(ctx, "True", "Observed", message)
@@ -139,9 +140,13 @@ class DatabaseUserReconciler(Owning[Context]):
         _clear_policy_status(ctx)
         for step in self.steps:
             await step.ensure(ctx)
+        progress.record(ctx)
         self.set_ready(ctx, "True", *ready_outcome(ctx, ready_message(ctx)))
         await self.write(ctx)
         return Result(requeue_after=ctx.requeue_after or 0.0)
+
+    def in_progress(self, ctx: Context, error: ConditionError) -> bool:
+        return progress.record(ctx, error)  # Progressing; pending work keeps a serving account Ready
 
     def _resolve_refs(self, ctx: Context) -> None:
         """The grants' databaseRefs resolved into their Databases' names, before any step reads them."""

@@ -30,6 +30,17 @@ class ConditionError(ReconcileError):
         self.requeue_after = requeue_after
 
 
+class WorkPending(ConditionError):
+    """The pass stopped at work that finishes by itself (a render queued behind others): not a failure.
+    A kind may keep a serving resource's Ready as it is and report the work as ``Progressing`` instead
+    (:meth:`.reconcile.Reconciler.in_progress`) if what it offers keeps working meanwhile (``still_serves``);
+    not retried with backoff: the work's end requeues it."""
+
+    def __init__(self, reason: str, message: str, *, still_serves: bool = True) -> None:
+        super().__init__(reason, message, retry=False)
+        self.still_serves = still_serves
+
+
 def mysql_condition(error: MySQLError, context: str) -> ConditionError:
     """The Ready=False report for a MySQL failure: its reason, and the server's words (never a secret).
 

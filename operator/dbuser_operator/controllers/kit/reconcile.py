@@ -312,10 +312,17 @@ class Reconciler(Generic[P]):
         ctx.status.conditions = [Condition.model_validate(condition) for condition in conditions]
         ctx.status.observed_generation = generation
 
+    def in_progress(self, ctx: P, error: ConditionError) -> bool:
+        """A kind's hook, before ``error`` is reported: record it as work in progress if it is, and say
+        whether Ready stays as it is (the resource still serves). By default every error is Ready=False."""
+        return False
+
     async def report(self, ctx: P, error: ConditionError) -> None:
-        """Ready=False with the error's reason and message, a Warning Event, the status written."""
-        self.set_ready(ctx, "False", error.reason, error.message)
-        ctx.event("Warning", error.reason, error.message)
+        """Ready=False with the error's reason and message, a Warning Event, the status written (unless the
+        kind says it is work in progress on a resource that serves meanwhile: then Ready stays)."""
+        if not self.in_progress(ctx, error):
+            self.set_ready(ctx, "False", error.reason, error.message)
+            ctx.event("Warning", error.reason, error.message)
         await self.write(ctx)
 
     async def write(self, ctx: P) -> None:

@@ -78,14 +78,20 @@ async def rendered(kube: KubeClient, namespace: str, names: list[str], password:
     return sum(await asyncio.gather(*(holds(name) for name in names)))
 
 
+def pending(obj: dict[str, Any]) -> bool:
+    """Whether the resource's render is queued (a Ready one stays Ready meanwhile: Progressing says it)."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Progressing" and c["reason"] == "TemplatesPending" for c in conditions)
+
+
 async def settled(kube: KubeClient, namespace: str, count: int, limit: float = 600) -> None:
-    """Poll until ``count`` resources of ``namespace`` have rendered: Ready, or a render past the CPU bound
-    (a slower processor than this project's: TemplateInvalid)."""
+    """Poll until ``count`` resources of ``namespace`` have rendered: Ready with no render queued, or a
+    render past the CPU bound (a slower processor than this project's: TemplateInvalid)."""
 
     async def rendered() -> bool:
         items = (await kube.list(DATABASE_USERS, namespace))["items"]
-        reasons = [(ready(item) or {}).get("reason") for item in items]
-        done = sum(reason in {"AccountReady", "TemplateInvalid"} for reason in reasons)
+        reasons = [((ready(item) or {}).get("reason"), pending(item)) for item in items]
+        done = sum(reason in {"AccountReady", "TemplateInvalid"} and not queued for reason, queued in reasons)
         assert done >= count, f"{done} of {count} rendered"
         return True
 

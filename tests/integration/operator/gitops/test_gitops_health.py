@@ -218,7 +218,7 @@ async def test_a_retained_old_password_is_progressing_until_discarded(
     await wait_for_phase(kube_client, namespace, name, "Retained", limit=10)
     obj = await kube_client.get(DATABASE_USERS, name, namespace)
     message = assess("DatabaseUser", obj, "Progressing", "user-rotation-retained")
-    assert message.startswith("password rotated: the previous password still works")
+    assert message.startswith("RotationRetained: password rotated: the previous password still works")
 
     await wait_for_phase(kube_client, namespace, name, "Discarded", limit=40)
     obj = await wait_for_ready(kube_client, namespace, name)

@@ -164,9 +164,9 @@ async def test_status_rotate_consumers_and_why_as_a_tenant(
         status = await as_tenant("status", "-n", namespace)
         assert status.splitlines()[0] == f"NAMESPACE: {namespace}"
         row = line_of(status, name)
-        assert row[:5] == [name, "True", "AccountReady", "(default)", f"{name}@%"]
-        assert row[5].endswith("s")  # the password's age, seconds old
-        assert row[6:] == ["-", "-"]  # no rotation yet, nothing on an old password
+        assert row[:6] == [name, "True", "AccountReady", "-", "(default)", f"{name}@%"]  # nothing pending
+        assert row[6].endswith("s")  # the password's age, seconds old
+        assert row[7:] == ["-", "-"]  # no rotation yet, nothing on an old password
         assert line_of(status, refused)[:3] == [refused, "False", "SecretNotFound"]
 
         # A pod that started long before the rotation holds the old password.
@@ -176,7 +176,8 @@ async def test_status_rotate_consumers_and_why_as_a_tenant(
         assert rotated.strip() == f"databaseuser/{name} rotated (Retained, credential version 2)"
         assert await secret_password(kube_client, namespace, f"{name}-db") != first
         row = line_of(await as_tenant("status", "-n", namespace), name)
-        assert row[6:] == ["Retained", "1"]
+        assert row[3] == "RotationRetained"  # Progressing, while Ready stays True
+        assert row[7:] == ["Retained", "1"]
 
         consumers = await as_tenant("consumers", name, "-n", namespace)
         assert "Pods on the old password (1):" in consumers
@@ -190,7 +191,8 @@ async def test_status_rotate_consumers_and_why_as_a_tenant(
         await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
         consumers = await as_tenant("consumers", name, "-n", namespace)
         assert "No old password is retained (rotation phase: Discarded)" in consumers
-        assert line_of(await as_tenant("status", "-n", namespace), name)[6:] == ["Discarded", "-"]
+        row = line_of(await as_tenant("status", "-n", namespace), name)
+        assert (row[3], *row[7:]) == ("-", "Discarded", "-")
 
         why = await as_tenant("why", name, "-n", namespace)
         assert why.splitlines()[0] == f"DatabaseUser {namespace}/{name}: Ready=True (AccountReady)"

@@ -3,10 +3,10 @@
 It runs after the account has its password, so a Secret never offers a password that does not work yet.
 Keys: host, port, sslMode (of the endpoint selected: ``credentials/endpoints.py``), username, password (the
 one just applied), database, DATABASE_URL, JDBC_URL, the other endpoints' keys with their prefixes, then the
-user's templates rendered in the sandbox, shared
-fairly between namespaces (``credentials/fair.py``): a render that must wait for its turn ends the pass
-with ``TemplatesPending`` (nothing written, later steps wait too) and the resource comes back once it is
-done; a resource without templates never waits on the renderer. The
+user's templates rendered in the sandbox, shared fairly between namespaces (``credentials/fair.py``): a
+render that must wait for its turn ends the pass with ``TemplatesPending`` (nothing written, later steps
+wait too; ``Progressing=True``, and an account that serves stays Ready: ``progress.py``) and the resource
+comes back once it is done; a resource without templates never waits on the renderer. The
 Secret's annotation ``mysql.dbuser-operator.dev/credential-version`` counts the passwords it has held: it
 goes up by one whenever the password written changes (mirrored in ``status.credentialVersion``), so a
 rollout can key on it. The Secret is written only when something differs, conditionally on the
@@ -37,7 +37,7 @@ from dbuser_operator.controllers.databaseuser.owned_secrets import (
     encode,
 )
 from dbuser_operator.controllers.databaseuser.secret_metadata import metadata_patch, record
-from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.kit.errors import ConditionError, WorkPending
 from dbuser_operator.credentials.endpoints import SSL_MODE_KEY, EndpointNotFound, connection_values, select
 from dbuser_operator.credentials.fair import FairRenderer, Pending
 from dbuser_operator.credentials.templates import TemplateError
@@ -163,11 +163,11 @@ class ConnectionSecretStep:
                 notify=lambda: self.requeue(key),
             )
         except Pending:
-            raise ConditionError(
+            raise WorkPending(
                 "TemplatesPending",
                 f"{WHAT} {name}: its templates are queued to render (renders are shared fairly between "
                 "namespaces); it is reconciled again once they are",
-                retry=False,
+                still_serves=_held_password_works(ctx, secret, values["password"]),
             ) from None
         except TemplateError as error:
             raise ConditionError("TemplateInvalid", f"{WHAT} {name}: {error}", retry=False) from None
@@ -186,6 +186,18 @@ class ConnectionSecretStep:
     async def release(self, ctx: Context) -> None:
         for name in _names(ctx):
             await self.secrets.release(ctx, name)
+
+
+def _held_password_works(ctx: Context, secret: dict[str, Any] | None, password: str) -> bool:
+    """Whether the password the connection Secret holds logs in now: the account's, or the previous one
+    while a DualPassword rotation retains it (the Secret last written, at the version status records)."""
+    if secret is None:
+        return False
+    if decoded(secret, "password") == password:
+        return True
+    rotation = ctx.status.rotation
+    retained = rotation is not None and rotation.phase == "Retained"
+    return retained and credential_version(secret) == (ctx.status.credential_version or 0)
 
 
 def _names(ctx: Context) -> list[str]:
