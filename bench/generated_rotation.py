@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import random
@@ -132,6 +133,21 @@ async def wait_for(predicate: Any, limit: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} within {limit:g} s")
         await asyncio.sleep(0.05)
+
+
+async def remove_users(kube: KubeClient, namespace: str, limit: float = 120.0) -> None:
+    """Delete the run's DatabaseUsers while its operator still runs (their accounts go with them), wait
+    until they are gone, then delete the namespace: the run leaves nothing behind."""
+    for item in (await kube.list(DATABASE_USERS, namespace))["items"]:
+        with contextlib.suppress(client.ApiException):
+            await kube.delete(DATABASE_USERS, item["metadata"]["name"], namespace)
+    deadline = time.monotonic() + limit
+    while (await kube.list(DATABASE_USERS, namespace))["items"]:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the DatabaseUsers of {namespace} gone within {limit:g} s")
+        await asyncio.sleep(0.2)
+    with contextlib.suppress(client.ApiException):
+        await kube.delete(NAMESPACES, namespace)
 
 
 async def populate(
@@ -319,7 +335,10 @@ async def run(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await watch.stop()
-        await operator.stop()
+        try:
+            await remove_users(kube, namespace)
+        finally:
+            await operator.stop()
 
 
 async def amain(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
