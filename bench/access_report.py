@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.common import admin_settings, sample_process
+from bench.common import admin_settings, make_owned_accounts, sample_process
 from dbuser_operator.controllers.servers.access import DriftFound, build
 from dbuser_operator.envtest import LocalMySQLServer, locate
 from dbuser_operator.mysql import Database, ownership
@@ -41,15 +41,9 @@ def _make(server: LocalMySQLServer, first: int, last: int, unmanaged: int) -> No
             for index in range(unmanaged):
                 cursor.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (f"dba{index}", f"pw-dba{index}-x"))
                 cursor.execute("GRANT PROCESS ON *.* TO %s@'%%'", (f"dba{index}",))
-        for index in range(first, last):
-            user = f"acc{index}"
-            cursor.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (user, f"pw-{user}-secret"))
-            cursor.execute("GRANT SELECT ON `access\\_app`.* TO %s@'%%'", (user,))
-            cursor.execute(
-                "INSERT INTO `access_bench`.`accounts` (user, host, owner_uid, namespace, name)"
-                " VALUES (%s, '%%', %s, 'bench', %s)",
-                (user, f"uid-{index}", user),
-            )
+        make_owned_accounts(
+            cursor, schema=SCHEMA, database="access_app", prefix="acc", first=first, last=last
+        )
         connection.commit()
 
 

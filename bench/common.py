@@ -386,3 +386,22 @@ def admin_settings(server: LocalMySQLServer) -> ConnectionSettings:
         ca_file=server.ca_file,
         statement_timeout=3600,
     )
+
+
+def make_owned_accounts(
+    cursor: Any, *, schema: str, database: str, prefix: str, first: int, last: int
+) -> None:
+    """Accounts ``<prefix><first>`` … ``<prefix><last - 1>``, each with SELECT on ``database`` and a row in
+    ``schema``'s bookkeeping table (namespace ``bench``), as the operator would have made them; through a
+    pymysql ``cursor`` of the admin, committed by the caller."""
+    escaped = database.replace("_", "\\_")  # `_` is a wildcard in a GRANT's database name
+    grant = f"GRANT SELECT ON `{escaped}`.* TO %s@'%%'"
+    record = (
+        f"INSERT INTO `{schema}`.`accounts` (user, host, owner_uid, namespace, name)"  # noqa: S608 - bench constants
+        " VALUES (%s, '%%', %s, 'bench', %s)"
+    )
+    for index in range(first, last):
+        user = f"{prefix}{index}"
+        cursor.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (user, f"pw-{user}-secret"))
+        cursor.execute(grant, (user,))
+        cursor.execute(record, (user, f"uid-{index}", user))

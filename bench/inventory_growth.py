@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.common import admin_settings, sample_process
+from bench.common import admin_settings, make_owned_accounts, sample_process
 from dbuser_operator.envtest import LocalMySQLServer, locate
 from dbuser_operator.mysql import Database, ownership
 from dbuser_operator.mysql.inventory import inventory
@@ -40,15 +40,9 @@ async def grow(server: LocalMySQLServer, sizes: Sequence[int]) -> list[tuple[int
             cursor.execute("CREATE DATABASE inventory_app")
             made = 0
             for size in sizes:
-                for index in range(made, size):
-                    user = f"inv{index}"
-                    cursor.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (user, f"pw-{user}-secret"))
-                    cursor.execute("GRANT SELECT ON `inventory\\_app`.* TO %s@'%%'", (user,))
-                    cursor.execute(
-                        "INSERT INTO `inventory_bench`.`accounts` (user, host, owner_uid, namespace, name)"
-                        " VALUES (%s, '%%', %s, 'bench', %s)",
-                        (user, f"uid-{index}", user),
-                    )
+                make_owned_accounts(
+                    cursor, schema=SCHEMA, database="inventory_app", prefix="inv", first=made, last=size
+                )
                 connection.commit()
                 made = size
                 cpu_before, started = sample_process(pid).cpu_seconds, time.monotonic()
