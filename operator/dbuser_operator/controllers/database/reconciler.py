@@ -22,9 +22,9 @@ from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.mysql import databases
-from dbuser_operator.mysql.books import NameClass
+from dbuser_operator.mysql.accounts.holdings import Holdings
+from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.holdings import Holdings
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.events import EventRecorder

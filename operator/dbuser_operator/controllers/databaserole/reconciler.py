@@ -38,8 +38,10 @@ from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.mysql import grants, holdings, name_holders, ownership, roles
-from dbuser_operator.mysql.books import NameClass
+from dbuser_operator.mysql import grants
+from dbuser_operator.mysql.accounts import holdings, roles
+from dbuser_operator.mysql.bookkeeping import name_holders, ownership
+from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result

@@ -9,9 +9,9 @@ from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, AppliedSecret, Databa
 from dbuser_operator.controllers.kit.ownership import OwningPass, Words
 from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql.account_metadata import AccountMetadata
-from dbuser_operator.mysql.account_options import LockPolicy
-from dbuser_operator.mysql.authentication import Method
+from dbuser_operator.mysql.accounts.account_metadata import AccountMetadata
+from dbuser_operator.mysql.accounts.account_options import LockPolicy
+from dbuser_operator.mysql.accounts.authentication import Method
 
 
 @dataclass(kw_only=True)

@@ -43,7 +43,7 @@ from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.kit.steps import Releasing, Step, check_order
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.mysql.books import NameClass
+from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.events import EventRecorder

@@ -41,7 +41,7 @@ from dbuser_operator.controllers.kit.reserved import Refusal, ReservedNames, Sys
 from dbuser_operator.controllers.kit.resources import FIELD_MANAGER
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.kit.steps import EventType
-from dbuser_operator.mysql.books import NameClass
+from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import set_condition
 from dbuser_operator.runtime.controller import Result

@@ -27,8 +27,8 @@ from dbuser_operator.controllers.policy.rules import (
     user_violations,
 )
 from dbuser_operator.controllers.servers.binding import ServerBinding
-from dbuser_operator.mysql.holdings import Holdings
-from dbuser_operator.mysql.server import Flavour
+from dbuser_operator.mysql.accounts.holdings import Holdings
+from dbuser_operator.mysql.session.server import Flavour
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.informer import Informer
 

@@ -25,8 +25,8 @@ import pydantic
 
 from dbuser_operator.api.v1alpha1 import SecretKeySelector
 from dbuser_operator.controllers.servers.binding import ServerBinding
-from dbuser_operator.mysql.connection import ConnectionSettings, Database
-from dbuser_operator.mysql.tls import SSLMode
+from dbuser_operator.mysql.session.connection import ConnectionSettings, Database
+from dbuser_operator.mysql.session.tls import SSLMode
 
 SecretReader = Callable[[str, str], Awaitable[dict[str, Any] | None]]
 """``(namespace, name)`` → the Secret object, or None when it does not exist."""

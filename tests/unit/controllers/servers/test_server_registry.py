@@ -34,8 +34,8 @@ from dbuser_operator.controllers.servers.health import failure_reason
 from dbuser_operator.controllers.servers.registry import ServerRegistry
 from dbuser_operator.controllers.servers.resolver import NO_DEFAULT_SERVER, ServerResolver
 from dbuser_operator.envtest.pki import CertificateAuthority
-from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.errors import AccessDeniedError, DatabaseUnavailableError, MySQLError, TLSError
+from dbuser_operator.mysql.session.connection import ConnectionSettings, Database
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.informer import Informer
 

@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from dbuser_operator.mysql.connection import Database
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.statement import Statement
 
 Flavour = Literal["mysql", "mariadb"]
 

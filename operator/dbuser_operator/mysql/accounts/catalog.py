@@ -10,7 +10,7 @@ view's own expression, so that the results (and the fingerprints made of them) a
 from __future__ import annotations
 
 from dbuser_operator.mysql.identifiers import SQL
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.session.server import ServerInfo
 
 
 def accounts_table(server: ServerInfo) -> SQL:

@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.accounts.roles import Role, held_by
 from dbuser_operator.mysql.errors import InvalidAccountError, checked_input
 from dbuser_operator.mysql.grants import Grant, read_grants
 from dbuser_operator.mysql.identifiers import validate_grantee_host, validate_user
-from dbuser_operator.mysql.roles import Role, held_by
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 MAX_ROLES: Final = 64
 """At most this many roles are followed; beyond, the rest counts as unreadable."""

@@ -8,12 +8,12 @@ nothing is stored, and the answer is only as good as the server's own check at l
 
 from __future__ import annotations
 
-from dbuser_operator.mysql import catalog, password_hashes
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.accounts import catalog, password_hashes
 from dbuser_operator.mysql.errors import checked_input
 from dbuser_operator.mysql.identifiers import validate_host, validate_user
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 
 async def read_authentication(

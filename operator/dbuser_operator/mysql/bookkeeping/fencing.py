@@ -43,11 +43,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final, NoReturn
 
-from dbuser_operator.mysql.connection import Session
+from dbuser_operator.mysql.bookkeeping.ownership import validate_schema
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.identifiers import SQL, quote_identifier
-from dbuser_operator.mysql.ownership import validate_schema
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Session
+from dbuser_operator.mysql.session.statement import Statement
 
 EPOCH_TABLE: Final = "leader_epoch"
 SESSIONS_TABLE: Final = "leader_sessions"

@@ -7,12 +7,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from dbuser_operator.mysql import account_metadata, account_options, catalog
-from dbuser_operator.mysql.account_options import LockPolicy
-from dbuser_operator.mysql.connection import Database
-from dbuser_operator.mysql.ownership import Owner, compare_fingerprints, table, valid_account
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.accounts import account_metadata, account_options, catalog
+from dbuser_operator.mysql.accounts.account_options import LockPolicy
+from dbuser_operator.mysql.bookkeeping.ownership import Owner, compare_fingerprints, table, valid_account
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 
 @dataclass(frozen=True)

@@ -26,14 +26,14 @@ from typing import Final, LiteralString
 
 from pydantic import SecretStr
 
-from dbuser_operator.mysql.authentication import Method, known
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.accounts.authentication import Method, known
+from dbuser_operator.mysql.accounts.passwords import validate_password
+from dbuser_operator.mysql.accounts.sessions import client_host, may_be_of
 from dbuser_operator.mysql.errors import checked_input
 from dbuser_operator.mysql.identifiers import SQL, account, validate_host, validate_user
-from dbuser_operator.mysql.passwords import validate_password
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.sessions import client_host, may_be_of
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 MINIMUM_VERSION: Final = (8, 0, 21)
 """The oldest MySQL with dual passwords (8.0.14) and account attributes (8.0.21) together."""

@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, LiteralString
 
-from dbuser_operator.mysql.catalog import accounts_table
-from dbuser_operator.mysql.connection import Database, Row
+from dbuser_operator.mysql.accounts.catalog import accounts_table
 from dbuser_operator.mysql.errors import InvalidAccountError, InvalidOptionsError, checked_input
 from dbuser_operator.mysql.identifiers import SQL, account, unsigned_literal, validate_host, validate_user
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database, Row
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 DEFAULT_LIFETIME: Final = -1
 """``password_lifetime`` of an account that follows the server's ``default_password_lifetime``."""

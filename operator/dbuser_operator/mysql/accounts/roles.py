@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import AccountExistsError, InvalidAccountError, checked_input
 from dbuser_operator.mysql.identifiers import SQL, account, quote_string, validate_host, validate_user
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 Role = tuple[str, str]
 """``(name, host)`` of a role."""

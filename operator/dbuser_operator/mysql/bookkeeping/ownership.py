@@ -38,10 +38,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from dbuser_operator.mysql import books, catalog, password_hashes, password_match
-from dbuser_operator.mysql.authentication import Method, effective
-from dbuser_operator.mysql.books import ROLES_TABLE, TABLE, Book, NameClass
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.accounts import catalog, password_hashes, password_match
+from dbuser_operator.mysql.accounts.authentication import Method, effective
+from dbuser_operator.mysql.bookkeeping import books
+from dbuser_operator.mysql.bookkeeping.books import ROLES_TABLE, TABLE, Book, NameClass
 from dbuser_operator.mysql.errors import InvalidNameError, MySQLError, ServerError, checked_input
 from dbuser_operator.mysql.identifiers import (
     SQL,
@@ -51,8 +51,9 @@ from dbuser_operator.mysql.identifiers import (
     validate_host,
     validate_user,
 )
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 DEFAULT_SCHEMA: Final = "dbuser_operator"
 ACCOUNTS: Final = books.ACCOUNTS  # the ledger's three books, as its API names them

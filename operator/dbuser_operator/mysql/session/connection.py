@@ -43,10 +43,10 @@ from dbuser_operator.mysql.errors import (
     TLSError,
     classify,
 )
-from dbuser_operator.mysql.settings import ConnectionSettings
-from dbuser_operator.mysql.statement import Statement
-from dbuser_operator.mysql.tls import negotiate_tls_like_mysql_clients
-from dbuser_operator.mysql.wire import hard_close, keep_alive, pool_options
+from dbuser_operator.mysql.session.settings import ConnectionSettings
+from dbuser_operator.mysql.session.statement import Statement
+from dbuser_operator.mysql.session.tls import negotiate_tls_like_mysql_clients
+from dbuser_operator.mysql.session.wire import hard_close, keep_alive, pool_options
 
 _log = logging.getLogger(__name__)
 

@@ -23,11 +23,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final, LiteralString
 
-from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import checked_input
 from dbuser_operator.mysql.identifiers import SQL, account, validate_host, validate_user
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 MINIMUM_VERSION: Final = (8, 0, 21)
 """The oldest MySQL with account attributes (``ATTRIBUTE``, ``COMMENT``)."""

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from pydantic import SecretStr
 
-from dbuser_operator.mysql import authentication, catalog, password_hashes
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.accounts import authentication, catalog, password_hashes
+from dbuser_operator.mysql.bookkeeping.ownership import FOREIGN, table, valid_account
 from dbuser_operator.mysql.identifiers import SQL, account
-from dbuser_operator.mysql.ownership import FOREIGN, table, valid_account
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 
 def applies(server: ServerInfo, method: authentication.Method | None, password: str | None) -> bool:

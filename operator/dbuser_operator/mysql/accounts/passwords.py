@@ -18,7 +18,7 @@ from typing import Final
 from pydantic import SecretStr
 
 from dbuser_operator.mysql.errors import InvalidPasswordError, PasswordLengthError
-from dbuser_operator.mysql.server import Flavour
+from dbuser_operator.mysql.session.server import Flavour
 
 PLAINTEXT_LIMIT: Final = 256
 """The most bytes MySQL's ``caching_sha2_password`` and ``sha256_password`` take."""

@@ -16,8 +16,8 @@ from typing import Any
 import aiomysql
 
 from dbuser_operator.mysql.errors import DatabaseUnavailableError, MySQLError, TLSError, classify
-from dbuser_operator.mysql.settings import ConnectionSettings
-from dbuser_operator.mysql.wire import connect_options, hard_close, keep_alive
+from dbuser_operator.mysql.session.settings import ConnectionSettings
+from dbuser_operator.mysql.session.wire import connect_options, hard_close, keep_alive
 
 PROBE_STATEMENT = "SELECT 1"  # all a probe sends: it reads nothing and changes nothing
 

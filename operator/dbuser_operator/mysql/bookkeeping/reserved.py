@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from dbuser_operator.mysql.ownership import SYSTEM_SCHEMAS
+from dbuser_operator.mysql.bookkeeping.ownership import SYSTEM_SCHEMAS
 
 SYSTEM_ACCOUNTS: Final = frozenset({"root", "mariadb.sys", "debian-sys-maint", "mysql"})
 """Accounts the servers and their packages make (``mysql.*`` too: :func:`system_account`)."""

@@ -7,7 +7,7 @@ import socket
 import ssl
 from typing import Any
 
-from dbuser_operator.mysql.settings import ConnectionSettings
+from dbuser_operator.mysql.session.settings import ConnectionSettings
 
 POOL_RECYCLE = 300.0  # seconds: close pooled connections idle longer (proxies and load balancers drop them)
 _KEEPALIVE = {"TCP_KEEPIDLE": 30, "TCP_KEEPINTVL": 10, "TCP_KEEPCNT": 3}  # a dead peer found in about 60 s

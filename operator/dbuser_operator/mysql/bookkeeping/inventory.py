@@ -24,19 +24,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from dbuser_operator.mysql import account_metadata
-from dbuser_operator.mysql.account_metadata import AccountMetadata
-from dbuser_operator.mysql.account_options import COLUMNS as POLICY_COLUMNS
-from dbuser_operator.mysql.account_options import LockPolicy
-from dbuser_operator.mysql.account_options import column_list as policy_columns
-from dbuser_operator.mysql.connection import Database, Row
+from dbuser_operator.mysql.accounts import account_metadata
+from dbuser_operator.mysql.accounts.account_metadata import AccountMetadata
+from dbuser_operator.mysql.accounts.account_options import COLUMNS as POLICY_COLUMNS
+from dbuser_operator.mysql.accounts.account_options import LockPolicy
+from dbuser_operator.mysql.accounts.account_options import column_list as policy_columns
+from dbuser_operator.mysql.accounts.limits import COLUMNS, AccountOptions, column_list
+from dbuser_operator.mysql.bookkeeping.ownership import Owner, compare_fingerprints, table
 from dbuser_operator.mysql.grants import Grant, grants_from_rows, split_grantee
 from dbuser_operator.mysql.grants.model import ROUTINE_RANK
 from dbuser_operator.mysql.identifiers import SQL
-from dbuser_operator.mysql.limits import COLUMNS, AccountOptions, column_list
-from dbuser_operator.mysql.ownership import Owner, compare_fingerprints, table
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database, Row
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 QUERIES: Final = 2
 """The number of queries :func:`inventory` sends, whatever the number of accounts."""

@@ -12,16 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from dbuser_operator.mysql import account_metadata
-from dbuser_operator.mysql.account_metadata import AccountMetadata
-from dbuser_operator.mysql.account_options import LockPolicy, read_policy
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.accounts import account_metadata
+from dbuser_operator.mysql.accounts.account_metadata import AccountMetadata
+from dbuser_operator.mysql.accounts.account_options import LockPolicy, read_policy
+from dbuser_operator.mysql.accounts.limits import LIMIT_COLUMNS, AccountOptions, column_list
 from dbuser_operator.mysql.errors import AccessDeniedError, AdminPrivilegeMissingError, checked_input
 from dbuser_operator.mysql.grants import Grant, read_grants
 from dbuser_operator.mysql.identifiers import validate_host, validate_user
-from dbuser_operator.mysql.limits import LIMIT_COLUMNS, AccountOptions, column_list
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 _TLS_NAMES: Final = {"": "NONE", "ANY": "SSL", "X509": "X509", "SPECIFIED": "SPECIFIED"}
 

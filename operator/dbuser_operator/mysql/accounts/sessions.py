@@ -16,10 +16,10 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import MySQLError, checked_input
 from dbuser_operator.mysql.identifiers import validate_host, validate_user
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.statement import Statement
 
 _UNKNOWN_THREAD: Final = 1094  # the session ended meanwhile
 _SESSIONS: Final = (

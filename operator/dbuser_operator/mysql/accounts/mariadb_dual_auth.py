@@ -30,14 +30,14 @@ from typing import Final
 
 from pydantic import SecretStr
 
-from dbuser_operator.mysql import password_hashes
-from dbuser_operator.mysql.authentication import Method, known
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.accounts import password_hashes
+from dbuser_operator.mysql.accounts.authentication import Method, known
+from dbuser_operator.mysql.accounts.passwords import check_length, validate_password
 from dbuser_operator.mysql.errors import InvalidOptionsError, checked_input
 from dbuser_operator.mysql.identifiers import SQL, account, validate_host, validate_user
-from dbuser_operator.mysql.passwords import check_length, validate_password
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 MINIMUM_VERSION: Final = (10, 11, 0)
 """The oldest MariaDB the checks of docs/credentials.md passed on (10.11 and 11.8; authentication chains

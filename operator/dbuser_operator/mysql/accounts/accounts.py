@@ -11,12 +11,12 @@ from typing import LiteralString
 
 from pydantic import SecretStr
 
-from dbuser_operator.mysql.authentication import Method
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.accounts.authentication import Method
+from dbuser_operator.mysql.accounts.passwords import validate_password
 from dbuser_operator.mysql.errors import AccountExistsError, InvalidAccountError, checked_input
 from dbuser_operator.mysql.identifiers import account, validate_host, validate_user
-from dbuser_operator.mysql.passwords import validate_password
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.statement import Statement
 
 _OPERATION_FAILED = 1396  # CREATE/ALTER/DROP USER failed for the account
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Final
 
-from dbuser_operator.mysql.books import ROLES_TABLE
-from dbuser_operator.mysql.connection import Database
-from dbuser_operator.mysql.ownership import Owner, table
-from dbuser_operator.mysql.roles import Role
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.accounts.roles import Role
+from dbuser_operator.mysql.bookkeeping.books import ROLES_TABLE
+from dbuser_operator.mysql.bookkeeping.ownership import Owner, table
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 QUERIES: Final = 1
 """The number of queries :func:`read_accounts` sends, whatever the number of accounts."""

@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Final, LiteralString
 
-from dbuser_operator.mysql.connection import Database, Row
+from dbuser_operator.mysql.accounts.tls_identity import SSL_NONE, TLSIdentity
 from dbuser_operator.mysql.errors import InvalidOptionsError, checked_input
 from dbuser_operator.mysql.identifiers import account, unsigned_literal, validate_host, validate_user
-from dbuser_operator.mysql.statement import Statement
-from dbuser_operator.mysql.tls_identity import SSL_NONE, TLSIdentity
+from dbuser_operator.mysql.session.connection import Database, Row
+from dbuser_operator.mysql.session.statement import Statement
 
 LIMIT_MAX: Final = 4294967295
 """The largest hourly limit: MySQL and MariaDB store them as unsigned 32-bit integers (MariaDB silently

@@ -7,7 +7,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, FilePath, SecretStr, model_validator
 
-from dbuser_operator.mysql.tls import SSLMode, TLSOptions
+from dbuser_operator.mysql.session.tls import SSLMode, TLSOptions
 
 
 class ConnectionSettings(BaseModel):

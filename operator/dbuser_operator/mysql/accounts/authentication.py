@@ -25,13 +25,13 @@ from typing import Final, LiteralString
 
 from pydantic import SecretStr
 
-from dbuser_operator.mysql import catalog, password_hashes
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.accounts import catalog, password_hashes
+from dbuser_operator.mysql.accounts.passwords import check_length, validate_password
 from dbuser_operator.mysql.errors import InvalidOptionsError, checked_input
 from dbuser_operator.mysql.identifiers import SQL, account, quote_string, validate_host, validate_user
-from dbuser_operator.mysql.passwords import check_length, validate_password
-from dbuser_operator.mysql.server import Flavour, ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import Flavour, ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 
 @dataclass(frozen=True)

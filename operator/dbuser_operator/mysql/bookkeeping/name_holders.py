@@ -6,14 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from dbuser_operator.mysql import roles
-from dbuser_operator.mysql.books import ROLES_TABLE
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.accounts import roles
+from dbuser_operator.mysql.bookkeeping.books import ROLES_TABLE
+from dbuser_operator.mysql.bookkeeping.ownership import Owner, table
 from dbuser_operator.mysql.errors import checked_input
 from dbuser_operator.mysql.identifiers import validate_host, validate_user
-from dbuser_operator.mysql.ownership import Owner, table
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 _USER_HOSTS: Final = "SELECT Host FROM mysql.user WHERE User = %s"
 
