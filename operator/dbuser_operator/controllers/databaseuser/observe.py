@@ -225,7 +225,7 @@ class Observer:
         if owners or not exists or self.policy is None:
             return  # this namespace's own, or nothing to read
         await self.policy.check_adoption(
-            ctx.binding,
+            ctx.server_resource,
             namespace=namespace,
             what=account,
             name=user,

@@ -176,7 +176,7 @@ async def take(
 class OwningPass(Pass[S]):
     """A pass of a kind that owns a name: the server resource and handle the frame bound it to."""
 
-    binding: Any = None  # the server resource (None: the settings' server)
+    server_resource: Any = None  # the server resource (None: the settings' server)
     server: Any = field(default=None, repr=False)  # the server handle: db, schema, ensure_book()
 
 
@@ -324,7 +324,7 @@ class Owning(Reconciler[P]):
         if released or management == "Observe" or deletion == "Retain":
             await self.let_go(ctx, released)
         else:
-            ctx.binding, ctx.server = await self.bind(ctx, deleting=True)
+            ctx.server_resource, ctx.server = await self.bind(ctx, deleting=True)
             await self.delete(ctx)
         ctx.obj = await self.finalizer.remove(ctx.obj)
 
@@ -332,7 +332,7 @@ class Owning(Reconciler[P]):
         """Leave the name in MySQL; forget the resource's rows if the server answers in time."""
         forgotten: bool | None = None  # None: MySQL did not answer
         try:  # letting go needs no server; ownership is forgotten where there is one
-            ctx.binding, ctx.server = await self.bind(ctx, deleting=True)
+            ctx.server_resource, ctx.server = await self.bind(ctx, deleting=True)
             async with asyncio.timeout(FORGET_TIMEOUT):
                 await self.release(ctx)
                 forgotten = await self.forget(ctx)

@@ -92,7 +92,7 @@ class Reservations:
                 namespace = meta.get("namespace") or ""
                 key = f"{kind}/{namespace}/{meta['name']}" if namespace else f"{kind}/{meta['name']}"
                 try:
-                    handle = await registry.current(self.resolver.binding(key, obj))
+                    handle = await registry.current(self.resolver.resource(key, obj))
                 except (ConditionError, ServerConfigError):  # no admin name to reserve (yet)
                     continue
                 found.append(Admin(handle.name or key, handle.db.settings.user, handle.schema, handle))

@@ -69,7 +69,7 @@ class OwnershipStep:
         ``'user'@'host'`` while an account of that user on another host is somebody else's or nobody's —
         MySQL logs a client in as the most specific host that matches it, so the new account would capture
         the other account's logins. No policy: nothing to check (as before policies existed)."""
-        if ctx.binding is None or ctx.binding.spec.policy is None:
+        if ctx.server_resource is None or ctx.server_resource.spec.policy is None:
             return
         namespace = ctx.user.metadata.namespace
         others = await name_holders.same_user_elsewhere(
@@ -97,7 +97,7 @@ class OwnershipStep:
         over as it is today (:mod:`~dbuser_operator.controllers.policy.adoption`)."""
         server = await ctx.server.server()
         await self.policy.check_adoption(
-            ctx.binding,
+            ctx.server_resource,
             namespace=ctx.user.metadata.namespace or "",
             what=ctx.account,
             name=user,

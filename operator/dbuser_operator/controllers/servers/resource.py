@@ -8,7 +8,7 @@ from dbuser_operator.api.v1alpha1.mysqlserver import MySQLServerSpec
 
 
 @dataclass(frozen=True)
-class ServerBinding:
+class ServerResource:
     """The server resource a resource's spec.serverRef names, as the reconciler found it in the cache."""
 
     kind: str  # MySQLServer or ClusterMySQLServer
