@@ -1,4 +1,4 @@
-"""FairRenderer: renders shared fairly between namespaces, queued renders never hold a reconcile, unchanged
+"""RenderPool: renders shared fairly between namespaces, queued renders never hold a reconcile, unchanged
 inputs not rendered again, and nothing but digests kept."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from functools import partial
 
 import pytest
 
-from dbuser_operator.credentials.fair import FairRenderer, Pending
+from dbuser_operator.credentials.render_pool import Pending, RenderPool
 from dbuser_operator.credentials.templates import TemplateError, TemplateRenderer
 
 
@@ -62,27 +62,27 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
-def pool(size: int, *held: str) -> tuple[FairRenderer, list[str], Gates]:
-    """A FairRenderer over ``size`` gated renderers: the log of what they started, and the gates."""
+def gated_pool(size: int, *held: str) -> tuple[RenderPool, list[str], Gates]:
+    """A RenderPool over ``size`` gated renderers: the log of what they started, and the gates."""
     log: list[str] = []
     gates = Gates(*held)
     renderers = [Gated(log, gates) for _ in range(size)]
-    return FairRenderer(renderers), log, gates
+    return RenderPool(renderers), log, gates
 
 
 async def test_a_flood_holds_one_worker_and_another_namespace_renders_at_once() -> None:
     noisy_names = [f"n{n}" for n in range(10)]
-    fair, log, gates = pool(2, *noisy_names)
+    pool, log, gates = gated_pool(2, *noisy_names)
     notified: list[str] = []
     # The flood's first render starts at once and its reconcile awaits it; the rest are queued.
-    head = asyncio.create_task(fair.render("noisy", "n0", TEMPLATES, values("n0")))
+    head = asyncio.create_task(pool.render("noisy", "n0", TEMPLATES, values("n0")))
     await settle()
     for name in noisy_names[1:]:
         with pytest.raises(Pending):
-            await fair.render("noisy", name, TEMPLATES, values(name), notify=partial(notified.append, name))
-    assert fair.queued("noisy") == 9
+            await pool.render("noisy", name, TEMPLATES, values(name), notify=partial(notified.append, name))
+    assert pool.queued("noisy") == 9
     # The quiet namespace's render starts on the other worker at once: no Pending.
-    assert await fair.render("quiet", "q0", TEMPLATES, values("q0")) == {"t": "tpl:q0"}
+    assert await pool.render("quiet", "q0", TEMPLATES, values("q0")) == {"t": "tpl:q0"}
     await settle()
     assert log == ["n0", "q0"]  # one in flight for the noisy namespace, though a worker is idle
     gates.release("n0")
@@ -94,124 +94,124 @@ async def test_a_flood_holds_one_worker_and_another_namespace_renders_at_once() 
     for _ in range(10):
         await settle()
     assert notified == noisy_names[1:]  # in order, one at a time
-    await fair.close()
-    assert all(renderer.closed for renderer in fair._all)  # type: ignore[attr-defined]
+    await pool.close()
+    assert all(renderer.closed for renderer in pool._all)  # type: ignore[attr-defined]
 
 
 async def test_namespaces_take_turns() -> None:
-    fair, log, gates = pool(1, "x0", "a1", "a2", "a3", "b1", "b2", "c1")
-    busy = asyncio.create_task(fair.render("x", "x0", TEMPLATES, values("x0")))
+    pool, log, gates = gated_pool(1, "x0", "a1", "a2", "a3", "b1", "b2", "c1")
+    busy = asyncio.create_task(pool.render("x", "x0", TEMPLATES, values("x0")))
     await settle()
     for namespace, owner in (("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1"), ("b", "b2"), ("c", "c1")):
         with pytest.raises(Pending):
-            await fair.render(namespace, owner, TEMPLATES, values(owner))
+            await pool.render(namespace, owner, TEMPLATES, values(owner))
     gates.release("x0", "a1", "a2", "a3", "b1", "b2", "c1")
     for _ in range(10):
         await settle()
     await busy
     assert log == ["x0", "a1", "b1", "c1", "a2", "b2", "a3"]
-    await fair.close()
+    await pool.close()
 
 
 async def test_a_queued_render_notifies_and_its_next_pass_takes_the_outputs_once() -> None:
-    fair, _, gates = pool(1, "x0")
-    blocker = asyncio.create_task(fair.render("x", "x0", TEMPLATES, values("x0")))
+    pool, _, gates = gated_pool(1, "x0")
+    blocker = asyncio.create_task(pool.render("x", "x0", TEMPLATES, values("x0")))
     await settle()
     notified: list[str] = []
     with pytest.raises(Pending):
-        await fair.render("a", "a1", TEMPLATES, values("a1"), notify=lambda: notified.append("a1"))
+        await pool.render("a", "a1", TEMPLATES, values("a1"), notify=lambda: notified.append("a1"))
     gates.release("x0")
     await blocker
     await settle()
     assert notified == ["a1"]
-    assert await fair.render("a", "a1", TEMPLATES, values("a1")) == {"t": "tpl:a1"}
-    assert fair.renders == 2
+    assert await pool.render("a", "a1", TEMPLATES, values("a1")) == {"t": "tpl:a1"}
+    assert pool.renders == 2
     # With the Secret holding those outputs, the same inputs are not rendered again.
-    assert await fair.render("a", "a1", TEMPLATES, values("a1"), current={"t": "tpl:a1"}) == {"t": "tpl:a1"}
-    assert fair.renders == 2
-    await fair.close()
+    assert await pool.render("a", "a1", TEMPLATES, values("a1"), current={"t": "tpl:a1"}) == {"t": "tpl:a1"}
+    assert pool.renders == 2
+    await pool.close()
 
 
 async def test_changed_inputs_or_a_changed_secret_are_rendered_again() -> None:
-    fair, _, _ = pool(1)
-    assert await fair.render("a", "a1", TEMPLATES, values("a1")) == {"t": "tpl:a1"}
+    pool, _, _ = gated_pool(1)
+    assert await pool.render("a", "a1", TEMPLATES, values("a1")) == {"t": "tpl:a1"}
     for current, inputs in (
         ({"t": "edited by hand"}, values("a1")),  # the Secret changed: rendered again
         ({"t": "tpl:a1"}, {**values("a1"), "password": "new"}),  # a new password: rendered again
         ({"t": "tpl:a1"}, values("a1")),  # nothing changed: not rendered
         ({}, values("a1")),  # the Secret lacks the key: rendered again
     ):
-        await fair.render("a", "a1", TEMPLATES, inputs, current=current)
-    assert fair.renders == 4
-    await fair.close()
+        await pool.render("a", "a1", TEMPLATES, inputs, current=current)
+    assert pool.renders == 4
+    await pool.close()
 
 
 async def test_a_newer_request_replaces_the_queued_one_in_place() -> None:
-    fair, log, gates = pool(1, "x0")
-    blocker = asyncio.create_task(fair.render("x", "x0", TEMPLATES, values("x0")))
+    pool, log, gates = gated_pool(1, "x0")
+    blocker = asyncio.create_task(pool.render("x", "x0", TEMPLATES, values("x0")))
     await settle()
     for who in ("old", "new"):
         with pytest.raises(Pending):
-            await fair.render("a", "a1", TEMPLATES, values(who))
-    assert fair.queued("a") == 1
+            await pool.render("a", "a1", TEMPLATES, values(who))
+    assert pool.queued("a") == 1
     gates.release("x0")
     await blocker
     await settle()
     assert log == ["x0", "new"]
-    await fair.close()
+    await pool.close()
 
 
 async def test_a_failure_reaches_the_resource_that_asked_and_the_pool_goes_on() -> None:
-    fair, _, _ = pool(1)
+    pool, _, _ = gated_pool(1)
     with pytest.raises(TemplateError, match="ZeroDivisionError"):
-        await fair.render("a", "a1", {"fail": "x"}, values("a1"))
-    assert await fair.render("a", "a1", TEMPLATES, values("a1")) == {"t": "tpl:a1"}
-    await fair.close()
+        await pool.render("a", "a1", {"fail": "x"}, values("a1"))
+    assert await pool.render("a", "a1", TEMPLATES, values("a1")) == {"t": "tpl:a1"}
+    await pool.close()
 
 
 async def test_finished_outputs_nobody_took_expire_and_only_digests_stay() -> None:
     now = [0.0]
     log: list[str] = []
     gates = Gates("x0")
-    fair = FairRenderer([Gated(log, gates)], result_ttl=10.0, clock=lambda: now[0])
-    blocker = asyncio.create_task(fair.render("x", "x0", TEMPLATES, values("x0")))
+    pool = RenderPool([Gated(log, gates)], result_ttl=10.0, clock=lambda: now[0])
+    blocker = asyncio.create_task(pool.render("x", "x0", TEMPLATES, values("x0")))
     await settle()
     with pytest.raises(Pending):
-        await fair.render("a", "a1", TEMPLATES, values("a1"))
+        await pool.render("a", "a1", TEMPLATES, values("a1"))
     gates.release("x0")
     await blocker
     await settle()
-    state = repr(vars(fair))
+    state = repr(vars(pool))
     assert "pw-x0" not in state  # taken by its reconcile: not kept
     now[0] = 11.0
-    await fair.render("a", "a1", TEMPLATES, values("a1"))  # its outputs expired: rendered again
-    assert fair.renders == 3
-    assert "pw-a1" not in repr(vars(fair))
-    await fair.close()
+    await pool.render("a", "a1", TEMPLATES, values("a1"))  # its outputs expired: rendered again
+    assert pool.renders == 3
+    assert "pw-a1" not in repr(vars(pool))
+    await pool.close()
 
 
 async def test_no_templates_never_reach_the_pool() -> None:
-    fair, log, _ = pool(1)
-    assert await fair.render("a", "a1", {}, values("a1")) == {}
-    assert fair.renders == 0
+    pool, log, _ = gated_pool(1)
+    assert await pool.render("a", "a1", {}, values("a1")) == {}
+    assert pool.renders == 0
     assert log == []
 
 
 async def test_with_real_workers_a_slow_namespace_leaves_the_other_worker_free() -> None:
-    fair = FairRenderer([TemplateRenderer(), TemplateRenderer()])
+    pool = RenderPool([TemplateRenderer(), TemplateRenderer()])
     slow = ("{% for a in '" + "x" * 60 + "' %}") * 4 + "{% endfor %}" * 4 + "{{ who }}"
     loop = asyncio.get_running_loop()
     try:
         # Both worker processes started (two namespaces at once).
-        await asyncio.gather(*(fair.render(n, n, {"t": "{{ who }}"}, values(n)) for n in ("w1", "w2")))
-        noisy = asyncio.create_task(fair.render("noisy", "n0", {"t": slow}, values("n0")))
+        await asyncio.gather(*(pool.render(n, n, {"t": "{{ who }}"}, values(n)) for n in ("w1", "w2")))
+        noisy = asyncio.create_task(pool.render("noisy", "n0", {"t": slow}, values("n0")))
         await asyncio.sleep(0.05)
         with pytest.raises(Pending):
-            await fair.render("noisy", "n1", {"t": slow}, values("n1"))
+            await pool.render("noisy", "n1", {"t": slow}, values("n1"))
         started = loop.time()
-        assert await fair.render("quiet", "q0", {"t": "{{ who }}"}, values("q0")) == {"t": "q0"}
+        assert await pool.render("quiet", "q0", {"t": "{{ who }}"}, values("q0")) == {"t": "q0"}
         quiet = loop.time() - started
         assert await noisy == {"t": "n0"}
         assert quiet < (loop.time() - started) / 2, quiet
     finally:
-        await fair.close()
+        await pool.close()

@@ -1,4 +1,5 @@
-"""Template renders shared fairly between namespaces, and not repeated when nothing changed (issue 28).
+"""The render pool: template renders shared fairly between namespaces, and not repeated when nothing changed
+(issue 28).
 
 One render may take up to the renderer's time bound (2 s). When reconciles waited in line for one worker
 process, 40 expensive templates in one namespace held every reconcile worker and kept an unrelated
@@ -83,7 +84,7 @@ class _Done:
     error: TemplateError | None
 
 
-class FairRenderer:
+class RenderPool:
     """Renders the templates of many resources over a small pool, fairly between namespaces."""
 
     def __init__(
@@ -98,7 +99,7 @@ class FairRenderer:
         pool: list[Renderer] = list(renderers or ())
         pool = pool or [TemplateRenderer() for _ in range(workers)]
         if not pool:
-            raise ValueError("a FairRenderer needs at least one renderer")
+            raise ValueError("a RenderPool needs at least one renderer")
         self._all: tuple[Renderer, ...] = tuple(pool)
         self._idle: list[Renderer] = pool
         self._cache_size = cache_size
