@@ -10,8 +10,8 @@ from dbuser_operator.controllers.kit.ownership import OwningPass, Words
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resource import ServerResource
 from dbuser_operator.mysql.accounts.account_metadata import AccountMetadata
-from dbuser_operator.mysql.accounts.account_options import LockPolicy
 from dbuser_operator.mysql.accounts.authentication import Method
+from dbuser_operator.mysql.accounts.lock_policy import LockPolicy
 
 
 @dataclass(kw_only=True)

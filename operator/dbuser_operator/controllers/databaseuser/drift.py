@@ -35,8 +35,8 @@ from prometheus_client import Counter, Gauge
 from dbuser_operator.api.v1alpha1 import DatabaseUser
 from dbuser_operator.controllers.databaseuser.database_refs import has_refs, resolve
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import metadata_differs
-from dbuser_operator.controllers.databaseuser.steps.account_options import unsupported, wanted_policy
-from dbuser_operator.controllers.databaseuser.steps.options import desired_options
+from dbuser_operator.controllers.databaseuser.steps.limits import desired_limits
+from dbuser_operator.controllers.databaseuser.steps.lock_policy import unsupported, wanted_policy
 from dbuser_operator.controllers.databaseuser.steps.rotation import now
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.grants import desired_grants
@@ -300,7 +300,7 @@ class DriftCheck:
     ) -> bool:
         if not state.present or state.password_intact is False:
             return True
-        if state.options != desired_options(resource.spec):
+        if state.limits != desired_limits(resource.spec):
             return True
         if state.metadata is not None and metadata_differs(state.metadata, state.owner, resource.spec):
             return True

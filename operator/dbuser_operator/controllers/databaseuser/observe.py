@@ -20,21 +20,21 @@ from typing import Final
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec, ObservedAccount
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import unsupported_comment
-from dbuser_operator.controllers.databaseuser.steps.account_options import (
+from dbuser_operator.controllers.databaseuser.steps.limits import desired_limits
+from dbuser_operator.controllers.databaseuser.steps.lock_policy import (
     lock_time_text,
     password_expire_text,
     unsupported,
     wanted_policy,
 )
-from dbuser_operator.controllers.databaseuser.steps.options import desired_options
 from dbuser_operator.controllers.databaseuser.steps.rotation import now
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.mysql import grants
 from dbuser_operator.mysql.accounts import account_metadata, holdings
-from dbuser_operator.mysql.accounts.account_options import DEFAULT_LIFETIME
-from dbuser_operator.mysql.accounts.limits import AccountOptions
+from dbuser_operator.mysql.accounts.limits import Limits
+from dbuser_operator.mysql.accounts.lock_policy import DEFAULT_LIFETIME
 from dbuser_operator.mysql.accounts.observe import LiveAccount, read_account
 from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.errors import MySQLError
@@ -51,9 +51,9 @@ _LIMITS: Final = (
 )
 
 
-def option_differences(live: AccountOptions, spec: DatabaseUserSpec) -> list[str]:
+def limit_differences(live: Limits, spec: DatabaseUserSpec) -> list[str]:
     """How the live limits and TLS requirement differ from the spec's."""
-    wanted = desired_options(spec)
+    wanted = desired_limits(spec)
     found = [
         f"{name} is {getattr(live, field)} (spec {getattr(wanted, field)})"
         for field, name in _LIMITS
@@ -145,17 +145,17 @@ def observed(
     """What status shows of one account."""
     if live is None:
         return ObservedAccount(host=host, exists=False, differences=["the account does not exist"])
-    options, policy = live.options, live.policy
+    limits, policy = live.limits, live.policy
     owner, comment = metadata_shown(live, namespace)
     return ObservedAccount(
         host=host,
         exists=True,
         plugin=live.plugin,
         tls=live.tls,
-        max_user_connections=options.max_user_connections,
-        max_queries_per_hour=options.max_queries_per_hour,
-        max_updates_per_hour=options.max_updates_per_hour,
-        max_connections_per_hour=options.max_connections_per_hour,
+        max_user_connections=limits.max_user_connections,
+        max_queries_per_hour=limits.max_queries_per_hour,
+        max_updates_per_hour=limits.max_updates_per_hour,
+        max_connections_per_hour=limits.max_connections_per_hour,
         locked=policy.locked,
         password_expire=password_expire_text(policy.password_lifetime),
         failed_login_attempts=policy.failed_login_attempts if server.flavour == "mysql" else None,
@@ -166,7 +166,7 @@ def observed(
         roles=list(live.roles or ()),
         owner=owner,
         comment=comment,
-        differences=option_differences(options, spec)
+        differences=limit_differences(limits, spec)
         + policy_differences(live, spec, server)
         + grant_differences(live.grants, spec, server)
         + comment_differences(live, spec, server),

@@ -32,8 +32,8 @@ from dbuser_operator.controllers.databaseuser import database_refs, progress
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.observe import Observer, summary
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import release as release_metadata
-from dbuser_operator.controllers.databaseuser.steps.account_options import ready_outcome
 from dbuser_operator.controllers.databaseuser.steps.hosts import accounts_of, ready_message
+from dbuser_operator.controllers.databaseuser.steps.lock_policy import ready_outcome
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.ownership import PAUSED, Owning
 from dbuser_operator.controllers.kit.reconcile import status_of

@@ -22,10 +22,6 @@ from dbuser_operator.controllers.databaseuser.steps.account_metadata import (
     AccountMetadataStep,
     CommentCheckStep,
 )
-from dbuser_operator.controllers.databaseuser.steps.account_options import (
-    AccountOptionsCheckStep,
-    AccountOptionsStep,
-)
 from dbuser_operator.controllers.databaseuser.steps.authentication import AuthenticationStep
 from dbuser_operator.controllers.databaseuser.steps.connection_secret import ConnectionSecretStep
 from dbuser_operator.controllers.databaseuser.steps.credentials import CredentialsStep, SessionsStep
@@ -33,7 +29,11 @@ from dbuser_operator.controllers.databaseuser.steps.generated import GeneratedPa
 from dbuser_operator.controllers.databaseuser.steps.grants import GrantsStep, PrivilegeCheckStep
 from dbuser_operator.controllers.databaseuser.steps.guard import GuardStep
 from dbuser_operator.controllers.databaseuser.steps.hosts import HostsStep
-from dbuser_operator.controllers.databaseuser.steps.options import OptionsStep
+from dbuser_operator.controllers.databaseuser.steps.limits import LimitsStep
+from dbuser_operator.controllers.databaseuser.steps.lock_policy import (
+    LockPolicyCheckStep,
+    LockPolicyStep,
+)
 from dbuser_operator.controllers.databaseuser.steps.ownership import OwnershipStep
 from dbuser_operator.controllers.databaseuser.steps.password import PasswordStep
 from dbuser_operator.controllers.databaseuser.steps.policy import PolicyStep
@@ -113,7 +113,7 @@ def steps(
         PolicyStep(shared.policy),  # before any SQL
         PrivilegeCheckStep(),
         CommentCheckStep(),  # before any SQL too
-        AccountOptionsCheckStep(),  # before any account is written
+        LockPolicyCheckStep(),  # before any account is written
         GeneratedPasswordStep(owned_secrets),
         PasswordStep(shared.secrets),
         StrategyStep(),
@@ -123,9 +123,9 @@ def steps(
                 OwnershipStep(LiveOwners(kube, DATABASE_USERS), shared.policy),
                 AuthenticationStep(),
                 AccountStep(),
-                OptionsStep(),
+                LimitsStep(),
                 AccountMetadataStep(),  # the owner entry and comment, in the account's attributes
-                AccountOptionsStep(),
+                LockPolicyStep(),
                 GrantsStep(),
                 RolesStep(shared.roles),
                 CredentialsStep(),  # the password last: after the revokes

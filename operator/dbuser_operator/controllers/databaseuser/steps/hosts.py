@@ -1,7 +1,7 @@
 """Several hosts: the account steps run once per host of the user, each with a context of its own.
 
 ``spec.host`` and ``spec.hosts`` name accounts ``'user'@'host'`` of one user. :class:`HostsStep` wraps the
-steps that act on one account (ownership, account, options, grants) and runs them for each host with a
+steps that act on one account (ownership, account, limits, grants) and runs them for each host with a
 per-host :class:`~.steps.Context` (:func:`for_host`: ``ctx.host`` set, the per-account facts fresh; the
 password, status and events shared). A refusal of one account (``AccountClaimed``, ``AccountExists``) does
 not stop the others: Ready then names each refused account. Any other failure stops the pass.

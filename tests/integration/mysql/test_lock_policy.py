@@ -10,7 +10,7 @@ from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.mysql import Database, InvalidAccountError, InvalidOptionsError, ServerInfo
 from dbuser_operator.mysql.accounts import accounts
 from dbuser_operator.mysql.accounts.account_lookup import lookup
-from dbuser_operator.mysql.accounts.account_options import (
+from dbuser_operator.mysql.accounts.lock_policy import (
     DEFAULT_LIFETIME,
     NEVER,
     UNBOUNDED,

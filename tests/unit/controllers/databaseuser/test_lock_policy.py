@@ -1,7 +1,7 @@
 """spec.account: the model's validation, what the spec asks of the server at a moment, the ALTER USER that
 converges it, the rows it is read from, the namespace policy's maxPasswordLifetime and Observe's
 differences. Pure logic; the servers are tested in
-tests/integration/operator/databaseuser/test_account_options.py."""
+tests/integration/operator/databaseuser/test_lock_policy.py."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from dbuser_operator.api.v1alpha1.account import (
 )
 from dbuser_operator.api.v1alpha1.mysqlserver import MAX_PASSWORD_LIFETIME_MESSAGE, ServerPolicy
 from dbuser_operator.controllers.databaseuser.observe import policy_differences
-from dbuser_operator.controllers.databaseuser.steps.account_options import (
+from dbuser_operator.controllers.databaseuser.steps.lock_policy import (
     describe,
     expired,
     unsupported,
@@ -31,7 +31,8 @@ from dbuser_operator.controllers.databaseuser.steps.account_options import (
 )
 from dbuser_operator.controllers.policy.rules import user_violations
 from dbuser_operator.mysql import InvalidOptionsError
-from dbuser_operator.mysql.accounts.account_options import (
+from dbuser_operator.mysql.accounts.limits import Limits
+from dbuser_operator.mysql.accounts.lock_policy import (
     DEFAULT_LIFETIME,
     NEVER,
     UNBOUNDED,
@@ -40,7 +41,6 @@ from dbuser_operator.mysql.accounts.account_options import (
     alter_statement,
     column_list,
 )
-from dbuser_operator.mysql.accounts.limits import AccountOptions
 from dbuser_operator.mysql.accounts.observe import LiveAccount
 from dbuser_operator.mysql.grants import Grant
 from dbuser_operator.mysql.session.server import ServerInfo
@@ -305,7 +305,7 @@ def live(policy: LockPolicy, default_lifetime: int = 0) -> LiveAccount:
     return LiveAccount(
         plugin="caching_sha2_password",
         tls="NONE",
-        options=AccountOptions(),
+        limits=Limits(),
         grants=frozenset[Grant](),
         roles=(),
         policy=policy,

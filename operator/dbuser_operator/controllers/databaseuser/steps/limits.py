@@ -1,4 +1,4 @@
-"""The options step: connection limits and the TLS requirement (and identity), read back and set when they
+"""The limits step: connection limits and the TLS requirement (and identity), read back and set when they
 differ."""
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ def desired_identity(spec: DatabaseUserSpec) -> TLSIdentity:
     )
 
 
-def desired_options(spec: DatabaseUserSpec) -> limits.AccountOptions:
-    """The account options the spec asks for: a TLS identity implies TLS."""
+def desired_limits(spec: DatabaseUserSpec) -> limits.Limits:
+    """The limits the spec asks for: a TLS identity implies TLS."""
     identity = desired_identity(spec)
-    return limits.AccountOptions(
+    return limits.Limits(
         max_user_connections=spec.max_user_connections,
         max_queries_per_hour=spec.max_queries_per_hour,
         max_updates_per_hour=spec.max_updates_per_hour,
@@ -34,19 +34,19 @@ def desired_options(spec: DatabaseUserSpec) -> limits.AccountOptions:
     )
 
 
-class OptionsStep:
+class LimitsStep:
     """ALTER USER … REQUIRE … WITH MAX_… only when the server's values differ from the spec."""
 
-    name = "options"
+    name = "limits"
     after = ("account",)
 
     async def ensure(self, ctx: Context) -> None:
         user, host = ctx.user.effective_user(), ctx.host
-        desired = desired_options(ctx.user.spec)
-        if ctx.created and desired == limits.AccountOptions():
-            return  # a new account has the default options
+        desired = desired_limits(ctx.user.spec)
+        if ctx.created and desired == limits.Limits():
+            return  # a new account has the default limits
         try:
-            changed = await limits.apply_options(ctx.server.db, user, host, desired)
+            changed = await limits.apply_limits(ctx.server.db, user, host, desired)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         if changed:
@@ -56,4 +56,4 @@ class OptionsStep:
             ctx.event("Normal", "OptionsSet", f"set the connection limits of {ctx.account}; TLS {tls}")
 
     async def delete(self, ctx: Context) -> None:
-        """Dropping the account removes its options."""
+        """Dropping the account removes its limits."""
