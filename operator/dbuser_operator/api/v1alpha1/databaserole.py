@@ -177,7 +177,7 @@ class DatabaseRole(Model):
     status: DatabaseRoleStatus | None = None
     """The role's state as the operator last observed it (written by the operator only)."""
 
-    def effective_role(self) -> str:
+    def mysql_name(self) -> str:
         """The MySQL role name: spec.role, or else metadata.name."""
         role = self.spec.role or self.metadata.name
         if not role:

@@ -393,7 +393,7 @@ class DatabaseUser(Model):
             return self.spec.generated_password.secret_name_for(self.metadata.name or "")
         return None
 
-    def effective_user(self) -> str:
+    def mysql_name(self) -> str:
         """The MySQL user name: spec.user, or else metadata.name."""
         user = self.spec.user or self.metadata.name
         if not user:

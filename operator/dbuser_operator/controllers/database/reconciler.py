@@ -43,7 +43,7 @@ class DatabaseContext(OwningPass[DatabaseStatus]):
     @property
     def name(self) -> str:
         """The database's name in MySQL."""
-        return self.database.effective_name()
+        return self.database.mysql_name()
 
 
 class DatabaseReconciler(Owning[DatabaseContext]):

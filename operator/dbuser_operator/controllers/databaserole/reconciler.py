@@ -61,7 +61,7 @@ class RoleContext(OwningPass[DatabaseRoleStatus]):
     @property
     def name(self) -> str:
         """The role's name in MySQL."""
-        return self.role.effective_role()
+        return self.role.mysql_name()
 
 
 class DatabaseRoleReconciler(Owning[RoleContext]):

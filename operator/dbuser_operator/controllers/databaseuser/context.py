@@ -50,7 +50,7 @@ class Context(OwningPass[DatabaseUserStatus]):
     @property
     def account(self) -> str:
         """``'user'@'host'`` for messages (validated names only: safe to show)."""
-        return f"'{self.user.effective_user()}'@'{self.host}'"
+        return f"'{self.user.mysql_name()}'@'{self.host}'"
 
 
 def words(ctx: Context) -> Words:

@@ -175,7 +175,7 @@ def observed(
 
 def summary(ctx: Context, accounts: list[ObservedAccount]) -> str:
     """Ready's message: the first differences, each with its account."""
-    user = ctx.user.effective_user()
+    user = ctx.user.mysql_name()
     found = [f"'{user}'@'{account.host}': {text}" for account in accounts for text in account.differences]
     shown = "; ".join(found[:SHOWN_DIFFERENCES])
     more = len(found) - SHOWN_DIFFERENCES
@@ -193,7 +193,7 @@ class Observer:
 
         Raises ConditionError, with ``status.observed`` cleared, for an account beyond the namespace's
         bounds (module docstring)."""
-        user = ctx.user.effective_user()
+        user = ctx.user.mysql_name()
         ctx.status.observed = None  # nothing of an account stays in status once it is refused
         try:
             server = await ctx.server.server()

@@ -93,7 +93,7 @@ class DatabaseUserReconciler(Owning[Context]):
         return Context(obj=obj, user=_unparsed(), status=status_of(DatabaseUserStatus, obj))
 
     def mysql_name(self, ctx: Context) -> str:
-        return ctx.user.effective_user()
+        return ctx.user.mysql_name()
 
     def shown(self, ctx: Context) -> str:
         return ctx.account
@@ -134,7 +134,7 @@ class DatabaseUserReconciler(Owning[Context]):
 
     async def converge(self, ctx: Context) -> Result:
         """The steps in order (the ownership step claims each account)."""
-        ctx.status.user = ctx.user.effective_user()  # the USER column, refused resources included
+        ctx.status.user = ctx.user.mysql_name()  # the USER column, refused resources included
         ctx.server_resource, ctx.server = await self.bind(ctx)
         self._resolve_refs(ctx)
         _clear_policy_status(ctx)

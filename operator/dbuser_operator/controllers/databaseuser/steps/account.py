@@ -43,7 +43,7 @@ class AccountStep:
     async def ensure(self, ctx: Context) -> None:
         if ctx.account_exists:
             return
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         try:
             server = await ctx.server.server()
             method = authentication.effective(ctx.authentication, server)
@@ -130,7 +130,7 @@ class AccountStep:
         return True
 
     async def delete(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         db, schema = ctx.server.db, ctx.server.schema
         try:
             current = await ownership.owner_of(db, schema, ownership.account(user, host))

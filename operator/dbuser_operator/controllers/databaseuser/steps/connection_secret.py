@@ -86,7 +86,7 @@ class ConnectionSecretStep:
         except EndpointNotFound as error:
             message = f"{WHAT} {spec.name}: {server} has {error}"
             raise ConditionError("EndpointNotFound", message, retry=False) from None
-        user, database = ctx.user.effective_user(), connection_database(ctx.user, spec)
+        user, database = ctx.user.mysql_name(), connection_database(ctx.user, spec)
         return connection_values(user, password, chosen, database, more)
 
     async def ensure(self, ctx: Context) -> None:

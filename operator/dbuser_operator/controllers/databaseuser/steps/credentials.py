@@ -45,7 +45,7 @@ class CredentialsStep:
         whether it was set (its fingerprint is then to be recorded)."""
         method = ctx.authentication
         if method is not None and ctx.plugin != method.plugin:
-            await accounts.set_password(ctx.server.db, ctx.user.effective_user(), ctx.host, password, method)
+            await accounts.set_password(ctx.server.db, ctx.user.mysql_name(), ctx.host, password, method)
             kept = ", same password" if method.takes_password else ""
             ctx.event(
                 "Normal",
@@ -84,7 +84,7 @@ class CredentialsStep:
         if password is None or ctx.password_intact is not True:
             return False
         server = await ctx.server.server()
-        user = ctx.user.effective_user()
+        user = ctx.user.mysql_name()
         return await password_match.holds_password(ctx.server.db, user, ctx.host, server, password)
 
     @staticmethod
@@ -94,7 +94,7 @@ class CredentialsStep:
         """Set the password with the rotation strategy in force (a plugin without one: its plugin)."""
         if password is None or secret is None:
             await accounts.set_password(
-                ctx.server.db, ctx.user.effective_user(), ctx.host, None, ctx.authentication
+                ctx.server.db, ctx.user.mysql_name(), ctx.host, None, ctx.authentication
             )
         else:
             await rotation.set_password(ctx.server, ctx, password, secret, restore=restore)
@@ -113,7 +113,7 @@ class SessionsStep:
         if not (ctx.adopted or ctx.reduced):
             return
         try:
-            ended = await sessions.end_sessions(ctx.server.db, ctx.user.effective_user(), ctx.host)
+            ended = await sessions.end_sessions(ctx.server.db, ctx.user.mysql_name(), ctx.host)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         if ended:

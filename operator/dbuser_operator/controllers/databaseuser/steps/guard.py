@@ -19,7 +19,7 @@ class GuardStep:
     async def ensure(self, ctx: Context) -> None:
         # The USER column of `kubectl get` shows the name for refused resources too (status.host, which
         # says an account was managed, is written by the ownership step only).
-        user, privileges = ctx.user.effective_user(), ctx.user.spec.privileges
+        user, privileges = ctx.user.mysql_name(), ctx.user.spec.privileges
         ctx.status.user = user
         refusal = self.guard.grant_refusal(privileges)
         if refusal is not None:

@@ -62,7 +62,7 @@ def merge_back(ctx: Context, per_host: Context) -> None:
 
 def accounts_of(ctx: Context) -> str:
     """``'user'@'a'`` or ``'user'@'a', 'user'@'b'``: the spec's accounts, for messages."""
-    user = ctx.user.effective_user()
+    user = ctx.user.mysql_name()
     return ", ".join(f"'{user}'@'{host}'" for host in ctx.user.spec.account_hosts())
 
 
@@ -147,7 +147,7 @@ class HostsStep:
                     errors.append(error)
                 else:
                     if self.on_release is not None:
-                        self.on_release(ctx.server.key, ctx.user.effective_user(), host)
+                        self.on_release(ctx.server.key, ctx.user.mysql_name(), host)
                     continue
             kept.append(host)
         return kept
@@ -168,7 +168,7 @@ class HostsStep:
 
     async def _owned(self, ctx: Context) -> list[str]:
         """The hosts of the user's accounts that this resource owns (the bookkeeping table's word)."""
-        user = ctx.user.effective_user()
+        user = ctx.user.mysql_name()
         try:
             await ctx.server.ensure_schema()
             return await ownership.owned_hosts(ctx.server.db, ctx.server.schema, user, owner_of(ctx.obj).uid)
@@ -185,7 +185,7 @@ class HostsStep:
             await ownership.forget(
                 ctx.server.db,
                 ctx.server.schema,
-                ownership.account(ctx.user.effective_user(), ctx.host),
+                ownership.account(ctx.user.mysql_name(), ctx.host),
                 owner_of(ctx.obj).uid,
             )
         except MySQLError as error:

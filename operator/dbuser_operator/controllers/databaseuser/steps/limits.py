@@ -41,7 +41,7 @@ class LimitsStep:
     after = ("account",)
 
     async def ensure(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         desired = desired_limits(ctx.user.spec)
         if ctx.created and desired == limits.Limits():
             return  # a new account has the default limits

@@ -168,7 +168,7 @@ class LockPolicyStep:
     after = ("lock-policy-check", "account")
 
     async def ensure(self, ctx: Context) -> None:
-        user, host, spec = ctx.user.effective_user(), ctx.host, ctx.user.spec
+        user, host, spec = ctx.user.mysql_name(), ctx.host, ctx.user.spec
         moment = now()
         try:
             server = await ctx.server.server()

@@ -43,7 +43,7 @@ async def record_own_fingerprint(ctx: Context, password: str | None) -> bool:
     back."""
     server = await ctx.server.server()
     method = authentication.effective(ctx.authentication, server)
-    user, host = ctx.user.effective_user(), ctx.host
+    user, host = ctx.user.mysql_name(), ctx.host
     own = await ownership.record_fingerprint(
         ctx.server.db, ctx.server.schema, user, host, server, password=password, method=method
     )
@@ -106,7 +106,7 @@ class OwnershipStep:
         )
 
     async def ensure(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         first = ctx.status.observed_generation is None  # the resource's first pass: no status written yet
         db, schema = ctx.server.db, ctx.server.schema
         try:
@@ -179,7 +179,7 @@ class OwnershipStep:
         return True
 
     async def delete(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         try:
             await ownership.forget(
                 ctx.server.db, ctx.server.schema, ownership.account(user, host), owner_of(ctx.obj).uid

@@ -62,7 +62,7 @@ class RolesStep:
         spec = ctx.user.spec
         if ctx.created and not spec.roles:  # made by this pass: it holds no role, and none is wanted
             return
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         namespace = ctx.user.metadata.namespace or ""
         try:
             server = await ctx.server.server()
@@ -119,7 +119,7 @@ class RolesStep:
                 f"DatabaseRole {name} is on {where}, this user on {here}: a role and the users granted it "
                 "must be on the same server"
             )
-        role_name = DatabaseRole.model_validate(obj).effective_role()
+        role_name = DatabaseRole.model_validate(obj).mysql_name()
         owner = await ownership.owner_of(handle.db, handle.schema, ownership.role(role_name))
         if owner is None or owner.uid != obj["metadata"].get("uid"):
             return None, f"DatabaseRole {name} does not own a role {role_name}"
@@ -146,7 +146,7 @@ class RoleAccountGuardStep:
         db, schema = ctx.server.db, ctx.server.schema
         try:
             await ctx.server.ensure_book(ownership.ROLES)
-            owner = await ownership.owner_of(db, schema, ownership.role(ctx.user.effective_user()))
+            owner = await ownership.owner_of(db, schema, ownership.role(ctx.user.mysql_name()))
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         if owner is not None and (await ctx.server.server()).flavour == "mysql":
