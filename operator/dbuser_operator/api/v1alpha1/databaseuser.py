@@ -20,7 +20,7 @@ from dbuser_operator.api.v1alpha1.account import (
 )
 from dbuser_operator.api.v1alpha1.credentials import ConnectionSecret, GeneratedPassword, Rotation
 from dbuser_operator.api.v1alpha1.databaseuser_status import DatabaseUserStatus
-from dbuser_operator.api.v1alpha1.grants import MAX_GRANTS, ONE_ENTRY_MESSAGE, TARGET_CEL, Grant
+from dbuser_operator.api.v1alpha1.grants import GRANT_DATABASE_CEL, MAX_GRANTS, ONE_ENTRY_MESSAGE, Grant
 from dbuser_operator.api.v1alpha1.meta import (
     API_VERSION,
     CATEGORY,
@@ -199,7 +199,7 @@ class DatabaseUserSpec(Model):
             "x-kubernetes-validations": [
                 {
                     "rule": "self.all(a, has(a.columns) || self.exists_one(b, !has(b.columns)"
-                    f" && {TARGET_CEL.format('a')} == {TARGET_CEL.format('b')}"
+                    f" && {GRANT_DATABASE_CEL.format('a')} == {GRANT_DATABASE_CEL.format('b')}"
                     " && a.table == b.table && has(a.routine) == has(b.routine)"
                     " && (!has(a.routine) || a.routine == b.routine)))",
                     "message": ONE_ENTRY_MESSAGE,

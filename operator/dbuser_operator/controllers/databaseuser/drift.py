@@ -306,7 +306,7 @@ class DriftCheck:
             return True
         if state.policy is not None and unsupported(resource.spec, server) is None:
             wanted = wanted_policy(resource.spec, now())
-            if wanted.target(state.policy, state.default_lifetime) != state.policy:
+            if wanted.for_account(state.policy, state.default_lifetime) != state.policy:
                 return True
         return grants_differ
 

@@ -74,25 +74,25 @@ def policy_differences(live: LiveAccount, spec: DatabaseUserSpec, server: Server
     if problem is not None:
         return [problem]
     policy = live.policy
-    target = wanted_policy(spec, now()).target(policy, live.default_lifetime)
+    desired = wanted_policy(spec, now()).for_account(policy, live.default_lifetime)
     found = []
-    if policy.locked != target.locked:
-        found.append(f"locked is {str(policy.locked).lower()} (spec {str(target.locked).lower()})")
-    if policy.password_lifetime != target.password_lifetime:
+    if policy.locked != desired.locked:
+        found.append(f"locked is {str(policy.locked).lower()} (spec {str(desired.locked).lower()})")
+    if policy.password_lifetime != desired.password_lifetime:
         default = f", the server's default_password_lifetime is {live.default_lifetime} days"
         shown = password_expire_text(policy.password_lifetime)
         found.append(
             f"passwordExpire is {shown}{default if policy.password_lifetime == DEFAULT_LIFETIME else ''}"
-            f" (spec {password_expire_text(target.password_lifetime)})"
+            f" (spec {password_expire_text(desired.password_lifetime)})"
         )
-    if policy.failed_login_attempts != target.failed_login_attempts:
+    if policy.failed_login_attempts != desired.failed_login_attempts:
         found.append(
-            f"failedLoginAttempts is {policy.failed_login_attempts} (spec {target.failed_login_attempts})"
+            f"failedLoginAttempts is {policy.failed_login_attempts} (spec {desired.failed_login_attempts})"
         )
-    elif policy.password_lock_time != target.password_lock_time:
+    elif policy.password_lock_time != desired.password_lock_time:
         found.append(
             f"passwordLockTime is {lock_time_text(policy.password_lock_time)}"
-            f" (spec {lock_time_text(target.password_lock_time)})"
+            f" (spec {lock_time_text(desired.password_lock_time)})"
         )
     return found
 
