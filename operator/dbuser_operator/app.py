@@ -11,11 +11,14 @@ from kubernetes_asyncio import client, config
 from dbuser_operator.controllers.database import setup as database
 from dbuser_operator.controllers.databaserole import setup as databaserole
 from dbuser_operator.controllers.databaseuser import setup as databaseuser
+from dbuser_operator.controllers.databaseuser.indexes import SECRET_INDEX
+from dbuser_operator.controllers.databaseuser.indexes import index as index_users
 from dbuser_operator.controllers.databaseuser.setup import CONTROLLER_NAME
 from dbuser_operator.controllers.kit import degraded
-from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, DATABASES, SECRET_INDEX
+from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, DATABASES
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.mysqlserver import setup as mysqlserver
+from dbuser_operator.controllers.mysqlserver.indexes import informers as server_informers
 from dbuser_operator.controllers.policy.gate import policy_gate
 from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.policy.namespaces import namespaces_readable
@@ -148,7 +151,7 @@ def build_manager(
     reader, kube = kube, kube.fenced(fence.check)
     scope = Scope(settings.target_label, settings.target)
     users = Informer(reader, DATABASE_USERS, namespaces=settings.namespaces, label_selector=scope.selector)
-    databaseuser.index(users)  # before the caches that read its indexes are built
+    index_users(users)  # before the caches that read its indexes are built
     roles = Informer(reader, DATABASE_ROLES, namespaces=settings.namespaces, label_selector=scope.selector)
     dbs = Informer(reader, DATABASES, namespaces=settings.namespaces, label_selector=scope.selector)
     # Only the Secrets DatabaseUsers name (their own included); the server kinds add those servers name.
@@ -161,7 +164,7 @@ def build_manager(
     )
     resolver = ServerResolver(
         registry,
-        *mysqlserver.informers(reader, settings, scope, users, roles, dbs) if server_resources else (),
+        *server_informers(reader, settings, scope, users, roles, dbs) if server_resources else (),
     )
     reservations = Reservations(
         resolver,

@@ -55,6 +55,8 @@ GENERATION_CHANGED = Predicate(update=lambda old, new: _generation(old) != _gene
 ANNOTATIONS_CHANGED = Predicate(update=lambda old, new: _annotations(old) != _annotations(new))
 LABELS_CHANGED = Predicate(update=lambda old, new: _labels(old) != _labels(new))
 DELETION_STARTED = Predicate(update=lambda old, new: _deletion(old) != _deletion(new))
+DELETED = Predicate(create=lambda obj: False, update=lambda old, new: False)
+"""Deletions only: the object is gone from the cache."""
 
 
 def any_of(*predicates: Predicate) -> Predicate:

@@ -3,16 +3,22 @@ steps in order, its watches and key mappers, and its leader-only periodic tasks.
 
 from __future__ import annotations
 
-from typing import Any
-
 from dbuser_operator.controllers.databaseuser.compliance import (
     COMPLIANCE,
     export_while_leading,
     policy_lifetime_cap,
 )
-from dbuser_operator.controllers.databaseuser.database_refs import DATABASE_REF_INDEX, referenced_databases
 from dbuser_operator.controllers.databaseuser.drift import DriftCheck
 from dbuser_operator.controllers.databaseuser.endpoints import DefaultServerEndpoints, endpoint_of
+from dbuser_operator.controllers.databaseuser.indexes import (
+    ACCOUNT_INDEX,
+    SECRET_INDEX,
+    account_key,
+    claimants_of,
+    users_of_database,
+    users_of_role,
+    users_of_secret,
+)
 from dbuser_operator.controllers.databaseuser.observe import Observer
 from dbuser_operator.controllers.databaseuser.owned_secrets import OwnedSecrets
 from dbuser_operator.controllers.databaseuser.reconciler import DatabaseUserReconciler
@@ -37,42 +43,28 @@ from dbuser_operator.controllers.databaseuser.steps.lock_policy import (
 from dbuser_operator.controllers.databaseuser.steps.ownership import OwnershipStep
 from dbuser_operator.controllers.databaseuser.steps.password import PasswordStep
 from dbuser_operator.controllers.databaseuser.steps.policy import PolicyStep
-from dbuser_operator.controllers.databaseuser.steps.roles import (
-    ROLE_INDEX,
-    RoleAccountGuardStep,
-    RolesStep,
-    referenced_roles,
-    users_of_role,
-)
+from dbuser_operator.controllers.databaseuser.steps.roles import RoleAccountGuardStep, RolesStep
 from dbuser_operator.controllers.databaseuser.steps.rollout import RolloutStep
 from dbuser_operator.controllers.databaseuser.steps.rotation import DiscardStep, StrategyStep
 from dbuser_operator.controllers.databaseuser.steps.scheduled import ScheduledRotationStep
 from dbuser_operator.controllers.kit.departed import DepartedSweep
 from dbuser_operator.controllers.kit.finalizer import Finalizer, FinalizerStep
 from dbuser_operator.controllers.kit.ownership import LiveOwners
-from dbuser_operator.controllers.kit.resources import (
-    ACCOUNT_INDEX,
-    DATABASE_USERS,
-    SECRET_INDEX,
-    account_key,
-    named_account,
-    referenced_secret,
-)
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.controllers.kit.steps import Step
 from dbuser_operator.controllers.servers.access_status import AccessStatus
 from dbuser_operator.controllers.servers.watch import watch_servers
 from dbuser_operator.controllers.shared import Shared
 from dbuser_operator.credentials.endpoints import Endpoint
 from dbuser_operator.credentials.render_pool import RenderPool
-from dbuser_operator.runtime.controller import Controller, KeyMapper
-from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.runtime.controller import Controller
 from dbuser_operator.runtime.manager import Manager
 from dbuser_operator.runtime.predicates import (
     ANNOTATIONS_CHANGED,
+    DELETED,
     DELETION_STARTED,
     GENERATION_CHANGED,
     LABELS_CHANGED,
-    Predicate,
     any_of,
 )
 from dbuser_operator.runtime.resources import ObjectKey
@@ -80,16 +72,6 @@ from dbuser_operator.runtime.workqueue import RateLimitingQueue
 from dbuser_operator.settings import Settings
 
 CONTROLLER_NAME = "databaseuser"
-
-DELETED = Predicate(create=lambda obj: False, update=lambda old, new: False)  # deletions only
-
-
-def index(users: Informer) -> None:
-    """The indexes the controller's mappers read: by Secret, by account, by role."""
-    users.add_index(SECRET_INDEX, referenced_secret)
-    users.add_index(ACCOUNT_INDEX, named_account)
-    users.add_index(ROLE_INDEX, referenced_roles)
-    users.add_index(DATABASE_REF_INDEX, referenced_databases)
 
 
 def steps(
@@ -209,44 +191,3 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     departed = DepartedSweep(shared.kube, DATABASE_USERS, shared.scope, settings.namespaces, queue)
     manager.add_leader_task("departed sweep", departed.run)
     return controller
-
-
-def users_of_secret(users: Informer) -> KeyMapper:
-    """Key mapper: a Secret requeues the DatabaseUsers that name it."""
-
-    def to_keys(secret: dict[str, Any]) -> list[ObjectKey]:
-        key = ObjectKey.of(secret)
-        return [
-            ObjectKey.of(user) for user in users.store.by_index(SECRET_INDEX, f"{key.namespace}/{key.name}")
-        ]
-
-    return to_keys
-
-
-def users_of_database(users: Informer) -> KeyMapper:
-    """Key mapper: a Database requeues the DatabaseUsers whose grants name it (databaseRef)."""
-
-    def to_keys(database: dict[str, Any]) -> list[ObjectKey]:
-        key = ObjectKey.of(database)
-        return [
-            ObjectKey.of(user)
-            for user in users.store.by_index(DATABASE_REF_INDEX, f"{key.namespace}/{key.name}")
-        ]
-
-    return to_keys
-
-
-def claimants_of(users: Informer) -> KeyMapper:
-    """Key mapper: the other resources naming the account of one that went away. Refused while it owned
-    the account (AccountClaimed, AccountExists), they may have it now."""
-
-    def to_keys(gone: dict[str, Any]) -> list[ObjectKey]:
-        key = ObjectKey.of(gone)
-        named = (
-            ObjectKey.of(user)
-            for value in named_account(gone)
-            for user in users.store.by_index(ACCOUNT_INDEX, value)
-        )
-        return [other for other in named if other != key]
-
-    return to_keys

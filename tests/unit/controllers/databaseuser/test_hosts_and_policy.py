@@ -7,6 +7,7 @@ from typing import Any
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec, DatabaseUserStatus
 from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.databaseuser.indexes import named_account
 from dbuser_operator.controllers.databaseuser.observe import (
     grant_differences,
     limit_differences,
@@ -20,7 +21,6 @@ from dbuser_operator.controllers.databaseuser.steps.hosts import (
     ready_message,
 )
 from dbuser_operator.controllers.kit.errors import ConditionError
-from dbuser_operator.controllers.kit.resources import named_account
 from dbuser_operator.mysql.accounts.limits import Limits
 from dbuser_operator.mysql.accounts.observe import LiveAccount
 from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity

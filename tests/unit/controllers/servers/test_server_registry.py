@@ -13,14 +13,10 @@ from pydantic import SecretStr
 
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.api.v1alpha1.mysqlserver import MySQLServerSpec
+from dbuser_operator.controllers.databaseuser.indexes import account_key, named_account
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.reserved import Refusal
-from dbuser_operator.controllers.kit.resources import (
-    CLUSTER_MYSQL_SERVERS,
-    MYSQL_SERVERS,
-    account_key,
-    named_account,
-)
+from dbuser_operator.controllers.kit.resources import CLUSTER_MYSQL_SERVERS, MYSQL_SERVERS
 from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.servers import registry as servers
 from dbuser_operator.controllers.servers.connection import (

@@ -12,8 +12,6 @@ granted nor revoked, and the condition names it. DatabaseRole events re-queue th
 
 from __future__ import annotations
 
-from typing import Any
-
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
 from dbuser_operator.controllers.databaseuser.context import Context
@@ -26,27 +24,6 @@ from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.conditions import is_true
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
-
-ROLE_INDEX = "role"
-
-
-def referenced_roles(obj: dict[str, Any]) -> list[str]:
-    """Index value: ``namespace/name`` of every DatabaseRole a DatabaseUser names in spec.roles."""
-    namespace = obj["metadata"].get("namespace", "")
-    names = (obj.get("spec") or {}).get("roles") or []
-    return [f"{namespace}/{name}" for name in names if isinstance(name, str)]
-
-
-def users_of_role(users: Informer) -> Any:
-    """Key mapper: a DatabaseRole event re-queues the DatabaseUsers naming it."""
-
-    def to_keys(role: dict[str, Any]) -> list[ObjectKey]:
-        key = ObjectKey.of(role)
-        return [
-            ObjectKey.of(user) for user in users.store.by_index(ROLE_INDEX, f"{key.namespace}/{key.name}")
-        ]
-
-    return to_keys
 
 
 class RolesStep:
