@@ -68,6 +68,11 @@ def any_of(*predicates: Predicate) -> Predicate:
     )
 
 
+SPEC_OR_METADATA_CHANGED = any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED)
+"""Created, deleted, or changed in spec, annotations, labels or deletion: a controller's own status writes
+change none of these, so they bring no echo reconcile."""
+
+
 def all_of(*predicates: Predicate) -> Predicate:
     """Pass an event that every one of ``predicates`` passes."""
     return Predicate(

@@ -22,30 +22,24 @@ from typing import Any, ClassVar, cast
 from dbuser_operator.api.v1alpha1.databaserole import (
     API_VERSION,
     DatabaseRole,
-    DatabaseRoleSpec,
     DatabaseRoleStatus,
 )
 from dbuser_operator.controllers.databaserole import holders
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.ownership import Owning, OwningPass, not_ours
-from dbuser_operator.controllers.kit.reconcile import status_of
-from dbuser_operator.controllers.kit.reserved import ReservedNames
+from dbuser_operator.controllers.kit.reconcile import FrameParts
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES
-from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.controllers.servers.resource import ServerResource
 from dbuser_operator.mysql import grants
 from dbuser_operator.mysql.accounts import holdings, roles
 from dbuser_operator.mysql.bookkeeping import name_holders, ownership
 from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
-from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
-from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import Resource
 
@@ -71,44 +65,24 @@ class DatabaseRoleReconciler(Owning[RoleContext]):
     api_version: ClassVar[str] = API_VERSION
     manages: ClassVar[NameClass] = "role"
 
+    model, status_model = DatabaseRole, DatabaseRoleStatus
+    kept_hint = ": drop it by hand if it is not wanted"
+
     def __init__(
-        self,
-        kube: KubeClient,
-        roles_informer: Informer,
-        recorder: EventRecorder,
-        *,
-        servers: ServerResolver,
-        scope: Scope,
-        guard: Guard,
-        resync_period: float,
-        policy: PolicyGate | None = None,
-        reserved: ReservedNames | None = None,
+        self, parts: FrameParts, roles_informer: Informer, *, guard: Guard, policy: PolicyGate | None = None
     ) -> None:
-        super().__init__(kube, roles_informer, recorder, scope, servers=servers, reserved=reserved)
+        super().__init__(parts, roles_informer)
         self.guard = guard
-        self.resync_period = resync_period
         self.policy = policy
 
-    def parse(self, obj: dict[str, Any]) -> RoleContext:
-        role = DatabaseRole.model_validate(obj)
-        status = role.status.model_copy(deep=True) if role.status else DatabaseRoleStatus()
-        return RoleContext(obj=obj, role=role, status=status)
-
-    def unparsed(self, obj: dict[str, Any]) -> RoleContext:
-        role = DatabaseRole.model_construct(spec=DatabaseRoleSpec.model_construct())
-        return RoleContext(obj=obj, role=role, status=status_of(DatabaseRoleStatus, obj))
-
-    def mysql_name(self, ctx: RoleContext) -> str:
-        return ctx.name
+    def new_pass(self, obj: dict[str, Any], model: DatabaseRole, status: DatabaseRoleStatus) -> RoleContext:
+        return RoleContext(obj=obj, role=model, status=status)
 
     def policies(self, ctx: RoleContext) -> tuple[str, str]:
         return "Manage", ctx.role.spec.deletion_policy
 
-    def invalid_deletion_message(self, obj: dict[str, Any], problem: str) -> str:
-        return (
-            f"deleted with a spec that does not parse ({problem}): this instance let go without dropping "
-            "anything; the role stays in MySQL, still recorded as owned: drop it by hand if it is not wanted"
-        )
+    def mysql_name(self, ctx: RoleContext) -> str:
+        return ctx.name
 
     async def converge(self, ctx: RoleContext) -> Result:
         ctx.server_resource, ctx.server = await self.bind(ctx)  # no finalizer on a resource refused here

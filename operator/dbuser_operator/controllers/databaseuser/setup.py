@@ -47,26 +47,17 @@ from dbuser_operator.controllers.databaseuser.steps.roles import RoleAccountGuar
 from dbuser_operator.controllers.databaseuser.steps.rollout import RolloutStep
 from dbuser_operator.controllers.databaseuser.steps.rotation import DiscardStep, StrategyStep
 from dbuser_operator.controllers.databaseuser.steps.scheduled import ScheduledRotationStep
-from dbuser_operator.controllers.kit.departed import DepartedSweep
 from dbuser_operator.controllers.kit.finalizer import Finalizer, FinalizerStep
 from dbuser_operator.controllers.kit.ownership import LiveOwners
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.controllers.kit.steps import Step
 from dbuser_operator.controllers.servers.access_status import AccessStatus
-from dbuser_operator.controllers.servers.watch import watch_servers
-from dbuser_operator.controllers.shared import Shared
+from dbuser_operator.controllers.shared import Shared, add_kind
 from dbuser_operator.credentials.endpoints import Endpoint
 from dbuser_operator.credentials.render_pool import RenderPool
 from dbuser_operator.runtime.controller import Controller
 from dbuser_operator.runtime.manager import Manager
-from dbuser_operator.runtime.predicates import (
-    ANNOTATIONS_CHANGED,
-    DELETED,
-    DELETION_STARTED,
-    GENERATION_CHANGED,
-    LABELS_CHANGED,
-    any_of,
-)
+from dbuser_operator.runtime.predicates import DELETED
 from dbuser_operator.runtime.resources import ObjectKey
 from dbuser_operator.runtime.workqueue import RateLimitingQueue
 from dbuser_operator.settings import Settings
@@ -138,13 +129,9 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     settings, users = shared.settings, shared.users
     renderer = RenderPool()  # fair between namespaces: one tenant's templates delay only itself
     reconciler = DatabaseUserReconciler(
-        shared.kube,
+        shared.frame,
         users,
         steps(shared, OwnedSecrets(shared.kube, shared.secrets), renderer, queue),
-        shared.recorder,
-        servers=shared.servers,
-        reserved=shared.reserved,
-        scope=shared.scope,
         observer=Observer(shared.policy),
         observe_period=settings.resync_period,
         policy=shared.policy,
@@ -153,20 +140,15 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     controller = Controller(
         CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles, queue=queue
     )
-    # Our own status writes change neither generation, labels, annotations nor deletion: no echo reconcile.
     # A user waits while a Secret it names is fetched; the fetch's event (through users_of) brings it back.
-    controller.watch(
-        users,
-        any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED),
-        shared.secrets.settled(users, SECRET_INDEX),
+    settled = shared.secrets.settled(users, SECRET_INDEX)
+    add_kind(
+        manager, shared, controller, users, resource=DATABASE_USERS, sweep="departed sweep", also=settled
     )
     controller.watch_mapped(shared.secrets, users_of_secret(users))
     controller.watch_mapped(users, claimants_of(users), DELETED)
     controller.watch_mapped(shared.roles, users_of_role(users))  # every change, status included
     controller.watch_mapped(shared.databases, users_of_database(users))  # status included: Ready
-    shared.policy.namespaces.watch(controller, users)
-    watch_servers(controller, users, shared.servers.informers.values())
-    manager.add_controller(controller)
     manager.on_shutdown(renderer.close)
 
     handles = shared.servers.registry.handles
@@ -188,6 +170,4 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     manager.add_leader_task(
         "role drift check", RoleDriftCheck(handles, users, shared.roles, queue, period).run
     )
-    departed = DepartedSweep(shared.kube, DATABASE_USERS, shared.scope, settings.namespaces, queue)
-    manager.add_leader_task("departed sweep", departed.run)
     return controller

@@ -30,14 +30,7 @@ from dbuser_operator.runtime.controller import Controller
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.manager import Manager, Runnable
-from dbuser_operator.runtime.predicates import (
-    ANNOTATIONS_CHANGED,
-    DELETED,
-    DELETION_STARTED,
-    GENERATION_CHANGED,
-    LABELS_CHANGED,
-    any_of,
-)
+from dbuser_operator.runtime.predicates import DELETED, SPEC_OR_METADATA_CHANGED
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey
 from dbuser_operator.settings import Settings
 
@@ -102,9 +95,7 @@ def setup(
             shared.settings.server_check_period,
         )
         controller = Controller(kind.lower(), reconciler, max_concurrent_reconciles=MAX_CONCURRENT_RECONCILES)
-        controller.watch(
-            informer, any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED)
-        )
+        controller.watch(informer, SPEC_OR_METADATA_CHANGED)
         controller.watch_mapped(shared.secrets, servers_of_secret(informer))
         for dependent in dependents:
             controller.watch_mapped(dependent, dependents_gone(resource), DELETED)
