@@ -7,17 +7,15 @@ deletion — Retain by default (a drop loses data); Delete drops only a database
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
-from dbuser_operator.api.v1alpha1.database import API_VERSION, Database, DatabaseStatus
+from dbuser_operator.api.v1alpha1.database import Database, DatabaseStatus
+from dbuser_operator.controllers.database.context import DatabaseContext
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
-from dbuser_operator.controllers.kit.ownership import Owning, OwningPass, not_ours
+from dbuser_operator.controllers.kit.ownership import Owning, not_ours
 from dbuser_operator.controllers.kit.reconcile import FrameParts
 from dbuser_operator.controllers.kit.resources import DATABASES
 from dbuser_operator.controllers.policy.gate import PolicyGate
-from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.controllers.servers.resource import ServerResource
 from dbuser_operator.mysql import databases
 from dbuser_operator.mysql.accounts.holdings import Holdings
 from dbuser_operator.mysql.bookkeeping.books import NameClass
@@ -27,27 +25,12 @@ from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import Resource
 
 
-@dataclass(kw_only=True)
-class DatabaseContext(OwningPass[DatabaseStatus]):
-    """What one Database reconcile knows."""
-
-    database: Database
-    server_resource: ServerResource | None = None
-    server: ServerHandle = field(default=cast("ServerHandle", None), repr=False)
-
-    @property
-    def name(self) -> str:
-        """The database's name in MySQL."""
-        return self.database.mysql_name()
-
-
 class DatabaseReconciler(Owning[DatabaseContext]):
     """Runs one ``Database`` key in the frame every kind shares: ensure, observe or delete the database."""
 
     resource: ClassVar[Resource] = DATABASES
-    api_version: ClassVar[str] = API_VERSION
     manages: ClassVar[NameClass] = "database"
-    model, status_model = Database, DatabaseStatus
+    model = Database
 
     def __init__(self, parts: FrameParts, informer: Informer, *, policy: PolicyGate | None = None) -> None:
         super().__init__(parts, informer)
@@ -55,9 +38,6 @@ class DatabaseReconciler(Owning[DatabaseContext]):
 
     def new_pass(self, obj: dict[str, Any], model: Database, status: DatabaseStatus) -> DatabaseContext:
         return DatabaseContext(obj=obj, database=model, status=status)
-
-    def mysql_name(self, ctx: DatabaseContext) -> str:
-        return ctx.name
 
     def policies(self, ctx: DatabaseContext) -> tuple[str, str]:
         return ctx.database.spec.management_policy, ctx.database.spec.deletion_policy

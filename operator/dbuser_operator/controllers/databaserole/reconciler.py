@@ -16,24 +16,22 @@ changed by hand.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from dbuser_operator.api.v1alpha1.databaserole import (
-    API_VERSION,
     DatabaseRole,
     DatabaseRoleStatus,
 )
 from dbuser_operator.controllers.databaserole import holders
+from dbuser_operator.controllers.databaserole.context import RoleContext
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
-from dbuser_operator.controllers.kit.ownership import Owning, OwningPass, not_ours
+from dbuser_operator.controllers.kit.ownership import Owning, not_ours
 from dbuser_operator.controllers.kit.reconcile import FrameParts
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.controllers.servers.resource import ServerResource
 from dbuser_operator.mysql import grants
 from dbuser_operator.mysql.accounts import holdings, roles
 from dbuser_operator.mysql.bookkeeping import name_holders, ownership
@@ -44,28 +42,13 @@ from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import Resource
 
 
-@dataclass(kw_only=True)
-class RoleContext(OwningPass[DatabaseRoleStatus]):
-    """What one DatabaseRole reconcile knows."""
-
-    role: DatabaseRole
-    server_resource: ServerResource | None = None  # spec.serverRef resolved (None: the settings' server)
-    server: ServerHandle = field(default=cast("ServerHandle", None), repr=False)
-
-    @property
-    def name(self) -> str:
-        """The role's name in MySQL."""
-        return self.role.mysql_name()
-
-
 class DatabaseRoleReconciler(Owning[RoleContext]):
     """Runs one ``DatabaseRole`` key in the frame every kind shares: ensure or delete the role."""
 
     resource: ClassVar[Resource] = DATABASE_ROLES
-    api_version: ClassVar[str] = API_VERSION
     manages: ClassVar[NameClass] = "role"
 
-    model, status_model = DatabaseRole, DatabaseRoleStatus
+    model = DatabaseRole
     kept_hint = ": drop it by hand if it is not wanted"
 
     def __init__(
@@ -81,13 +64,11 @@ class DatabaseRoleReconciler(Owning[RoleContext]):
     def policies(self, ctx: RoleContext) -> tuple[str, str]:
         return "Manage", ctx.role.spec.deletion_policy
 
-    def mysql_name(self, ctx: RoleContext) -> str:
-        return ctx.name
-
     async def converge(self, ctx: RoleContext) -> Result:
         ctx.server_resource, ctx.server = await self.bind(ctx)  # no finalizer on a resource refused here
         ctx.obj = await self.finalizer.add(ctx.obj)
-        await self._refuse(ctx)
+        # the guard's refusals of grants, as for accounts (reserved names are the frame's)
+        await self.guard.check(ctx.server, ctx.role.spec.privileges, f"role {ctx.name}")
         if self.policy is not None:  # before any SQL
             self.policy.check_role(ctx.server_resource, ctx.role)
         unmanaged = await self._converge(ctx)
@@ -95,17 +76,6 @@ class DatabaseRoleReconciler(Owning[RoleContext]):
         self._report_holders(ctx, unmanaged)
         await self.write(ctx)
         return Result(requeue_after=self.resync_period)
-
-    async def _refuse(self, ctx: RoleContext) -> None:
-        """The guard's refusals of grants, as for accounts (reserved names are the frame's)."""
-        name, privileges = ctx.name, ctx.role.spec.privileges
-        refusal = self.guard.grant_refusal(privileges)
-        if refusal is not None:
-            raise ConditionError("PrivilegeNotAllowed", f"role {name}: {refusal}", retry=False)
-        server_refusal = await self.guard.server_refusal(ctx.server, privileges)
-        if server_refusal is not None:
-            message = f"role {name}: {server_refusal.message}"
-            raise ConditionError(server_refusal.reason, message, retry=server_refusal.retry)
 
     async def _converge(self, ctx: RoleContext) -> list[roles.Account]:
         """The role exists, is this resource's, holds no role, and has exactly the spec's privileges (the

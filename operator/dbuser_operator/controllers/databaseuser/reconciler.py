@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from dbuser_operator.api.v1alpha1 import (
-    API_VERSION,
     RELEASE_ANNOTATION,
     DatabaseUser,
     DatabaseUserSpec,
@@ -50,13 +49,12 @@ class DatabaseUserReconciler(Owning[Context]):
     """Runs the steps for one ``DatabaseUser`` key, in the frame every kind shares."""
 
     resource: ClassVar[Resource] = DATABASE_USERS
-    api_version: ClassVar[str] = API_VERSION
     manages: ClassVar[NameClass] = "account"
     paused: ClassVar[str] = "the operator changes nothing in MySQL, drift included"
     left_behind = "the accounts"  # what deletion leaves in MySQL when it lets go
     one_normal_event: ClassVar[bool] = True  # "AccountCreated" already says the account is there
 
-    model, status_model = DatabaseUser, DatabaseUserStatus
+    model = DatabaseUser
 
     def __init__(
         self,
@@ -84,9 +82,6 @@ class DatabaseUserReconciler(Owning[Context]):
         """A stand-in for an object the models reject: only its status is written, no step runs."""
         selector = SecretKeySelector.model_construct(name="", key="")
         return DatabaseUser.model_construct(spec=DatabaseUserSpec.model_construct(password=selector))
-
-    def mysql_name(self, ctx: Context) -> str:
-        return ctx.user.mysql_name()
 
     def shown(self, ctx: Context) -> str:
         return ctx.account

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal, Protocol, TypeVar, cast
+from typing import Any, ClassVar, Final, Literal, Protocol, TypeVar, cast, get_args
 
 import structlog
 
@@ -176,6 +176,7 @@ async def take(
 class OwningPass(Pass[S]):
     """A pass of a kind that owns a name: the server resource and handle the frame bound it to."""
 
+    name: str = ""  # the name it manages in MySQL: the model's mysql_name(), set when the frame parses it
     server_resource: Any = None  # the server resource (None: the settings' server)
     server: Any = field(default=None, repr=False)  # the server handle: db, schema, ensure_book()
 
@@ -189,7 +190,6 @@ class Owning(Reconciler[P]):
 
     paused: ClassVar[str] = "the operator changes nothing in MySQL"  # what managementPolicy Paused means
     model: ClassVar[type[Any]]  # the kind's model (``Database``): the frame's parse reads a resource as one
-    status_model: ClassVar[type[Any]]  # its status (``DatabaseStatus``)
     kept_hint: ClassVar[str] = ""  # what the Warning of a deletion that let go of an unparsable spec adds
 
     @property
@@ -207,6 +207,12 @@ class Owning(Reconciler[P]):
     def new_pass(self, obj: dict[str, Any], model: Any, status: Any) -> P:
         """The kind's pass of ``obj``, with ``obj`` read as its model and its status."""
         raise NotImplementedError
+
+    @property
+    def status_model(self) -> type[Any]:
+        """The model's status (``DatabaseStatus``), as its ``status`` field declares it."""
+        declared = self.model.model_fields["status"].annotation
+        return cast("type[Any]", next(arg for arg in get_args(declared) if arg is not type(None)))
 
     def unparsed_model(self) -> Any:
         """A stand-in model for an object the models reject (only its status is written): an empty spec."""
@@ -252,10 +258,15 @@ class Owning(Reconciler[P]):
             )
             ctx.event("Normal", "Retained", f"{why}: {what}")
 
+    def mysql_name(self, ctx: P) -> str:
+        return ctx.name
+
     def parse(self, obj: dict[str, Any]) -> P:
         model = self.model.model_validate(obj)
         status = model.status.model_copy(deep=True) if model.status else self.status_model()
-        return self.new_pass(obj, model, status)
+        ctx = self.new_pass(obj, model, status)
+        ctx.name = model.mysql_name()
+        return ctx
 
     def unparsed(self, obj: dict[str, Any]) -> P:
         return self.new_pass(obj, self.unparsed_model(), status_of(self.status_model, obj))

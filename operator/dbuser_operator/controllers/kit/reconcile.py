@@ -127,7 +127,6 @@ class Reconciler(Generic[P]):
     """Runs one key of a kind: parse, ensure or finalize, then Ready, status and Events."""
 
     resource: ClassVar[Resource]
-    api_version: ClassVar[str]
     manages: ClassVar[NameClass]  # what the kind's name in MySQL is: an account, a role, a database
     one_normal_event: ClassVar[bool] = False  # a pass's Normal Events as one (its first reason, all messages)
 
@@ -358,7 +357,7 @@ class Reconciler(Generic[P]):
 
     def involved(self, obj: dict[str, Any]) -> dict[str, Any]:
         """``obj`` as an Event's involved object (list and watch items lack apiVersion and kind)."""
-        return {**obj, "apiVersion": self.api_version, "kind": self.resource.kind}
+        return {**obj, "apiVersion": self.resource.api_version, "kind": self.resource.kind}
 
 
 def status_of(model: type[S], obj: dict[str, Any]) -> S:

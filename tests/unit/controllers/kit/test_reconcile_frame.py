@@ -72,7 +72,6 @@ class FakeInformer:
 
 class ToyReconciler(Reconciler[ToyPass]):
     resource: ClassVar[Resource] = Resource("example.com", "v1", "toys", "Toy")
-    api_version: ClassVar[str] = "example.com/v1"
 
     def __init__(self, obj: dict[str, Any], failure: ConditionError | None = None) -> None:
         self.kube_fake, self.recorder_fake = FakeKube(), FakeRecorder()
