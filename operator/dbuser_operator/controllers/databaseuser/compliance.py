@@ -13,7 +13,7 @@ import asyncio
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Final
@@ -385,22 +385,12 @@ async def export_while_leading(
 
 
 def _merge(left: Tally, right: Tally) -> Tally:
-    """Two tallies of one key (two caches in one process) as one."""
-    return Tally(
-        users=left.users + right.users,
-        accounts=left.accounts + right.accounts,
-        oldest_password_age=max(left.oldest_password_age, right.oldest_password_age),
-        passwords_over_max_lifetime=left.passwords_over_max_lifetime + right.passwords_over_max_lifetime,
-        rotations_overdue=left.rotations_overdue + right.rotations_overdue,
-        accounts_without_tls=left.accounts_without_tls + right.accounts_without_tls,
-        accounts_with_global_privileges=left.accounts_with_global_privileges
-        + right.accounts_with_global_privileges,
-        accounts_with_grant_option=left.accounts_with_grant_option + right.accounts_with_grant_option,
-        accounts_locked=left.accounts_locked + right.accounts_locked,
-        accounts_expiring=left.accounts_expiring + right.accounts_expiring,
-        passwords_expired=left.passwords_expired + right.passwords_expired,
-        retained_past_grace=left.retained_past_grace + right.retained_past_grace,
+    """Two tallies of one key (two caches in one process) as one: the counts added, the oldest age kept."""
+    merged = Tally(
+        **{item.name: getattr(left, item.name) + getattr(right, item.name) for item in fields(Tally)}
     )
+    merged.oldest_password_age = max(left.oldest_password_age, right.oldest_password_age)
+    return merged
 
 
 COMPLIANCE = ComplianceCollector()

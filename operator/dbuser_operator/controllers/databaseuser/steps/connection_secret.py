@@ -102,7 +102,7 @@ class ConnectionSecretStep:
             )
         values = self._values(ctx, spec, ctx.password)
         secret = self.secrets.cached(ctx, spec.name)
-        rendered = await self._render(ctx, spec.name, spec.templates or {}, values, secret)
+        rendered = await self._render(ctx, spec, values, secret)
         data = values | rendered
         if secret is not None:
             secret = await self.secrets.claim(ctx, secret, WHAT)
@@ -140,14 +140,10 @@ class ConnectionSecretStep:
         ctx.status.connection_secret = name
 
     async def _render(
-        self,
-        ctx: Context,
-        name: str,
-        templates: dict[str, str],
-        values: dict[str, str],
-        secret: dict[str, Any] | None,
+        self, ctx: Context, spec: ConnectionSecret, values: dict[str, str], secret: dict[str, Any] | None
     ) -> dict[str, str]:
-        """The templates rendered (or as the Secret holds them, when the same inputs rendered that)."""
+        """The spec's templates rendered (or as the Secret holds them, when the same inputs rendered that)."""
+        name, templates = spec.name, spec.templates or {}
         if not templates:
             return {}  # never waits on the renderer
         key = ObjectKey.of(ctx.obj)

@@ -87,11 +87,7 @@ def unsupported(spec: DatabaseUserSpec, server: ServerInfo) -> str | None:
 
 def password_expire_text(lifetime: int) -> str:
     """A lifetime as spec.account.passwordExpire writes it: Never, Default, 90d."""
-    if lifetime == NEVER:
-        return "Never"
-    if lifetime == DEFAULT_LIFETIME:
-        return "Default"
-    return f"{lifetime}d"
+    return {NEVER: "Never", DEFAULT_LIFETIME: "Default"}.get(lifetime, f"{lifetime}d")
 
 
 def lock_time_text(days: int) -> str:
