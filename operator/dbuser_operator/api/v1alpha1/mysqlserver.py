@@ -285,6 +285,11 @@ class NamespacePolicy(Model):
     """Whether DatabaseUsers may choose an authentication plugin (spec.authentication). Defaults to false:
     the server's default plugin."""
 
+    allow_workload_identity: bool = False
+    """Whether DatabaseUsers may bind their account to a ServiceAccount of their namespace
+    (spec.authentication.workload: certificate-only, signed by the operator for that ServiceAccount's pods).
+    Defaults to false."""
+
     allow_adoption: bool = False
     """Whether DatabaseUsers and DatabaseRoles may take over (the adopt annotation) an account or role the
     operator did not create, or whose DatabaseUser is gone. Defaults to false. Even then, only one whose

@@ -333,6 +333,21 @@ def test_a_plugin_needs_allow_plugins() -> None:
     assert problems(EVERYONE) == []
 
 
+def test_a_workload_identity_needs_allow_workload_identity_not_allow_plugins() -> None:
+    bound = {"workload": {"serviceAccountName": "app"}}
+    refused = (
+        "workload identity is not allowed (allowWorkloadIdentity is false): "
+        "spec.authentication.workload names ServiceAccount app"
+    )
+    workload = DatabaseUserSpec.model_validate({"authentication": bound})  # no password: none is taken
+
+    def refusals(entry: dict[str, Any]) -> list[str]:
+        return [v.problem for v in user_violations(policy(entry), "team-a", TEAM_A, workload)]
+
+    assert refusals(EVERYONE | {"allowPlugins": True}) == [refused]
+    assert refusals(EVERYONE | {"allowWorkloadIdentity": True}) == []
+
+
 def role(**fields: Any) -> DatabaseRole:
     return DatabaseRole.model_validate(
         {"metadata": {"name": "reader", "namespace": "team-a"}, "spec": fields}
