@@ -20,7 +20,7 @@ from dbuser_operator.api.duration import parse_days
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec, Grant
 from dbuser_operator.api.v1alpha1.account import PASSWORD_LIFETIME_MAX, password_lifetime_days
 from dbuser_operator.api.v1alpha1.databaserole import DatabaseRoleSpec
-from dbuser_operator.api.v1alpha1.mysqlserver import (
+from dbuser_operator.api.v1alpha1.server_policy import (
     LabelSelector,
     LabelSelectorRequirement,
     NamespacePolicy,

@@ -11,13 +11,8 @@ from pydantic import ValidationError
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec, DatabaseUserStatus
 from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
-from dbuser_operator.api.v1alpha1.mysqlserver import (
-    ClusterMySQLServer,
-    LabelSelector,
-    LabelSelectorRequirement,
-    MySQLServerSpec,
-    ServerPolicy,
-)
+from dbuser_operator.api.v1alpha1.mysqlserver import ClusterMySQLServer, MySQLServerSpec
+from dbuser_operator.api.v1alpha1.server_policy import LabelSelector, LabelSelectorRequirement, ServerPolicy
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.policy import PolicyStep
 from dbuser_operator.controllers.kit.errors import ConditionError
