@@ -94,6 +94,11 @@ class Settings(BaseSettings):
     mysql_password_file: Path | None = Field(
         None, description=f"file holding the admin password (else the {PASSWORD_ENV} environment variable)"
     )
+    workload_signing_ca: Path | None = Field(
+        None,
+        description="directory of the CA that signs workload certificates (tls.crt, tls.key: a mounted "
+        "kubernetes.io/tls Secret); unset: no workload identity (spec.authentication.workload is refused)",
+    )
     mysql_connect_timeout: float = Field(
         5.0,
         gt=0,

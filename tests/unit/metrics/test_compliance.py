@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from dbuser_operator.api.v1alpha1.mysqlserver import ServerPolicy
+from dbuser_operator.api.v1alpha1.server_policy import ServerPolicy
 from dbuser_operator.controllers.databaseuser.compliance import (
     ComplianceCollector,
     RetainedHolders,

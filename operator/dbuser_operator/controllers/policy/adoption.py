@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from dbuser_operator.api.v1alpha1.mysqlserver import NamespacePolicy
+from dbuser_operator.api.v1alpha1.server_policy import NamespacePolicy
 from dbuser_operator.controllers.policy.rules import ALL, allowed_database, matches, patterns_text
 from dbuser_operator.mysql.accounts.holdings import Holdings, role_name
 from dbuser_operator.mysql.grants import Grant

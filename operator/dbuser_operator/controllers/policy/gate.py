@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dbuser_operator.api.v1alpha1 import DatabaseUser
 from dbuser_operator.api.v1alpha1.database import Database
 from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
-from dbuser_operator.api.v1alpha1.mysqlserver import ServerPolicy
+from dbuser_operator.api.v1alpha1.server_policy import ServerPolicy
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.policy.adoption import holding_problems, name_problems
 from dbuser_operator.controllers.policy.namespaces import POLICY_NAMESPACE_INDEX, NamespaceLabels, on_a_server

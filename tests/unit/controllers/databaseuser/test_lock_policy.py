@@ -21,7 +21,7 @@ from dbuser_operator.api.v1alpha1.account import (
     PASSWORD_LOCK_TIME_MESSAGE,
     AccountSpec,
 )
-from dbuser_operator.api.v1alpha1.mysqlserver import MAX_PASSWORD_LIFETIME_MESSAGE, ServerPolicy
+from dbuser_operator.api.v1alpha1.server_policy import MAX_PASSWORD_LIFETIME_MESSAGE, ServerPolicy
 from dbuser_operator.controllers.databaseuser.observe import policy_differences
 from dbuser_operator.controllers.databaseuser.steps.lock_policy import (
     describe,

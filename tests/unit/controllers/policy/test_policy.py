@@ -11,13 +11,8 @@ from pydantic import ValidationError
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec, DatabaseUserStatus
 from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
-from dbuser_operator.api.v1alpha1.mysqlserver import (
-    ClusterMySQLServer,
-    LabelSelector,
-    LabelSelectorRequirement,
-    MySQLServerSpec,
-    ServerPolicy,
-)
+from dbuser_operator.api.v1alpha1.mysqlserver import ClusterMySQLServer, MySQLServerSpec
+from dbuser_operator.api.v1alpha1.server_policy import LabelSelector, LabelSelectorRequirement, ServerPolicy
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.policy import PolicyStep
 from dbuser_operator.controllers.kit.errors import ConditionError
@@ -331,6 +326,21 @@ def test_a_plugin_needs_allow_plugins() -> None:
     assert problems(EVERYONE, authentication=chosen) == [refused]
     assert problems(EVERYONE | {"allowPlugins": True}, authentication=chosen) == []
     assert problems(EVERYONE) == []
+
+
+def test_a_workload_identity_needs_allow_workload_identity_not_allow_plugins() -> None:
+    bound = {"workload": {"serviceAccountName": "app"}}
+    refused = (
+        "workload identity is not allowed (allowWorkloadIdentity is false): "
+        "spec.authentication.workload names ServiceAccount app"
+    )
+    workload = DatabaseUserSpec.model_validate({"authentication": bound})  # no password: none is taken
+
+    def refusals(entry: dict[str, Any]) -> list[str]:
+        return [v.problem for v in user_violations(policy(entry), "team-a", TEAM_A, workload)]
+
+    assert refusals(EVERYONE | {"allowPlugins": True}) == [refused]
+    assert refusals(EVERYONE | {"allowWorkloadIdentity": True}) == []
 
 
 def role(**fields: Any) -> DatabaseRole:
