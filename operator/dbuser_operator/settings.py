@@ -106,6 +106,12 @@ class Settings(BaseSettings):
         description="seconds a workload certificate lasts at most: a pod's request (its podCertificate "
         "volume's maxExpirationSeconds) may ask for less, never more (at least 3600, the API's floor)",
     )
+    workload_binding_grace: float = Field(
+        10.0,
+        ge=0,
+        description="seconds a pod's certificate request waits for a DatabaseUser binding its ServiceAccount "
+        "(one applied with the Deployment) before it is denied; a denied request is not retried",
+    )
     mysql_connect_timeout: float = Field(
         5.0,
         gt=0,

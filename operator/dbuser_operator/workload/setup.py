@@ -69,6 +69,7 @@ def setup(manager: Manager, shared: Shared, ca: SigningCA) -> Controller:
         Bindings(shared.users, shared.servers, shared.policy),
         ca,
         max_lifetime=settings.workload_certificate_max_lifetime,
+        grace=settings.workload_binding_grace,
     )
     controller = Controller(
         CONTROLLER_NAME, signer, max_concurrent_reconciles=settings.max_concurrent_reconciles

@@ -6,7 +6,7 @@ that moment, not from a cache), and a DatabaseUser of this operator binds that S
 admitted by its server's policy (:mod:`.bindings`). Otherwise it is denied with a reason and a message
 (``kubectl describe pcr``); the kubelet does not retry a denied request, so what may still change soon —
 nothing binds the ServiceAccount *yet*, its server or namespace is not known *yet* — is denied only once the
-request is :data:`BINDING_GRACE` seconds old (a DatabaseUser applied with its Deployment is seen first).
+request ``--workload-binding-grace`` seconds old (a DatabaseUser applied with its Deployment is seen first).
 
 Decisions are final (the API makes a decided request's status immutable), so a decided request is never
 looked at again. Status writes go through the fenced client: only a leader with a fresh lease decides.
@@ -15,7 +15,7 @@ looked at again. Status writes go through the fenced client: only a leader with 
 from __future__ import annotations
 
 import datetime
-from typing import Any, Final
+from typing import Any
 
 import structlog
 from prometheus_client import Counter
@@ -43,10 +43,6 @@ from dbuser_operator.workload.review import check_pod, check_service_account
 
 log = structlog.get_logger(__name__)
 
-BINDING_GRACE: Final = 10.0
-"""Seconds a request waits for what may still appear (a binding DatabaseUser, its server, its namespace's
-labels) before it is denied for lacking it."""
-
 ISSUED_TOTAL = Counter(
     "dbuser_operator_workload_certificates_issued_total",
     "Client certificates the signer issued for PodCertificateRequests",
@@ -71,14 +67,14 @@ class Signer:
         ca: SigningCA,
         *,
         max_lifetime: float,
-        grace: float = BINDING_GRACE,
+        grace: float,
     ) -> None:
         self.kube = kube  # fenced: every write checks the lease first
         self.requests = requests
         self.bindings = bindings
         self.ca = ca
         self.max_lifetime = max_lifetime
-        self.grace = grace
+        self.grace = grace  # seconds a request waits for what may still appear (a binding, its server)
 
     async def __call__(self, key: ObjectKey) -> Result:
         obj = self.requests.get(key)
