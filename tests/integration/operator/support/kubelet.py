@@ -194,7 +194,9 @@ class Kubelet:
             obj = await self.admin.get(POD_CERTIFICATE_REQUESTS, credentials.request, namespace)
             return obj if decision(obj) else None
 
-        found = await eventually(read, limit=limit, interval=0.05, message=f"{credentials.request} decided")
+        found: dict[str, Any] | None = await eventually(
+            read, limit=limit, interval=0.05, message=f"{credentials.request} decided"
+        )
         assert found is not None
         credentials.chain_pem = str((found.get("status") or {}).get("certificateChain", ""))
         return found
