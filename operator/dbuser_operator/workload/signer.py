@@ -1,9 +1,9 @@
 """The signer: decides each PodCertificateRequest of :data:`~.identity.SIGNER_NAME`, once.
 
 A request is issued when its key is one the signer takes and its stub request asks for nothing
-(:mod:`.requests`), its pod and ServiceAccount are the ones it names (:mod:`.review`, read from the API at
-that moment, not from a cache), and a DatabaseUser of this operator binds that ServiceAccount and is
-admitted by its server's policy (:mod:`.bindings`). Otherwise it is denied with a reason and a message
+(:mod:`.requests`), a DatabaseUser of this operator binds its ServiceAccount and is admitted by its server's
+policy (:mod:`.bindings`, from the cache), and its pod and ServiceAccount are the ones it names
+(:mod:`.review`, read from the API at that moment, not from a cache: the last look before signing). Otherwise it is denied with a reason and a message
 (``kubectl describe pcr``); the kubelet does not retry a denied request, so what may still change soon —
 nothing binds the ServiceAccount *yet*, its server or namespace is not known *yet* — is denied only once the
 request ``--workload-binding-grace`` seconds old (a DatabaseUser applied with its Deployment is seen first).
@@ -83,10 +83,10 @@ class Signer:
         request = PodCertificateRequest.of(obj)
         try:
             public_key = request.public_key()
+            binding = self.bindings.binding(request.namespace, request.service_account_name)  # the cache
             check_pod(request, await self._read(PODS, request.pod_name, request.namespace))
             account = await self._read(SERVICE_ACCOUNTS, request.service_account_name, request.namespace)
             check_service_account(request, account)
-            binding = self.bindings.binding(request.namespace, request.service_account_name)
         except Refused as refused:
             return await self._deny(obj, refused.reason, refused.message)
         except ConditionError as refused:
