@@ -1,12 +1,13 @@
 """The signer: decides each PodCertificateRequest of :data:`~.identity.SIGNER_NAME`, once.
 
 A request is issued when its key is one the signer takes and its stub request asks for nothing
-(:mod:`.requests`), a DatabaseUser of this operator binds its ServiceAccount and is admitted by its server's
-policy (:mod:`.bindings`, from the cache), and its pod and ServiceAccount are the ones it names
-(:mod:`.review`, read from the API at that moment, not from a cache: the last look before signing). Otherwise it is denied with a reason and a message
-(``kubectl describe pcr``); the kubelet does not retry a denied request, so what may still change soon —
-nothing binds the ServiceAccount *yet*, its server or namespace is not known *yet* — is denied only once the
-request ``--workload-binding-grace`` seconds old (a DatabaseUser applied with its Deployment is seen first).
+(:mod:`.requests`), a DatabaseUser of this operator binds its ServiceAccount and is admitted by its
+server's policy (:mod:`.bindings`, from the cache), and its pod and ServiceAccount are the ones it names
+(:mod:`.review`, read from the API at that moment: the last look before signing). Otherwise it is denied
+with a reason and a message (``kubectl describe podcertificaterequests``); the kubelet does not retry a
+denied request, so what may still change soon — nothing binds the ServiceAccount *yet*, its server or
+namespace is not known *yet* — is denied only once the request is ``--workload-binding-grace`` seconds old
+(a DatabaseUser applied with its Deployment is seen first).
 
 Decisions are final (the API makes a decided request's status immutable), so a decided request is never
 looked at again. Status writes go through the fenced client: only a leader with a fresh lease decides.
