@@ -14,6 +14,7 @@ from dbuser_operator.controllers.shared import Shared
 from dbuser_operator.runtime.controller import Controller, KeyMapper
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.manager import Manager
+from dbuser_operator.runtime.predicates import DELETION_STARTED, GENERATION_CHANGED, LABELS_CHANGED, any_of
 from dbuser_operator.runtime.resources import ObjectKey
 from dbuser_operator.workload.bindings import WORKLOAD_INDEX, Bindings, bound_service_account
 from dbuser_operator.workload.ca import SigningCA
@@ -75,6 +76,8 @@ def setup(manager: Manager, shared: Shared, ca: SigningCA) -> Controller:
         CONTROLLER_NAME, signer, max_concurrent_reconciles=settings.max_concurrent_reconciles
     )
     controller.watch(requests)
-    controller.watch_mapped(shared.users, requests_of(requests))
+    # A binding appears, changes or goes (not a status write: the reconciler's own, often).
+    binding_changed = any_of(GENERATION_CHANGED, LABELS_CHANGED, DELETION_STARTED)
+    controller.watch_mapped(shared.users, requests_of(requests), binding_changed)
     manager.add_controller(controller)
     return controller

@@ -76,11 +76,15 @@ class Signer:
         self.ca = ca
         self.max_lifetime = max_lifetime
         self.grace = grace  # seconds a request waits for what may still appear (a binding, its server)
+        self._written: dict[ObjectKey, str] = {}  # decided here; the resourceVersion decided from
 
     async def __call__(self, key: ObjectKey) -> Result:
         obj = self.requests.get(key)
         if obj is None or decision(obj) is not None:
+            self._written.pop(key, None)
             return Result()
+        if self._written.get(key) == obj["metadata"].get("resourceVersion"):
+            return Result()  # decided already; the cache has not seen it yet (its event brings it back)
         request = PodCertificateRequest.of(obj)
         try:
             public_key = request.public_key()
@@ -151,4 +155,5 @@ class Signer:
             )
         except NotFound:
             return False
+        self._written[ObjectKey.of(obj)] = metadata["resourceVersion"]
         return True

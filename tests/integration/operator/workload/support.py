@@ -23,12 +23,13 @@ from tests.integration.operator.support.kubelet import Credentials
 from tests.integration.operator.support.mysql import mysql_query
 
 
-def bound_user(name: str, service_account: str, **spec: Any) -> dict[str, Any]:
-    """A DatabaseUser of the test's own operator bound to ``service_account`` (no password)."""
+def bound_user(name: str, service_account: str, target: str | None = None, **spec: Any) -> dict[str, Any]:
+    """A DatabaseUser bound to ``service_account`` (no password), labelled with ``target`` (by default the
+    target of the test's own operator)."""
     return {
         "apiVersion": DATABASE_USERS.api_version,
         "kind": "DatabaseUser",
-        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": own_target()}},
+        "metadata": {"name": name, "labels": {"dbuser-operator.dev/target": target or own_target()}},
         "spec": {"authentication": {"workload": {"serviceAccountName": service_account}}, **spec},
     }
 
