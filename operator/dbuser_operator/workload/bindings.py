@@ -16,7 +16,7 @@ from dbuser_operator.api.v1alpha1 import DatabaseUser
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.resources import DEFAULT_SERVER, describe_server, server_key
 from dbuser_operator.controllers.policy.gate import PolicyGate
-from dbuser_operator.controllers.servers.binding import ServerBinding
+from dbuser_operator.controllers.servers.resource import ServerResource
 from dbuser_operator.controllers.servers.resolver import NO_DEFAULT_SERVER, ServerResolver
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
@@ -39,7 +39,7 @@ class Binding:
     user: ObjectKey
 
 
-def server_of(servers: ServerResolver, obj: dict[str, Any]) -> ServerBinding | None:
+def server_of(servers: ServerResolver, obj: dict[str, Any]) -> ServerResource | None:
     """The server resource of a DatabaseUser as the reconciler resolves it (None: the default server);
     ConditionError when there is none. No connection is opened: the policy is in the spec."""
     key = server_key(obj)
@@ -50,7 +50,7 @@ def server_of(servers: ServerResolver, obj: dict[str, Any]) -> ServerBinding | N
     server = servers.server_object(key)
     if server is None:  # may be on its way (applied with the DatabaseUser): looked at again
         raise ConditionError("ServerNotFound", f"{describe_server(key)} does not exist")
-    return servers.binding(key, server)
+    return servers.resource(key, server)
 
 
 class Bindings:
