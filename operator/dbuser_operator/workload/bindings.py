@@ -16,8 +16,8 @@ from dbuser_operator.api.v1alpha1 import DatabaseUser
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.resources import DEFAULT_SERVER, describe_server, server_key
 from dbuser_operator.controllers.policy.gate import PolicyGate
-from dbuser_operator.controllers.servers.resource import ServerResource
 from dbuser_operator.controllers.servers.resolver import NO_DEFAULT_SERVER, ServerResolver
+from dbuser_operator.controllers.servers.resource import ServerResource
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
 
