@@ -20,7 +20,6 @@ import asyncio
 import base64
 import json
 import os
-import statistics
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -34,6 +33,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from bench import processes
 from bench.common import TARGET, TARGET_LABEL, MySQLAddress, api_client
+from bench.memory import quiet_rss
 from bench.scenarios import percentile
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import Binaries, LocalMySQLServer, connect_cluster, install_crds, provide_mysql
@@ -120,20 +120,9 @@ class IssuedWatch:
             await asyncio.gather(self._task, return_exceptions=True)
 
 
-async def quiet_rss(operator: processes.Implementation, samples: int = 5) -> float:
-    """The operator's RSS in MiB: the median of ``samples`` readings a second apart, once it is idle."""
-    previous = operator.sample()
-    for _ in range(120):
-        await asyncio.sleep(1.0)
-        current = operator.sample()
-        if current.cpu_seconds - previous.cpu_seconds < 0.02:
-            break
-        previous = current
-    readings = []
-    for _ in range(samples):
-        readings.append(operator.sample().rss_mib)
-        await asyncio.sleep(1.0)
-    return statistics.median(readings)
+async def rss(operator: processes.Implementation) -> float:
+    """The operator's RSS in MiB once it is quiet (bench.memory's reading: the median of 5)."""
+    return (await quiet_rss(operator, samples=5))["rss_mib"]
 
 
 async def measure(
@@ -146,7 +135,7 @@ async def measure(
     width: int,
 ) -> dict[str, Any]:
     """The scenario at ``n``: bound ServiceAccounts, pods, then requests; latencies and memory."""
-    rss_idle = await quiet_rss(operator)
+    rss_idle = await rss(operator)
 
     async def bind(index: int) -> None:
         name = f"sa-{index}"
@@ -185,7 +174,7 @@ async def measure(
     started = time.monotonic()
     await parallel(n, bind, width)
     say(f"{n} bound ServiceAccounts with a pod each in {time.monotonic() - started:.1f} s")
-    rss_bound = await quiet_rss(operator)
+    rss_bound = await rss(operator)
 
     watch = IssuedWatch(admin)
     await watch.start()
@@ -222,7 +211,7 @@ async def measure(
     total = time.monotonic() - started
     await watch.stop()
     latencies = [watch.issued[name] - at for name, at in created.items() if name in watch.issued]
-    rss_issued = await quiet_rss(operator)
+    rss_issued = await rss(operator)
     return {
         "n": n,
         "issued": len(latencies),

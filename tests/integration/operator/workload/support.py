@@ -18,6 +18,7 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.workload.ca import one_line
 from dbuser_operator.workload.identity import client_subject
+from tests.integration.mysql.support import login
 from tests.integration.operator.support.instances import own_target
 from tests.integration.operator.support.kubelet import Credentials
 from tests.integration.operator.support.mysql import mysql_query
@@ -89,19 +90,8 @@ def certificate_login(mysql: MySQLServer, user: str, cert: Path | None, key: Pat
     """Log in as ``user`` over TLS (the server's certificate verified) with a client certificate and no
     password; ``CURRENT_USER()``. Raises pymysql's OperationalError when refused."""
     assert mysql.ca_file is not None, "the local server's CA"
-    options: dict[str, Any] = {"ssl_ca": str(mysql.ca_file), "ssl_verify_identity": True}
-    if cert is not None and key is not None:
-        options.update(ssl_cert=str(cert), ssl_key=str(key))
-    connection = pymysql.connect(
-        host=mysql.host, port=mysql.port, user=user, password="", connect_timeout=5, **options
-    )
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT CURRENT_USER()")
-            (current,) = cursor.fetchone()
-        return str(current)
-    finally:
-        connection.close()
+    options = {"ssl_cert": str(cert), "ssl_key": str(key)} if cert is not None and key is not None else {}
+    return login(mysql, user, "", tls=True, **options)
 
 
 def refused_login(mysql: MySQLServer, user: str, cert: Path | None, key: Path | None) -> int:
