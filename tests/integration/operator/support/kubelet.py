@@ -123,6 +123,7 @@ class Kubelet:
         self.kube = node  # the kubelet's own client
         self.name = name
         self.uid = uid
+        self.forbidden = 0  # 403s its requests met while the API server's caches lagged (and were retried)
 
     async def pod(self, namespace: str, name: str, service_account: str, **options: Any) -> dict[str, Any]:
         """A pod of ``service_account`` bound to this node (the ServiceAccount is made if missing)."""
@@ -172,8 +173,7 @@ class Kubelet:
         made = await self._settled(lambda: client.create(POD_CERTIFICATE_REQUESTS, body, namespace))
         return Credentials(made["metadata"]["name"], key)
 
-    @staticmethod
-    async def _settled(call: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    async def _settled(self, call: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
         """``call()``, again while the API server's Node authorizer and NodeRestriction have not seen the
         new pod yet (their caches lag the pod's creation by a moment: Forbidden, or an internal error)."""
 
@@ -181,6 +181,7 @@ class Kubelet:
             try:
                 return await call()
             except ApiError as error:
+                self.forbidden += error.status == 403
                 if error.status in (403, 404, 500):
                     raise AssertionError(f"not yet: {error.status} {error.reason}") from None
                 raise

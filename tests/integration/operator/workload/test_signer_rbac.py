@@ -74,6 +74,8 @@ async def test_the_signer_runs_with_exactly_the_charts_permissions(
         denied = await node.request(await node.pod(where, "other-0", "other"))
         assert condition(await node.decided(where, issued))["type"] == "Issued"
         assert condition(await node.decided(where, denied))["reason"] == "ServiceAccountNotBound"
-        assert forbidden_responses() == forbidden_before, "the operator was refused something it needed"
+        # The kubelet (this process too) met 403s while the node authorizer lagged: not the operator's.
+        refused = forbidden_responses() - forbidden_before - node.forbidden
+        assert refused == 0, "the operator was refused something it needed"
     finally:
         helm("uninstall", release, "--namespace", namespace, "--wait", "--timeout", "60s")

@@ -18,9 +18,11 @@ import pymysql
 import pytest
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
+from dbuser_operator.controllers.servers.liveness import DEFAULT_SERVER_LABEL, SERVER_UP
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.metrics import REGISTRY
 from tests.integration.operator.support.kubelet import Credentials, Kubelet, key_pem
 from tests.integration.operator.support.replicas import GeneralLog
 from tests.integration.operator.support.wait import eventually
@@ -132,6 +134,10 @@ def logged_between(
     ]
 
 
+def server_up() -> float | None:
+    return REGISTRY.get_sample_value("dbuser_operator_mysql_server_up", {"server": DEFAULT_SERVER_LABEL})
+
+
 async def busy(clients: Clients) -> None:
     """Until the clients have logged in twice each (about) with the bundle as it is now."""
     before = clients.logins
@@ -149,13 +155,16 @@ async def test_five_refreshes_under_eight_busy_clients_fail_no_login_and_write_n
 ) -> None:
     """The pod's bundle is swapped 5 times (new key, new request, new certificate each time) while 8
     clients reconnect with it every 10 ms: every login works, each certificate is used, and the operator
-    sends nothing to MySQL meanwhile (no periodic work is on here: no drift check, no probe in the window;
-    the DatabaseUser is Paused, as the workload accounts' own reconcile is not part of this test)."""
+    sends nothing to MySQL meanwhile (no periodic work is on here: no drift check, and the server's first
+    liveness probe is awaited before, the next is an hour away; the DatabaseUser is Paused, as the
+    workload accounts' own reconcile is not part of this test)."""
+    SERVER_UP.labels(DEFAULT_SERVER_LABEL).set(0)  # set by this operator's first probe of the server in use
     await start_signer(resync_period=0.0, server_probe_period=3600.0)
     account = workload_account(mysql, signing_ca.subject_oneline, namespace, "app")
     try:
         user = bound_user("app-db", "app", managementPolicy="Paused")
         await kube_client.create(DATABASE_USERS, user, namespace)
+        await eventually(lambda: server_up() == 1, message="the server's first probe")
         pod = await node.pod(namespace, "app-0", "app")
         bundle = tmp_path / "credentials.pem"
         first = await node.request(pod)
