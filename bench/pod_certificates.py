@@ -7,8 +7,10 @@ A real API server (Node,RBAC and NodeRestriction, as the test suite's) and a loc
 operator runs as a process (``python -m dbuser_operator --workload-signing-ca …``). N ServiceAccounts, each
 bound by a DatabaseUser (Paused: the signer's cost alone, no account work) and with one pod bound to a Node;
 then, as that node's kubelet does (``system:node:<name>``, a fresh P-256 key and an empty PKCS#10 request
-each), N PodCertificateRequests, created ``--create-concurrency`` at a time. Latency is from the moment the
-create call returned to the moment a watch saw the request Issued (client clocks, one process). Memory is
+each), 100 requests one at a time (each waited for: the latency without a queue), then N at once, created
+``--create-concurrency`` at a time (the latency of a burst, and the operator's CPU per request). Latency is
+from the moment the create call returned to the moment a watch saw the request Issued (client clocks, one
+process). Memory is
 the operator's RSS (median of quiet samples) before anything, after the N bound ServiceAccounts, and after
 the N requests were issued: the slope per bound ServiceAccount. Benchmark code, not a product path.
 """
@@ -48,6 +50,7 @@ REPO = Path(__file__).resolve().parent.parent
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 NAMESPACE = "pod-certificates"
 NODE = "bench-node"
+PACED = 100  # requests made one at a time, each waited for, before the burst of N
 
 
 def say(message: str) -> None:
@@ -203,12 +206,22 @@ async def measure(
         made = await retried(lambda: node.create(POD_CERTIFICATE_REQUESTS, body, NAMESPACE))
         created[made["metadata"]["name"]] = time.monotonic()
 
+    paced = min(PACED, n)  # one at a time first: the latency without a queue (a second request per pod)
+    for index in range(paced):
+        await request(index)
+    while len(watch.issued) + len(watch.denied) < paced:  # noqa: ASYNC110 - a poll of the watch's tally
+        await asyncio.sleep(0.01)
+    alone = [watch.issued[name] - at for name, at in created.items() if name in watch.issued]
+    created.clear()
+    watch.issued.clear()
+    cpu_before = operator.sample().cpu_seconds
     started = time.monotonic()
     await parallel(n, request, width)
     creating = time.monotonic() - started
     while len(watch.issued) + len(watch.denied) < n and time.monotonic() - started < 600:  # noqa: ASYNC110
         await asyncio.sleep(0.1)  # a poll of the watch's tally: bench code
     total = time.monotonic() - started
+    cpu = operator.sample().cpu_seconds - cpu_before
     await watch.stop()
     latencies = [watch.issued[name] - at for name, at in created.items() if name in watch.issued]
     rss_issued = await rss(operator)
@@ -221,6 +234,10 @@ async def measure(
         "latency_p50_ms": round(percentile(latencies, 0.5) * 1000, 1),
         "latency_p99_ms": round(percentile(latencies, 0.99) * 1000, 1),
         "latency_max_ms": round(max(latencies, default=0.0) * 1000, 1),
+        "one_at_a_time": len(alone),
+        "alone_p50_ms": round(percentile(alone, 0.5) * 1000, 1),
+        "alone_p99_ms": round(percentile(alone, 0.99) * 1000, 1),
+        "operator_cpu_ms_per_request": round(cpu * 1000 / n, 2),
         "rss_idle_mib": round(rss_idle, 1),
         "rss_bound_mib": round(rss_bound, 1),
         "rss_issued_mib": round(rss_issued, 1),
