@@ -22,6 +22,7 @@ import asyncio
 import base64
 import json
 import os
+import subprocess
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -280,8 +281,13 @@ def run_scenario(n: int, width: int, out: Path) -> int:
     """Start the servers, run the scenario, print and write ``pod-certificates.json`` to ``out``."""
     workdir = Path(tempfile.mkdtemp(prefix="dbuser-operator-bench-pcr-"))
     say(f"state and logs in {workdir}")
-    testbin = os.environ.get("DBUSER_OPERATOR_TESTBIN")
-    binaries = Binaries.from_environment(*([Path(testbin)] if testbin else []))
+    testbin = (
+        os.environ.get("DBUSER_OPERATOR_TESTBIN")
+        or subprocess.run(  # noqa: S603 - our own script
+            [str(REPO / "hack" / "testbin.sh"), "--dir"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
+    binaries = Binaries.from_environment(Path(testbin))
     cluster = connect_cluster(binaries, workdir / "kube", audit=False)
     try:
         assert cluster.control_plane is not None, "the node's certificate comes from the local control plane"
