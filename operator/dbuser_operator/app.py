@@ -40,6 +40,8 @@ from dbuser_operator.runtime.referenced import ReferencedInformer
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey
 from dbuser_operator.runtime.workqueue import RateLimitingQueue
 from dbuser_operator.settings import Settings
+from dbuser_operator.workload import ca as signing_ca
+from dbuser_operator.workload import setup as signer
 
 log = structlog.get_logger(__name__)
 
@@ -203,6 +205,8 @@ def build_manager(
         shared,
         [(user_controller, users), (role_controller, roles), (database_controller, dbs)],
     )
+    if settings.workload_signing_ca is not None:  # the pod certificate signer, on the leader
+        signer.setup(manager, shared, signing_ca.load(settings.workload_signing_ca))
     stores = {kind: informer.store for kind, informer in resolver.informers.items()}
     stores.update(DatabaseUser=users.store, DatabaseRole=roles.store, Database=dbs.store)
     manager.add_leader_task(

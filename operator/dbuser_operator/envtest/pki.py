@@ -6,6 +6,7 @@ import datetime
 import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -79,6 +80,19 @@ class CertificateAuthority:
     def cert_pem(self) -> bytes:
         """The CA certificate, to trust."""
         return self._cert.public_bytes(serialization.Encoding.PEM)
+
+    @property
+    def key_pem(self) -> bytes:
+        """The CA's private key (for a test that signs with this CA itself, e.g. as a workload signing CA)."""
+        return private_key_pem(self._key)
+
+    def write_tls(self, directory: Path) -> Path:
+        """The CA as a ``kubernetes.io/tls`` Secret's files in ``directory``: ``tls.crt`` and ``tls.key``."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "tls.crt").write_bytes(self.cert_pem)
+        (directory / "tls.key").write_bytes(self.key_pem)
+        (directory / "tls.key").chmod(0o600)
+        return directory
 
     @property
     def subject_oneline(self) -> str:
