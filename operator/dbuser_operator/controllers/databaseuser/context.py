@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, AppliedSecret, DatabaseUser, DatabaseUserStatus
+from dbuser_operator.controllers.databaseuser.workload import Workload
 from dbuser_operator.controllers.kit.ownership import OwningPass, Words
 from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
@@ -39,6 +40,7 @@ class Context(OwningPass[DatabaseUserStatus]):
     lock_policy: LockPolicy | None = None
     default_lifetime: int | None = None
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server
+    workload: Workload | None = None  # the ServiceAccount bound (spec.authentication.workload), resolved
     host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
     binding: ServerBinding | None = None  # spec.serverRef resolved (None: the settings' server)
     # The server this pass works on: its pool, bookkeeping schema and info (filled before the steps run).
