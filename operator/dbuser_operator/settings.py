@@ -18,7 +18,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from dbuser_operator.api.v1alpha1.meta import MAX_TARGET_LENGTH
 from dbuser_operator.api.v1alpha1.mysqlserver import ENDPOINT_NAMES_MESSAGE, MAX_ENDPOINTS, ServerEndpoint
-from dbuser_operator.mysql.tls import SSLMode, TLSOptions
+from dbuser_operator.mysql.session.tls import SSLMode, TLSOptions
 
 PASSWORD_ENV = "DBUSER_OPERATOR_MYSQL_PASSWORD"  # noqa: S105 - the variable's name
 LABEL_VALUE_PATTERN = r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"

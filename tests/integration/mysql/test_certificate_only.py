@@ -7,9 +7,11 @@ from __future__ import annotations
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, ServerInfo, accounts, authentication, ownership
-from dbuser_operator.mysql.limits import read_options
-from dbuser_operator.mysql.tls_identity import TLSIdentity
+from dbuser_operator.mysql import Database, ServerInfo
+from dbuser_operator.mysql.accounts import accounts, authentication
+from dbuser_operator.mysql.accounts.limits import read_options
+from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
+from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.workload.identity import client_subject
 from tests.integration.mysql.support import (
     Accounts,

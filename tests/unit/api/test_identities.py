@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from dbuser_operator.api import v1alpha1
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.controllers.databaseuser.steps.options import desired_options
-from dbuser_operator.mysql import authentication
-from dbuser_operator.mysql.tls_identity import TLSIdentity
+from dbuser_operator.mysql.accounts import authentication
+from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
 
 PASSWORD = {"password": {"name": "s", "key": "k"}}
 

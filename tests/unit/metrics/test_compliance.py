@@ -166,7 +166,7 @@ class _Resolver:
     def server_object(self, key: str) -> dict[str, Any] | None:
         return {"metadata": {"name": "main"}} if key == "ClusterMySQLServer/main" else None
 
-    def binding(self, key: str, obj: dict[str, Any]) -> Any:
+    def resource(self, key: str, obj: dict[str, Any]) -> Any:
         return SimpleNamespace(spec=SimpleNamespace(policy=self.policy))
 
 

@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, JsonValue, model_validator
 
 from dbuser_operator.api.duration import DAYS_PATTERN, days_cel, parse_days
 from dbuser_operator.api.v1alpha1.meta import DNS_SUBDOMAIN_PATTERN, INT64, Model
-from dbuser_operator.mysql import account_metadata, authentication, tls_identity
+from dbuser_operator.mysql.accounts import account_metadata, authentication, tls_identity
 
 # Account limits: MySQL stores them as unsigned 32-bit integers. MariaDB stores max_user_connections as a
 # signed one (a larger value is a syntax error there), so that limit stays within what both accept.

@@ -4,10 +4,11 @@ certificate the operator signs for them (docs/workload-identity.md).
 The account is certificate-only: it requires the signing CA's subject as its issuer and the ServiceAccount's
 subject (:func:`~dbuser_operator.workload.identity.client_subject` of the DatabaseUser's own namespace:
 ``spec.authentication.workload`` names no namespace, so no tenant can name another's), and its password is
-empty (:func:`~dbuser_operator.mysql.authentication.certificate_only`). The CA is ``--workload-signing-ca``'s,
-read when first needed and again whenever its certificate file changes (a mounted Secret is replaced in
-place): a new CA subject reaches every account through the drift check. Without the flag, or with a CA that
-cannot be read, a workload DatabaseUser is refused (``WorkloadIdentityUnavailable``) before any SQL.
+empty (:func:`~dbuser_operator.mysql.accounts.authentication.certificate_only`). The CA is
+``--workload-signing-ca``'s, read when first needed and again whenever its certificate file changes (a
+mounted Secret is replaced in place): a new CA subject reaches every account through the drift check.
+Without the flag, or with a CA that cannot be read, a workload DatabaseUser is refused
+(``WorkloadIdentityUnavailable``) before any SQL.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Final
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser, WorkloadStatus
 from dbuser_operator.controllers.kit.errors import ConditionError
-from dbuser_operator.mysql.tls_identity import TLSIdentity
+from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
 from dbuser_operator.workload import ca
 from dbuser_operator.workload.identity import client_subject
 

@@ -22,8 +22,8 @@ from dbuser_operator.controllers.databaseuser.workload import (
     service_account_of,
 )
 from dbuser_operator.controllers.kit.errors import ConditionError
-from dbuser_operator.mysql.limits import AccountOptions
-from dbuser_operator.mysql.tls_identity import TLSIdentity
+from dbuser_operator.mysql.accounts.limits import AccountOptions
+from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
 from tests.unit.workload.test_ca import write_ca
 
 ISSUER = "/C=SE/O=Example/CN=Workload CA"

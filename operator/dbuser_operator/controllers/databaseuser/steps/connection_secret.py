@@ -4,8 +4,8 @@ It runs after the account has its password, so a Secret never offers a password 
 Keys: host, port, sslMode (of the endpoint selected: ``credentials/endpoints.py``), username, password (the
 one just applied; a workload's account has none, but sslCert and sslKey: where its pods mount their
 certificate), database, DATABASE_URL, JDBC_URL, the other endpoints' keys with their prefixes, then the
-user's templates rendered in the sandbox, shared fairly between namespaces (``credentials/fair.py``): a
-render that must wait for its turn ends the pass with ``TemplatesPending`` (nothing written, later steps
+user's templates rendered in the sandbox, shared fairly between namespaces (``credentials/render_pool.py``):
+a render that must wait for its turn ends the pass with ``TemplatesPending`` (nothing written, later steps
 wait too; ``Progressing=True``, and an account that serves stays Ready: ``progress.py``) and the resource
 comes back once it is done; a resource without templates never waits on the renderer. The
 Secret's annotation ``mysql.dbuser-operator.dev/credential-version`` counts the passwords it has held: it
@@ -46,7 +46,7 @@ from dbuser_operator.credentials.endpoints import (
     connection_values,
     select,
 )
-from dbuser_operator.credentials.fair import FairRenderer, Pending
+from dbuser_operator.credentials.render_pool import Pending, RenderPool
 from dbuser_operator.credentials.templates import TemplateError
 from dbuser_operator.runtime.resources import ObjectKey
 
@@ -76,7 +76,7 @@ class ConnectionSecretStep:
     def __init__(
         self,
         secrets: OwnedSecrets,
-        renderer: FairRenderer,
+        renderer: RenderPool,
         endpoints: DefaultServerEndpoints,
         requeue: Callable[[ObjectKey], None] = lambda key: None,
     ) -> None:

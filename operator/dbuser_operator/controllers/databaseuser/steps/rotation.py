@@ -26,7 +26,7 @@ from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.authentication import wanted_plugin
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql import (
+from dbuser_operator.mysql.accounts import (
     accounts,
     authentication,
     dual_password,
@@ -35,7 +35,7 @@ from dbuser_operator.mysql import (
     password_match,
 )
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.session.server import ServerInfo
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import format_time
 from dbuser_operator.runtime.resources import Resource
