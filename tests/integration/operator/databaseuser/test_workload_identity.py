@@ -18,7 +18,7 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from dbuser_operator.workload.identity import client_subject
-from tests.integration.mysql.support import admin, bundle_login, plain_login, tls_login
+from tests.integration.mysql.support import admin, bundle_login, plain_login
 from tests.integration.operator.support.builders import unique
 from tests.integration.operator.support.kube import (
     ready,
@@ -30,7 +30,11 @@ from tests.integration.operator.support.kube import (
 )
 from tests.integration.operator.support.mysql import account_exists, is_mariadb, write_statements
 from tests.integration.operator.support.operator import RunningOperator
-from tests.integration.operator.support.workload import account_columns, workload_user
+from tests.integration.operator.support.workload import (
+    account_columns,
+    documented_python_client,
+    workload_user,
+)
 from tests.support.kube import eventually
 from tests.support.pod_certificates import PodCertificates
 
@@ -66,6 +70,7 @@ async def test_a_bound_account_takes_its_workloads_certificate_only_and_goes_wit
     namespace: str,
     mysql: MySQLServer,
     pod_certificates: PodCertificates,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     name, secret_name = unique("wl"), unique("wl-db")
     obj = workload_user(name, connectionSecret={"name": secret_name})
@@ -105,8 +110,17 @@ async def test_a_bound_account_takes_its_workloads_certificate_only_and_goes_wit
     assert (data["username"], data["sslMode"]) == (name, "REQUIRED")
     assert data["sslCert"] == data["sslKey"] == CREDENTIAL_BUNDLE
     assert data["DATABASE_URL"].startswith(f"mysql://{name}@")
-    # A pod does what the Secret says, with its bundle where sslCert points (here: where the test wrote it).
-    assert tls_login(mysql, data["username"], "", ssl_cert=str(bundle), ssl_key=str(bundle)) == f"{name}@%"
+    # A pod does what the Secret says, with its bundle where sslCert points (here: where the test wrote it):
+    # the page's Python example, run as it is, with the Secret's keys as its environment.
+    assert mysql.ca_file is not None
+    example: dict[str, Any] = {}
+    exec(documented_python_client(mysql.ca_file), example)  # the documentation's own code
+    with monkeypatch.context() as env:
+        for key, value in (data | {"sslCert": str(bundle)}).items():
+            env.setenv(key, value)
+        with example["connect"]() as connection, connection.cursor() as cursor:
+            cursor.execute("SELECT CURRENT_USER()")
+            assert cursor.fetchone() == (f"{name}@%",)
 
     # Later passes find everything in place and write nothing.
     await asyncio.sleep(1.5)  # let the creation's own passes settle

@@ -4,6 +4,8 @@ columns as the server keeps them (``mysql.user`` on MySQL, ``mysql.global_priv``
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 from dbuser_operator.envtest import MySQLServer
@@ -11,6 +13,15 @@ from tests.integration.operator.support.builders import database_user
 from tests.integration.operator.support.mysql import is_mariadb, mysql_query
 
 SSL_TYPES = {0: "", 1: "ANY", 2: "X509", 3: "SPECIFIED"}  # MariaDB's global_priv numbers ssl_type
+PAGE = Path(__file__).resolve().parents[4] / "docs" / "workload-identity.md"
+
+
+def documented_python_client(server_ca: Path) -> str:
+    """The Python example of docs/workload-identity.md, as code to run (the server's CA where it is here)."""
+    section = PAGE.read_text().split("### Python", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert code is not None, "the page has a Python example"
+    return code.group(1).replace("/etc/mysql-ca/ca.crt", str(server_ca))
 
 
 def workload_user(
