@@ -13,6 +13,11 @@ from cryptography.x509.oid import NameOID
 from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.workload.identity import SUBJECT_ORGANIZATION
 
+REFUSED = frozenset({1045})  # a login's error: access denied
+UNTRUSTED = frozenset(
+    {2006, 2013}
+)  # the server ends the TLS handshake: a certificate of a CA it does not trust
+
 
 class PodCertificates:
     """Client certificates of a workload's subject (``/O=dbuser-operator/OU=<namespace>/CN=<name>``), as

@@ -20,12 +20,9 @@ from tests.integration.mysql.support import (
     bundle_login,
     plain_login,
 )
-from tests.support.pod_certificates import PodCertificates
+from tests.support.pod_certificates import REFUSED, UNTRUSTED, PodCertificates
 
 pytestmark = pytest.mark.integration
-
-REFUSED = {1045}  # access denied
-UNTRUSTED = {2006, 2013}  # the server ends the TLS handshake: a certificate of a CA it does not trust
 
 
 def columns(mysql: MySQLServer, user: str) -> tuple[str, ...]:
@@ -38,6 +35,17 @@ def columns(mysql: MySQLServer, user: str) -> tuple[str, ...]:
     return tuple(v.decode() if isinstance(v, bytes) else str(v) for v in row)
 
 
+async def certificate_account(
+    db: Database, server: ServerInfo, accounts_made: Accounts, pod_certificates: PodCertificates
+) -> tuple[str, TLSIdentity]:
+    """A new certificate-only account of shop/app's subject, as the operator creates it."""
+    user = accounts_made.track(accounts_made.name(), "%")
+    identity = TLSIdentity(issuer=pod_certificates.ca.subject_oneline, subject=client_subject("shop", "app"))
+    method = authentication.certificate_only(server.flavour)
+    await accounts.create(db, user, "%", None, method, require=identity)
+    return user, identity
+
+
 async def test_only_the_subjects_certificate_of_the_signing_ca_logs_in(
     db: Database,
     mysql: MySQLServer,
@@ -45,12 +53,8 @@ async def test_only_the_subjects_certificate_of_the_signing_ca_logs_in(
     accounts_made: Accounts,
     pod_certificates: PodCertificates,
 ) -> None:
-    user = accounts_made.track(accounts_made.name(), "%")
-    subject = client_subject("shop", "app")
-    identity = TLSIdentity(issuer=pod_certificates.ca.subject_oneline, subject=subject)
-    method = authentication.certificate_only(server.flavour)
-    await accounts.create(db, user, "%", None, method, require=identity)
-
+    user, identity = await certificate_account(db, server, accounts_made, pod_certificates)
+    subject = identity.subject
     plugin = "caching_sha2_password" if server.flavour == "mysql" else "mysql_native_password"
     issuer = pod_certificates.ca.subject_oneline
     assert columns(mysql, user) == (plugin, "", "SPECIFIED", issuer, subject, "N")
@@ -83,10 +87,8 @@ async def test_a_password_set_by_hand_is_taken_away_and_the_fingerprint_is_known
 ) -> None:
     """The empty string is set as a hash (MySQL: no expiry, which ``IDENTIFIED WITH`` a plugin alone would
     set), and its SHA2 is what the bookkeeping expects beforehand."""
-    user = accounts_made.track(accounts_made.name(), "%")
-    identity = TLSIdentity(issuer=pod_certificates.ca.subject_oneline, subject=client_subject("shop", "app"))
+    user, identity = await certificate_account(db, server, accounts_made, pod_certificates)
     method = authentication.certificate_only(server.flavour)
-    await accounts.create(db, user, "%", None, method, require=identity)
     [(stored,)] = admin_rows(
         mysql, "SELECT SHA2(authentication_string, 256) FROM mysql.user WHERE User = %s", user
     )

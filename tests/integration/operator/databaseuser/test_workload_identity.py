@@ -36,12 +36,9 @@ from tests.integration.operator.support.workload import (
     workload_user,
 )
 from tests.support.kube import eventually
-from tests.support.pod_certificates import PodCertificates
+from tests.support.pod_certificates import REFUSED, UNTRUSTED, PodCertificates
 
 pytestmark = pytest.mark.integration
-
-REFUSED = {1045}  # access denied
-UNTRUSTED = {2006, 2013}  # the server ends the TLS handshake: a certificate of a CA it does not trust
 
 
 def expected_columns(mysql: MySQLServer, issuer: str, subject: str) -> dict[str, str]:

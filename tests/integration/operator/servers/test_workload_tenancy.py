@@ -24,13 +24,12 @@ from tests.integration.operator.support.builders import unique
 from tests.integration.operator.support.kube import ready, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import account_exists
 from tests.integration.operator.support.workload import account_columns, workload_user
-from tests.support.pod_certificates import PodCertificates
+from tests.support.pod_certificates import REFUSED, PodCertificates
 
 pytestmark = pytest.mark.integration
 
 shared_tenancy = test_server_policy.tenancy  # the policy tests' fixture (its operator has the signing CA)
 ALLOWED = BOUNDS | {"allowWorkloadIdentity": True}
-REFUSED = {1045}
 
 
 def bound(env: Tenancy, name: str, service_account: str = "app", **spec: Any) -> dict[str, Any]:
