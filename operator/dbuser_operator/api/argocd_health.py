@@ -90,6 +90,7 @@ DEGRADED_REASONS: Final[Mapping[str, frozenset[str]]] = {
         "RoleNotFound",
         "DatabaseNotFound",  # a databaseRef naming no Database of the namespace
         "DatabaseOnAnotherServer",
+        "WorkloadIdentityUnavailable",  # no signing CA (--workload-signing-ca), or one it cannot read
     },
     "DatabaseRole": _REFUSALS | {"RoleExists", "RoleClaimed"},
     "Database": _REFUSALS

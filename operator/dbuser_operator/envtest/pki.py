@@ -116,6 +116,10 @@ class CertificateAuthority:
         )
         return self._issue(name, ExtendedKeyUsageOID.CLIENT_AUTH, sans=[])
 
+    def issue_client_subject(self, subject: x509.Name) -> KeyPair:
+        """A client certificate of any ``subject`` (a workload's: ``/O=…/OU=<namespace>/CN=<name>``)."""
+        return self._issue(subject, ExtendedKeyUsageOID.CLIENT_AUTH, sans=[])
+
     def issue_server(self, dns_names: Sequence[str], ip_addresses: Sequence[str]) -> KeyPair:
         """A serving certificate for the given names and addresses."""
         sans: list[x509.GeneralName] = [x509.DNSName(name) for name in dns_names]
@@ -145,13 +149,18 @@ class CertificateAuthority:
         return KeyPair(cert.public_bytes(serialization.Encoding.PEM), private_key_pem(key))
 
 
-_ONELINE_KEYS = {NameOID.COUNTRY_NAME: "C", NameOID.ORGANIZATION_NAME: "O", NameOID.COMMON_NAME: "CN"}
+_ONELINE_KEYS = {
+    NameOID.COUNTRY_NAME: "C",
+    NameOID.ORGANIZATION_NAME: "O",
+    NameOID.ORGANIZATIONAL_UNIT_NAME: "OU",
+    NameOID.COMMON_NAME: "CN",
+}
 
 
 def oneline(name: x509.Name) -> str:
     """``name`` as OpenSSL's ``X509_NAME_oneline`` writes it (``/O=Example/CN=app``), which MySQL and MariaDB
     compare REQUIRE ISSUER and SUBJECT with: each byte of a value outside printable ASCII as ``\\xHH``.
-    Only C, O and CN, the attributes this module issues."""
+    Only C, O, OU and CN, the attributes this module issues."""
     parts = []
     for attribute in name:
         value = "".join(

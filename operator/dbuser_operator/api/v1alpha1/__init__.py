@@ -34,6 +34,10 @@ from dbuser_operator.api.v1alpha1.account import (
     TLS_NAME_MAX_LENGTH,
     TLS_NAME_PATTERN,
     USER_CONNECTIONS_MAX,
+    WORKLOAD_IMMUTABLE_MESSAGE,
+    WORKLOAD_NO_PASSWORD_MESSAGE,
+    WORKLOAD_ROTATION_MESSAGE,
+    WORKLOAD_TLS_MESSAGE,
     X509_ALONE_MESSAGE,
     AccountSpec,
     Authentication,
@@ -79,13 +83,11 @@ from dbuser_operator.api.v1alpha1.databaseuser import (
     PRINTER_COLUMNS,
     SHORT_NAMES,
     SINGULAR,
-    WORKLOAD_NO_PASSWORD_MESSAGE,
-    WORKLOAD_TLS_MESSAGE,
     DatabaseUser,
     DatabaseUserSpec,
     ManagementPolicy,
 )
-from dbuser_operator.api.v1alpha1.databaseuser_status import DatabaseUserStatus
+from dbuser_operator.api.v1alpha1.databaseuser_status import DatabaseUserStatus, WorkloadStatus
 from dbuser_operator.api.v1alpha1.grants import (
     ALL_ALONE_MESSAGE,
     COLUMN_NAME_PATTERN,
@@ -221,7 +223,9 @@ __all__ = [
     "USER_MAX_LENGTH",
     "USER_PATTERN",
     "VERSION",
+    "WORKLOAD_IMMUTABLE_MESSAGE",
     "WORKLOAD_NO_PASSWORD_MESSAGE",
+    "WORKLOAD_ROTATION_MESSAGE",
     "WORKLOAD_TLS_MESSAGE",
     "X509_ALONE_MESSAGE",
     "AccountSpec",
@@ -254,4 +258,5 @@ __all__ = [
     "ServerRef",
     "TLSIdentity",
     "WorkloadIdentity",
+    "WorkloadStatus",
 ]

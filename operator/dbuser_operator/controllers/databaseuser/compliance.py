@@ -3,7 +3,9 @@ inventory: no bookkeeping per event, and series per server and namespace only (n
 number does not grow with the users.
 
 Password facts count resources (one password each, whatever its hosts); TLS and privilege facts count
-accounts (``user@host``, the hosts of ``status.hosts``). Resources under managementPolicy Observe, being
+accounts (``user@host``, the hosts of ``status.hosts``). A workload's account (certificate-only: its
+client certificate is its one credential) is counted as such, never as one without TLS nor among the
+passwords. Resources under managementPolicy Observe, being
 deleted, or without an account yet (no ``status.hosts``) are not counted.
 """
 
@@ -121,6 +123,7 @@ class Tally:
     passwords_over_max_lifetime: int = 0
     rotations_overdue: int = 0
     accounts_without_tls: int = 0
+    accounts_certificate_only: int = 0
     accounts_with_global_privileges: int = 0
     accounts_with_grant_option: int = 0
     accounts_locked: int = 0
@@ -153,21 +156,7 @@ def tally(
         if counts is None:
             counts = tallies[key] = Tally()
         counts.users += 1
-        accounts = len(hosts)
-        counts.accounts += accounts
-        if not (spec.get("requireTLS") or spec.get("tls")):
-            counts.accounts_without_tls += accounts
-        grants = spec.get("privileges") or []
-        if any(grant.get("database") == "*" for grant in grants):
-            counts.accounts_with_global_privileges += accounts
-        if any(grant.get("grantOption") for grant in grants):
-            counts.accounts_with_grant_option += accounts
-        account = spec.get("account") or {}
-        expires = _timestamp(account.get("expiresAt"))
-        if account.get("locked") or (expires is not None and stamp >= expires):
-            counts.accounts_locked += accounts
-        elif expires is not None:
-            counts.accounts_expiring += accounts
+        _account_facts(spec, len(hosts), stamp, counts)
         rotation = status.get("rotation") or {}
         if "password" in spec or "generatedPassword" in spec:
             _password_facts(obj, rotation, stamp, counts, caps[(server, namespace)])
@@ -177,6 +166,26 @@ def tally(
             if since is not None and grace is not None and stamp - since > grace:
                 counts.retained_past_grace[holders.reason(str(metadata.get("uid") or ""))] += 1
     return tallies
+
+
+def _account_facts(spec: Mapping[str, Any], accounts: int, stamp: float, counts: Tally) -> None:
+    """The facts of a resource's ``accounts`` (its hosts), as its spec makes them."""
+    counts.accounts += accounts
+    if (spec.get("authentication") or {}).get("workload"):  # REQUIRE ISSUER and SUBJECT: TLS too
+        counts.accounts_certificate_only += accounts
+    elif not (spec.get("requireTLS") or spec.get("tls")):
+        counts.accounts_without_tls += accounts
+    grants = spec.get("privileges") or []
+    if any(grant.get("database") == "*" for grant in grants):
+        counts.accounts_with_global_privileges += accounts
+    if any(grant.get("grantOption") for grant in grants):
+        counts.accounts_with_grant_option += accounts
+    account = spec.get("account") or {}
+    expires = _timestamp(account.get("expiresAt"))
+    if account.get("locked") or (expires is not None and stamp >= expires):
+        counts.accounts_locked += accounts
+    elif expires is not None:
+        counts.accounts_expiring += accounts
 
 
 def _password_facts(
@@ -275,6 +284,11 @@ _GAUGES: Final = (
     ("accounts_with_grant_option", "Accounts granted GRANT OPTION", "accounts_with_grant_option"),
     ("accounts_locked", "Accounts locked (spec.account.locked, or expiresAt passed)", "accounts_locked"),
     ("accounts_expiring", "Accounts with an expiresAt still to come", "accounts_expiring"),
+    (
+        "accounts_certificate_only",
+        "Accounts whose only credential is their workload's client certificate (no password)",
+        "accounts_certificate_only",
+    ),
 )  # fmt: skip
 RETAINED: Final = "retained_passwords_past_grace"
 ORPHANED: Final = "server_orphaned_accounts"

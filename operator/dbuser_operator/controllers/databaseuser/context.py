@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, AppliedSecret, DatabaseUser, DatabaseUserStatus
+from dbuser_operator.controllers.databaseuser.workload import Workload
 from dbuser_operator.controllers.kit.ownership import Words
 from dbuser_operator.controllers.servers.resource import ServerPass
 from dbuser_operator.mysql.accounts.account_metadata import AccountMetadata
@@ -38,6 +39,7 @@ class Context(ServerPass[DatabaseUserStatus]):
     lock_policy: LockPolicy | None = None
     default_lifetime: int | None = None
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server
+    workload: Workload | None = None  # the ServiceAccount bound (spec.authentication.workload), resolved
     host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
 
     def __post_init__(self) -> None:

@@ -28,6 +28,7 @@ from dbuser_operator.controllers.databaseuser.steps.lock_policy import (
     wanted_policy,
 )
 from dbuser_operator.controllers.databaseuser.steps.rotation import now
+from dbuser_operator.controllers.databaseuser.workload import SigningCASource, Workload
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.policy.gate import PolicyGate
@@ -51,9 +52,9 @@ _LIMITS: Final = (
 )
 
 
-def limit_differences(live: Limits, spec: DatabaseUserSpec) -> list[str]:
-    """How the live limits and TLS requirement differ from the spec's."""
-    wanted = desired_limits(spec)
+def limit_differences(live: Limits, spec: DatabaseUserSpec, workload: Workload | None = None) -> list[str]:
+    """How the live limits and TLS requirement differ from the spec's (and its workload's identity)."""
+    wanted = desired_limits(spec, workload)
     found = [
         f"{name} is {getattr(live, field)} (spec {getattr(wanted, field)})"
         for field, name in _LIMITS
@@ -140,7 +141,13 @@ def comment_differences(live: LiveAccount, spec: DatabaseUserSpec, server: Serve
 
 
 def observed(
-    host: str, live: LiveAccount | None, spec: DatabaseUserSpec, server: ServerInfo, namespace: str = ""
+    host: str,
+    live: LiveAccount | None,
+    spec: DatabaseUserSpec,
+    server: ServerInfo,
+    namespace: str = "",
+    *,
+    workload: Workload | None = None,
 ) -> ObservedAccount:
     """What status shows of one account."""
     if live is None:
@@ -166,7 +173,7 @@ def observed(
         roles=list(live.roles or ()),
         owner=owner,
         comment=comment,
-        differences=limit_differences(limits, spec)
+        differences=limit_differences(limits, spec, workload)
         + policy_differences(live, spec, server)
         + grant_differences(live.grants, spec, server)
         + comment_differences(live, spec, server),
@@ -185,8 +192,9 @@ def summary(ctx: Context, accounts: list[ObservedAccount]) -> str:
 class Observer:
     """Reads the spec's accounts into ``status.observed``; tells whether they match the spec."""
 
-    def __init__(self, policy: PolicyGate | None = None) -> None:
+    def __init__(self, policy: PolicyGate | None = None, signing_ca: SigningCASource | None = None) -> None:
         self.policy = policy
+        self.signing_ca = signing_ca or SigningCASource(None)  # a workload's issuer, to compare with
 
     async def observe(self, ctx: Context) -> bool:
         """Fill ``ctx.status.observed``; whether every account matches the spec (password aside).
@@ -195,6 +203,7 @@ class Observer:
         bounds (module docstring)."""
         user = ctx.user.mysql_name()
         ctx.status.observed = None  # nothing of an account stays in status once it is refused
+        workload = self.signing_ca.workload_of(ctx.user)
         try:
             server = await ctx.server.server()
             accounts = []
@@ -202,7 +211,7 @@ class Observer:
                 live = await read_account(ctx.server.db, user, host, server)
                 await self._within_bounds(ctx, user, host, server, exists=live is not None)
                 namespace = ctx.user.metadata.namespace or ""
-                accounts.append(observed(host, live, ctx.user.spec, server, namespace))
+                accounts.append(observed(host, live, ctx.user.spec, server, namespace, workload=workload))
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.observed = accounts

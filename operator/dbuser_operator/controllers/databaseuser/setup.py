@@ -47,6 +47,8 @@ from dbuser_operator.controllers.databaseuser.steps.roles import RoleAccountGuar
 from dbuser_operator.controllers.databaseuser.steps.rollout import RolloutStep
 from dbuser_operator.controllers.databaseuser.steps.rotation import DiscardStep, StrategyStep
 from dbuser_operator.controllers.databaseuser.steps.scheduled import ScheduledRotationStep
+from dbuser_operator.controllers.databaseuser.steps.workload import WorkloadStep
+from dbuser_operator.controllers.databaseuser.workload import SigningCASource
 from dbuser_operator.controllers.kit.finalizer import Finalizer, FinalizerStep
 from dbuser_operator.controllers.kit.ownership import LiveOwners
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
@@ -70,6 +72,7 @@ def steps(
     owned_secrets: OwnedSecrets,
     renderer: RenderPool,
     queue: RateLimitingQueue[ObjectKey],
+    signing_ca: SigningCASource | None = None,
 ) -> list[Step]:
     """The steps in the order their ensure halves run (deletion runs them in reverse). A step that reads
     what another one learns says so in its ``after``: the reconciler checks the order when it is built."""
@@ -84,6 +87,7 @@ def steps(
         FinalizerStep(Finalizer(kube, shared.scope, DATABASE_USERS)),
         GuardStep(shared.guard),
         PolicyStep(shared.policy),  # before any SQL
+        WorkloadStep(signing_ca or SigningCASource(settings.workload_signing_ca)),  # before any SQL too
         PrivilegeCheckStep(),
         CommentCheckStep(),  # before any SQL too
         LockPolicyCheckStep(),  # before any account is written
@@ -128,11 +132,12 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     and the sweep for resources that left the scope while no leader watched."""
     settings, users = shared.settings, shared.users
     renderer = RenderPool()  # fair between namespaces: one tenant's templates delay only itself
+    signing_ca = SigningCASource(settings.workload_signing_ca)  # the issuer of workload accounts
     reconciler = DatabaseUserReconciler(
         shared.frame,
         users,
-        steps(shared, OwnedSecrets(shared.kube, shared.secrets), renderer, queue),
-        observer=Observer(shared.policy),
+        steps(shared, OwnedSecrets(shared.kube, shared.secrets), renderer, queue, signing_ca),
+        observer=Observer(shared.policy, signing_ca),
         observe_period=settings.resync_period,
         policy=shared.policy,
         databases=shared.databases,
@@ -154,7 +159,9 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     handles = shared.servers.registry.handles
     period = settings.resync_period
     access = AccessStatus(shared.kube, shared.servers)  # the server resources' access reports
-    drift = DriftCheck(handles, users, queue, period, databases=shared.databases, access=access)
+    drift = DriftCheck(
+        handles, users, queue, period, databases=shared.databases, access=access, signing_ca=signing_ca
+    )
     manager.add_leader_task("drift check", drift.run)
     cap = policy_lifetime_cap(shared.servers, shared.policy.namespaces)
     manager.add_leader_task(

@@ -159,11 +159,8 @@ class OwnershipStep:
         """A resource's first pass: claim an account that nobody owns and that does not exist, in one
         statement (no look first). False when either is there: then the usual look and claim."""
         server = await ctx.server.server()
-        expected = (
-            ownership.expected_fingerprint(server, ctx.password, ctx.authentication)
-            if ctx.password is not None
-            else None
-        )
+        # Known beforehand for an unsalted hash, and a workload's empty string (no password).
+        expected = ownership.expected_fingerprint(server, ctx.password, ctx.authentication)
         if not await ownership.claim_new(
             ctx.server.db,
             ctx.server.schema,
