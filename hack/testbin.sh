@@ -2,8 +2,9 @@
 # Obtain the test binaries at the versions pinned in hack/versions.env:
 # etcd, kube-apiserver, kubectl, helm and actionlint; and the MySQL server roots (hack/mysqlroots.sh).
 #
-#   hack/testbin.sh          build what is missing; print the directory that holds the binaries
-#   hack/testbin.sh --dir    print that directory only (builds nothing)
+#   hack/testbin.sh             build what is missing; print the directory that holds the binaries
+#   hack/testbin.sh --no-roots  the same, without the server roots (hack/test.sh builds those on its own)
+#   hack/testbin.sh --dir       print that directory only (builds nothing)
 #
 # The server roots built are those the tests will run: none with MYSQL_URL, the one that
 # DBUSER_OPERATOR_MYSQL_FLAVOUR names (none for mariadb-10.11, the machine's package), else all of them
@@ -30,8 +31,26 @@ if [[ "${1:-}" == "--dir" ]]; then
   echo "$BIN"
   exit 0
 fi
+roots=1
+[[ "${1:-}" != "--no-roots" ]] || roots=
 
 log() { printf '[testbin %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# The CPU seconds (user + system) of this script's finished children so far (cutime + cstime of its
+# /proc stat): each step's share is logged beside its wall time, so that a slow build on a busy machine can
+# be told from a build that got bigger.
+cpu_seconds() {
+  local stat
+  read -ra stat </proc/$$/stat
+  echo $(((stat[15] + stat[16]) / $(getconf CLK_TCK)))
+}
+step_wall=$SECONDS step_cpu=0
+step_done() { # what was built: its wall time and CPU seconds since the previous step
+  local cpu
+  cpu=$(cpu_seconds)
+  log "$1 built in $((SECONDS - step_wall)) s (CPU $((cpu - step_cpu)) s)"
+  step_wall=$SECONDS step_cpu=$cpu
+}
 
 # Present already, here or in KUBEBUILDER_ASSETS?
 have() {
@@ -68,6 +87,7 @@ GO
   fi
   (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$BIN/etcd.tmp" .)
   mv "$BIN/etcd.tmp" "$BIN/etcd"
+  step_done etcd
 }
 
 # kube-apiserver and kubectl come from one wrapper module over k8s.io/kubernetes, so they share compiled
@@ -120,6 +140,7 @@ build_kube() {
   (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" go build -trimpath -ldflags "$ldflags" -o "$out/" "${missing[@]}")
   for cmd in "${missing[@]##*/}"; do mv "$out/$cmd" "$BIN/$cmd"; done
   rmdir "$out"
+  step_done "${missing[*]##*/}"
 }
 
 go_install() { # name module-path version [extra ldflags]
@@ -127,6 +148,7 @@ go_install() { # name module-path version [extra ldflags]
   need_go
   log "building $1 $3"
   GOBIN="$BIN" go install -trimpath -ldflags "-s -w ${4:-}" "$2@$3"
+  step_done "$1"
 }
 
 # The -X settings of helm's Makefile: its version, and the Kubernetes version it assumes when no cluster is
@@ -158,7 +180,7 @@ build_helm() {
 start=$SECONDS
 # The MySQL server roots download and unpack packages while Go compiles: built alongside, waited for below.
 roots_pid=
-if [[ -z "${MYSQL_URL:-}" ]]; then
+if [[ -n "$roots" && -z "${MYSQL_URL:-}" ]]; then
   case "${DBUSER_OPERATOR_MYSQL_FLAVOUR:-}" in
     mariadb-10.11) ;;
     "" | mysql-9.7) "$(dirname "${BASH_SOURCE[0]}")/mysqlroots.sh" >/dev/null & roots_pid=$! ;;
@@ -171,7 +193,7 @@ build_etcd
 build_kube
 build_helm
 go_install actionlint github.com/rhysd/actionlint/cmd/actionlint "$ACTIONLINT_VERSION"
-log "test binaries ready in $BIN ($((SECONDS - start)) s)"
+log "test binaries ready in $BIN ($((SECONDS - start)) s, CPU $(cpu_seconds) s)"
 if [[ -n "$roots_pid" ]]; then
   wait "$roots_pid" || { roots_pid=; log "building the MySQL server roots failed (above)"; exit 1; }
   roots_pid=
