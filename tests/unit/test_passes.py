@@ -32,7 +32,9 @@ def runs_on(
 
 
 def test_the_default_flavour_runs_everything() -> None:
-    assert runs_on("mysql-9.7", "tests/integration/api/test_x.py", {"kube"}, {"fleet"}, default_pass=True)
+    assert runs_on(
+        "mysql-9.7", "tests/integration/api/test_x.py", {"kube"}, frozenset({"fleet"}), default_pass=True
+    )
 
 
 def test_elsewhere_a_test_runs_only_when_its_result_can_depend_on_the_server() -> None:
