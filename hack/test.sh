@@ -8,9 +8,10 @@
 #                                2. once the roots are there, the tests that need a server but no Go binary
 #                                   (the MySQL layer) on MySQL 9.7, MariaDB 11.8 and MariaDB 10.11, side by
 #                                   side, while the Go build goes on;
-#                                3. once it is done, the rest, side by side: on MySQL 9.7 in two runs (the
-#                                   operator's tests; everything else, with the tests marked fleet), and the
-#                                   operator's tests on MariaDB, shared out between 11.8 and 10.11
+#                                3. once it is done, the rest, side by side: on MySQL 9.7 in three runs (the
+#                                   DatabaseUser tests, the operator's others with the tests marked fleet,
+#                                   everything else), and the operator's tests on MariaDB, shared out
+#                                   between 11.8 and 10.11
 #   hack/test.sh -k mysql -x     one run, arguments to pytest, on DBUSER_OPERATOR_MYSQL_FLAVOUR (default
 #                                mysql-9.7): also what runs when that variable or MYSQL_URL is set
 #   hack/test.sh --stress …      the same, while a CPU hog of this script's own takes one core the whole
@@ -164,7 +165,11 @@ else
     "mariadb-11.8 -m 'testbin and not gobin' $mariadb_folders" \
     "mariadb-10.11 -m 'testbin and not gobin' $mariadb_folders"
   testbin_ready
-  side_by_side "mysql-9.7 -m gobin tests/integration/operator" \
+  # The rest: MySQL 9.7 in three runs of about the same length (the DatabaseUser tests, the operator's
+  # others, everything else), and the operator's tests shared out between the MariaDB versions.
+  users=tests/integration/operator/databaseuser
+  side_by_side "mysql-9.7 -m gobin $users" \
+    "mysql-9.7 -m gobin tests/integration/operator --ignore=$users" \
     "mysql-9.7 -m gobin tests --ignore=tests/integration/operator" \
     "mariadb-11.8 -m gobin $mariadb_folders" \
     "mariadb-10.11 -m gobin $mariadb_folders"

@@ -60,6 +60,9 @@ have() {
 need_go() {
   command -v go >/dev/null || { log "Go is required to build the test binaries (apt-get install golang-go)"; exit 1; }
   export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+  # -w drops the DWARF at link time; -dwarf=false saves the compiler making it (about 9% less CPU on a cold
+  # helm build). The binaries are the same programs: RECIPE stays.
+  build_flags=(-trimpath -gcflags=all=-dwarf=false)
   export GOPATH="${GOPATH:-$CACHE/go}" GOCACHE="${GOCACHE:-$CACHE/go-build}"
 }
 
@@ -85,7 +88,7 @@ GO
     (cd "$dir" && rm -f go.mod && go mod init dbuser-operator.local/testbin/etcd 2>/dev/null \
       && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" 2>&1 | grep -v '^go: \(downloading\|added\)' >&2 || true)
   fi
-  (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$BIN/etcd.tmp" .)
+  (cd "$dir" && go build "${build_flags[@]}" -ldflags "-s -w" -o "$BIN/etcd.tmp" .)
   mv "$BIN/etcd.tmp" "$BIN/etcd"
   step_done etcd
 }
@@ -137,7 +140,7 @@ build_kube() {
   for cmd in kube-apiserver kubectl; do have "$cmd" || missing+=("k8s.io/kubernetes/cmd/$cmd"); done
   log "building ${missing[*]##*/} $KUBERNETES_VERSION (cold: about 9 minutes on 2 cores; cached afterwards)"
   rm -rf "$out" && mkdir -p "$out"
-  (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" go build -trimpath -ldflags "$ldflags" -o "$out/" "${missing[@]}")
+  (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" go build "${build_flags[@]}" -ldflags "$ldflags" -o "$out/" "${missing[@]}")
   for cmd in "${missing[@]##*/}"; do mv "$out/$cmd" "$BIN/$cmd"; done
   rmdir "$out"
   step_done "${missing[*]##*/}"
@@ -147,7 +150,7 @@ go_install() { # name module-path version [extra ldflags]
   have "$1" && return
   need_go
   log "building $1 $3"
-  GOBIN="$BIN" go install -trimpath -ldflags "-s -w ${4:-}" "$2@$3"
+  GOBIN="$BIN" go install "${build_flags[@]}" -ldflags "-s -w ${4:-}" "$2@$3"
   step_done "$1"
 }
 
