@@ -36,20 +36,17 @@ roots=1
 
 log() { printf '[testbin %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-# The CPU seconds (user + system) of this script's finished children so far (cutime + cstime of its
-# /proc stat): each step's share is logged beside its wall time, so that a slow build on a busy machine can
-# be told from a build that got bigger.
-cpu_seconds() {
+# cpu_of PID: the CPU seconds (user + system) of PID's finished children so far (cutime + cstime of its /proc
+# stat). Each build logs its wall time and CPU seconds, so that a slow build on a busy machine can be told
+# from a build that got bigger.
+cpu_of() {
   local stat
-  read -ra stat </proc/$$/stat
+  read -ra stat <"/proc/$1/stat"
   echo $(((stat[15] + stat[16]) / $(getconf CLK_TCK)))
 }
-step_wall=$SECONDS step_cpu=0
-step_done() { # what was built: its wall time and CPU seconds since the previous step
-  local cpu
-  cpu=$(cpu_seconds)
-  log "$1 built in $((SECONDS - step_wall)) s (CPU $((cpu - step_cpu)) s)"
-  step_wall=$SECONDS step_cpu=$cpu
+built() { # what, wall start, this shell's ($BASHPID, read outside a command substitution) CPU start
+  local me=$BASHPID
+  log "$1 built in $((SECONDS - $2)) s (CPU $(($(cpu_of "$me") - $3)) s)"
 }
 
 # Present already, here or in KUBEBUILDER_ASSETS?
@@ -69,7 +66,8 @@ need_go() {
 build_etcd() {
   have etcd && return
   need_go
-  local dir="$SRC/etcd-$ETCD_VERSION"
+  local dir="$SRC/etcd-$ETCD_VERSION" started=$SECONDS me cpu
+  me=$BASHPID cpu=$(cpu_of "$me")
   mkdir -p "$dir"
   log "building etcd $ETCD_VERSION"
   cat >"$dir/main.go" <<'GO'
@@ -90,7 +88,7 @@ GO
   fi
   (cd "$dir" && go build "${build_flags[@]}" -ldflags "-s -w" -o "$BIN/etcd.tmp" .)
   mv "$BIN/etcd.tmp" "$BIN/etcd"
-  step_done etcd
+  built etcd "$started" "$cpu"
 }
 
 # kube-apiserver and kubectl come from one wrapper module over k8s.io/kubernetes, so they share compiled
@@ -124,7 +122,8 @@ write_kube_wrapper() {
 build_kube() {
   have kube-apiserver && have kubectl && return
   need_go
-  local dir="$SRC/kube-$KUBERNETES_VERSION" minor ldflags pkg cmd
+  local dir="$SRC/kube-$KUBERNETES_VERSION" minor ldflags pkg cmd started=$SECONDS me cpu
+  me=$BASHPID cpu=$(cpu_of "$me")
   mkdir -p "$dir"
   [[ -f "$dir/go.mod" ]] || write_kube_wrapper "$dir"
   # The version ldflags of hack/lib/version.sh, so that /version and `kubectl version` tell the truth.
@@ -143,15 +142,17 @@ build_kube() {
   (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" go build "${build_flags[@]}" -ldflags "$ldflags" -o "$out/" "${missing[@]}")
   for cmd in "${missing[@]##*/}"; do mv "$out/$cmd" "$BIN/$cmd"; done
   rmdir "$out"
-  step_done "${missing[*]##*/}"
+  built "${missing[*]##*/}" "$started" "$cpu"
 }
 
 go_install() { # name module-path version [extra ldflags]
   have "$1" && return
   need_go
+  local started=$SECONDS me cpu
+  me=$BASHPID cpu=$(cpu_of "$me")
   log "building $1 $3"
   GOBIN="$BIN" go install "${build_flags[@]}" -ldflags "-s -w ${4:-}" "$2@$3"
-  step_done "$1"
+  built "$1" "$started" "$cpu"
 }
 
 # The -X settings of helm's Makefile: its version, and the Kubernetes version it assumes when no cluster is
@@ -190,13 +191,25 @@ if [[ -n "$roots" && -z "${MYSQL_URL:-}" ]]; then
     *) "$(dirname "${BASH_SOURCE[0]}")/mysqlroots.sh" "$DBUSER_OPERATOR_MYSQL_FLAVOUR" >/dev/null & roots_pid=$! ;;
   esac
 fi
-trap '[[ -z "$roots_pid" ]] || kill "$roots_pid" 2>/dev/null || true' EXIT  # a failed build stops it too
+others=()
+# A failed build stops the others and the roots too.
+trap 'for pid in "${others[@]}" $roots_pid; do kill "$pid" 2>/dev/null || true; done' EXIT
 mkdir -p "$BIN" "$SRC"
-build_etcd
+# The builds side by side: each downloads its modules (the network) before and while it compiles (the CPU),
+# so one compiles while another waits; Go's module and build caches are safe to share between them.
+build_etcd &
+others+=($!)
+(
+  build_helm
+  go_install actionlint github.com/rhysd/actionlint/cmd/actionlint "$ACTIONLINT_VERSION"
+) &
+others+=($!)
 build_kube
-build_helm
-go_install actionlint github.com/rhysd/actionlint/cmd/actionlint "$ACTIONLINT_VERSION"
-log "test binaries ready in $BIN ($((SECONDS - start)) s, CPU $(cpu_seconds) s)"
+for pid in "${others[@]}"; do
+  wait "$pid" || { log "a build failed (above)"; exit 1; }
+done
+others=()
+log "test binaries ready in $BIN ($((SECONDS - start)) s, CPU $(cpu_of $$) s)"
 if [[ -n "$roots_pid" ]]; then
   wait "$roots_pid" || { roots_pid=; log "building the MySQL server roots failed (above)"; exit 1; }
   roots_pid=
