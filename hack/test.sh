@@ -36,11 +36,14 @@ if (($#)) || [[ -n "${DBUSER_OPERATOR_MYSQL_FLAVOUR:-}" || -n "${MYSQL_URL:-}" ]
   one_run=1
 fi
 
-testbin_log=$(mktemp) roots_log=$(mktemp) testbin= roots= hog=
-clean_up() { # however the script ends: no build or hog of its own left running
-  local group
+testbin_log=$(mktemp) roots_log=$(mktemp) testbin= roots= hog= running=()
+clean_up() { # however the script ends: no build, run or hog of its own left running
+  local group pid
   for group in "$testbin" "$roots"; do  # each a process group: the Go builds, debootstrap too
     [[ -z "$group" ]] || kill -- "-$group" 2>/dev/null || true
+  done
+  for pid in "${running[@]}"; do  # runs side by side: their pytest stops its servers on SIGTERM
+    pkill -TERM -P "$pid" 2>/dev/null || true
   done
   [[ -z "$hog" ]] || kill "$hog" 2>/dev/null || true
   rm -f "$testbin_log" "$roots_log"
@@ -141,12 +144,14 @@ side_by_side() {
     ) >"$output" 2>&1 &
     pids+=($!)
   done
+  running=("${pids[@]}")
   for i in "${!pids[@]}"; do
     wait "${pids[$i]}" || status=1
     cat "${outputs[$i]}"
     mapfile -t -O "${#summaries[@]}" summaries <"${outputs[$i]}.summary" || status=1
     rm -f "${outputs[$i]}" "${outputs[$i]}.summary"
   done
+  running=()
 }
 
 if [[ -n "$one_run" ]]; then
