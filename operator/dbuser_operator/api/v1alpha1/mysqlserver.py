@@ -22,6 +22,7 @@ from pydantic import ConfigDict, Field, model_validator
 from dbuser_operator.api.duration import DAYS_PATTERN, days_cel, parse_days
 from dbuser_operator.api.v1alpha1.access_report import AccessSummary
 from dbuser_operator.api.v1alpha1.account import PASSWORD_LIFETIME_MAX
+from dbuser_operator.api.v1alpha1.client_certificate import CertificatePolicy
 from dbuser_operator.api.v1alpha1.grants import OBJECT_NAME_MAX_LENGTH, Privilege
 from dbuser_operator.api.v1alpha1.meta import (
     API_VERSION,
@@ -36,6 +37,12 @@ from dbuser_operator.api.v1alpha1.meta import (
     SecretKeySelector,
     ServerKind,
     ServerRef,
+)
+from dbuser_operator.api.v1alpha1.selectors import (
+    VALUES_FORBIDDEN_MESSAGE,
+    VALUES_REQUIRED_MESSAGE,
+    LabelSelector,
+    LabelSelectorRequirement,
 )
 
 KIND: Final = "MySQLServer"
@@ -74,9 +81,6 @@ ENDPOINT_NAME_MAX_LENGTH: Final = 63
 ENDPOINT_NAMES_MESSAGE: Final = "endpoint names must be unique"
 SSLModeName = Literal["DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"]
 """The MySQL client's --ssl-mode values."""
-LABEL_SELECTOR_OPERATORS = Literal["In", "NotIn", "Exists", "DoesNotExist"]
-VALUES_REQUIRED_MESSAGE: Final = "values must be non-empty when operator is In or NotIn"
-VALUES_FORBIDDEN_MESSAGE: Final = "values must be empty when operator is Exists or DoesNotExist"
 
 PRINTER_COLUMNS: Final[tuple[dict[str, object], ...]] = (
     {"name": "Host", "type": "string", "jsonPath": ".spec.host", "description": "Server host"},
@@ -180,56 +184,6 @@ class ServerEndpoint(Model):
     as before endpoints existed)."""
 
 
-class LabelSelectorRequirement(Model):
-    """A label selector requirement: a key, an operator and values (metav1.LabelSelectorRequirement)."""
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": "!(self.operator in ['In', 'NotIn'])"
-                    " || (has(self.values) && size(self.values) > 0)",
-                    "message": VALUES_REQUIRED_MESSAGE,
-                    "fieldPath": ".values",
-                },
-                {
-                    "rule": "self.operator in ['In', 'NotIn'] || !has(self.values) || size(self.values) == 0",
-                    "message": VALUES_FORBIDDEN_MESSAGE,
-                    "fieldPath": ".values",
-                },
-            ]
-        }
-    )
-
-    key: str = Field(min_length=1, max_length=316)
-    """The label key."""
-
-    operator: LABEL_SELECTOR_OPERATORS
-    """In, NotIn, Exists or DoesNotExist."""
-
-    values: list[str] | None = None
-    """The values of In and NotIn (non-empty); none for Exists and DoesNotExist."""
-
-    @model_validator(mode="after")
-    def _values_match_the_operator(self) -> LabelSelectorRequirement:
-        """The CEL rules on values, with their messages (Kubernetes refuses such selectors too)."""
-        if self.operator in {"In", "NotIn"} and not self.values:
-            raise ValueError(VALUES_REQUIRED_MESSAGE)
-        if self.operator in {"Exists", "DoesNotExist"} and self.values:
-            raise ValueError(VALUES_FORBIDDEN_MESSAGE)
-        return self
-
-
-class LabelSelector(Model):
-    """Namespaces by their labels (metav1.LabelSelector): every requirement must hold; empty selects all."""
-
-    match_labels: dict[str, str] | None = None
-    """Labels the namespace must carry, with these values."""
-
-    match_expressions: list[LabelSelectorRequirement] | None = None
-    """Requirements on the namespace's labels."""
-
-
 MAX_PASSWORD_LIFETIME_MESSAGE: Final = (
     f"maxPasswordLifetime is a whole number of days from 1 to {PASSWORD_LIFETIME_MAX} (90d, or 2160h)"
 )
@@ -302,6 +256,10 @@ class NamespacePolicy(Model):
     """Passwords must expire within this many days (90d, or a duration of whole days such as 2160h): a
     DatabaseUser must set spec.account.passwordExpire to an interval no longer than this; Never, Default
     and unset are refused (PolicyViolation). Unset: no requirement."""
+
+    certificates: CertificatePolicy | None = None
+    """The client certificates their DatabaseUsers may request from cert-manager (spec.tls.certificate):
+    which ClusterIssuers, and which subjects. Unset: Issuers of their own namespace only, any subject."""
 
     @model_validator(mode="after")
     def _lifetime_in_days(self) -> NamespacePolicy:
@@ -444,4 +402,11 @@ class ClusterMySQLServer(_Server):
     kind: str = CLUSTER_KIND
 
 
-__all__ = ["ServerKind", "ServerRef"]  # defined with DatabaseUser, which names its server
+__all__ = [  # ServerKind and ServerRef are defined with DatabaseUser, which names its server
+    "VALUES_FORBIDDEN_MESSAGE",
+    "VALUES_REQUIRED_MESSAGE",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "ServerKind",
+    "ServerRef",
+]
