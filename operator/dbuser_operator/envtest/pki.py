@@ -81,6 +81,11 @@ class CertificateAuthority:
         return self._cert.public_bytes(serialization.Encoding.PEM)
 
     @property
+    def key_pem(self) -> bytes:
+        """The CA's private key, for an issuer that signs with this CA (cert-manager's CA Issuer)."""
+        return private_key_pem(self._key)
+
+    @property
     def subject_oneline(self) -> str:
         """The CA's name in OpenSSL's one-line form (``/CN=...``), as MySQL compares an ISSUER with it."""
         return oneline(self._cert.subject)

@@ -41,6 +41,8 @@ class Context(OwningPass[DatabaseUserStatus]):
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server
     host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
     binding: ServerBinding | None = None  # spec.serverRef resolved (None: the settings' server)
+    # The client certificate cert-manager issued (tls.crt, tls.key, ca.crt), for the connection Secret.
+    client_certificate: dict[str, str] | None = field(default=None, repr=False)
     # The server this pass works on: its pool, bookkeeping schema and info (filled before the steps run).
     server: ServerHandle = field(default=cast("ServerHandle", None), repr=False)
 

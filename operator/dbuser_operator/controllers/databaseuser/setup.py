@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbuser_operator.api.v1alpha1 import API_VERSION, KIND
+from dbuser_operator.controllers.databaseuser.cert_manager import CertManagerObjects, certificate_informer
 from dbuser_operator.controllers.databaseuser.compliance import (
     COMPLIANCE,
     export_while_leading,
@@ -27,6 +29,7 @@ from dbuser_operator.controllers.databaseuser.steps.account_options import (
     AccountOptionsStep,
 )
 from dbuser_operator.controllers.databaseuser.steps.authentication import AuthenticationStep
+from dbuser_operator.controllers.databaseuser.steps.client_certificate import ClientCertificateStep
 from dbuser_operator.controllers.databaseuser.steps.connection_secret import ConnectionSecretStep
 from dbuser_operator.controllers.databaseuser.steps.credentials import CredentialsStep, SessionsStep
 from dbuser_operator.controllers.databaseuser.steps.generated import GeneratedPasswordStep
@@ -59,6 +62,7 @@ from dbuser_operator.controllers.kit.resources import (
     referenced_secret,
 )
 from dbuser_operator.controllers.kit.steps import Step
+from dbuser_operator.controllers.policy.issuers import CertificateRules
 from dbuser_operator.controllers.servers.access_status import AccessStatus
 from dbuser_operator.controllers.servers.watch import watch_servers
 from dbuser_operator.controllers.shared import Shared
@@ -97,10 +101,16 @@ def steps(
     owned_secrets: OwnedSecrets,
     renderer: FairRenderer,
     queue: RateLimitingQueue[ObjectKey],
+    certificates: Informer | None = None,
 ) -> list[Step]:
     """The steps in the order their ensure halves run (deletion runs them in reverse). A step that reads
-    what another one learns says so in its ``after``: the reconciler checks the order when it is built."""
+    what another one learns says so in its ``after``: the reconciler checks the order when it is built.
+    ``certificates``: the cert-manager Certificates' cache, when the operator requests certificates."""
     settings, kube = shared.settings, shared.kube
+    cert_manager = None
+    if certificates is not None:
+        cert_manager = CertManagerObjects(kube, certificates, shared.secrets, shared.scope)
+    issuers = CertificateRules(shared.policy, settings.cert_manager_cluster_issuers)
 
     def requeue_claimants(server: str, user: str, host: str) -> None:
         """A resource let go of ``'user'@'host'`` (a host left its spec): the others naming it may have it."""
@@ -134,6 +144,7 @@ def steps(
             on_release=requeue_claimants,
         ),
         ScheduledRotationStep(owned_secrets),  # every host at once, before the connection Secret
+        ClientCertificateStep(cert_manager, issuers),  # issued for the accounts, before the connection Secret
         ConnectionSecretStep(owned_secrets, renderer, default_endpoints(settings), requeue=queue.add),
         RolloutStep(kube),
         DiscardStep(shared.reader),  # after the connection Secret has the new password
@@ -155,10 +166,13 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     and the sweep for resources that left the scope while no leader watched."""
     settings, users = shared.settings, shared.users
     renderer = FairRenderer()  # fair between namespaces: one tenant's templates delay only itself
+    certificates = None
+    if settings.cert_manager:  # its Certificates: made by this instance (the target label), in its namespaces
+        certificates = certificate_informer(shared.reader, settings.namespaces, shared.scope)
     reconciler = DatabaseUserReconciler(
         shared.kube,
         users,
-        steps(shared, OwnedSecrets(shared.kube, shared.secrets), renderer, queue),
+        steps(shared, OwnedSecrets(shared.kube, shared.secrets), renderer, queue, certificates),
         shared.recorder,
         servers=shared.servers,
         reserved=shared.reserved,
@@ -182,6 +196,8 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     controller.watch_mapped(users, claimants_of(users), DELETED)
     controller.watch_mapped(shared.roles, users_of_role(users))  # every change, status included
     controller.watch_mapped(shared.databases, users_of_database(users))  # status included: Ready
+    if certificates is not None:  # cert-manager's progress (status) brings the owner back
+        controller.watch_owned(certificates, API_VERSION, KIND)
     shared.policy.namespaces.watch(controller, users)
     watch_servers(controller, users, shared.servers.informers.values())
     manager.add_controller(controller)

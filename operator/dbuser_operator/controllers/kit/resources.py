@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dbuser_operator.api.v1alpha1 import GROUP, KIND, PLURAL, VERSION, database, databaserole, mysqlserver
+from dbuser_operator.api.v1alpha1.client_certificate import SECRET_SUFFIX
 from dbuser_operator.runtime.resources import Resource
 
 DATABASE_USERS = Resource(GROUP, VERSION, PLURAL, KIND)
@@ -25,15 +26,20 @@ DEFAULT_SERVER = ""
 
 def referenced_secret(obj: dict[str, Any]) -> list[str]:
     """Index values: ``namespace/name`` of the Secrets a DatabaseUser takes its password from or writes
-    (a generated password's, the connection Secret)."""
+    (a generated password's, the connection Secret), or whose data it copies (cert-manager's, of
+    spec.tls.certificate)."""
     spec = obj.get("spec") or {}
     generated = spec.get("generatedPassword")
+    certificate = (spec.get("tls") or {}).get("certificate")
     names = [
         (spec.get("password") or {}).get("name"),
         (generated.get("secretName") or f"{obj['metadata'].get('name')}-password")
         if isinstance(generated, dict)
         else None,
         (spec.get("connectionSecret") or {}).get("name"),
+        (certificate.get("secretName") or f"{obj['metadata'].get('name')}{SECRET_SUFFIX}")
+        if isinstance(certificate, dict)
+        else None,
     ]
     namespace = obj["metadata"].get("namespace", "")
     return [f"{namespace}/{name}" for name in dict.fromkeys(names) if isinstance(name, str) and name]

@@ -2,7 +2,8 @@
 
 It runs after the account has its password, so a Secret never offers a password that does not work yet.
 Keys: host, port, sslMode (of the endpoint selected: ``credentials/endpoints.py``), username, password (the
-one just applied), database, DATABASE_URL, JDBC_URL, the other endpoints' keys with their prefixes, then the
+one just applied), database, DATABASE_URL, JDBC_URL, the other endpoints' keys with their prefixes, tls.crt,
+tls.key and ca.crt of a client certificate cert-manager issued (``client_certificate.py``), then the
 user's templates rendered in the sandbox, shared fairly between namespaces (``credentials/fair.py``): a
 render that must wait for its turn ends the pass with ``TemplatesPending`` (nothing written, later steps
 wait too; ``Progressing=True``, and an account that serves stays Ready: ``progress.py``) and the resource
@@ -64,7 +65,8 @@ class ConnectionSecretStep:
     """Writes the connection Secret when it is missing or differs from what it should hold."""
 
     name = "connection-secret"
-    after = ("password", "hosts")  # a Secret never offers a password that does not work yet
+    # A Secret never offers a password that does not work yet, nor a certificate not issued yet.
+    after = ("password", "hosts", "client-certificate")
 
     def __init__(
         self,
@@ -103,7 +105,7 @@ class ConnectionSecretStep:
         values = self._values(ctx, spec, ctx.password)
         secret = self.secrets.cached(ctx, spec.name)
         rendered = await self._render(ctx, spec.name, spec.templates or {}, values, secret)
-        data = values | rendered
+        data = values | rendered | (ctx.client_certificate or {})  # templates cannot stand in for it
         if secret is not None:
             secret = await self.secrets.claim(ctx, secret, WHAT)
         version = self._version(ctx, secret, data["password"])

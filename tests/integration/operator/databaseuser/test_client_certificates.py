@@ -1,0 +1,219 @@
+"""spec.tls.certificate end to end: the real cert-manager controller issues the client certificate from a CA
+Issuer whose CA the MySQL server trusts, the connection Secret carries it, and a login with nothing but that
+Secret works on every flavour; a forced renewal keeps logins working and writes nothing to MySQL; deleting
+the DatabaseUser removes what it made."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dbuser_operator.certificates.certificate import CERTIFICATE_NAME_ANNOTATION
+from dbuser_operator.controllers.databaseuser.cert_manager import CERTIFICATES
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
+from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
+from dbuser_operator.envtest.certmanager import CertManager
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.resources import SECRETS
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.certmanager import (
+    ca_issuer,
+    certificate,
+    connect_with,
+    data,
+    renew,
+    serial,
+)
+from tests.integration.operator.support.instances import Instances, forget_own
+from tests.integration.operator.support.kube import deleted, events_of, wait_for_ready, wait_for_secret
+from tests.integration.operator.support.mysql import account_exists, mysql_query
+from tests.integration.operator.support.operator import RunningOperator
+from tests.integration.operator.support.replicas import GeneralLog
+from tests.integration.operator.support.wait import eventually
+
+pytestmark = pytest.mark.integration
+
+ISSUER = "mysql-clients"
+# Every character that needs care on the way: '/' and '+' (escaped in OpenSSL's one-line form), RFC 4514's
+# specials (escaped in the literal subject), a leading space and '#', a byte outside ASCII (\xHH).
+TRICKY = '/O=dbuser-operator-tests/OU=a\\/b\\+c, d;e<f>="g"/CN= #{name} caf\\xC3\\xA9'
+WRITES = re.compile(r"^\s*(CREATE|ALTER|DROP|RENAME|GRANT|REVOKE|SET\s+(PASSWORD|DEFAULT\s+ROLE))\b", re.I)
+
+
+@pytest.fixture
+def server_ca(mysql_provider: MySQLServer | LocalMySQLServer) -> Any:
+    if not isinstance(mysql_provider, LocalMySQLServer):
+        pytest.skip("needs a local server whose CA the test holds (MYSQL_URL or a container is in use)")
+    return mysql_provider.ca
+
+
+@pytest.fixture
+async def operator(instances: Instances, cert_manager: CertManager) -> Any:
+    """This test's own operator, requesting certificates from cert-manager."""
+    try:
+        yield await instances.start_own(resync_period=1.0, cert_manager=True)
+    finally:
+        forget_own()
+
+
+def certificate_user(name: str, issuer_ref: dict[str, str], **tls: Any) -> dict[str, Any]:
+    return database_user(
+        name,
+        "pw",
+        tls={"subject": TRICKY.format(name=name), "certificate": {"issuerRef": issuer_ref}, **tls},
+        connectionSecret={"name": f"{name}-connection"},
+    )
+
+
+async def issued(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:
+    """The connection Secret once it carries a certificate."""
+    return await wait_for_secret(
+        kube, namespace, f"{name}-connection", lambda secret: "tls.crt" in secret["data"], limit=120
+    )
+
+
+async def test_a_certificate_is_issued_carried_by_the_connection_secret_and_logs_in(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    server_ca: Any,
+    secret: str,
+    tmp_path: Path,
+) -> None:
+    await ca_issuer(kube_client, server_ca, ISSUER, namespace)
+    name = unique("cm")
+    subject = TRICKY.format(name=name)
+    body = certificate_user(name, {"name": ISSUER}, issuer=server_ca.subject_oneline)
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    obj = await wait_for_ready(kube_client, namespace, name, limit=120)
+
+    made = await certificate(kube_client, namespace, name)
+    assert made is not None
+    assert made["spec"]["literalSubject"] == (
+        f'CN=\\ #{name} caf\\c3\\a9,OU=a/b\\+c\\, d\\;e\\<f\\>=\\"g\\",O=dbuser-operator-tests'
+    )
+    assert made["spec"]["usages"] == ["digital signature", "client auth"]
+    assert made["spec"]["issuerRef"] == {"name": ISSUER, "kind": "Issuer", "group": "cert-manager.io"}
+    assert [ref["uid"] for ref in made["metadata"]["ownerReferences"]] == [obj["metadata"]["uid"]]
+    status = obj["status"]["clientCertificate"]
+    assert status["certificate"] == name
+    assert status["secretName"] == f"{name}-client-tls"
+    assert status["issuer"] == server_ca.subject_oneline
+
+    connection = await issued(kube_client, namespace, name)
+    tls = await kube_client.get(SECRETS, f"{name}-client-tls", namespace)
+    for key in ("tls.crt", "tls.key", "ca.crt"):
+        assert data(connection, key) == data(tls, key)
+    assert data(connection, "ca.crt") == server_ca.cert_pem.decode()
+    assert status["serialNumber"] == serial(connection)
+    # The account requires the subject as written; the certificate cert-manager issued has it, as the
+    # server reads it (the login below is the proof that counts).
+    [(required,)] = mysql_query(mysql, "SELECT x509_subject FROM mysql.user WHERE User = %s", name)
+    assert (required.decode() if isinstance(required, bytes) else required) == subject
+    assert connect_with(connection, tmp_path / "issued") == f"{name}@%"
+    assert connect_with(connection, tmp_path / "none", ssl_cert=None, ssl_key=None) == 1045
+    # A pass's Normal Events are one (its first reason, every message): read the messages.
+    events = [
+        e
+        for e in await events_of(kube_client, namespace, name)
+        if e["involvedObject"]["kind"] == "DatabaseUser"
+    ]
+    said = " ".join(event["message"] for event in events)
+    assert f"created Certificate {name}" in said
+    assert f"Certificate {name}: serial {serial(connection)}" in said
+    assert "updated Certificate" not in said  # nothing of cert-manager's own is fought over
+
+
+async def test_a_forced_renewal_keeps_logins_working_and_writes_nothing_to_mysql(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    server_ca: Any,
+    secret: str,
+    tmp_path: Path,
+) -> None:
+    await ca_issuer(kube_client, server_ca, ISSUER, namespace)
+    name = unique("renew")
+    await kube_client.create(DATABASE_USERS, certificate_user(name, {"name": ISSUER}), namespace)
+    await wait_for_ready(kube_client, namespace, name, limit=120)
+    before = await issued(kube_client, namespace, name)
+    assert connect_with(before, tmp_path / "before") == f"{name}@%"
+
+    with GeneralLog(mysql) as log:
+        await renew(kube_client, namespace, name)
+        after = await wait_for_secret(
+            kube_client,
+            namespace,
+            f"{name}-connection",
+            lambda s: "tls.crt" in s["data"] and serial(s) != serial(before),
+            limit=120,
+        )
+        assert connect_with(after, tmp_path / "after") == f"{name}@%"
+        assert connect_with(before, tmp_path / "before") == f"{name}@%"  # the old one stays valid
+        obj = await wait_for_ready(kube_client, namespace, name)
+        assert obj["status"]["clientCertificate"]["serialNumber"] == serial(after)
+        writes = [text for text in log.arguments() if WRITES.match(text)]
+    assert writes == []
+    assert data(after, "tls.key") != data(before, "tls.key")  # a new key at every issuance
+
+
+async def test_deleting_the_user_removes_its_certificate_and_secrets(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    server_ca: Any,
+    secret: str,
+) -> None:
+    await ca_issuer(kube_client, server_ca, ISSUER, namespace)
+    name = unique("gone")
+    await kube_client.create(DATABASE_USERS, certificate_user(name, {"name": ISSUER}), namespace)
+    await wait_for_ready(kube_client, namespace, name, limit=120)
+    tls = await kube_client.get(SECRETS, f"{name}-client-tls", namespace)
+    assert tls["metadata"]["annotations"][CERTIFICATE_NAME_ANNOTATION] == name
+
+    await kube_client.delete(DATABASE_USERS, name, namespace)
+    for resource, object_name in (
+        (DATABASE_USERS, name),
+        (CERTIFICATES, name),
+        (SECRETS, f"{name}-client-tls"),
+        (SECRETS, f"{name}-connection"),
+    ):
+        await eventually(
+            functools.partial(deleted, kube_client, resource, namespace, object_name),
+            limit=60,
+            message=f"{resource.kind} {object_name} was not deleted",
+        )
+    assert not account_exists(mysql, name)
+
+
+async def test_removing_the_certificate_from_the_spec_deletes_it(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    server_ca: Any,
+    secret: str,
+) -> None:
+    await ca_issuer(kube_client, server_ca, ISSUER, namespace)
+    name = unique("drop")
+    await kube_client.create(DATABASE_USERS, certificate_user(name, {"name": ISSUER}), namespace)
+    await wait_for_ready(kube_client, namespace, name, limit=120)
+    await issued(kube_client, namespace, name)
+
+    patch = {"spec": {"tls": {"certificate": None}}}
+    await kube_client.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
+    obj = await wait_for_ready(kube_client, namespace, name)
+    assert "clientCertificate" not in obj["status"]
+    await eventually(lambda: deleted(kube_client, CERTIFICATES, namespace, name), limit=30)
+    await eventually(lambda: deleted(kube_client, SECRETS, namespace, f"{name}-client-tls"), limit=30)
+    connection = await wait_for_secret(
+        kube_client, namespace, f"{name}-connection", lambda s: "tls.crt" not in s["data"]
+    )
+    assert data(connection, "username") == name
