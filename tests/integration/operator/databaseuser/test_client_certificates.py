@@ -15,8 +15,8 @@ import pytest
 from dbuser_operator.certificates.certificate import CERTIFICATE_NAME_ANNOTATION
 from dbuser_operator.controllers.databaseuser.cert_manager import CERTIFICATES
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
-from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
-from dbuser_operator.envtest.certmanager import CertManager
+from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.support.builders import database_user, unique
@@ -28,7 +28,6 @@ from tests.integration.operator.support.certmanager import (
     renew,
     serial,
 )
-from tests.integration.operator.support.instances import Instances, forget_own
 from tests.integration.operator.support.kube import deleted, events_of, wait_for_ready, wait_for_secret
 from tests.integration.operator.support.mysql import account_exists, mysql_query
 from tests.integration.operator.support.operator import RunningOperator
@@ -42,22 +41,6 @@ ISSUER = "mysql-clients"
 # specials (escaped in the literal subject), a leading space and '#', a byte outside ASCII (\xHH).
 TRICKY = '/O=dbuser-operator-tests/OU=a\\/b\\+c, d;e<f>="g"/CN= #{name} caf\\xC3\\xA9'
 WRITES = re.compile(r"^\s*(CREATE|ALTER|DROP|RENAME|GRANT|REVOKE|SET\s+(PASSWORD|DEFAULT\s+ROLE))\b", re.I)
-
-
-@pytest.fixture
-def server_ca(mysql_provider: MySQLServer | LocalMySQLServer) -> Any:
-    if not isinstance(mysql_provider, LocalMySQLServer):
-        pytest.skip("needs a local server whose CA the test holds (MYSQL_URL or a container is in use)")
-    return mysql_provider.ca
-
-
-@pytest.fixture
-async def operator(instances: Instances, cert_manager: CertManager) -> Any:
-    """This test's own operator, requesting certificates from cert-manager."""
-    try:
-        yield await instances.start_own(resync_period=1.0, cert_manager=True)
-    finally:
-        forget_own()
 
 
 def certificate_user(name: str, issuer_ref: dict[str, str], **tls: Any) -> dict[str, Any]:
@@ -77,11 +60,11 @@ async def issued(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:
 
 
 async def test_a_certificate_is_issued_carried_by_the_connection_secret_and_logs_in(
-    operator: RunningOperator,
+    cert_manager_operator: RunningOperator,
     kube_client: KubeClient,
     namespace: str,
     mysql: MySQLServer,
-    server_ca: Any,
+    server_ca: CertificateAuthority,
     secret: str,
     tmp_path: Path,
 ) -> None:
@@ -130,11 +113,11 @@ async def test_a_certificate_is_issued_carried_by_the_connection_secret_and_logs
 
 
 async def test_a_forced_renewal_keeps_logins_working_and_writes_nothing_to_mysql(
-    operator: RunningOperator,
+    cert_manager_operator: RunningOperator,
     kube_client: KubeClient,
     namespace: str,
     mysql: MySQLServer,
-    server_ca: Any,
+    server_ca: CertificateAuthority,
     secret: str,
     tmp_path: Path,
 ) -> None:
@@ -164,11 +147,11 @@ async def test_a_forced_renewal_keeps_logins_working_and_writes_nothing_to_mysql
 
 
 async def test_deleting_the_user_removes_its_certificate_and_secrets(
-    operator: RunningOperator,
+    cert_manager_operator: RunningOperator,
     kube_client: KubeClient,
     namespace: str,
     mysql: MySQLServer,
-    server_ca: Any,
+    server_ca: CertificateAuthority,
     secret: str,
 ) -> None:
     await ca_issuer(kube_client, server_ca, ISSUER, namespace)
@@ -194,11 +177,11 @@ async def test_deleting_the_user_removes_its_certificate_and_secrets(
 
 
 async def test_removing_the_certificate_from_the_spec_deletes_it(
-    operator: RunningOperator,
+    cert_manager_operator: RunningOperator,
     kube_client: KubeClient,
     namespace: str,
     mysql: MySQLServer,
-    server_ca: Any,
+    server_ca: CertificateAuthority,
     secret: str,
 ) -> None:
     await ca_issuer(kube_client, server_ca, ISSUER, namespace)

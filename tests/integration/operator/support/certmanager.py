@@ -118,7 +118,7 @@ def connect_with(secret: dict[str, Any], directory: Path, **override: Any) -> st
     }
     try:
         connection = pymysql.connect(**options)
-    except pymysql.err.OperationalError as error:
+    except pymysql.err.OperationalError as error:  # a TLS handshake the server ends too
         return int(error.args[0])
     try:
         with connection.cursor() as cursor:

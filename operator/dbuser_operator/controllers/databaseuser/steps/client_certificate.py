@@ -61,17 +61,8 @@ class ClientCertificateStep:
                 retry=False,
             )
         request = self._request(ctx, wanted, tls.subject)
-        certificate = await self.objects.ensure(ctx, request)
-        recorded = ctx.status.client_certificate
-        if recorded is not None and recorded.secret_name != request.secret_name:
-            await self.objects.delete_secret(ctx, request.name, recorded.secret_name)
-            recorded = None
-        status = recorded or ClientCertificateStatus(
-            certificate=request.name, secret_name=request.secret_name
-        )
-        ctx.status.client_certificate = status
         secret = self.objects.secret(ctx, request.secret_name)
-        if secret is not None and not written_for(secret, request.name):
+        if secret is not None and not written_for(secret, request.name):  # before cert-manager writes to it
             key = f"{ctx.user.metadata.namespace}/{request.secret_name}"
             raise ConditionError(
                 "SecretNotOwned",
@@ -79,6 +70,8 @@ class ClientCertificateStep:
                 "choose another spec.tls.certificate.secretName",
                 retry=False,
             )
+        certificate = await self.objects.ensure(ctx, request)
+        status = await _status(ctx, self.objects, request)
         progress = Progress.of(certificate)
         issued = _issued(secret, tls.subject)
         if issued is None or (tls.issuer is not None and issued.issuer != tls.issuer and not progress.ready):
@@ -189,3 +182,15 @@ def _issued(secret: dict[str, Any] | None, subject: str) -> IssuedCertificate | 
     if issued.subject != subject or not issued.valid_at(datetime.now(UTC)):
         return None
     return issued
+
+
+async def _status(ctx: Context, objects: CertManagerObjects, request: Request) -> ClientCertificateStatus:
+    """The status of the certificate requested, recorded at once; a Secret written under the name the
+    spec had before is deleted (its certificate is issued again under the new one)."""
+    recorded = ctx.status.client_certificate
+    if recorded is not None and recorded.secret_name != request.secret_name:
+        await objects.delete_secret(ctx, request.name, recorded.secret_name)
+        recorded = None
+    status = recorded or ClientCertificateStatus(certificate=request.name, secret_name=request.secret_name)
+    ctx.status.client_certificate = status
+    return status
