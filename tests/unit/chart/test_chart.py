@@ -26,6 +26,7 @@ from dbuser_operator.envtest import Binaries
 from dbuser_operator.settings import Settings
 from tests.conftest import REPO
 from tests.unit.chart.chart import (
+    CERT_MANAGER_RULES,
     CHART,
     CLUSTER_EVENT_RULES,
     CLUSTER_RULES,
@@ -283,6 +284,9 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
 
     secrets_namespace = values["clusterResourceNamespace"] or "ops"
     server_secrets = roles.get((secrets_namespace, "dbu-dbuser-operator-server-secrets"))
+    operator_rules = OPERATOR_RULES | (
+        CERT_MANAGER_RULES if values["certManager"]["enabled"] else frozenset()
+    )
     if values["watchNamespaces"]:
         cluster_role = one(objects, "ClusterRole")
         assert cluster_role["metadata"]["name"] == "dbu-dbuser-operator-cluster"
@@ -290,7 +294,7 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
         assert one(objects, "ClusterRoleBinding")["roleRef"]["name"] == "dbu-dbuser-operator-cluster"
         assert one(objects, "ClusterRoleBinding")["subjects"] == subject
         for namespace in values["watchNamespaces"]:
-            assert rules(roles[(namespace, "dbu-dbuser-operator")]) == OPERATOR_RULES
+            assert rules(roles[(namespace, "dbu-dbuser-operator")]) == operator_rules
             (binding,) = [
                 b
                 for b in bindings
@@ -314,7 +318,7 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
             assert binding["roleRef"]["name"] == name
             assert binding["subjects"] == subject
     else:
-        assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES | CLUSTER_RULES
+        assert rules(one(objects, "ClusterRole")) == operator_rules | CLUSTER_RULES
         binding = one(objects, "ClusterRoleBinding")
         assert binding["roleRef"]["name"] == one(objects, "ClusterRole")["metadata"]["name"]
         assert binding["subjects"] == subject
@@ -441,6 +445,8 @@ def test_args_are_the_operators_flags(
     assert settings.ownership_schema == values["ownershipSchema"]
     assert settings.reserved_users == values["reservedUsers"]
     assert settings.allowed_global_privileges == values["allowedGlobalPrivileges"]
+    assert settings.cert_manager is values["certManager"]["enabled"]
+    assert settings.cert_manager_cluster_issuers == values["certManager"]["clusterIssuers"]
     assert settings.resync_period == values["resyncPeriod"]
     assert settings.max_concurrent_reconciles == values["maxConcurrentReconciles"]
     assert settings.shutdown_timeout == values["shutdownTimeout"]

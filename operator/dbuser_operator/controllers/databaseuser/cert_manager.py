@@ -26,7 +26,7 @@ from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import Conflict, Forbidden, Invalid, NotFound
 from dbuser_operator.runtime.informer import Informer
-from dbuser_operator.runtime.objects import ConflictError
+from dbuser_operator.runtime.objects import ConflictError, delete_exactly
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey, Resource
 
 CERTIFICATES: Final = Resource("cert-manager.io", "v1", "certificates", "Certificate")
@@ -109,8 +109,8 @@ class CertManagerObjects:
         namespace = _namespace(ctx)
         certificate = await self._live(CERTIFICATES, name, namespace)
         if certificate is not None and owned_by(certificate, ctx.user.metadata.uid):
-            await self._delete(CERTIFICATES, certificate)
-            ctx.event("Normal", "CertificateDeleted", f"deleted Certificate {name}")
+            if await delete_exactly(self.kube, CERTIFICATES, certificate):
+                ctx.event("Normal", "CertificateDeleted", f"deleted Certificate {name}")
         elif certificate is not None:
             return  # someone else's Certificate: its Secret is not ours either
         for secret_name in dict.fromkeys(secret_names):
@@ -120,8 +120,11 @@ class CertManagerObjects:
         """Delete the Secret ``name`` if cert-manager wrote it for the Certificate ``certificate``."""
         namespace = _namespace(ctx)
         secret = await self._live(SECRETS, name, namespace)
-        if secret is not None and written_for(secret, certificate):
-            await self._delete(SECRETS, secret)
+        if (
+            secret is not None
+            and written_for(secret, certificate)
+            and await delete_exactly(self.kube, SECRETS, secret)
+        ):
             ctx.event("Normal", "SecretDeleted", f"deleted Secret {namespace}/{name} (cert-manager's)")
 
     async def release(self, ctx: Context, name: str) -> None:
@@ -144,16 +147,6 @@ class CertManagerObjects:
             return await self.kube.get(resource, name, namespace)
         except NotFound:
             return None
-
-    async def _delete(self, resource: Resource, obj: dict[str, Any]) -> None:
-        key = ObjectKey.of(obj)
-        body = {"preconditions": {"uid": obj["metadata"]["uid"]}}
-        try:
-            await self.kube.request("DELETE", resource.path(key.namespace, key.name), body=body)
-        except NotFound:
-            return
-        except Conflict as error:
-            raise ConflictError(resource, key, error) from error
 
 
 def written_for(secret: Mapping[str, Any], certificate: str) -> bool:

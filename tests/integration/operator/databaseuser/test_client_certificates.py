@@ -6,6 +6,7 @@ the DatabaseUser removes what it made."""
 from __future__ import annotations
 
 import functools
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,15 @@ def certificate_user(name: str, issuer_ref: dict[str, str], **tls: Any) -> dict[
         tls={"subject": TRICKY.format(name=name), "certificate": {"issuerRef": issuer_ref}, **tls},
         connectionSecret={"name": f"{name}-connection"},
     )
+
+
+async def ready_user(kube: KubeClient, namespace: str, ca: CertificateAuthority, prefix: str) -> str:
+    """A CA Issuer of ``ca`` in the namespace, and a DatabaseUser with a certificate from it, once Ready."""
+    await ca_issuer(kube, ca, ISSUER, namespace)
+    name = unique(prefix)
+    await kube.create(DATABASE_USERS, certificate_user(name, {"name": ISSUER}), namespace)
+    await wait_for_ready(kube, namespace, name, limit=120)
+    return name
 
 
 async def issued(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:
@@ -110,6 +120,15 @@ async def test_a_certificate_is_issued_carried_by_the_connection_secret_and_logs
     assert f"created Certificate {name}" in said
     assert f"Certificate {name}: serial {serial(connection)}" in said
     assert "updated Certificate" not in said  # nothing of cert-manager's own is fought over
+    # The key is in the two Secrets only: not in the operator's log, its Events, status, the Certificate.
+    key_line = data(connection, "tls.key").splitlines()[1]
+    everywhere = [
+        cert_manager_operator.log_path.read_text(),
+        json.dumps(await events_of(kube_client, namespace, name)),
+        json.dumps(await kube_client.get(DATABASE_USERS, name, namespace)),
+        json.dumps(await certificate(kube_client, namespace, name)),
+    ]
+    assert not [text for text in everywhere if key_line in text]
 
 
 async def test_a_forced_renewal_keeps_logins_working_and_writes_nothing_to_mysql(
@@ -121,10 +140,7 @@ async def test_a_forced_renewal_keeps_logins_working_and_writes_nothing_to_mysql
     secret: str,
     tmp_path: Path,
 ) -> None:
-    await ca_issuer(kube_client, server_ca, ISSUER, namespace)
-    name = unique("renew")
-    await kube_client.create(DATABASE_USERS, certificate_user(name, {"name": ISSUER}), namespace)
-    await wait_for_ready(kube_client, namespace, name, limit=120)
+    name = await ready_user(kube_client, namespace, server_ca, "renew")
     before = await issued(kube_client, namespace, name)
     assert connect_with(before, tmp_path / "before") == f"{name}@%"
 
@@ -154,10 +170,7 @@ async def test_deleting_the_user_removes_its_certificate_and_secrets(
     server_ca: CertificateAuthority,
     secret: str,
 ) -> None:
-    await ca_issuer(kube_client, server_ca, ISSUER, namespace)
-    name = unique("gone")
-    await kube_client.create(DATABASE_USERS, certificate_user(name, {"name": ISSUER}), namespace)
-    await wait_for_ready(kube_client, namespace, name, limit=120)
+    name = await ready_user(kube_client, namespace, server_ca, "gone")
     tls = await kube_client.get(SECRETS, f"{name}-client-tls", namespace)
     assert tls["metadata"]["annotations"][CERTIFICATE_NAME_ANNOTATION] == name
 
@@ -184,10 +197,7 @@ async def test_removing_the_certificate_from_the_spec_deletes_it(
     server_ca: CertificateAuthority,
     secret: str,
 ) -> None:
-    await ca_issuer(kube_client, server_ca, ISSUER, namespace)
-    name = unique("drop")
-    await kube_client.create(DATABASE_USERS, certificate_user(name, {"name": ISSUER}), namespace)
-    await wait_for_ready(kube_client, namespace, name, limit=120)
+    name = await ready_user(kube_client, namespace, server_ca, "drop")
     await issued(kube_client, namespace, name)
 
     patch = {"spec": {"tls": {"certificate": None}}}

@@ -8,8 +8,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pymysql
-
 from dbuser_operator.certificates.issued import IssuedCertificate
 from dbuser_operator.controllers.databaseuser.cert_manager import CERTIFICATE_REQUESTS, CERTIFICATES
 from dbuser_operator.envtest.certmanager import CLUSTER_RESOURCE_NAMESPACE
@@ -17,6 +15,7 @@ from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.resources import SECRETS, Resource
+from tests.integration.mysql.support import current_user
 from tests.integration.operator.support.kube import wait_for_condition
 
 ISSUERS = Resource("cert-manager.io", "v1", "issuers", "Issuer")
@@ -116,14 +115,4 @@ def connect_with(secret: dict[str, Any], directory: Path, **override: Any) -> st
         **write_files(secret, directory),
         **override,
     }
-    try:
-        connection = pymysql.connect(**options)
-    except pymysql.err.OperationalError as error:  # a TLS handshake the server ends too
-        return int(error.args[0])
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT CURRENT_USER()")
-            (current,) = cursor.fetchone()
-        return str(current)
-    finally:
-        connection.close()
+    return current_user(**options)
