@@ -174,7 +174,7 @@ build_cert_manager() {
       && go get "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" 2>&1 \
       | grep -v '^go: \(downloading\|added\)' >&2 || true)
   fi
-  log "building cert-manager's controller $CERT_MANAGER_VERSION (cold: about 2 minutes of both cores)"
+  log "building cert-manager's controller $CERT_MANAGER_VERSION (cold: about 2.5 minutes of both cores)"
   rm -rf "$out" && mkdir -p "$out/crds"
   # -mod=mod: the modules the build needs and no more (go mod tidy would fetch its tests' too, ~60 MB).
   (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" go build -trimpath -ldflags "-s -w" -o "$out/cert-manager-controller" .)

@@ -3,7 +3,7 @@
 One module per kind, as a kubebuilder project keeps one ``<kind>_types.go`` each: :mod:`.databaseuser`
 (with its own parts in :mod:`.account`, :mod:`.credentials`, :mod:`.client_certificate` and
 :mod:`.databaseuser_status`), :mod:`.databaserole`, :mod:`.database` and :mod:`.mysqlserver` (MySQLServer and
-ClusterMySQLServer, their policy's label selectors in :mod:`.selectors`); what
+ClusterMySQLServer); what
 several kinds share is in :mod:`.meta` (the base model, metadata, conditions, Secret keys, server references,
 annotations, finalizers, CEL helpers) and :mod:`.grants` (privileges). This package re-exports the
 DatabaseUser API and the shared types under the names the single module ``v1alpha1`` had; the other kinds
@@ -26,6 +26,7 @@ every object the API server admits parses. Booleans are strict: "false" is no bo
 from __future__ import annotations
 
 from dbuser_operator.api.v1alpha1.account import (
+    AUTHENTICATION_ONE_OF_MESSAGE,
     AUTHENTICATION_PLUGINS,
     LIMIT_MAX,
     PASSWORDLESS_PLUGINS,
@@ -40,6 +41,7 @@ from dbuser_operator.api.v1alpha1.account import (
     AuthenticationPlugin,
     ObservedAccount,
     TLSIdentity,
+    WorkloadIdentity,
 )
 from dbuser_operator.api.v1alpha1.credentials import (
     CONNECTION_TEMPLATE_MAX_LENGTH,
@@ -78,6 +80,8 @@ from dbuser_operator.api.v1alpha1.databaseuser import (
     PRINTER_COLUMNS,
     SHORT_NAMES,
     SINGULAR,
+    WORKLOAD_NO_PASSWORD_MESSAGE,
+    WORKLOAD_TLS_MESSAGE,
     DatabaseUser,
     DatabaseUserSpec,
     ManagementPolicy,
@@ -145,6 +149,7 @@ __all__ = [
     "ADOPT_ANNOTATION",
     "ALL_ALONE_MESSAGE",
     "API_VERSION",
+    "AUTHENTICATION_ONE_OF_MESSAGE",
     "AUTHENTICATION_PLUGINS",
     "CATEGORIES",
     "COLUMNS_NEED_TABLE_MESSAGE",
@@ -217,6 +222,8 @@ __all__ = [
     "USER_MAX_LENGTH",
     "USER_PATTERN",
     "VERSION",
+    "WORKLOAD_NO_PASSWORD_MESSAGE",
+    "WORKLOAD_TLS_MESSAGE",
     "X509_ALONE_MESSAGE",
     "AccountSpec",
     "AppliedSecret",
@@ -247,4 +254,5 @@ __all__ = [
     "ServerKind",
     "ServerRef",
     "TLSIdentity",
+    "WorkloadIdentity",
 ]

@@ -7,11 +7,11 @@ from typing import Any, cast
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, AppliedSecret, DatabaseUser, DatabaseUserStatus
 from dbuser_operator.controllers.kit.ownership import OwningPass, Words
-from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql.account_metadata import AccountMetadata
-from dbuser_operator.mysql.account_options import LockPolicy
-from dbuser_operator.mysql.authentication import Method
+from dbuser_operator.controllers.servers.resource import ServerResource
+from dbuser_operator.mysql.accounts.account_metadata import AccountMetadata
+from dbuser_operator.mysql.accounts.account_options import LockPolicy
+from dbuser_operator.mysql.accounts.authentication import Method
 
 
 @dataclass(kw_only=True)
@@ -40,7 +40,7 @@ class Context(OwningPass[DatabaseUserStatus]):
     default_lifetime: int | None = None
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server
     host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
-    binding: ServerBinding | None = None  # spec.serverRef resolved (None: the settings' server)
+    server_resource: ServerResource | None = None  # spec.serverRef resolved (None: the settings' server)
     # The client certificate cert-manager issued (tls.crt, tls.key, ca.crt), for the connection Secret.
     client_certificate: dict[str, str] | None = field(default=None, repr=False)
     # The server this pass works on: its pool, bookkeeping schema and info (filled before the steps run).

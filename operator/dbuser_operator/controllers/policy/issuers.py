@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dbuser_operator.api.v1alpha1.client_certificate import ClientCertificate
-from dbuser_operator.api.v1alpha1.mysqlserver import NamespacePolicy
+from dbuser_operator.api.v1alpha1.server_policy import NamespacePolicy
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.policy.rules import entry_for, matches, patterns_text
-from dbuser_operator.controllers.servers.binding import ServerBinding
+from dbuser_operator.controllers.servers.resource import ServerResource
 
 CERTIFICATE_NOT_ALLOWED = "CertificateNotAllowed"
 SETTINGS_FLAG = "--cert-manager-cluster-issuers"
@@ -63,7 +63,7 @@ class CertificateRules:
         self.cluster_issuers = tuple(cluster_issuers)
 
     def check(
-        self, server: ServerBinding | None, namespace: str, certificate: ClientCertificate, subject: str
+        self, server: ServerResource | None, namespace: str, certificate: ClientCertificate, subject: str
     ) -> None:
         """Raise CertificateNotAllowed (not retried: a change of the spec, the policy or the namespace's
         labels brings the resource back) if the request is not admitted."""

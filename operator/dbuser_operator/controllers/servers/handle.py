@@ -9,11 +9,11 @@ import time
 
 import structlog
 
-from dbuser_operator.mysql import ownership
-from dbuser_operator.mysql.books import TABLE, Book
-from dbuser_operator.mysql.connection import Database
-from dbuser_operator.mysql.probe import Probe
-from dbuser_operator.mysql.server import ServerInfo, read_identity, read_server
+from dbuser_operator.mysql.bookkeeping import ownership
+from dbuser_operator.mysql.bookkeeping.books import TABLE, Book
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.probe import Probe
+from dbuser_operator.mysql.session.server import ServerInfo, read_identity, read_server
 
 log = structlog.get_logger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dbuser_operator.api.v1alpha1.client_certificate import ClientCertificate
-from dbuser_operator.api.v1alpha1.mysqlserver import NamespacePolicy
+from dbuser_operator.api.v1alpha1.server_policy import NamespacePolicy
 from dbuser_operator.controllers.policy.issuers import entry_problems, settings_problems
 
 

@@ -104,7 +104,7 @@ class ClientCertificateStep:
                 retry=False,
             ) from None
         namespace = ctx.user.metadata.namespace or ""
-        self.rules.check(ctx.binding, namespace, wanted, subject)
+        self.rules.check(ctx.server_resource, namespace, wanted, subject)
         name = ctx.user.metadata.name or ""
         return Request(
             name=name,

@@ -1,20 +1,20 @@
 """The connection-Secret step: a Secret with everything an application needs to connect, kept in sync.
 
-It runs after the account has its password, so a Secret never offers a password that does not work yet.
-Keys: host, port, sslMode (of the endpoint selected: ``credentials/endpoints.py``), username, password (the
-one just applied), database, DATABASE_URL, JDBC_URL, the other endpoints' keys with their prefixes, tls.crt,
-tls.key and ca.crt of a client certificate cert-manager issued (``client_certificate.py``), then the
-user's templates rendered in the sandbox, shared fairly between namespaces (``credentials/fair.py``): a
-render that must wait for its turn ends the pass with ``TemplatesPending`` (nothing written, later steps
-wait too; ``Progressing=True``, and an account that serves stays Ready: ``progress.py``) and the resource
-comes back once it is done; a resource without templates never waits on the renderer. The
-Secret's annotation ``mysql.dbuser-operator.dev/credential-version`` counts the passwords it has held: it
-goes up by one whenever the password written changes (mirrored in ``status.credentialVersion``), so a
-rollout can key on it. The Secret is written only when something differs, conditionally on the
-resourceVersion it was computed from; labels and annotations removed from the spec are removed from it
-(``secret_metadata.py``). Its name is kept in ``status.connectionSecret``: once the spec renames or removes
-it, the Secret of that name is deleted if this DatabaseUser owns it. Under ``Delete`` it goes with the
-resource; under ``Retain`` it stays, no longer owned.
+It runs after the account has its password, so a Secret never offers a password that does not work yet. Keys:
+host, port, sslMode (of the endpoint selected: ``credentials/endpoints.py``), username, password (the one just
+applied), database, DATABASE_URL, JDBC_URL, the other endpoints' keys with their prefixes, then the user's
+templates rendered in the sandbox, shared fairly between namespaces (``credentials/render_pool.py``): a render
+that must wait for its turn ends the pass with ``TemplatesPending`` (nothing written, later steps wait too;
+``Progressing=True``, and an account that serves stays Ready: ``progress.py``) and the resource comes back
+once it is done; a resource without templates never waits on the renderer. With ``spec.tls.certificate``,
+tls.crt, tls.key and ca.crt of the certificate cert-manager issued come last (``client_certificate.py``: a
+template cannot stand in for them). The Secret's annotation ``mysql.dbuser-operator.dev/credential-version``
+counts the passwords it has held: it goes up by one whenever the password written changes (mirrored in
+``status.credentialVersion``), so a rollout can key on it. The Secret is written only when something differs,
+conditionally on the resourceVersion it was computed from; labels and annotations removed from the spec are
+removed from it (``secret_metadata.py``). Its name is kept in ``status.connectionSecret``: once the spec
+renames or removes it, the Secret of that name is deleted if this DatabaseUser owns it. Under ``Delete`` it
+goes with the resource; under ``Retain`` it stays, no longer owned.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from dbuser_operator.controllers.databaseuser.owned_secrets import (
 from dbuser_operator.controllers.databaseuser.secret_metadata import metadata_patch, record
 from dbuser_operator.controllers.kit.errors import ConditionError, WorkPending
 from dbuser_operator.credentials.endpoints import SSL_MODE_KEY, EndpointNotFound, connection_values, select
-from dbuser_operator.credentials.fair import FairRenderer, Pending
+from dbuser_operator.credentials.render_pool import Pending, RenderPool
 from dbuser_operator.credentials.templates import TemplateError
 from dbuser_operator.runtime.resources import ObjectKey
 
@@ -71,7 +71,7 @@ class ConnectionSecretStep:
     def __init__(
         self,
         secrets: OwnedSecrets,
-        renderer: FairRenderer,
+        renderer: RenderPool,
         endpoints: DefaultServerEndpoints,
         requeue: Callable[[ObjectKey], None] = lambda key: None,
     ) -> None:
