@@ -63,6 +63,14 @@ async def copied(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:
     return connection
 
 
+async def said_of(kube: KubeClient, namespace: str, name: str, expected: str) -> str:
+    """The messages of the DatabaseUser's Events, once one says ``expected``."""
+    events = await events_of(kube, namespace, name)
+    said = " ".join(e["message"] for e in events if e["involvedObject"]["kind"] == "DatabaseUser")
+    assert expected in said, said
+    return said
+
+
 async def status_serial(kube: KubeClient, namespace: str, name: str, expected: str) -> None:
     """Wait until status shows the certificate of serial ``expected`` in use."""
 
@@ -132,15 +140,10 @@ async def test_a_certificate_is_issued_carried_by_the_connection_secret_and_logs
     assert (required.decode() if isinstance(required, bytes) else required) == subject
     assert connect_with(connection, tmp_path / "issued") == f"{name}@%"
     assert connect_with(connection, tmp_path / "none", ssl_cert=None, ssl_key=None) == 1045
-    # A pass's Normal Events are one (its first reason, every message): read the messages.
-    events = [
-        e
-        for e in await events_of(kube_client, namespace, name)
-        if e["involvedObject"]["kind"] == "DatabaseUser"
-    ]
-    said = " ".join(event["message"] for event in events)
+    # A pass's Normal Events are one (its first reason, every message), written in the background.
+    issued_event = f"Certificate {name}: serial {serial(connection)}"
+    said = await eventually(lambda: said_of(kube_client, namespace, name, issued_event), limit=90)
     assert f"created Certificate {name}" in said
-    assert f"Certificate {name}: serial {serial(connection)}" in said
     assert "updated Certificate" not in said  # nothing of cert-manager's own is fought over
     # The key is in the two Secrets only: not in the operator's log, its Events, status, the Certificate.
     key_line = data(connection, "tls.key").splitlines()[1]

@@ -159,8 +159,14 @@ class ClientCertificateStep:
     async def delete(self, ctx: Context) -> None:
         if self.objects is None:
             return
-        names = [ctx.status.client_certificate.secret_name] if ctx.status.client_certificate else []
-        await self.objects.delete(ctx, ctx.user.metadata.name or "", names)
+        name = ctx.user.metadata.name or ""
+        recorded = ctx.status.client_certificate
+        tls = ctx.user.spec.tls
+        wanted = tls.certificate if tls is not None else None
+        # status's, and the spec's (a pass that made the Certificate may have ended before status was written)
+        names = [recorded.secret_name] if recorded is not None else []
+        names += [wanted.secret_name_for(name)] if wanted is not None else []
+        await self.objects.delete(ctx, name, names)
 
     async def release(self, ctx: Context) -> None:
         if self.objects is not None:
