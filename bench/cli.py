@@ -35,6 +35,7 @@ from dbuser_operator.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = ("convergence", "floor", "peer", "backlog", "rotation", "idle", "coldstart")
+POD_CERTIFICATES = "pod-certificates"  # on its own: bench.pod_certificates (not in the default "all")
 OPERATOR_DEFAULT_CONCURRENCY: int = Settings.model_fields["max_concurrent_reconciles"].default
 
 
@@ -47,7 +48,7 @@ def _sizes(text: str) -> list[int]:
 
 def _scenarios(text: str) -> set[str]:
     chosen = {part.strip() for part in text.split(",") if part.strip()}
-    unknown = chosen - set(SCENARIOS)
+    unknown = chosen - {*SCENARIOS, POD_CERTIFICATES}
     if unknown:
         raise argparse.ArgumentTypeError(f"unknown scenarios {sorted(unknown)}; choose from {SCENARIOS}")
     return chosen
@@ -67,7 +68,8 @@ def parser() -> argparse.ArgumentParser:
         "--scenarios",
         type=_scenarios,
         default=set(SCENARIOS),
-        help=f"comma-separated, from {','.join(SCENARIOS)} (default: all)",
+        help=f"comma-separated, from {','.join(SCENARIOS)} (default: all); or {POD_CERTIFICATES} alone "
+        "(bench.pod_certificates: the pod certificate signer at the largest N)",
     )
     arguments.add_argument(
         "--kind",
@@ -367,6 +369,12 @@ def measured_servers(
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = parser().parse_args(argv)
+    if POD_CERTIFICATES in arguments.scenarios:
+        if arguments.scenarios != {POD_CERTIFICATES}:
+            raise SystemExit(f"--scenarios: {POD_CERTIFICATES} runs alone")
+        from bench import pod_certificates  # noqa: PLC0415
+
+        return pod_certificates.run_scenario(arguments.n[-1], arguments.create_concurrency, arguments.out)
     options = options_from(arguments)
     out: Path = arguments.out
     out.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,7 @@ from dbuser_operator.envtest.flavours import DEFAULT_FLAVOUR, selected_flavour
 from dbuser_operator.envtest.fleet import Fleet, provide_fleet
 from dbuser_operator.envtest.mysql import GENERAL_LOG
 from dbuser_operator.envtest.process import stop_servers_on_sigterm
+from tests.support.pod_certificates import PodCertificates
 
 REPO = Path(__file__).resolve().parent.parent
 _KEPT_LOGS = pytest.StashKey[Path]()
@@ -189,6 +190,29 @@ def fleet(envtest_workdir: Path) -> Iterator[Fleet]:
     for the tests marked ``fleet`` (see :func:`fleet_pass`)."""
     with provide_fleet(envtest_workdir / "fleet") as servers:
         yield servers
+
+
+@pytest.fixture(scope="session")
+def workload_signing_ca(mysql_provider: MySQLServer | LocalMySQLServer, envtest_workdir: Path) -> Path | None:
+    """The CA workload certificates are signed with, as a mounted ``kubernetes.io/tls`` Secret holds it
+    (``--workload-signing-ca``): the local server's own CA, which is its ``ssl_ca``, so the server verifies
+    what it signs. None for a server whose CA is not ours (``MYSQL_URL``, a container)."""
+    if not isinstance(mysql_provider, LocalMySQLServer):
+        return None
+    return mysql_provider.ca.write_tls(envtest_workdir / "workload-signing-ca")
+
+
+@pytest.fixture(scope="session")
+def pod_certificates(
+    mysql_provider: MySQLServer | LocalMySQLServer, workload_signing_ca: Path | None, envtest_workdir: Path
+) -> PodCertificates:
+    """Workload client certificates signed with :func:`workload_signing_ca` (the tests play the signer);
+    skipped where the server's CA is not ours (``MYSQL_URL``, a container)."""
+    if workload_signing_ca is None or not isinstance(mysql_provider, LocalMySQLServer):
+        pytest.skip("needs a local server of the session's flavour (MYSQL_URL or a container is in use)")
+    directory = envtest_workdir / "pod-certificates"
+    directory.mkdir(exist_ok=True)
+    return PodCertificates(mysql_provider.ca, directory)
 
 
 @pytest.fixture(scope="session")

@@ -99,6 +99,19 @@ class Settings(BaseSettings):
         description="directory of the CA that signs workload certificates (tls.crt, tls.key: a mounted "
         "kubernetes.io/tls Secret); unset: no workload identity (spec.authentication.workload is refused)",
     )
+    workload_certificate_max_lifetime: float = Field(
+        86400.0,
+        ge=3600,
+        le=7862400,
+        description="seconds a workload certificate lasts at most: a pod's request (its podCertificate "
+        "volume's maxExpirationSeconds) may ask for less, never more (at least 3600, the API's floor)",
+    )
+    workload_binding_grace: float = Field(
+        10.0,
+        ge=0,
+        description="seconds a pod's certificate request waits for a DatabaseUser binding its ServiceAccount "
+        "(one applied with the Deployment) before it is denied; a denied request is not retried",
+    )
     mysql_connect_timeout: float = Field(
         5.0,
         gt=0,

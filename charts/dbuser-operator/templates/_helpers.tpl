@@ -121,6 +121,17 @@ of a pending one). cert-manager's Secrets are read with the Secret rule above.
   resources: ["certificaterequests"]
   verbs: ["list"]
 {{- end }}
+{{- if .Values.workloadIdentity.signingCA.secretName }}
+- apiGroups: ["certificates.k8s.io"]
+  resources: ["podcertificaterequests"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["certificates.k8s.io"]
+  resources: ["podcertificaterequests/status"]
+  verbs: ["update"]
+- apiGroups: [""]
+  resources: ["pods", "serviceaccounts"]
+  verbs: ["get"]
+{{- end }}
 {{- end }}
 
 {{/*
@@ -138,6 +149,12 @@ and status by patch).
 - apiGroups: ["mysql.dbuser-operator.dev"]
   resources: ["clustermysqlservers/status"]
   verbs: ["patch"]
+{{- if .Values.workloadIdentity.signingCA.secretName }}
+- apiGroups: ["certificates.k8s.io"]
+  resources: ["signers"]
+  resourceNames: ["mysql.dbuser-operator.dev/client"]
+  verbs: ["sign"]
+{{- end }}
 {{- end }}
 
 {{/* Where the Secrets of ClusterMySQLServers are (`--cluster-resource-namespace`): the release namespace. */}}
@@ -148,6 +165,7 @@ and status by patch).
 {{/* Mount points of the Secrets (the password file path is part of the operator's documented contract). */}}
 {{- define "dbuser-operator.adminSecretDir" -}}/var/run/secrets/dbuser-operator/mysql{{- end }}
 {{- define "dbuser-operator.tlsSecretDir" -}}/var/run/secrets/dbuser-operator/mysql-tls{{- end }}
+{{- define "dbuser-operator.workloadCADir" -}}/var/run/secrets/dbuser-operator/workload-ca{{- end }}
 
 {{/* The TLS mode in force: mysql.tls.mode, else what the other TLS values meant before modes existed. */}}
 {{- define "dbuser-operator.tlsMode" -}}
@@ -201,6 +219,11 @@ and status by patch).
 {{- $args = append $args (printf "--mysql-tls-server-name=%s" .) }}
 {{- end }}
 {{- $args = append $args (ternary "--mysql-tls-required" "--no-mysql-tls-required" $tls.required) }}
+{{- with .Values.workloadIdentity.signingCA.secretName }}
+{{- $args = append $args (printf "--workload-signing-ca=%s" (include "dbuser-operator.workloadCADir" $)) }}
+{{- end }}
+{{- $args = append $args (printf "--workload-certificate-max-lifetime=%v" .Values.workloadIdentity.certificateMaxLifetime) }}
+{{- $args = append $args (printf "--workload-binding-grace=%v" .Values.workloadIdentity.bindingGrace) }}
 {{- $args = append $args (printf "--ownership-schema=%s" .Values.ownershipSchema) }}
 {{- with .Values.reservedUsers }}
 {{- $args = append $args (printf "--reserved-users=%s" (join "," .)) }}

@@ -90,6 +90,7 @@ DEGRADED_REASONS: Final[Mapping[str, frozenset[str]]] = {
         "RoleNotFound",
         "DatabaseNotFound",  # a databaseRef naming no Database of the namespace
         "DatabaseOnAnotherServer",
+        "WorkloadIdentityUnavailable",  # no signing CA (--workload-signing-ca), or one it cannot read
         # spec.tls.certificate: cert-manager off, a subject it cannot take, an issuer or subject the policy
         # does not admit, a Certificate not ours, one cert-manager's webhook refuses, the wrong issuer's CA.
         "CertManagerDisabled",

@@ -101,6 +101,29 @@ def owner_keys(owner_api_version: str, owner_kind: str) -> KeyMapper:
     return to_keys
 
 
+def namespaced_name(obj: dict[str, Any]) -> list[str]:
+    """``namespace/name`` of ``obj``: how an index names an object it refers to."""
+    return [f"{obj['metadata'].get('namespace') or ''}/{obj['metadata']['name']}"]
+
+
+def objects_naming(
+    index: str, *informers: Informer, values: Callable[[dict[str, Any]], Iterable[str]] = namespaced_name
+) -> KeyMapper:
+    """Map an object to the objects of ``informers`` whose ``index`` names it (``values`` of the object:
+    its ``namespace/name`` by default): controller-runtime's ``EnqueueRequestsFromMapFunc`` over a field
+    index, for a watch of the object's kind."""
+
+    def to_keys(obj: dict[str, Any]) -> list[ObjectKey]:
+        return [
+            ObjectKey.of(found)
+            for value in values(obj)
+            for informer in informers
+            for found in informer.store.by_index(index, value)
+        ]
+
+    return to_keys
+
+
 class Controller:
     """Reconciles the keys its watches enqueue, with at most ``max_concurrent_reconciles`` at once."""
 

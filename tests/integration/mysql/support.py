@@ -206,6 +206,14 @@ class Certificates:
         return {"ssl_cert": str(cert), "ssl_key": str(key)}
 
 
+def bundle_login(mysql: MySQLServer, user: str, bundle: Path | None, password: str = "") -> str | int:
+    """Log in over verified TLS presenting the credential ``bundle`` (key and certificate in one file, as a
+    pod reads it; None: no certificate) with ``password``: CURRENT_USER(), or the refusal's error code
+    (2013 or 2006 when the server ends the TLS handshake: a certificate it does not trust)."""
+    certificate = {"ssl_cert": str(bundle), "ssl_key": str(bundle)} if bundle is not None else {}
+    return tls_login(mysql, user, password, **certificate)
+
+
 def certificate_subject(common_name: str) -> str:
     """The subject of :meth:`Certificates.issue`'s certificate, as MySQL compares it."""
     return f"/O={ORGANIZATION}/CN={common_name}"

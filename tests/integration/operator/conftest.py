@@ -29,6 +29,7 @@ from tests.integration.operator.support.operator import (
     capture_logs,
     component_logs,
 )
+from tests.support.pod_certificates import PodCertificates
 
 
 @pytest.fixture(scope="session")
@@ -99,6 +100,19 @@ async def operator(instances: Instances) -> AsyncIterator[RunningOperator]:
     :func:`own_target`; :func:`own_schema` names the schema), every namespace, a drift check every second."""
     try:
         yield await instances.start_own(resync_period=1.0)
+    finally:
+        forget_own()
+
+
+@pytest.fixture
+async def workload_operator(
+    instances: Instances, workload_signing_ca: Path | None, pod_certificates: PodCertificates
+) -> AsyncIterator[RunningOperator]:
+    """:func:`operator` with the signing CA of :func:`pod_certificates` (``--workload-signing-ca``): the
+    workload identities it makes take the certificates those sign."""
+    assert workload_signing_ca is not None  # pod_certificates skips otherwise
+    try:
+        yield await instances.start_own(resync_period=1.0, workload_signing_ca=workload_signing_ca)
     finally:
         forget_own()
 

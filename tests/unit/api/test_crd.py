@@ -91,6 +91,7 @@ def test_names_scope_subresources_and_printer_columns() -> None:
         "Host": ("string", ".spec.host"),
         "Ready": ("string", '.status.conditions[?(@.type=="Ready")].status'),
         "Reason": ("string", '.status.conditions[?(@.type=="Ready")].reason'),
+        "Service Account": ("string", ".spec.authentication.workload.serviceAccountName"),
         "Server": ("string", ".spec.serverRef.name"),
         "Server Kind": ("string", ".spec.serverRef.kind"),
         "Age": ("date", ".metadata.creationTimestamp"),
@@ -124,6 +125,8 @@ def test_spec_validation_defaults_and_rules() -> None:
         v1alpha1.SERVER_REF_IMMUTABLE_MESSAGE,
         v1alpha1.WORKLOAD_NO_PASSWORD_MESSAGE,
         v1alpha1.WORKLOAD_TLS_MESSAGE,
+        v1alpha1.WORKLOAD_IMMUTABLE_MESSAGE,
+        v1alpha1.WORKLOAD_ROTATION_MESSAGE,
     }
 
 

@@ -39,6 +39,7 @@ local degraded = {
   TemplateInvalid = true,
   TooManyDefaultRoles = true,
   UserNameTaken = true,
+  WorkloadIdentityUnavailable = true,
 }
 local hs = {}
 local function describe(c)

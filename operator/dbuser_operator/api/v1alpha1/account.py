@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final, Literal, get_args
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, JsonValue, model_validator
 
 from dbuser_operator.api.duration import DAYS_PATTERN, days_cel, parse_days
 from dbuser_operator.api.v1alpha1.client_certificate import ClientCertificate
@@ -126,6 +126,52 @@ class WorkloadIdentity(Model):
 
 
 AUTHENTICATION_ONE_OF_MESSAGE: Final = "spec.authentication takes exactly one of plugin and workload"
+
+
+WORKLOAD_NO_PASSWORD_MESSAGE: Final = (
+    "a workload identity takes no password: leave spec.password and spec.generatedPassword out"  # noqa: S105
+)
+WORKLOAD_TLS_MESSAGE: Final = (
+    "a workload identity's issuer and subject are the operator's: leave spec.tls.issuer, spec.tls.subject and"
+    " spec.tls.x509 out"
+)
+WORKLOAD_IMMUTABLE_MESSAGE: Final = (
+    "spec.authentication.workload is immutable: a ServiceAccount is bound when the DatabaseUser is created"
+    " and cannot be bound later, changed or unbound (create another DatabaseUser)"
+)
+WORKLOAD_ROTATION_MESSAGE: Final = (
+    "a workload identity has no password to rotate (the kubelet refreshes its certificate): leave"
+    " spec.rotation out"
+)
+WORKLOAD_CEL: Final = "has(self.authentication) && has(self.authentication.workload)"
+_OLD_WORKLOAD_CEL: Final = "has(oldSelf.authentication) && has(oldSelf.authentication.workload)"
+WORKLOAD_RULES: Final[tuple[dict[str, JsonValue], ...]] = (
+    {
+        "rule": f"!({WORKLOAD_CEL}) || !(has(self.password) || has(self.generatedPassword))",
+        "message": WORKLOAD_NO_PASSWORD_MESSAGE,
+        "fieldPath": ".authentication.workload",
+    },
+    {
+        "rule": f"({WORKLOAD_CEL}) == ({_OLD_WORKLOAD_CEL}) && (!({WORKLOAD_CEL})"
+        " || self.authentication.workload.serviceAccountName"
+        " == oldSelf.authentication.workload.serviceAccountName)",
+        "message": WORKLOAD_IMMUTABLE_MESSAGE,
+        "fieldPath": ".authentication",
+    },
+    {
+        "rule": f"!({WORKLOAD_CEL}) || !has(self.rotation)",
+        "message": WORKLOAD_ROTATION_MESSAGE,
+        "fieldPath": ".rotation",
+    },
+    {
+        "rule": f"!({WORKLOAD_CEL}) || !has(self.tls)"
+        " || !((has(self.tls.x509) && self.tls.x509)"
+        " || has(self.tls.issuer) || has(self.tls.subject))",
+        "message": WORKLOAD_TLS_MESSAGE,
+        "fieldPath": ".authentication.workload",
+    },
+)
+"""The DatabaseUser spec's CEL rules of a workload identity (the model checks them too, transitions aside)."""
 
 
 class Authentication(Model):

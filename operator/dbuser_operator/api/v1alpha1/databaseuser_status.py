@@ -18,6 +18,20 @@ from dbuser_operator.api.v1alpha1.meta import (
 )
 
 
+class WorkloadStatus(Model):
+    """The workload identity in force: whose pods log in, with a certificate of which subject and issuer."""
+
+    service_account_name: str = Field(alias="serviceAccountName")
+    """The ServiceAccount (of the DatabaseUser's namespace) whose pods log in to the account."""
+
+    subject: str
+    """The subject the account requires (REQUIRE SUBJECT), in OpenSSL's one-line form:
+    /O=dbuser-operator/OU=<namespace>/CN=<serviceAccountName>."""
+
+    issuer: str
+    """The issuer the account requires (REQUIRE ISSUER): the operator's signing CA's subject."""
+
+
 class DatabaseUserStatus(Model):
     """The state of the account as the operator last observed it."""
 
@@ -42,6 +56,10 @@ class DatabaseUserStatus(Model):
 
     authentication_plugin: str | None = None
     """The authentication plugin in force on the account, when spec.authentication names one."""
+
+    workload: WorkloadStatus | None = None
+    """The workload identity in force, when spec.authentication.workload binds a ServiceAccount: the
+    account takes that ServiceAccount's pod certificates, and no password."""
     hosts: list[str] | None = None
     """Hosts of the accounts this resource owns, as the operator's bookkeeping table records them at the
     end of the last pass: spec.host and spec.hosts, and a removed host whose account could not be dropped

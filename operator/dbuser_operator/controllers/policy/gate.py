@@ -81,7 +81,7 @@ class PolicyGate:
 
     def check_database(self, server: ServerResource | None, database: Database) -> None:
         """Raise PolicyViolation if the namespace of ``database`` may not have its name."""
-        name = database.effective_name()
+        name = database.mysql_name()
         self._check(
             server,
             database.metadata.namespace,

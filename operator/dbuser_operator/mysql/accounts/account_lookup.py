@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from dbuser_operator.mysql.accounts import account_metadata, account_options, catalog
-from dbuser_operator.mysql.accounts.account_options import LockPolicy
+from dbuser_operator.mysql.accounts import account_metadata, catalog, lock_policy
+from dbuser_operator.mysql.accounts.lock_policy import LockPolicy
 from dbuser_operator.mysql.bookkeeping.ownership import Owner, compare_fingerprints, table, valid_account
 from dbuser_operator.mysql.session.connection import Database
 from dbuser_operator.mysql.session.server import ServerInfo
@@ -25,7 +25,7 @@ class Lookup:
     not compared: two lookups are equal when owner, existence and fingerprint are). ``metadata``: the owner
     entry and comment in its attributes (:mod:`.account_metadata`; None: no account; not compared).
     ``policy``: its lock and password policy (None: no account) and ``default_lifetime`` the server's
-    ``default_password_lifetime`` (:mod:`.account_options`; not compared either), so that a pass needs no
+    ``default_password_lifetime`` (:mod:`.lock_policy`; not compared either), so that a pass needs no
     statement of its own for them.
     """
 
@@ -57,14 +57,14 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
             auth=catalog.authentication_string(server, "u"),
             plugin=catalog.plugin(server, "u"),
             metadata=account_metadata.columns(server, "u"),
-            policy=account_options.column_list(server, "u"),
+            policy=lock_policy.column_list(server, "u"),
         )
     )
     uid, namespace, name, recorded, account, current, plugin, owner_entry, comment = rows[0][:9]
     owner = Owner(str(uid), str(namespace), str(name)) if uid is not None else None
     exists = account is not None
     intact = compare_fingerprints(recorded, current) if owner is not None and exists else None
-    policy = LockPolicy.from_row(dict(zip(account_options.COLUMNS, rows[0][9:13], strict=True)))
+    policy = LockPolicy.from_row(dict(zip(lock_policy.COLUMNS, rows[0][9:13], strict=True)))
     return Lookup(
         owner,
         exists,

@@ -124,7 +124,7 @@ async def set_password(
     a password somebody changed by hand. Only a current password the operator set itself (its fingerprint
     matches) is retained: never one changed by hand, nor the password of an account being adopted."""
     strategy = await strategy_for(handle, ctx)
-    db, user, host = handle.db, ctx.user.effective_user(), ctx.host
+    db, user, host = handle.db, ctx.user.mysql_name(), ctx.host
     previous = ctx.status.rotation or RotationStatus()
     moment = format_time(now())
     if strategy == "Immediate":
@@ -189,7 +189,7 @@ async def set_on_mariadb(
     current one kept next to it with ``retain``, the older one with ``keep_older``
     (:mod:`..mysql.mariadb_dual_auth`); whether an older password still logs in. A password already
     current is not set again: a retried pass retains nothing twice."""
-    db, user, host = ctx.server.db, ctx.user.effective_user(), host or ctx.host
+    db, user, host = ctx.server.db, ctx.user.mysql_name(), host or ctx.host
     method = authentication.effective(ctx.authentication, server)
     if method is None:  # refused by strategy_for before: MariaDB's default plugin without its hash
         raise ConditionError("DualPasswordUnsupported", dual_passwords_lacking(server, None), retry=False)
@@ -236,7 +236,7 @@ async def resume(handle: ServerHandle, ctx: Context) -> None:
     strategy = await strategy_for(handle, ctx)
     if strategy != "DualPassword":
         return
-    user, server = ctx.user.effective_user(), await handle.server()
+    user, server = ctx.user.mysql_name(), await handle.server()
     if server.flavour == "mariadb":
         entries = await mariadb_dual_auth.read_state(handle.db, user, ctx.host)
         retained = entries is not None and entries.retained
@@ -281,7 +281,7 @@ class DiscardStep:
                 mariadb_dual_auth.discard_old_password if mariadb else dual_password.discard_old_password
             )
             for host in self._hosts(ctx):  # every account the resource holds
-                await discard(ctx.server.db, ctx.user.effective_user(), host)
+                await discard(ctx.server.db, ctx.user.mysql_name(), host)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.rotation = rotation.model_copy(update={"phase": "Discarded"})
@@ -317,7 +317,7 @@ class DiscardStep:
             return 0
         try:
             found = await dual_password.sessions_up_to(
-                ctx.server.db, ctx.user.effective_user(), self._hosts(ctx), watermark
+                ctx.server.db, ctx.user.mysql_name(), self._hosts(ctx), watermark
             )
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
