@@ -9,6 +9,7 @@ named in the report's header. Component logs are kept, and their last lines prin
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -30,6 +31,7 @@ from dbuser_operator.envtest import (
     install_crds,
     provide_mysql,
 )
+from dbuser_operator.envtest.certmanager import CLUSTER_RESOURCE_NAMESPACE, CertManager
 from dbuser_operator.envtest.flavours import DEFAULT_FLAVOUR, selected_flavour
 from dbuser_operator.envtest.fleet import Fleet, provide_fleet
 from dbuser_operator.envtest.mysql import GENERAL_LOG
@@ -164,6 +166,26 @@ async def kube_api(kube: KubeCluster) -> AsyncIterator[client.ApiClient]:
 async def crds(kube_api: client.ApiClient) -> list[str]:
     """The project's CRDs from crds/, installed and Established."""
     return await install_crds(kube_api, REPO / "crds")
+
+
+@pytest.fixture(scope="session")
+async def cert_manager(
+    binaries: Binaries, kube: KubeCluster, kube_api: client.ApiClient, envtest_workdir: Path
+) -> AsyncIterator[CertManager]:
+    """cert-manager's real controller (built by hack/testbin.sh) against the local API server, its CRDs
+    installed, and the namespace of its ClusterIssuers' Secrets (cert-manager)."""
+    if kube.control_plane is None:
+        pytest.skip("runs cert-manager's controller against the local API server only")
+    manager = CertManager(
+        binaries, read_pins()["CERT_MANAGER_VERSION"], kube.kubeconfig, envtest_workdir / "cert-manager"
+    )
+    await manager.install_crds(kube_api)
+    core = client.CoreV1Api(kube_api)
+    body = client.V1Namespace(metadata=client.V1ObjectMeta(name=CLUSTER_RESOURCE_NAMESPACE))
+    await core.create_namespace(body, _request_timeout=30)
+    await asyncio.to_thread(manager.start)
+    yield manager
+    await asyncio.to_thread(manager.stop)
 
 
 @pytest.fixture(scope="session")

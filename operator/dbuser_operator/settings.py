@@ -178,6 +178,17 @@ class Settings(BaseSettings):
         description="privileges a DatabaseUser may be granted on *.*, comma-separated (others would let an "
         "account take over other accounts)",
     )
+    cert_manager: bool = Field(
+        False,
+        description="request the client certificates of DatabaseUsers' spec.tls.certificate from "
+        "cert-manager (its CRDs must be installed, and the operator may manage Certificates)",
+    )
+    cert_manager_cluster_issuers: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="ClusterIssuers any namespace may request client certificates from, comma-separated, "
+        "where no server policy decides (the default server, a server resource without spec.policy); "
+        "default none",
+    )
     resync_period: float = Field(
         300.0, ge=0, description="seconds between drift checks of every owned account (0: never)"
     )
@@ -266,7 +277,13 @@ class Settings(BaseSettings):
         """TLS flags that work but deserve a change (logged at start)."""
         return self.mysql_tls_options().hints(_TLS_FLAGS)
 
-    @field_validator("namespaces", "reserved_users", "allowed_global_privileges", mode="before")
+    @field_validator(
+        "namespaces",
+        "reserved_users",
+        "allowed_global_privileges",
+        "cert_manager_cluster_issuers",
+        mode="before",
+    )
     @classmethod
     def _split_namespaces(cls, value: object) -> object:
         if isinstance(value, str):

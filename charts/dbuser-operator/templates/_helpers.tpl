@@ -72,7 +72,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 What the operator does with the Kubernetes API, and nothing more (a test runs the operator with exactly
 these rules): DatabaseUsers, DatabaseRoles and MySQLServers (read; finalizers and status by patch), Secrets
 (list and watch: the passwords come from the cache; get, create, patch and delete: the generated-password
-and connection Secrets it owns), Events (record).
+and connection Secrets it owns), Events (record); with certManager.enabled, cert-manager's Certificates (the
+ones it makes for spec.tls.certificate: read, create, patch, delete) and CertificateRequests (list: the reason
+of a pending one). cert-manager's Secrets are read with the Secret rule above.
 */}}
 {{- define "dbuser-operator.rules" -}}
 - apiGroups: ["mysql.dbuser-operator.dev"]
@@ -111,6 +113,14 @@ and connection Secrets it owns), Events (record).
 - apiGroups: ["apps"]
   resources: ["deployments", "statefulsets"]
   verbs: ["patch"]
+{{- if .Values.certManager.enabled }}
+- apiGroups: ["cert-manager.io"]
+  resources: ["certificates"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["cert-manager.io"]
+  resources: ["certificaterequests"]
+  verbs: ["list"]
+{{- end }}
 {{- if .Values.workloadIdentity.signingCA.secretName }}
 - apiGroups: ["certificates.k8s.io"]
   resources: ["podcertificaterequests"]
@@ -219,6 +229,12 @@ and status by patch).
 {{- $args = append $args (printf "--reserved-users=%s" (join "," .)) }}
 {{- end }}
 {{- $args = append $args (printf "--allowed-global-privileges=%s" (join "," .Values.allowedGlobalPrivileges)) }}
+{{- if .Values.certManager.enabled }}
+{{- $args = append $args "--cert-manager" }}
+{{- end }}
+{{- with .Values.certManager.clusterIssuers }}
+{{- $args = append $args (printf "--cert-manager-cluster-issuers=%s" (join "," .)) }}
+{{- end }}
 {{- $args = append $args (printf "--resync-period=%v" .Values.resyncPeriod) }}
 {{- $args = append $args (printf "--max-concurrent-reconciles=%d" (int .Values.maxConcurrentReconciles)) }}
 {{- $args = append $args (printf "--shutdown-timeout=%v" .Values.shutdownTimeout) }}

@@ -222,16 +222,22 @@ def certificate_subject(common_name: str) -> str:
 def tls_login(mysql: MySQLServer, user: str, password: str = "pw", **options: Any) -> str | int:
     """Log in over verified TLS with ``options`` (a certificate, or none): CURRENT_USER(), or the refusal's
     error code."""
+    return current_user(
+        host=mysql.host,
+        port=mysql.port,
+        user=user,
+        password=password.encode(),
+        connect_timeout=5,
+        **client_tls(mysql, tls=True),
+        **options,
+    )
+
+
+def current_user(**options: Any) -> str | int:
+    """Log in with PyMySQL's ``options``: CURRENT_USER(), or the refusal's error code (a TLS handshake the
+    server ends included)."""
     try:
-        connection = pymysql.connect(
-            host=mysql.host,
-            port=mysql.port,
-            user=user,
-            password=password.encode(),
-            connect_timeout=5,
-            **client_tls(mysql, tls=True),
-            **options,
-        )
+        connection = pymysql.connect(**options)
     except pymysql.err.OperationalError as error:
         return int(error.args[0])
     try:

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
-from dbuser_operator.envtest import KubeCluster, MySQLServer
+from dbuser_operator.envtest import KubeCluster, LocalMySQLServer, MySQLServer
+from dbuser_operator.envtest.certmanager import CertManager
+from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.runtime.client import KubeClient
 from tests.integration.operator.support.instances import (
     Instances,
@@ -71,6 +73,25 @@ async def start_module_operator(
     started = Instances(kube, mysql, operator_logs)
     yield started.start
     await started.finish(KubeClient(kube_api))
+
+
+@pytest.fixture
+async def cert_manager_operator(
+    instances: Instances, cert_manager: CertManager
+) -> AsyncIterator[RunningOperator]:
+    """``operator``, requesting client certificates from the session's real cert-manager."""
+    try:
+        yield await instances.start_own(resync_period=1.0, cert_manager=True)
+    finally:
+        forget_own()
+
+
+@pytest.fixture
+def server_ca(mysql_provider: MySQLServer | LocalMySQLServer) -> CertificateAuthority:
+    """The CA the local MySQL server trusts for client certificates (``--ssl-ca``), with its key."""
+    if not isinstance(mysql_provider, LocalMySQLServer):
+        pytest.skip("needs a local server whose CA the test holds (MYSQL_URL or a container is in use)")
+    return mysql_provider.ca
 
 
 @pytest.fixture

@@ -33,6 +33,15 @@ OPERATOR_RULES: frozenset[Rule] = frozenset(
     | {("", "events", verb) for verb in ("create", "patch")}
     | {("", "pods", "list"), ("apps", "deployments", "patch"), ("apps", "statefulsets", "patch")}
 )
+CERT_MANAGER_RULES: frozenset[Rule] = frozenset(
+    {
+        ("cert-manager.io", "certificates", verb)
+        for verb in ("get", "list", "watch", "create", "patch", "delete")
+    }
+    | {("cert-manager.io", "certificaterequests", "list")}
+)
+"""With certManager.enabled: the Certificates it makes for spec.tls.certificate, and the list of
+CertificateRequests that tells why one is pending."""
 CLUSTER_RULES: frozenset[Rule] = frozenset(
     {("", "namespaces", verb) for verb in ("get", "list", "watch")}
     | {(API_GROUP, "clustermysqlservers", verb) for verb in ("get", "list", "watch", "patch")}
@@ -74,6 +83,8 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
         },
     },
     "leader-election-off": {"leaderElection": {"enabled": False}},
+    "cert-manager": {"certManager": {"enabled": True, "clusterIssuers": ["mysql-clients", "corp"]}},
+    "cert-manager-watch-namespaces": {"certManager": {"enabled": True}, "watchNamespaces": ["team-a"]},
     "leader-election-on-one-replica": {"leaderElection": {"enabled": True, "leaseName": "my-lease"}},
     "tls": {
         "mysql": {

@@ -26,6 +26,7 @@ from dbuser_operator.envtest import Binaries
 from dbuser_operator.settings import Settings
 from tests.conftest import REPO
 from tests.unit.chart.chart import (
+    CERT_MANAGER_RULES,
     CHART,
     CLUSTER_EVENT_RULES,
     CLUSTER_RULES,
@@ -286,6 +287,8 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
 
     signer = bool(values["workloadIdentity"]["signingCA"]["secretName"])
     namespaced_rules = OPERATOR_RULES | (WORKLOAD_RULES if signer else frozenset())
+    if values["certManager"]["enabled"]:
+        namespaced_rules |= CERT_MANAGER_RULES
     cluster_rules = CLUSTER_RULES | (WORKLOAD_CLUSTER_RULES if signer else frozenset())
     secrets_namespace = values["clusterResourceNamespace"] or "ops"
     server_secrets = roles.get((secrets_namespace, "dbu-dbuser-operator-server-secrets"))
@@ -457,6 +460,8 @@ def test_args_are_the_operators_flags(
     assert settings.ownership_schema == values["ownershipSchema"]
     assert settings.reserved_users == values["reservedUsers"]
     assert settings.allowed_global_privileges == values["allowedGlobalPrivileges"]
+    assert settings.cert_manager is values["certManager"]["enabled"]
+    assert settings.cert_manager_cluster_issuers == values["certManager"]["clusterIssuers"]
     assert settings.resync_period == values["resyncPeriod"]
     assert settings.max_concurrent_reconciles == values["maxConcurrentReconciles"]
     assert settings.shutdown_timeout == values["shutdownTimeout"]

@@ -1,8 +1,9 @@
 """The operator's Kubernetes API, version v1alpha1: the single source of truth of the CRDs.
 
 One module per kind, as a kubebuilder project keeps one ``<kind>_types.go`` each: :mod:`.databaseuser`
-(with its own parts in :mod:`.account`, :mod:`.credentials` and :mod:`.databaseuser_status`),
-:mod:`.databaserole`, :mod:`.database` and :mod:`.mysqlserver` (MySQLServer and ClusterMySQLServer); what
+(with its own parts in :mod:`.account`, :mod:`.credentials`, :mod:`.client_certificate` and
+:mod:`.databaseuser_status`), :mod:`.databaserole`, :mod:`.database` and :mod:`.mysqlserver` (MySQLServer and
+ClusterMySQLServer); what
 several kinds share is in :mod:`.meta` (the base model, metadata, conditions, Secret keys, server references,
 annotations, finalizers, CEL helpers) and :mod:`.grants` (privileges). This package re-exports the
 DatabaseUser API and the shared types under the names the single module ``v1alpha1`` had; the other kinds

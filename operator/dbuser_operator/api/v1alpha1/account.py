@@ -10,6 +10,7 @@ from typing import Final, Literal, get_args
 from pydantic import ConfigDict, Field, JsonValue, model_validator
 
 from dbuser_operator.api.duration import DAYS_PATTERN, days_cel, parse_days
+from dbuser_operator.api.v1alpha1.client_certificate import ClientCertificate
 from dbuser_operator.api.v1alpha1.meta import DNS_SUBDOMAIN_PATTERN, INT64, Model
 from dbuser_operator.mysql.accounts import account_metadata, authentication, tls_identity
 
@@ -50,6 +51,9 @@ COMMENT_MAX_LENGTH: Final = account_metadata.COMMENT_MAX_LENGTH
 X509_ALONE_MESSAGE: Final = (
     "x509 stands alone (MySQL's REQUIRE X509): issuer and subject require a client certificate by themselves"
 )
+CERTIFICATE_SUBJECT_MESSAGE: Final = (
+    "tls.certificate needs tls.subject: the certificate is requested with the subject the account requires"
+)
 
 
 class TLSIdentity(Model):
@@ -64,7 +68,12 @@ class TLSIdentity(Model):
                     "rule": "!self.x509 || (!has(self.issuer) && !has(self.subject) && !has(self.cipher))",
                     "message": X509_ALONE_MESSAGE,
                     "fieldPath": ".x509",
-                }
+                },
+                {
+                    "rule": "!has(self.certificate) || has(self.subject)",
+                    "message": CERTIFICATE_SUBJECT_MESSAGE,
+                    "fieldPath": ".certificate",
+                },
             ]
         }
     )
@@ -85,10 +94,18 @@ class TLSIdentity(Model):
     """REQUIRE CIPHER: the TLS cipher the connection must use, by its OpenSSL name (e.g.
     TLS_AES_256_GCM_SHA384). On MySQL, a cipher requirement needs a client certificate too."""
 
+    certificate: ClientCertificate | None = None
+    """Have the operator request the client certificate from cert-manager (an Issuer of this namespace, or
+    a ClusterIssuer the server's policy admits), with subject as its subject; the connection Secret then
+    carries tls.crt, tls.key and ca.crt, renewed by cert-manager without a write to MySQL. Needs subject,
+    and an operator started with --cert-manager. Unset: the client brings its own certificate."""
+
     @model_validator(mode="after")
     def _x509_alone(self) -> TLSIdentity:
         if self.x509 and (self.issuer is not None or self.subject is not None or self.cipher is not None):
             raise ValueError(X509_ALONE_MESSAGE)
+        if self.certificate is not None and self.subject is None:
+            raise ValueError(CERTIFICATE_SUBJECT_MESSAGE)
         return self
 
 

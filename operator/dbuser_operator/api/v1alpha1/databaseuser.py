@@ -23,6 +23,7 @@ from dbuser_operator.api.v1alpha1.account import (
     Authentication,
     TLSIdentity,
 )
+from dbuser_operator.api.v1alpha1.client_certificate import certificate_secret_cel, certificate_secret_problem
 from dbuser_operator.api.v1alpha1.credentials import ConnectionSecret, GeneratedPassword, Rotation
 from dbuser_operator.api.v1alpha1.databaseuser_status import DatabaseUserStatus
 from dbuser_operator.api.v1alpha1.grants import GRANT_DATABASE_CEL, MAX_GRANTS, ONE_ENTRY_MESSAGE, Grant
@@ -387,6 +388,7 @@ class DatabaseUser(Model):
                     "message": CONNECTION_SECRET_NAME_MESSAGE,
                     "fieldPath": ".spec.connectionSecret.name",
                 },
+                *certificate_secret_cel(),
             ]
         }
     )
@@ -406,6 +408,15 @@ class DatabaseUser(Model):
         connection = self.spec.connection_secret
         if connection is not None and connection.name == self.password_secret_name():
             raise ValueError(CONNECTION_SECRET_NAME_MESSAGE)
+        certificate = self.spec.tls.certificate if self.spec.tls is not None else None
+        problem = certificate_secret_problem(
+            self.metadata.name or "",
+            certificate,
+            self.password_secret_name(),
+            connection.name if connection is not None else None,
+        )
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     def password_secret_name(self) -> str | None:

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from dbuser_operator.api.v1alpha1.account import ObservedAccount
+from dbuser_operator.api.v1alpha1.client_certificate import ClientCertificateStatus
 from dbuser_operator.api.v1alpha1.credentials import AppliedSecret, RotationStatus
 from dbuser_operator.api.v1alpha1.meta import (
     DNS_SUBDOMAIN_MAX_LENGTH,
@@ -85,6 +86,11 @@ class DatabaseUserStatus(Model):
     )
     """Name of the connection Secret the operator last wrote: once spec.connectionSecret is renamed or
     removed, the Secret of this name is deleted (if this DatabaseUser owns it)."""
+
+    client_certificate: ClientCertificateStatus | None = None
+    """The client certificate cert-manager issued for spec.tls.certificate: its Certificate and Secret, the
+    issuer and expiry of the one in use. Once spec.tls.certificate is removed, that Certificate and Secret
+    are deleted."""
 
     def to_api(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The status as the API stores it (camelCase, None left out), keeping the fields of ``previous``

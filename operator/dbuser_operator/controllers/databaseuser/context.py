@@ -41,6 +41,8 @@ class Context(ServerPass[DatabaseUserStatus]):
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server
     workload: Workload | None = None  # the ServiceAccount bound (spec.authentication.workload), resolved
     host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
+    # The client certificate cert-manager issued (tls.crt, tls.key, ca.crt), for the connection Secret.
+    client_certificate: dict[str, str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.host = self.host or self.user.spec.host

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from dbuser_operator.api.v1alpha1.client_certificate import SECRET_SUFFIX
 from dbuser_operator.controllers.kit.resources import server_key
 from dbuser_operator.runtime.controller import KeyMapper, objects_naming
 from dbuser_operator.runtime.informer import Informer
@@ -25,15 +26,20 @@ def _in_namespace(obj: dict[str, Any], names: list[Any]) -> list[str]:
 
 def referenced_secret(obj: dict[str, Any]) -> list[str]:
     """Index values: ``namespace/name`` of the Secrets a DatabaseUser takes its password from or writes
-    (a generated password's, the connection Secret)."""
+    (a generated password's, the connection Secret), or whose data it copies (cert-manager's, of
+    spec.tls.certificate)."""
     spec = obj.get("spec") or {}
     generated = spec.get("generatedPassword")
+    certificate = (spec.get("tls") or {}).get("certificate")
     names = [
         (spec.get("password") or {}).get("name"),
         (generated.get("secretName") or f"{obj['metadata'].get('name')}-password")
         if isinstance(generated, dict)
         else None,
         (spec.get("connectionSecret") or {}).get("name"),
+        (certificate.get("secretName") or f"{obj['metadata'].get('name')}{SECRET_SUFFIX}")
+        if isinstance(certificate, dict)
+        else None,
     ]
     return _in_namespace(obj, names)
 

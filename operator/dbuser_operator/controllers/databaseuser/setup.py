@@ -3,6 +3,8 @@ steps in order, its watches and key mappers, and its leader-only periodic tasks.
 
 from __future__ import annotations
 
+from dbuser_operator.api.v1alpha1 import API_VERSION, KIND
+from dbuser_operator.controllers.databaseuser.cert_manager import CertManagerObjects, certificate_informer
 from dbuser_operator.controllers.databaseuser.compliance import (
     COMPLIANCE,
     export_while_leading,
@@ -29,6 +31,7 @@ from dbuser_operator.controllers.databaseuser.steps.account_metadata import (
     CommentCheckStep,
 )
 from dbuser_operator.controllers.databaseuser.steps.authentication import AuthenticationStep
+from dbuser_operator.controllers.databaseuser.steps.client_certificate import ClientCertificateStep
 from dbuser_operator.controllers.databaseuser.steps.connection_secret import ConnectionSecretStep
 from dbuser_operator.controllers.databaseuser.steps.credentials import CredentialsStep, SessionsStep
 from dbuser_operator.controllers.databaseuser.steps.generated import GeneratedPasswordStep
@@ -53,11 +56,13 @@ from dbuser_operator.controllers.kit.finalizer import Finalizer, FinalizerStep
 from dbuser_operator.controllers.kit.ownership import LiveOwners
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.controllers.kit.steps import Step
+from dbuser_operator.controllers.policy.issuers import CertificateRules
 from dbuser_operator.controllers.servers.access_status import AccessStatus
 from dbuser_operator.controllers.shared import Shared, add_kind
 from dbuser_operator.credentials.endpoints import Endpoint
 from dbuser_operator.credentials.render_pool import RenderPool
 from dbuser_operator.runtime.controller import Controller
+from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.manager import Manager
 from dbuser_operator.runtime.predicates import DELETED
 from dbuser_operator.runtime.resources import ObjectKey
@@ -73,10 +78,17 @@ def steps(
     renderer: RenderPool,
     queue: RateLimitingQueue[ObjectKey],
     signing_ca: SigningCASource | None = None,
+    *,
+    certificates: Informer | None = None,
 ) -> list[Step]:
     """The steps in the order their ensure halves run (deletion runs them in reverse). A step that reads
-    what another one learns says so in its ``after``: the reconciler checks the order when it is built."""
+    what another one learns says so in its ``after``: the reconciler checks the order when it is built.
+    ``certificates``: the cert-manager Certificates' cache, when the operator requests certificates."""
     settings, kube = shared.settings, shared.kube
+    cert_manager = None
+    if certificates is not None:
+        cert_manager = CertManagerObjects(kube, certificates, shared.secrets, shared.scope)
+    issuers = CertificateRules(shared.policy, settings.cert_manager_cluster_issuers)
 
     def requeue_claimants(server: str, user: str, host: str) -> None:
         """A resource let go of ``'user'@'host'`` (a host left its spec): the others naming it may have it."""
@@ -111,6 +123,7 @@ def steps(
             on_release=requeue_claimants,
         ),
         ScheduledRotationStep(owned_secrets),  # every host at once, before the connection Secret
+        ClientCertificateStep(cert_manager, issuers),  # issued for the accounts, before the connection Secret
         ConnectionSecretStep(owned_secrets, renderer, default_endpoints(settings), requeue=queue.add),
         RolloutStep(kube),
         DiscardStep(shared.reader),  # after the connection Secret has the new password
@@ -133,10 +146,20 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     settings, users = shared.settings, shared.users
     renderer = RenderPool()  # fair between namespaces: one tenant's templates delay only itself
     signing_ca = SigningCASource(settings.workload_signing_ca)  # the issuer of workload accounts
+    certificates = None
+    if settings.cert_manager:  # its Certificates: made by this instance (the target label), in its namespaces
+        certificates = certificate_informer(shared.reader, settings.namespaces, shared.scope)
     reconciler = DatabaseUserReconciler(
         shared.frame,
         users,
-        steps(shared, OwnedSecrets(shared.kube, shared.secrets), renderer, queue, signing_ca),
+        steps(
+            shared,
+            OwnedSecrets(shared.kube, shared.secrets),
+            renderer,
+            queue,
+            signing_ca,
+            certificates=certificates,
+        ),
         observer=Observer(shared.policy, signing_ca),
         observe_period=settings.resync_period,
         policy=shared.policy,
@@ -154,6 +177,8 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     controller.watch_mapped(users, claimants_of(users), DELETED)
     controller.watch_mapped(shared.roles, users_of_role(users))  # every change, status included
     controller.watch_mapped(shared.databases, users_of_database(users))  # status included: Ready
+    if certificates is not None:  # cert-manager's progress (status) brings the owner back
+        controller.watch_owned(certificates, API_VERSION, KIND)
     manager.on_shutdown(renderer.close)
 
     handles = shared.servers.registry.handles

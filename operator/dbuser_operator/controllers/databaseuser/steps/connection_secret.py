@@ -1,20 +1,21 @@
 """The connection-Secret step: a Secret with everything an application needs to connect, kept in sync.
 
-It runs after the account has its password, so a Secret never offers a password that does not work yet.
-Keys: host, port, sslMode (of the endpoint selected: ``credentials/endpoints.py``), username, password (the
-one just applied; a workload's account has none, but sslCert and sslKey: where its pods mount their
-certificate), database, DATABASE_URL, JDBC_URL, the other endpoints' keys with their prefixes, then the
-user's templates rendered in the sandbox, shared fairly between namespaces (``credentials/render_pool.py``):
-a render that must wait for its turn ends the pass with ``TemplatesPending`` (nothing written, later steps
-wait too; ``Progressing=True``, and an account that serves stays Ready: ``progress.py``) and the resource
-comes back once it is done; a resource without templates never waits on the renderer. The
-Secret's annotation ``mysql.dbuser-operator.dev/credential-version`` counts the passwords it has held: it
-goes up by one whenever the password written changes (mirrored in ``status.credentialVersion``), so a
-rollout can key on it. The Secret is written only when something differs, conditionally on the
-resourceVersion it was computed from; labels and annotations removed from the spec are removed from it
-(``secret_metadata.py``). Its name is kept in ``status.connectionSecret``: once the spec renames or removes
-it, the Secret of that name is deleted if this DatabaseUser owns it. Under ``Delete`` it goes with the
-resource; under ``Retain`` it stays, no longer owned.
+It runs after the account has its password, so a Secret never offers a password that does not work yet. Keys:
+host, port, sslMode (of the endpoint selected: ``credentials/endpoints.py``), username, password (the one just
+applied; a workload's account has none, but sslCert and sslKey: where its pods mount their certificate),
+database, DATABASE_URL, JDBC_URL, the other endpoints' keys with their prefixes, then the user's templates
+rendered in the sandbox, shared fairly between namespaces (``credentials/render_pool.py``): a render that must
+wait for its turn ends the pass with ``TemplatesPending`` (nothing written, later steps wait too;
+``Progressing=True``, and an account that serves stays Ready: ``progress.py``) and the resource comes back
+once it is done; a resource without templates never waits on the renderer. With ``spec.tls.certificate``,
+tls.crt, tls.key and ca.crt of the certificate cert-manager issued come last (``client_certificate.py``: a
+template cannot stand in for them). The Secret's annotation ``mysql.dbuser-operator.dev/credential-version``
+counts the passwords it has held: it goes up by one whenever the password written changes (mirrored in
+``status.credentialVersion``), so a rollout can key on it. The Secret is written only when something differs,
+conditionally on the resourceVersion it was computed from; labels and annotations removed from the spec are
+removed from it (``secret_metadata.py``). Its name is kept in ``status.connectionSecret``: once the spec
+renames or removes it, the Secret of that name is deleted if this DatabaseUser owns it. Under ``Delete`` it
+goes with the resource; under ``Retain`` it stays, no longer owned.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class ConnectionSecretStep:
     """Writes the connection Secret when it is missing or differs from what it should hold."""
 
     name = "connection-secret"
-    after = ("password", "hosts")  # a Secret never offers a password that does not work yet
+    # A Secret never offers a password that does not work yet, nor a certificate not issued yet.
+    after = ("password", "hosts", "client-certificate")
 
     def __init__(
         self,
@@ -112,7 +114,7 @@ class ConnectionSecretStep:
         values = self._values(ctx, spec, ctx.password)
         secret = self.secrets.cached(ctx, spec.name)
         rendered = await self._render(ctx, spec, values, secret)
-        data = values | rendered
+        data = values | rendered | (ctx.client_certificate or {})  # templates cannot stand in for it
         if secret is not None:
             secret = await self.secrets.claim(ctx, secret, WHAT)
         version = self._version(ctx, secret, data.get("password"))
