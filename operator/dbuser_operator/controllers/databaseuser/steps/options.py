@@ -46,7 +46,7 @@ class OptionsStep:
         if ctx.created and desired == limits.AccountOptions():
             return  # a new account has the default options
         try:
-            changed = await limits.apply_options(ctx.server.db, user, host, desired)
+            changed = await limits.apply_options(ctx.server.db, user, host, desired, current=ctx.options)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         if changed:
