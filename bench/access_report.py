@@ -5,8 +5,8 @@
 For each flavour it starts a local server (no general log) and, for each size, makes that many owned
 accounts (``CREATE USER``, one database grant, a row in the bookkeeping table) next to ``--unmanaged``
 accounts of nobody's with a global privilege; then it does what the drift check does for a server resource
-on top of its inventory — :func:`~dbuser_operator.mysql.inventory.read_inventory`, then
-:func:`~dbuser_operator.mysql.access.read_accounts` (the one more query), then
+on top of its inventory — :func:`~dbuser_operator.mysql.bookkeeping.inventory.read_inventory`, then
+:func:`~dbuser_operator.mysql.bookkeeping.access.read_accounts` (the one more query), then
 :func:`~dbuser_operator.controllers.servers.access.build` and the status's JSON — and prints the process
 CPU seconds of each part (this process is the leader's stand-in: one event loop, as the operator's), the
 server's CPU for the extra query, and the size of ``status.access``. Benchmark code, not a product path.
@@ -25,10 +25,11 @@ from pathlib import Path
 from bench.common import admin_settings, make_owned_accounts, sample_process
 from dbuser_operator.controllers.servers.access import DriftFound, build
 from dbuser_operator.envtest import LocalMySQLServer, locate
-from dbuser_operator.mysql import Database, ownership
-from dbuser_operator.mysql.access import read_accounts
-from dbuser_operator.mysql.inventory import read_inventory
-from dbuser_operator.mysql.server import read_server
+from dbuser_operator.mysql import Database
+from dbuser_operator.mysql.bookkeeping import ownership
+from dbuser_operator.mysql.bookkeeping.access import read_accounts
+from dbuser_operator.mysql.bookkeeping.inventory import read_inventory
+from dbuser_operator.mysql.session.server import read_server
 
 SCHEMA = "access_bench"
 

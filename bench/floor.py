@@ -52,7 +52,7 @@ from bench.common import (
 )
 from bench.servers import FLEET_ENV, fleet_from_env
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS, DATABASES
-from dbuser_operator.mysql.tls import SSLMode, TLSOptions, negotiate_tls_like_mysql_clients
+from dbuser_operator.mysql.session.tls import SSLMode, TLSOptions, negotiate_tls_like_mysql_clients
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import EVENTS, SECRETS, Resource
 

@@ -4,9 +4,9 @@
 
 For each flavour it starts a local server (no general log), and for each size makes that many owned
 accounts (``CREATE USER``, one database grant, a row in the bookkeeping table), then runs
-:func:`~dbuser_operator.mysql.inventory.inventory` once, as the periodic drift check does for each server,
-and prints its wall time and the server's CPU seconds. Linear growth doubles them with the size. Benchmark
-code, not a product path.
+:func:`~dbuser_operator.mysql.bookkeeping.inventory.inventory` once, as the periodic drift check does for
+each server, and prints its wall time and the server's CPU seconds. Linear growth doubles them with the size.
+Benchmark code, not a product path.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from pathlib import Path
 
 from bench.common import admin_settings, make_owned_accounts, sample_process
 from dbuser_operator.envtest import LocalMySQLServer, locate
-from dbuser_operator.mysql import Database, ownership
-from dbuser_operator.mysql.inventory import inventory
+from dbuser_operator.mysql import Database
+from dbuser_operator.mysql.bookkeeping import ownership
+from dbuser_operator.mysql.bookkeeping.inventory import inventory
 
 SCHEMA = "inventory_bench"  # its bookkeeping table: `inventory_bench`.`accounts` (ownership.TABLE)
 

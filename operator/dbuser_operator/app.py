@@ -24,8 +24,8 @@ from dbuser_operator.controllers.servers.connection import DatabaseFactory
 from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.controllers.servers.watch import server_kinds_served
 from dbuser_operator.controllers.shared import Shared
-from dbuser_operator.mysql.connection import ConnectionSettings, Database
-from dbuser_operator.mysql.fencing import LeaderTerm, SessionFence, SupersededError
+from dbuser_operator.mysql.bookkeeping.fencing import LeaderTerm, SessionFence, SupersededError
+from dbuser_operator.mysql.session.connection import ConnectionSettings, Database
 from dbuser_operator.runtime.client import KubeClient, api_client
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.fence import Fence, FenceLost, open_fence

@@ -34,8 +34,8 @@ from dbuser_operator.envtest import (
     install_crds,
     provide_mysql,
 )
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.tls import SSLMode
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.tls import SSLMode
 from dbuser_operator.runtime.logging import configure_logging
 from dbuser_operator.settings import Settings
 

@@ -18,7 +18,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from dbuser_operator.api.v1alpha1.meta import MAX_TARGET_LENGTH
 from dbuser_operator.api.v1alpha1.mysqlserver import ENDPOINT_NAMES_MESSAGE, MAX_ENDPOINTS, ServerEndpoint
-from dbuser_operator.mysql.tls import SSLMode, TLSOptions
+from dbuser_operator.mysql.session.tls import SSLMode, TLSOptions
 
 PASSWORD_ENV = "DBUSER_OPERATOR_MYSQL_PASSWORD"  # noqa: S105 - the variable's name
 LABEL_VALUE_PATTERN = r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
@@ -93,6 +93,11 @@ class Settings(BaseSettings):
     )
     mysql_password_file: Path | None = Field(
         None, description=f"file holding the admin password (else the {PASSWORD_ENV} environment variable)"
+    )
+    workload_signing_ca: Path | None = Field(
+        None,
+        description="directory of the CA that signs workload certificates (tls.crt, tls.key: a mounted "
+        "kubernetes.io/tls Secret); unset: no workload identity (spec.authentication.workload is refused)",
     )
     mysql_connect_timeout: float = Field(
         5.0,

@@ -1,5 +1,6 @@
 """The three layers stay apart: the runtime knows no MySQL and no DatabaseUser; MySQL knows no Kubernetes; and
-the controllers stand on floors (kit ← servers ← policy ← shared ← the kinds), none importing a higher one."""
+the controllers stand on floors (kit ← servers ← policy ← shared ← the kinds), as the MySQL layer does
+(identifiers, errors ← session ← grants ← accounts, bookkeeping, databases), none importing a higher one."""
 
 from __future__ import annotations
 
@@ -131,16 +132,19 @@ def within(module: str, packages: tuple[str, ...]) -> bool:
     return any(module == package or module.startswith(f"{package}.") for package in packages)
 
 
-def test_every_folder_of_controllers_is_a_floor() -> None:
-    """A new folder (a new kind) is placed on a floor, so that the checks below cover it."""
-    controllers = PACKAGE / "controllers"
-    found = {
+def members(package: Path) -> set[str]:
+    """The names of a package's sub-packages and modules (its ``__init__`` aside)."""
+    return {
         path.stem
-        for path in controllers.iterdir()
+        for path in package.iterdir()
         if (path.is_dir() and (path / "__init__.py").exists())
         or (path.suffix == ".py" and path.name != "__init__.py")
     }
-    assert found == {name for floor in FLOORS for name in floor}
+
+
+def test_every_folder_of_controllers_is_a_floor() -> None:
+    """A new folder (a new kind) is placed on a floor, so that the checks below cover it."""
+    assert members(PACKAGE / "controllers") == {name for floor in FLOORS for name in floor}
 
 
 APART: list[tuple[str, tuple[str, ...]]] = [
@@ -173,13 +177,33 @@ def test_within_tells_a_package_from_a_longer_name() -> None:
     assert not within(f"{CONTROLLERS}.databaseuser.setup", (f"{CONTROLLERS}.database",))
 
 
-@pytest.mark.parametrize("floor", range(len(FLOORS) - 1), ids=["/".join(floor) for floor in FLOORS[:-1]])
-def test_no_floor_imports_a_higher_one(floor: int) -> None:
-    """``kit`` ← ``servers`` ← ``policy`` ← ``shared`` ← the kinds: each floor imports only from its own
-    and lower ones (imports only for the type checker included)."""
+MYSQL = "dbuser_operator.mysql"
+# The MySQL layer's floors, lowest first: the quoting and the errors, talking to a server, the grants, then
+# what stands on them (accounts and the bookkeeping read each other's modules, so they share a floor).
+MYSQL_FLOORS: tuple[tuple[str, ...], ...] = (
+    ("identifiers", "errors"),
+    ("session",),
+    ("grants",),
+    ("accounts", "bookkeeping", "databases"),
+)
+FLOOR_CASES = [
+    *((CONTROLLERS, FLOORS, floor) for floor in range(len(FLOORS) - 1)),
+    *((MYSQL, MYSQL_FLOORS, floor) for floor in range(len(MYSQL_FLOORS) - 1)),
+]
+
+
+@pytest.mark.parametrize(
+    ("package", "floors", "floor"),
+    FLOOR_CASES,
+    ids=[f"{package.rsplit('.', 1)[-1]}:{'/'.join(floors[floor])}" for package, floors, floor in FLOOR_CASES],
+)
+def test_no_floor_imports_a_higher_one(package: str, floors: tuple[tuple[str, ...], ...], floor: int) -> None:
+    """``kit`` ← ``servers`` ← ``policy`` ← ``shared`` ← the kinds, and in ``mysql/`` ``identifiers``,
+    ``errors`` ← ``session`` ← ``grants`` ← ``accounts``, ``bookkeeping``, ``databases``: each floor imports
+    only from its own and lower ones (imports only for the type checker included)."""
     graph = import_graph()
-    mine = tuple(f"{CONTROLLERS}.{name}" for name in FLOORS[floor])
-    higher = tuple(f"{CONTROLLERS}.{name}" for above in FLOORS[floor + 1 :] for name in above)
+    mine = tuple(f"{package}.{name}" for name in floors[floor])
+    higher = tuple(f"{package}.{name}" for above in floors[floor + 1 :] for name in above)
     modules = [module for module in graph if within(module, mine)]
     assert modules, "the floor has modules: the scan works"
     upward = sorted(
@@ -189,6 +213,11 @@ def test_no_floor_imports_a_higher_one(floor: int) -> None:
         if within(imported, higher)
     )
     assert upward == []
+
+
+def test_every_module_of_mysql_is_on_a_floor() -> None:
+    """A new module or sub-package of ``mysql/`` is placed on a floor, so that the check above covers it."""
+    assert members(PACKAGE / "mysql") == {name for floor in MYSQL_FLOORS for name in floor}
 
 
 MAX_MODULE_LINES = 450

@@ -159,9 +159,9 @@ class TemplateRenderer:
     """Renders templates in a worker process it starts on first use and replaces when a render times out.
 
     Its renders are serialised: a hostile template holds the others back for ``timeout`` seconds of CPU
-    time (and ``timeout * WALL_CLOCK_FACTOR`` of wall-clock time) at most. The
-    operator renders through :class:`~dbuser_operator.credentials.fair.FairRenderer`, a small pool of these
-    shared fairly between namespaces.
+    time (and ``timeout * WALL_CLOCK_FACTOR`` of wall-clock time) at most. The operator
+    renders through :class:`~dbuser_operator.credentials.render_pool.RenderPool`, a small pool of
+    these shared fairly between namespaces.
     """
 
     def __init__(

@@ -1,9 +1,9 @@
-"""The MySQL layer: accounts, grants, limits, ownership, identifier quoting, connections and errors.
-
-It knows nothing of Kubernetes.
+"""The MySQL layer, by concern: :mod:`.session` (talking to a server), :mod:`.accounts` (accounts and roles),
+:mod:`.grants`, :mod:`.databases`, :mod:`.bookkeeping` (the operator's ledger and schema), with
+:mod:`.identifiers` and :mod:`.errors` beneath them all. It knows nothing of Kubernetes; this module gathers
+the names most callers want.
 """
 
-from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.errors import (
     AccessDeniedError,
     AccountExistsError,
@@ -22,8 +22,9 @@ from dbuser_operator.mysql.errors import (
     classify,
 )
 from dbuser_operator.mysql.identifiers import InvalidIdentifierError
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import ConnectionSettings, Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 __all__ = [
     "AccessDeniedError",

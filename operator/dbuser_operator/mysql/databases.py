@@ -16,11 +16,11 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.bookkeeping.ownership import valid_database
 from dbuser_operator.mysql.errors import InvalidNameError, MySQLError
 from dbuser_operator.mysql.identifiers import SQL, InvalidIdentifierError, quote_identifier
-from dbuser_operator.mysql.ownership import valid_database
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.statement import Statement
 
 _CHARSET = re.compile(r"[A-Za-z0-9_]{1,32}")
 _COLLATION = re.compile(r"[A-Za-z0-9_]{1,64}")

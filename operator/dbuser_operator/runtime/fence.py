@@ -18,9 +18,9 @@ unsent Events, exit non-zero).
 A check cannot close the window between itself and the write it guards (the process may pause in between);
 the fencing token — :attr:`Fence.epoch`, the epoch the Lease gave this term when this process acquired it,
 with :attr:`Fence.term`, a random name of the term — closes that window where the data lives (see
-:mod:`dbuser_operator.mysql.fencing`; :meth:`Fence.reserve_epoch` asks the Lease for a higher epoch when
-the data holds one from a Lease that was deleted), and ``resourceVersion`` preconditions close it on the
-API server.
+:mod:`dbuser_operator.mysql.bookkeeping.fencing`; :meth:`Fence.reserve_epoch` asks the Lease for a higher
+epoch when the data holds one from a Lease that was deleted), and ``resourceVersion`` preconditions close it
+on the API server.
 
 Without leader election the fence is :func:`open_fence`: always open, epoch None.
 """

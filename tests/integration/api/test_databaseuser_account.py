@@ -19,7 +19,8 @@ from dbuser_operator.api.v1alpha1.account import (
     PASSWORD_EXPIRE_MESSAGE,
     PASSWORD_LOCK_TIME_MESSAGE,
 )
-from dbuser_operator.api.v1alpha1.mysqlserver import MAX_PASSWORD_LIFETIME_MESSAGE, ClusterMySQLServer
+from dbuser_operator.api.v1alpha1.mysqlserver import ClusterMySQLServer
+from dbuser_operator.api.v1alpha1.server_policy import MAX_PASSWORD_LIFETIME_MESSAGE
 from tests.conftest import Runner
 from tests.integration.api.test_databaseuser_crd import body, create, patch, refused_like_the_models, rejected
 from tests.integration.api.test_server_policy_crd import SAMPLE

@@ -12,11 +12,10 @@ from kubernetes_asyncio import client
 from pydantic import ValidationError
 
 from dbuser_operator.api.v1alpha1 import GROUP, VERSION
-from dbuser_operator.api.v1alpha1.mysqlserver import (
-    CLUSTER_PLURAL,
+from dbuser_operator.api.v1alpha1.mysqlserver import CLUSTER_PLURAL, ClusterMySQLServer
+from dbuser_operator.api.v1alpha1.server_policy import (
     VALUES_FORBIDDEN_MESSAGE,
     VALUES_REQUIRED_MESSAGE,
-    ClusterMySQLServer,
     LabelSelectorRequirement,
 )
 from tests.conftest import REPO

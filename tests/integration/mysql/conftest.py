@@ -8,7 +8,8 @@ import pytest
 from pydantic import SecretStr
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import ConnectionSettings, Database, ServerInfo, ownership
+from dbuser_operator.mysql import ConnectionSettings, Database, ServerInfo
+from dbuser_operator.mysql.bookkeeping import ownership
 from tests.integration.mysql.support import Accounts, Databases
 
 

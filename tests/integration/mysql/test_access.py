@@ -8,9 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, ServerInfo, ownership
-from dbuser_operator.mysql.access import QUERIES, read_accounts
-from dbuser_operator.mysql.ownership import Owner
+from dbuser_operator.mysql import Database, ServerInfo
+from dbuser_operator.mysql.bookkeeping import ownership
+from dbuser_operator.mysql.bookkeeping.access import QUERIES, read_accounts
+from dbuser_operator.mysql.bookkeeping.ownership import Owner
 from tests.integration.mysql.support import Accounts, admin, admin_rows
 
 pytestmark = pytest.mark.integration

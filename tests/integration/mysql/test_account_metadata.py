@@ -14,18 +14,12 @@ import pytest
 
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import AccountMetadataStep
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import (
-    Database,
-    ServerInfo,
-    account_lookup,
-    account_metadata,
-    accounts,
-    dual_password,
-    ownership,
-)
-from dbuser_operator.mysql.account_metadata import AccountMetadata, owner_entry, patch
-from dbuser_operator.mysql.dual_password import PasswordState
-from dbuser_operator.mysql.ownership import Owner
+from dbuser_operator.mysql import Database, ServerInfo
+from dbuser_operator.mysql.accounts import account_lookup, account_metadata, accounts, dual_password
+from dbuser_operator.mysql.accounts.account_metadata import AccountMetadata, owner_entry, patch
+from dbuser_operator.mysql.accounts.dual_password import PasswordState
+from dbuser_operator.mysql.bookkeeping import ownership
+from dbuser_operator.mysql.bookkeeping.ownership import Owner
 from tests.conftest import REPO
 from tests.integration.mysql.support import Accounts, admin, admin_rows, as_user
 from tests.integration.mysql.test_account_steps import SECRET, context, steps

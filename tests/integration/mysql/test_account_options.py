@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
-from dbuser_operator.mysql import Database, InvalidAccountError, InvalidOptionsError, ServerInfo, accounts
-from dbuser_operator.mysql.account_lookup import lookup
-from dbuser_operator.mysql.account_options import (
+from dbuser_operator.mysql import Database, InvalidAccountError, InvalidOptionsError, ServerInfo
+from dbuser_operator.mysql.accounts import accounts
+from dbuser_operator.mysql.accounts.account_lookup import lookup
+from dbuser_operator.mysql.accounts.account_options import (
     DEFAULT_LIFETIME,
     NEVER,
     UNBOUNDED,
@@ -19,8 +20,8 @@ from dbuser_operator.mysql.account_options import (
     failed_login_lock_supported,
     read_policy,
 )
-from dbuser_operator.mysql.inventory import QUERIES, inventory
-from dbuser_operator.mysql.ownership import Owner, account, claim
+from dbuser_operator.mysql.bookkeeping.inventory import QUERIES, inventory
+from dbuser_operator.mysql.bookkeeping.ownership import Owner, account, claim
 from tests.integration.mysql.support import Accounts, admin
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ from dbuser_operator.controllers.policy.namespaces import NamespaceLabels
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database
-from dbuser_operator.mysql.ownership import Owner, account, claim, owner_of
+from dbuser_operator.mysql.bookkeeping.ownership import Owner, account, claim, owner_of
 from tests.integration.mysql.support import Accounts, admin, login, login_error
 
 pytestmark = pytest.mark.integration

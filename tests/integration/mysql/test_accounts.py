@@ -16,8 +16,8 @@ from dbuser_operator.mysql import (
     MySQLError,
     PasswordRejectedError,
     Statement,
-    accounts,
 )
+from dbuser_operator.mysql.accounts import accounts
 from tests.integration.mysql.support import Accounts, login, login_error
 
 pytestmark = pytest.mark.integration

@@ -9,8 +9,9 @@ import pymysql
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, InvalidOptionsError, ServerInfo, accounts
-from dbuser_operator.mysql.authentication import (
+from dbuser_operator.mysql import Database, InvalidOptionsError, ServerInfo
+from dbuser_operator.mysql.accounts import accounts
+from dbuser_operator.mysql.accounts.authentication import (
     Method,
     active_plugins,
     read_plugin,

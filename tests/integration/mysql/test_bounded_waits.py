@@ -14,8 +14,8 @@ import pytest
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import ConnectionSettings, Database
 from dbuser_operator.mysql.errors import DatabaseUnavailableError
-from dbuser_operator.mysql.probe import Probe
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.probe import Probe
+from dbuser_operator.mysql.session.statement import Statement
 from tests.support.fault_proxy import FaultProxy
 from tests.support.slowness import LoopLag
 

@@ -21,10 +21,10 @@ from dbuser_operator.mysql import (
     ServerError,
     Statement,
     TLSError,
-    accounts,
 )
+from dbuser_operator.mysql.accounts import accounts
 from dbuser_operator.mysql.identifiers import quote_identifier
-from dbuser_operator.mysql.server import read_server
+from dbuser_operator.mysql.session.server import read_server
 from tests.integration.mysql.support import Accounts
 from tests.support.slowness import LoopLag
 

@@ -9,8 +9,9 @@ import pymysql
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, ServerInfo, accounts, dual_password
-from dbuser_operator.mysql.dual_password import PasswordState
+from dbuser_operator.mysql import Database, ServerInfo
+from dbuser_operator.mysql.accounts import accounts, dual_password
+from dbuser_operator.mysql.accounts.dual_password import PasswordState
 from dbuser_operator.mysql.errors import MySQLError
 from tests.integration.mysql.support import Accounts, admin, client_tls, login, login_error
 

@@ -13,7 +13,7 @@ import pytest
 
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import ConnectionSettings, Database, Statement
-from dbuser_operator.mysql.fencing import LeaderTerm, SessionFence, SupersededError, tables
+from dbuser_operator.mysql.bookkeeping.fencing import LeaderTerm, SessionFence, SupersededError, tables
 from dbuser_operator.mysql.identifiers import SQL, quote_identifier
 from tests.integration.mysql.support import Databases, admin_rows
 from tests.support.kube import eventually

@@ -7,10 +7,11 @@ import pytest
 from pydantic import SecretStr
 
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
-from dbuser_operator.mysql import Database, InvalidGrantError, ServerInfo, accounts
-from dbuser_operator.mysql.connection import ConnectionSettings
+from dbuser_operator.mysql import Database, InvalidGrantError, ServerInfo
+from dbuser_operator.mysql.accounts import accounts
 from dbuser_operator.mysql.grants import FLAVOUR_ONLY_PRIVILEGES, GLOBAL, Grant, apply, read_grants
-from dbuser_operator.mysql.server import read_identity, read_server
+from dbuser_operator.mysql.session.connection import ConnectionSettings
+from dbuser_operator.mysql.session.server import read_identity, read_server
 from tests.integration.mysql.support import Accounts, Databases
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ from dbuser_operator.mysql import (
     InvalidNameError,
     ServerInfo,
     TableNotFoundError,
-    accounts,
 )
+from dbuser_operator.mysql.accounts import accounts
 from dbuser_operator.mysql.grants import (
     GLOBAL,
     Grant,

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, ServerInfo, accounts
+from dbuser_operator.mysql import Database, ServerInfo
+from dbuser_operator.mysql.accounts import accounts
+from dbuser_operator.mysql.accounts.limits import AccountOptions, apply_options
+from dbuser_operator.mysql.bookkeeping.inventory import QUERIES, AccountState, inventory
+from dbuser_operator.mysql.bookkeeping.ownership import Owner, account, claim, record_fingerprint
 from dbuser_operator.mysql.grants import Grant, apply, normalise
-from dbuser_operator.mysql.inventory import QUERIES, AccountState, inventory
-from dbuser_operator.mysql.limits import AccountOptions, apply_options
-from dbuser_operator.mysql.ownership import Owner, account, claim, record_fingerprint
-from dbuser_operator.mysql.server import read_server
+from dbuser_operator.mysql.session.server import read_server
 from tests.integration.mysql.support import Accounts, Databases, admin
 
 pytestmark = pytest.mark.integration

@@ -5,15 +5,16 @@ from __future__ import annotations
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, InvalidAccountError, accounts
-from dbuser_operator.mysql.limits import (
+from dbuser_operator.mysql import Database, InvalidAccountError
+from dbuser_operator.mysql.accounts import accounts
+from dbuser_operator.mysql.accounts.limits import (
     LIMIT_MAX,
     USER_CONNECTIONS_MAX,
     AccountOptions,
     apply_options,
     read_options,
 )
-from dbuser_operator.mysql.tls_identity import TLSIdentity
+from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
 from tests.integration.mysql.support import Accounts, admin, admin_rows, login, login_error
 
 pytestmark = pytest.mark.integration

@@ -12,10 +12,11 @@ import pymysql
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, ServerInfo, accounts, mariadb_dual_auth
-from dbuser_operator.mysql.authentication import Method
+from dbuser_operator.mysql import Database, ServerInfo
+from dbuser_operator.mysql.accounts import accounts, mariadb_dual_auth
+from dbuser_operator.mysql.accounts.authentication import Method
+from dbuser_operator.mysql.accounts.mariadb_dual_auth import DualAuthState
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.mariadb_dual_auth import DualAuthState
 from tests.integration.mysql.support import Accounts, admin, admin_rows, loaded_plugin, login, login_error
 
 pytestmark = [pytest.mark.integration, pytest.mark.dual_passwords]

@@ -1,16 +1,17 @@
 """A new MySQL account's password made the operator's own without a hash computed on the client
-(:mod:`dbuser_operator.mysql.new_password`): created expired, the expiry lifted and the fingerprint recorded
-only while no change of the password came in between; one that did is recorded as foreign."""
+(:mod:`dbuser_operator.mysql.accounts.new_password`): created expired, the expiry lifted and the fingerprint
+recorded only while no change of the password came in between; one that did is recorded as foreign."""
 
 from __future__ import annotations
 
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, accounts, new_password, password_hashes
-from dbuser_operator.mysql.authentication import Method
-from dbuser_operator.mysql.ownership import FOREIGN, account, claim
-from dbuser_operator.mysql.server import read_server
+from dbuser_operator.mysql import Database
+from dbuser_operator.mysql.accounts import accounts, new_password, password_hashes
+from dbuser_operator.mysql.accounts.authentication import Method
+from dbuser_operator.mysql.bookkeeping.ownership import FOREIGN, account, claim
+from dbuser_operator.mysql.session.server import read_server
 from tests.integration.mysql.support import Accounts, admin, admin_rows, login
 from tests.integration.mysql.test_ownership import ALICE, intact, recorded_fingerprints
 

@@ -7,9 +7,16 @@ import pytest
 
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database, InvalidAccountError, ServerInfo
+from dbuser_operator.mysql.accounts.observe import read_account
+from dbuser_operator.mysql.bookkeeping.ownership import (
+    ACCOUNTS,
+    Owner,
+    account,
+    claim,
+    forget_owner,
+    owned_hosts,
+)
 from dbuser_operator.mysql.grants import Grant
-from dbuser_operator.mysql.observe import read_account
-from dbuser_operator.mysql.ownership import ACCOUNTS, Owner, account, claim, forget_owner, owned_hosts
 from tests.integration.mysql.support import Accounts, Databases, admin, admin_rows
 
 pytestmark = pytest.mark.integration

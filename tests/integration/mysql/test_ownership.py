@@ -9,16 +9,11 @@ from typing import Any
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import (
-    ConnectionSettings,
-    Database,
-    InvalidAccountError,
-    ServerInfo,
-    accounts,
-)
-from dbuser_operator.mysql.account_lookup import Lookup, lookup
-from dbuser_operator.mysql.authentication import Method, effective
-from dbuser_operator.mysql.ownership import (
+from dbuser_operator.mysql import ConnectionSettings, Database, InvalidAccountError, ServerInfo
+from dbuser_operator.mysql.accounts import accounts
+from dbuser_operator.mysql.accounts.account_lookup import Lookup, lookup
+from dbuser_operator.mysql.accounts.authentication import Method, effective
+from dbuser_operator.mysql.bookkeeping.ownership import (
     DATABASES,
     FOREIGN,
     Claim,
@@ -37,7 +32,7 @@ from dbuser_operator.mysql.ownership import (
     owner_of,
     record_fingerprint,
 )
-from dbuser_operator.mysql.server import read_server
+from dbuser_operator.mysql.session.server import read_server
 from tests.integration.mysql.support import Accounts, Databases, admin, admin_rows, loaded_plugin
 
 pytestmark = pytest.mark.integration

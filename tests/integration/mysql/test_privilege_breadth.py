@@ -8,7 +8,10 @@ import pytest
 
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, ServerInfo, accounts
+from dbuser_operator.mysql import Database, ServerInfo
+from dbuser_operator.mysql.accounts import accounts
+from dbuser_operator.mysql.bookkeeping.inventory import inventory
+from dbuser_operator.mysql.bookkeeping.ownership import Owner, account, claim
 from dbuser_operator.mysql.errors import (
     ColumnNotFoundError,
     PrivilegeMisplacedError,
@@ -16,8 +19,6 @@ from dbuser_operator.mysql.errors import (
     RoutineNotFoundError,
 )
 from dbuser_operator.mysql.grants import AccountGrants, Grant, apply, normalise, privilege_tables, read_grants
-from dbuser_operator.mysql.inventory import inventory
-from dbuser_operator.mysql.ownership import Owner, account, claim
 from tests.integration.mysql.support import Accounts, Databases, admin, admin_rows, as_user
 
 pytestmark = pytest.mark.integration

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, ServerInfo, accounts
+from dbuser_operator.mysql import Database, ServerInfo
+from dbuser_operator.mysql.accounts import accounts
 from dbuser_operator.mysql.grants import privilege_tables, read_grants
 from tests.integration.mysql.support import Accounts, Databases, admin
 

@@ -9,8 +9,10 @@ from collections.abc import Iterator
 import pytest
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import Database, name_holders, ownership, roles
-from dbuser_operator.mysql.server import read_server
+from dbuser_operator.mysql import Database
+from dbuser_operator.mysql.accounts import roles
+from dbuser_operator.mysql.bookkeeping import name_holders, ownership
+from dbuser_operator.mysql.session.server import read_server
 from tests.integration.mysql.support import Databases, admin, admin_rows
 
 pytestmark = pytest.mark.integration

@@ -17,16 +17,10 @@ from pymysql.constants import CLIENT
 
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.envtest.pki import CertificateAuthority
-from dbuser_operator.mysql import (
-    AccessDeniedError,
-    ConnectionSettings,
-    Database,
-    Statement,
-    TLSError,
-    accounts,
-)
+from dbuser_operator.mysql import AccessDeniedError, ConnectionSettings, Database, Statement, TLSError
+from dbuser_operator.mysql.accounts import accounts
 from dbuser_operator.mysql.identifiers import account
-from dbuser_operator.mysql.tls import SSLMode
+from dbuser_operator.mysql.session.tls import SSLMode
 from tests.support.tcp_proxy import StallingProxy
 
 pytestmark = pytest.mark.integration

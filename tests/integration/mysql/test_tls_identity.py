@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
-from dbuser_operator.mysql import Database, InvalidOptionsError, ServerInfo, accounts
-from dbuser_operator.mysql.limits import AccountOptions, apply_options, read_options
-from dbuser_operator.mysql.tls_identity import TLSIdentity
+from dbuser_operator.mysql import Database, InvalidOptionsError, ServerInfo
+from dbuser_operator.mysql.accounts import accounts
+from dbuser_operator.mysql.accounts.limits import AccountOptions, apply_options, read_options
+from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
 from tests.integration.mysql.support import (
     Accounts,
     Certificates,

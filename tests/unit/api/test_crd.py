@@ -116,6 +116,8 @@ def test_spec_validation_defaults_and_rules() -> None:
         "every default role must be listed in roles",
         v1alpha1.HOSTS_REPEAT_MESSAGE,
         v1alpha1.SERVER_REF_IMMUTABLE_MESSAGE,
+        v1alpha1.WORKLOAD_NO_PASSWORD_MESSAGE,
+        v1alpha1.WORKLOAD_TLS_MESSAGE,
     }
 
 

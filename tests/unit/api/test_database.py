@@ -12,9 +12,10 @@ import yaml
 from dbuser_operator.api import crd
 from dbuser_operator.api.v1alpha1 import database
 from dbuser_operator.api.v1alpha1.database import Database
-from dbuser_operator.api.v1alpha1.mysqlserver import ServerPolicy
+from dbuser_operator.api.v1alpha1.server_policy import ServerPolicy
 from dbuser_operator.controllers.policy.rules import database_violations
-from dbuser_operator.mysql import databases, ownership
+from dbuser_operator.mysql import databases
+from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.errors import InvalidNameError
 from tests.conftest import REPO
 

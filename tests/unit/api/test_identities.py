@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from dbuser_operator.api import v1alpha1
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.controllers.databaseuser.steps.options import desired_options
-from dbuser_operator.mysql import authentication
-from dbuser_operator.mysql.tls_identity import TLSIdentity
+from dbuser_operator.mysql.accounts import authentication
+from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
 
 PASSWORD = {"password": {"name": "s", "key": "k"}}
 
@@ -71,3 +71,42 @@ def test_the_password_is_required_unless_the_plugin_takes_none() -> None:
     for plugin in v1alpha1.PASSWORDLESS_PLUGINS:
         parsed = DatabaseUserSpec.model_validate({"authentication": {"plugin": plugin}})
         assert parsed.password is None
+
+
+WORKLOAD = {"authentication": {"workload": {"serviceAccountName": "app"}}}
+
+
+def test_a_workload_identity_takes_no_password() -> None:
+    parsed = DatabaseUserSpec.model_validate(WORKLOAD)
+    assert parsed.authentication is not None
+    assert parsed.authentication.plugin is None
+    assert parsed.authentication.workload == v1alpha1.WorkloadIdentity(serviceAccountName="app")
+    assert parsed.password is None
+    assert parsed.generated_password is None
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (PASSWORD | WORKLOAD, v1alpha1.WORKLOAD_NO_PASSWORD_MESSAGE),
+        ({"generatedPassword": {}} | WORKLOAD, v1alpha1.WORKLOAD_NO_PASSWORD_MESSAGE),
+        ({"tls": {"subject": "/CN=app"}} | WORKLOAD, v1alpha1.WORKLOAD_TLS_MESSAGE),
+        ({"tls": {"x509": True}} | WORKLOAD, v1alpha1.WORKLOAD_TLS_MESSAGE),
+        (
+            {"authentication": {"plugin": "ed25519", "workload": {"serviceAccountName": "app"}}},
+            v1alpha1.AUTHENTICATION_ONE_OF_MESSAGE,
+        ),
+        ({"authentication": {}} | PASSWORD, v1alpha1.AUTHENTICATION_ONE_OF_MESSAGE),
+        ({"authentication": {"workload": {"serviceAccountName": "Shop/app"}}}, "String should match pattern"),
+        ({"authentication": {"workload": {"serviceAccountName": "a" * 65}}}, "at most 64 characters"),
+    ],
+)
+def test_a_workload_identity_refused_with_the_crds_messages(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        DatabaseUserSpec.model_validate(fields)
+
+
+def test_a_workload_may_still_ask_for_a_cipher() -> None:
+    parsed = DatabaseUserSpec.model_validate({"tls": {"cipher": "TLS_AES_256_GCM_SHA384"}} | WORKLOAD)
+    assert parsed.tls is not None
+    assert parsed.tls.cipher == "TLS_AES_256_GCM_SHA384"

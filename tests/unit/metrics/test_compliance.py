@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from dbuser_operator.api.v1alpha1.mysqlserver import ServerPolicy
+from dbuser_operator.api.v1alpha1.server_policy import ServerPolicy
 from dbuser_operator.controllers.databaseuser.compliance import (
     ComplianceCollector,
     RetainedHolders,
@@ -166,7 +166,7 @@ class _Resolver:
     def server_object(self, key: str) -> dict[str, Any] | None:
         return {"metadata": {"name": "main"}} if key == "ClusterMySQLServer/main" else None
 
-    def binding(self, key: str, obj: dict[str, Any]) -> Any:
+    def resource(self, key: str, obj: dict[str, Any]) -> Any:
         return SimpleNamespace(spec=SimpleNamespace(policy=self.policy))
 
 

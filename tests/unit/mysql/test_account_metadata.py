@@ -8,7 +8,7 @@ import pydantic
 import pytest
 
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
-from dbuser_operator.mysql.account_metadata import (
+from dbuser_operator.mysql.accounts.account_metadata import (
     COMMENT_ATTRIBUTE,
     OWNER_ATTRIBUTE,
     AccountMetadata,
@@ -18,7 +18,7 @@ from dbuser_operator.mysql.account_metadata import (
     supports_attributes,
     validate_comment,
 )
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.session.server import ServerInfo
 
 OWNER = owner_entry("team-a", "app", "uid-1")
 

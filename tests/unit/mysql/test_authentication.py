@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dbuser_operator.mysql import InvalidOptionsError, ServerInfo
-from dbuser_operator.mysql.authentication import (
+from dbuser_operator.mysql.accounts.authentication import (
     PASSWORDLESS,
     PLUGINS,
     Method,
@@ -13,8 +13,8 @@ from dbuser_operator.mysql.authentication import (
     known,
     unavailable,
 )
+from dbuser_operator.mysql.accounts.password_hashes import ed25519_hash, native_hash
 from dbuser_operator.mysql.identifiers import SQL, account
-from dbuser_operator.mysql.password_hashes import ed25519_hash, native_hash
 
 
 def accounts_sql() -> SQL:

@@ -10,11 +10,11 @@ import pytest
 from pydantic import SecretStr
 
 from dbuser_operator.envtest.pki import CertificateAuthority
-from dbuser_operator.mysql.connection import ConnectionSettings, Database
+from dbuser_operator.mysql.accounts.passwords import validate_password
 from dbuser_operator.mysql.errors import InvalidPasswordError
-from dbuser_operator.mysql.passwords import validate_password
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.tls import SSLMode
+from dbuser_operator.mysql.session.connection import ConnectionSettings, Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.tls import SSLMode
 
 PASSWORD = "Sup3r-s3cret-admin"
 

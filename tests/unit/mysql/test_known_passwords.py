@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dbuser_operator.mysql.known_passwords import KnownPasswords
-from dbuser_operator.mysql.password_hashes import fingerprint, native_hash
-from dbuser_operator.mysql.password_match import fingerprint_matches
+from dbuser_operator.mysql.accounts.known_passwords import KnownPasswords
+from dbuser_operator.mysql.accounts.password_hashes import fingerprint, native_hash
+from dbuser_operator.mysql.accounts.password_match import fingerprint_matches
 
 
 def test_a_password_set_with_a_marker_is_known_while_the_account_shows_that_marker() -> None:

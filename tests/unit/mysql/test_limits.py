@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dbuser_operator.mysql import (
-    InvalidAccountError,
-    InvalidOptionsError,
-    account_options,
-    inventory,
-    limits,
-    observe,
-)
-from dbuser_operator.mysql.limits import (
+from dbuser_operator.mysql import InvalidAccountError, InvalidOptionsError
+from dbuser_operator.mysql.accounts import account_options, limits, observe
+from dbuser_operator.mysql.accounts.limits import (
     COLUMNS,
     LIMIT_COLUMNS,
     LIMIT_MAX,
@@ -21,7 +15,8 @@ from dbuser_operator.mysql.limits import (
     alter_statement,
     column_list,
 )
-from dbuser_operator.mysql.tls_identity import TLSIdentity
+from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
+from dbuser_operator.mysql.bookkeeping import inventory
 
 
 def test_defaults_mean_no_limits_and_no_tls() -> None:

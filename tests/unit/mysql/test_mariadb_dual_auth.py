@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from dbuser_operator.mysql import ServerInfo, mariadb_dual_auth
-from dbuser_operator.mysql.authentication import Method
-from dbuser_operator.mysql.mariadb_dual_auth import DualAuthState, Entry, entries_of
-from dbuser_operator.mysql.password_hashes import ed25519_hash, native_hash
+from dbuser_operator.mysql import ServerInfo
+from dbuser_operator.mysql.accounts import mariadb_dual_auth
+from dbuser_operator.mysql.accounts.authentication import Method
+from dbuser_operator.mysql.accounts.mariadb_dual_auth import DualAuthState, Entry, entries_of
+from dbuser_operator.mysql.accounts.password_hashes import ed25519_hash, native_hash
 
 NATIVE = Method("mysql_native_password", "mariadb")
 ED25519 = Method("ed25519", "mariadb")

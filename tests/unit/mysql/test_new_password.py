@@ -1,10 +1,12 @@
 """Which new accounts are created expired and settled without a client-side hash
-(:mod:`dbuser_operator.mysql.new_password`), and the ``PASSWORD EXPIRE`` clause they are created with."""
+(:mod:`dbuser_operator.mysql.accounts.new_password`), and the ``PASSWORD EXPIRE`` clause they are created
+with."""
 
 from __future__ import annotations
 
-from dbuser_operator.mysql import ServerInfo, new_password
-from dbuser_operator.mysql.authentication import Method
+from dbuser_operator.mysql import ServerInfo
+from dbuser_operator.mysql.accounts import new_password
+from dbuser_operator.mysql.accounts.authentication import Method
 from dbuser_operator.mysql.identifiers import account
 
 MYSQL = ServerInfo("mysql", (9, 7, 4))

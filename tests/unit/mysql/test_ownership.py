@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbuser_operator.mysql.errors import InvalidAccountError, InvalidNameError
-from dbuser_operator.mysql.identifiers import InvalidIdentifierError
-from dbuser_operator.mysql.ownership import (
+from dbuser_operator.mysql.bookkeeping.ownership import (
     ACCOUNTS,
     DATABASES,
     DEFAULT_SCHEMA,
@@ -17,6 +15,8 @@ from dbuser_operator.mysql.ownership import (
     table,
     validate_schema,
 )
+from dbuser_operator.mysql.errors import InvalidAccountError, InvalidNameError
+from dbuser_operator.mysql.identifiers import InvalidIdentifierError
 
 
 def test_the_default_schema_and_the_table() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbuser_operator.mysql.password_hashes import (
+from dbuser_operator.mysql.accounts.password_hashes import (
     caching_sha2_matches,
     ed25519_hash,
     fingerprint,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from dbuser_operator.mysql.accounts.passwords import PLAINTEXT_LIMIT, check_length, max_password_bytes
 from dbuser_operator.mysql.errors import InvalidPasswordError, PasswordLengthError, classify
-from dbuser_operator.mysql.passwords import PLAINTEXT_LIMIT, check_length, max_password_bytes
 
 
 @pytest.mark.parametrize("plugin", [None, "caching_sha2_password", "sha256_password"])

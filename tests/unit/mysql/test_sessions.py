@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbuser_operator.mysql.sessions import admits, client_host, may_be_of
+from dbuser_operator.mysql.accounts.sessions import admits, client_host, may_be_of
 
 
 def test_client_host_drops_the_port() -> None:

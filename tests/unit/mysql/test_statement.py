@@ -7,7 +7,7 @@ from pydantic import SecretStr
 from pymysql.converters import escape_string
 
 from dbuser_operator.mysql.identifiers import SQL, account
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.statement import Statement
 
 
 def as_pymysql_formats(statement: Statement) -> str:

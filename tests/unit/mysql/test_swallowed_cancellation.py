@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import ConnectionSettings, Database
+from dbuser_operator.mysql.session.statement import Statement
 
 
 class _Connection:

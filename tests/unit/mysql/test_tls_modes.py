@@ -9,8 +9,8 @@ import pydantic
 import pytest
 
 from dbuser_operator.envtest.pki import CertificateAuthority
-from dbuser_operator.mysql.connection import ConnectionSettings
-from dbuser_operator.mysql.tls import SSLMode, TLSOptions
+from dbuser_operator.mysql.session.connection import ConnectionSettings
+from dbuser_operator.mysql.session.tls import SSLMode, TLSOptions
 
 # (verify_mode, check_hostname, TLS required) per mode
 EXPECTED: dict[SSLMode, tuple[ssl.VerifyMode, bool, bool]] = {

@@ -25,6 +25,7 @@ every object the API server admits parses. Booleans are strict: "false" is no bo
 from __future__ import annotations
 
 from dbuser_operator.api.v1alpha1.account import (
+    AUTHENTICATION_ONE_OF_MESSAGE,
     AUTHENTICATION_PLUGINS,
     LIMIT_MAX,
     PASSWORDLESS_PLUGINS,
@@ -39,6 +40,7 @@ from dbuser_operator.api.v1alpha1.account import (
     AuthenticationPlugin,
     ObservedAccount,
     TLSIdentity,
+    WorkloadIdentity,
 )
 from dbuser_operator.api.v1alpha1.credentials import (
     CONNECTION_TEMPLATE_MAX_LENGTH,
@@ -77,6 +79,8 @@ from dbuser_operator.api.v1alpha1.databaseuser import (
     PRINTER_COLUMNS,
     SHORT_NAMES,
     SINGULAR,
+    WORKLOAD_NO_PASSWORD_MESSAGE,
+    WORKLOAD_TLS_MESSAGE,
     DatabaseUser,
     DatabaseUserSpec,
     ManagementPolicy,
@@ -144,6 +148,7 @@ __all__ = [
     "ADOPT_ANNOTATION",
     "ALL_ALONE_MESSAGE",
     "API_VERSION",
+    "AUTHENTICATION_ONE_OF_MESSAGE",
     "AUTHENTICATION_PLUGINS",
     "CATEGORIES",
     "COLUMNS_NEED_TABLE_MESSAGE",
@@ -216,6 +221,8 @@ __all__ = [
     "USER_MAX_LENGTH",
     "USER_PATTERN",
     "VERSION",
+    "WORKLOAD_NO_PASSWORD_MESSAGE",
+    "WORKLOAD_TLS_MESSAGE",
     "X509_ALONE_MESSAGE",
     "AccountSpec",
     "AppliedSecret",
@@ -246,4 +253,5 @@ __all__ = [
     "ServerKind",
     "ServerRef",
     "TLSIdentity",
+    "WorkloadIdentity",
 ]

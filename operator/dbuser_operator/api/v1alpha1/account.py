@@ -10,8 +10,8 @@ from typing import Final, Literal, get_args
 from pydantic import ConfigDict, Field, model_validator
 
 from dbuser_operator.api.duration import DAYS_PATTERN, days_cel, parse_days
-from dbuser_operator.api.v1alpha1.meta import INT64, Model
-from dbuser_operator.mysql import account_metadata, authentication, tls_identity
+from dbuser_operator.api.v1alpha1.meta import DNS_SUBDOMAIN_PATTERN, INT64, Model
+from dbuser_operator.mysql.accounts import account_metadata, authentication, tls_identity
 
 # Account limits: MySQL stores them as unsigned 32-bit integers. MariaDB stores max_user_connections as a
 # signed one (a larger value is a syntax error there), so that limit stays within what both accept.
@@ -92,10 +92,37 @@ class TLSIdentity(Model):
         return self
 
 
-class Authentication(Model):
-    """How the account authenticates."""
+WORKLOAD_NAME_MAX_LENGTH: Final = 64
+"""The longest ServiceAccount name a workload identity takes: X.509's upper bound on a common name."""
 
-    plugin: AuthenticationPlugin
+
+class WorkloadIdentity(Model):
+    """The workload whose pods log in to the account: a ServiceAccount of the DatabaseUser's namespace. Its
+    pods log in with the client certificate the operator signs for them (Pod Certificates); the account takes
+    no password. See docs/workload-identity.md."""
+
+    service_account_name: str = Field(
+        alias="serviceAccountName", max_length=WORKLOAD_NAME_MAX_LENGTH, pattern=DNS_SUBDOMAIN_PATTERN
+    )
+    """The ServiceAccount's name, in the DatabaseUser's namespace (a ServiceAccount of another namespace
+    cannot be named): at most 64 characters, X.509's bound on the certificate's common name."""
+
+
+AUTHENTICATION_ONE_OF_MESSAGE: Final = "spec.authentication takes exactly one of plugin and workload"
+
+
+class Authentication(Model):
+    """How the account authenticates: with a plugin of the server's, or as a workload's identity."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": "has(self.plugin) != has(self.workload)", "message": AUTHENTICATION_ONE_OF_MESSAGE}
+            ]
+        }
+    )
+
+    plugin: AuthenticationPlugin | None = None
     """The authentication plugin: caching_sha2_password (MySQL's default), sha256_password (MySQL,
     deprecated), mysql_native_password (MariaDB's default; removed in MySQL 9), ed25519 (MariaDB, after
     INSTALL SONAME 'auth_ed25519'), auth_socket (MySQL) or unix_socket (MariaDB): the operating system user
@@ -103,6 +130,19 @@ class Authentication(Model):
     active in the server (else Ready=False, reason PluginUnavailable). auth_socket, unix_socket and
     AWSAuthenticationPlugin take no password: spec.password must then be left out. Changing the plugin keeps
     the password."""
+
+    workload: WorkloadIdentity | None = None
+    """The account is a workload's, certificate-only: REQUIRE ISSUER (the operator's signing CA) SUBJECT
+    "/O=dbuser-operator/OU=<namespace>/CN=<serviceAccountName>" and no password; the pods of that
+    ServiceAccount log in with the certificate their kubelet mounts (a podCertificate projected volume
+    signed by the operator). Excludes plugin, spec.password, spec.generatedPassword and spec.tls's issuer,
+    subject and x509 (the operator pins them). The server policy must allow it (allowWorkloadIdentity)."""
+
+    @model_validator(mode="after")
+    def _one_of(self) -> Authentication:
+        if (self.plugin is None) == (self.workload is None):
+            raise ValueError(AUTHENTICATION_ONE_OF_MESSAGE)
+        return self
 
 
 PASSWORD_LIFETIME_MAX: Final = 65535

@@ -84,8 +84,18 @@ HOSTS_REPEAT_MESSAGE: Final = (
 _PASSWORDLESS_CEL: Final = cel_list(PASSWORDLESS_PLUGINS)
 PASSWORD_REQUIRED_MESSAGE: Final = (
     "spec.password or spec.generatedPassword is required unless spec.authentication.plugin takes no "
-    "password (" + ", ".join(PASSWORDLESS_PLUGINS) + ")"
+    "password (" + ", ".join(PASSWORDLESS_PLUGINS) + ") or spec.authentication.workload is set"
 )
+WORKLOAD_NO_PASSWORD_MESSAGE: Final = (
+    "a workload identity takes no password: leave spec.password and spec.generatedPassword out"  # noqa: S105
+)
+WORKLOAD_TLS_MESSAGE: Final = (
+    "a workload identity's issuer and subject are the operator's: leave spec.tls.issuer, spec.tls.subject and"
+    " spec.tls.x509 out"
+)
+_WORKLOAD_CEL: Final = "has(self.authentication) && has(self.authentication.workload)"
+_PLUGIN_CEL: Final = "has(self.authentication) && has(self.authentication.plugin)"
+_PASSWORDLESS_PLUGIN_CEL: Final = f"{_PLUGIN_CEL} && self.authentication.plugin in {_PASSWORDLESS_CEL}"
 NO_PASSWORD_MESSAGE: Final = (
     "the plugin {plugin} takes no password: leave spec.password and spec.generatedPassword out"  # noqa: S105
 )
@@ -127,8 +137,8 @@ class DatabaseUserSpec(Model):
                 },
                 SERVER_REF_RULE,
                 {
-                    "rule": "has(self.password) || has(self.generatedPassword) || (has(self.authentication)"
-                    f" && self.authentication.plugin in {_PASSWORDLESS_CEL})",
+                    "rule": "has(self.password) || has(self.generatedPassword)"
+                    f" || ({_WORKLOAD_CEL}) || ({_PASSWORDLESS_PLUGIN_CEL})",
                     "message": PASSWORD_REQUIRED_MESSAGE,
                     "fieldPath": ".password",
                     "reason": "FieldValueRequired",
@@ -139,12 +149,23 @@ class DatabaseUserSpec(Model):
                 },
                 {
                     "rule": "!(has(self.password) || has(self.generatedPassword))"
-                    " || !has(self.authentication)"
-                    f" || !(self.authentication.plugin in {_PASSWORDLESS_CEL})",
+                    f" || !({_PASSWORDLESS_PLUGIN_CEL})",
                     "message": "a plugin that takes no password: leave spec.password and"
                     " spec.generatedPassword out",
                     "messageExpression": cel_format(NO_PASSWORD_MESSAGE, plugin="self.authentication.plugin"),
                     "fieldPath": ".password",
+                },
+                {
+                    "rule": f"!({_WORKLOAD_CEL}) || !(has(self.password) || has(self.generatedPassword))",
+                    "message": WORKLOAD_NO_PASSWORD_MESSAGE,
+                    "fieldPath": ".authentication.workload",
+                },
+                {
+                    "rule": f"!({_WORKLOAD_CEL}) || !has(self.tls)"
+                    " || !((has(self.tls.x509) && self.tls.x509)"
+                    " || has(self.tls.issuer) || has(self.tls.subject))",
+                    "message": WORKLOAD_TLS_MESSAGE,
+                    "fieldPath": ".authentication.workload",
                 },
                 {
                     "rule": "!has(self.hosts) || self.hosts.all(h, h.lowerAscii() != self.host.lowerAscii())"
@@ -285,9 +306,16 @@ class DatabaseUserSpec(Model):
     def _password_source(self) -> DatabaseUserSpec:
         """The CEL rules on password, generatedPassword and authentication.plugin, with their messages."""
         plugin = self.authentication.plugin if self.authentication is not None else None
+        workload = self.authentication is not None and self.authentication.workload is not None
         given = self.password is not None or self.generated_password is not None
         if self.password is not None and self.generated_password is not None:
             raise ValueError(PASSWORD_SOURCE_MESSAGE)
+        if workload:
+            if given:
+                raise ValueError(WORKLOAD_NO_PASSWORD_MESSAGE)
+            if self.tls is not None and (self.tls.x509 or self.tls.issuer or self.tls.subject):
+                raise ValueError(WORKLOAD_TLS_MESSAGE)
+            return self
         if not given and plugin not in PASSWORDLESS_PLUGINS:
             raise ValueError(PASSWORD_REQUIRED_MESSAGE)
         if given and plugin in PASSWORDLESS_PLUGINS:

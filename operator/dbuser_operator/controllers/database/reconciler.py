@@ -18,13 +18,13 @@ from dbuser_operator.controllers.kit.reserved import ReservedNames
 from dbuser_operator.controllers.kit.resources import DATABASES
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.policy.gate import PolicyGate
-from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver
+from dbuser_operator.controllers.servers.resource import ServerResource
 from dbuser_operator.mysql import databases
-from dbuser_operator.mysql.books import NameClass
+from dbuser_operator.mysql.accounts.holdings import Holdings
+from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.holdings import Holdings
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.events import EventRecorder
@@ -37,7 +37,7 @@ class DatabaseContext(OwningPass[DatabaseStatus]):
     """What one Database reconcile knows."""
 
     database: Database
-    binding: ServerBinding | None = None
+    server_resource: ServerResource | None = None
     server: ServerHandle = field(default=cast("ServerHandle", None), repr=False)
 
     @property
@@ -93,11 +93,11 @@ class DatabaseReconciler(Owning[DatabaseContext]):
     async def _bound(self, ctx: DatabaseContext) -> databases.Schema | None:
         """The server (no finalizer on a resource refused here), the finalizer, the policy before any SQL;
         then the database as it is (None: there is none)."""
-        ctx.binding, ctx.server = await self.bind(ctx)
+        ctx.server_resource, ctx.server = await self.bind(ctx)
         ctx.obj = await self.finalizer.add(ctx.obj)
         self.unpause(ctx)
         if self.policy is not None:
-            self.policy.check_database(ctx.binding, ctx.database)
+            self.policy.check_database(ctx.server_resource, ctx.database)
         try:
             return await databases.read(ctx.server.db, ctx.name)
         except MySQLError as error:
@@ -179,7 +179,7 @@ class DatabaseReconciler(Owning[DatabaseContext]):
             return Holdings()
 
         await self.policy.check_adoption(
-            ctx.binding,
+            ctx.server_resource,
             namespace=ctx.database.metadata.namespace or "",
             what=f"database {ctx.name}",
             name=ctx.name,

@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from typing import Final
 
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql import name_holders, roles, sessions
+from dbuser_operator.mysql.accounts import roles, sessions
+from dbuser_operator.mysql.bookkeeping import name_holders
 
 HOLDERS: Final = "UnmanagedHolders"
 """The condition saying whether accounts the operator does not manage hold the role."""

@@ -35,11 +35,13 @@ from dbuser_operator.controllers.kit.resources import DATABASE_ROLES
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.policy.guard import Guard
-from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.mysql import grants, holdings, name_holders, ownership, roles
-from dbuser_operator.mysql.books import NameClass
+from dbuser_operator.controllers.servers.resource import ServerResource
+from dbuser_operator.mysql import grants
+from dbuser_operator.mysql.accounts import holdings, roles
+from dbuser_operator.mysql.bookkeeping import name_holders, ownership
+from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
@@ -53,7 +55,7 @@ class RoleContext(OwningPass[DatabaseRoleStatus]):
     """What one DatabaseRole reconcile knows."""
 
     role: DatabaseRole
-    binding: ServerBinding | None = None  # spec.serverRef resolved (None: the settings' server)
+    server_resource: ServerResource | None = None  # spec.serverRef resolved (None: the settings' server)
     server: ServerHandle = field(default=cast("ServerHandle", None), repr=False)
 
     @property
@@ -109,11 +111,11 @@ class DatabaseRoleReconciler(Owning[RoleContext]):
         )
 
     async def converge(self, ctx: RoleContext) -> Result:
-        ctx.binding, ctx.server = await self.bind(ctx)  # no finalizer on a resource refused here
+        ctx.server_resource, ctx.server = await self.bind(ctx)  # no finalizer on a resource refused here
         ctx.obj = await self.finalizer.add(ctx.obj)
         await self._refuse(ctx)
         if self.policy is not None:  # before any SQL
-            self.policy.check_role(ctx.binding, ctx.role)
+            self.policy.check_role(ctx.server_resource, ctx.role)
         unmanaged = await self._converge(ctx)
         self.set_ready(ctx, "True", "RoleReady", f"role {ctx.name} matches the spec")
         self._report_holders(ctx, unmanaged)
@@ -208,7 +210,7 @@ class DatabaseRoleReconciler(Owning[RoleContext]):
             return dataclasses.replace(found, held_by=tuple(roles.describe(account) for account in outside))
 
         await self.policy.check_adoption(
-            ctx.binding,
+            ctx.server_resource,
             namespace=ctx.role.metadata.namespace or "",
             what=f"role {name}",
             name=name,

@@ -100,7 +100,7 @@ def policy_lifetime_cap(servers: ServerResolver, namespaces: NamespaceLabels) ->
         if obj is None or labels is None:
             return None
         try:
-            policy = servers.binding(server, obj).spec.policy
+            policy = servers.resource(server, obj).spec.policy
         except ConditionError:  # an invalid server spec: its resources are refused anyway
             return None
         found = entry_for(policy, labels) if policy is not None else None

@@ -7,15 +7,15 @@ from typing import Any, cast
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, AppliedSecret, DatabaseUser, DatabaseUserStatus
 from dbuser_operator.controllers.kit.ownership import OwningPass, Words
-from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql.account_lookup import Lookup
-from dbuser_operator.mysql.account_metadata import AccountMetadata
-from dbuser_operator.mysql.account_options import LockPolicy
-from dbuser_operator.mysql.authentication import Method
-from dbuser_operator.mysql.dual_password import PasswordState
-from dbuser_operator.mysql.limits import AccountOptions
-from dbuser_operator.mysql.mariadb_dual_auth import DualAuthState
+from dbuser_operator.controllers.servers.resource import ServerResource
+from dbuser_operator.mysql.accounts.account_lookup import Lookup
+from dbuser_operator.mysql.accounts.account_metadata import AccountMetadata
+from dbuser_operator.mysql.accounts.account_options import LockPolicy
+from dbuser_operator.mysql.accounts.authentication import Method
+from dbuser_operator.mysql.accounts.dual_password import PasswordState
+from dbuser_operator.mysql.accounts.limits import AccountOptions
+from dbuser_operator.mysql.accounts.mariadb_dual_auth import DualAuthState
 
 
 @dataclass(kw_only=True)
@@ -52,7 +52,7 @@ class Context(OwningPass[DatabaseUserStatus]):
     default_lifetime: int | None = None
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server
     host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
-    binding: ServerBinding | None = None  # spec.serverRef resolved (None: the settings' server)
+    server_resource: ServerResource | None = None  # spec.serverRef resolved (None: the settings' server)
     # The server this pass works on: its pool, bookkeeping schema and info (filled before the steps run).
     server: ServerHandle = field(default=cast("ServerHandle", None), repr=False)
 
@@ -60,7 +60,8 @@ class Context(OwningPass[DatabaseUserStatus]):
         self.host = self.host or self.user.spec.host
 
     def saw(self, found: Lookup) -> None:
-        """What a look at the account found (:func:`~dbuser_operator.mysql.account_lookup.lookup`)."""
+        """What a look at the account found
+        (:func:`~dbuser_operator.mysql.accounts.account_lookup.lookup`)."""
         self.account_exists, self.password_intact = found.exists, found.password_intact
         self.plugin, self.account_metadata = found.plugin, found.metadata
         self.lock_policy, self.default_lifetime = found.policy, found.default_lifetime

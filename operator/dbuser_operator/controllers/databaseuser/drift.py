@@ -45,11 +45,12 @@ from dbuser_operator.controllers.servers.access import DriftFound, build, extra_
 from dbuser_operator.controllers.servers.access_status import AccessStatus
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.liveness import server_label
-from dbuser_operator.mysql import grants, ownership
-from dbuser_operator.mysql.access import ServerAccounts, read_accounts
+from dbuser_operator.mysql import grants
+from dbuser_operator.mysql.bookkeeping import ownership
+from dbuser_operator.mysql.bookkeeping.access import ServerAccounts, read_accounts
+from dbuser_operator.mysql.bookkeeping.inventory import AccountState, Inventory, inventory, read_inventory
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.inventory import AccountState, Inventory, inventory, read_inventory
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.session.server import ServerInfo
 from dbuser_operator.runtime.conditions import find_condition
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.metrics import REGISTRY

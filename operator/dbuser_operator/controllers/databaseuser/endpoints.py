@@ -27,8 +27,8 @@ class DefaultServerEndpoints:
 
     def of(self, ctx: Context) -> tuple[Sequence[Endpoint], Endpoint, str]:
         """The endpoints of ``ctx``'s server, its address without them, and how messages name it."""
-        if ctx.binding is None:
+        if ctx.server_resource is None:
             return self.named, self.fallback, "the default server (--connection-endpoints)"
-        spec = ctx.binding.spec
+        spec = ctx.server_resource.spec
         named = [endpoint_of(endpoint) for endpoint in spec.endpoints or []]
-        return named, Endpoint(spec.host, spec.port), str(ctx.binding)
+        return named, Endpoint(spec.host, spec.port), str(ctx.server_resource)

@@ -31,12 +31,14 @@ from dbuser_operator.controllers.databaseuser.steps.rotation import now
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.policy.gate import PolicyGate
-from dbuser_operator.mysql import account_metadata, grants, holdings, ownership
-from dbuser_operator.mysql.account_options import DEFAULT_LIFETIME
+from dbuser_operator.mysql import grants
+from dbuser_operator.mysql.accounts import account_metadata, holdings
+from dbuser_operator.mysql.accounts.account_options import DEFAULT_LIFETIME
+from dbuser_operator.mysql.accounts.limits import AccountOptions
+from dbuser_operator.mysql.accounts.observe import LiveAccount, read_account
+from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.limits import AccountOptions
-from dbuser_operator.mysql.observe import LiveAccount, read_account
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.session.server import ServerInfo
 
 SHOWN_DIFFERENCES: Final = 5  # differences named in Ready's message; status.observed has them all
 OBSERVE_NOT_ALLOWED: Final = "ObserveNotAllowed"
@@ -223,7 +225,7 @@ class Observer:
         if owners or not exists or self.policy is None:
             return  # this namespace's own, or nothing to read
         await self.policy.check_adoption(
-            ctx.binding,
+            ctx.server_resource,
             namespace=namespace,
             what=account,
             name=user,

@@ -43,7 +43,7 @@ from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.kit.steps import Releasing, Step, check_order
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.mysql.books import NameClass
+from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.events import EventRecorder
@@ -118,11 +118,11 @@ class DatabaseUserReconciler(Owning[Context]):
 
     async def observe(self, ctx: Context) -> Result:
         """The live accounts into status; Ready says Observed or Diverged."""
-        ctx.binding, ctx.server = await self.bind(ctx)
+        ctx.server_resource, ctx.server = await self.bind(ctx)
         self._resolve_refs(ctx)
         _clear_policy_status(ctx)
         if self.policy is not None:
-            self.policy.check_user(ctx.binding, ctx.user)
+            self.policy.check_user(ctx.server_resource, ctx.user)
         progress.record(ctx)
         if await self.observer.observe(ctx):
             message = f"{ready_message(ctx)} (observed: the operator changes nothing)"
@@ -135,7 +135,7 @@ class DatabaseUserReconciler(Owning[Context]):
     async def converge(self, ctx: Context) -> Result:
         """The steps in order (the ownership step claims each account)."""
         ctx.status.user = ctx.user.effective_user()  # the USER column, refused resources included
-        ctx.binding, ctx.server = await self.bind(ctx)
+        ctx.server_resource, ctx.server = await self.bind(ctx)
         self._resolve_refs(ctx)
         _clear_policy_status(ctx)
         for step in self.steps:

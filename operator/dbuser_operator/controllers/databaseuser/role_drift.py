@@ -17,9 +17,9 @@ from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
 from dbuser_operator.controllers.databaseuser.drift import check_periodically
 from dbuser_operator.controllers.kit.resources import server_key
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql import roles
+from dbuser_operator.mysql.accounts import roles
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.session.server import ServerInfo
 from dbuser_operator.runtime.conditions import is_true
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey

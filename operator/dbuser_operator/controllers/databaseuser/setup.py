@@ -63,7 +63,7 @@ from dbuser_operator.controllers.servers.access_status import AccessStatus
 from dbuser_operator.controllers.servers.watch import watch_servers
 from dbuser_operator.controllers.shared import Shared
 from dbuser_operator.credentials.endpoints import Endpoint
-from dbuser_operator.credentials.fair import FairRenderer
+from dbuser_operator.credentials.render_pool import RenderPool
 from dbuser_operator.runtime.controller import Controller, KeyMapper
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.manager import Manager
@@ -95,7 +95,7 @@ def index(users: Informer) -> None:
 def steps(
     shared: Shared,
     owned_secrets: OwnedSecrets,
-    renderer: FairRenderer,
+    renderer: RenderPool,
     queue: RateLimitingQueue[ObjectKey],
 ) -> list[Step]:
     """The steps in the order their ensure halves run (deletion runs them in reverse). A step that reads
@@ -154,7 +154,7 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     """The DatabaseUser controller on ``queue``, its watches, and its leader-only tasks: the drift checks
     and the sweep for resources that left the scope while no leader watched."""
     settings, users = shared.settings, shared.users
-    renderer = FairRenderer()  # fair between namespaces: one tenant's templates delay only itself
+    renderer = RenderPool()  # fair between namespaces: one tenant's templates delay only itself
     reconciler = DatabaseUserReconciler(
         shared.kube,
         users,

@@ -1,14 +1,14 @@
 """The ownership lifecycle every kind shares: who owns a name, claim, adopt, the owner still alive, forget.
 
 A kind's resource owns the name it manages in MySQL through a row of the ledger
-(:mod:`dbuser_operator.mysql.ownership`): the row is claimed before the name is created, so the operator never
-leaves a name nobody owns. A name that exists without a row is not taken over unless the resource carries
-the adopt annotation and the kind's adoption check (handed in: a server's policy, for instance) allows it;
-a name whose recorded owner is gone (its UID no longer answers) is taken over the same way. A name owned by
-another resource is refused (``<Noun>Claimed``), one that exists unowned without the annotation too
-(``<Noun>Exists``). Whether an owner still exists is asked of the API server, not of the cache: the cache
-holds only this instance's scope, and an owner under another target label or in an unwatched namespace is
-alive all the same.
+(:mod:`dbuser_operator.mysql.bookkeeping.ownership`): the row is claimed before the name is created, so the
+operator never leaves a name nobody owns. A name that exists without a row is not taken over unless the
+resource carries the adopt annotation and the kind's adoption check (handed in: a server's policy, for
+instance) allows it; a name whose recorded owner is gone (its UID no longer answers) is taken over the same
+way. A name owned by another resource is refused (``<Noun>Claimed``), one that exists unowned without the
+annotation too (``<Noun>Exists``). Whether an owner still exists is asked of the API server, not of the
+cache: the cache holds only this instance's scope, and an owner under another target label or in an unwatched
+namespace is alive all the same.
 
 :class:`Owning` is the frame (:mod:`.reconcile`) with this lifecycle and the management and deletion
 policies decided once for every kind that owns a name: managementPolicy Paused pauses (deletion included,
@@ -31,10 +31,10 @@ import structlog
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, RELEASE_ANNOTATION
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.reconcile import FORGET_TIMEOUT, READY, Pass, Reconciler, S
-from dbuser_operator.mysql import ownership
-from dbuser_operator.mysql.books import NameClass
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.bookkeeping import ownership
+from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.mysql.session.connection import Database
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.errors import Forbidden, NotFound
@@ -176,7 +176,7 @@ async def take(
 class OwningPass(Pass[S]):
     """A pass of a kind that owns a name: the server resource and handle the frame bound it to."""
 
-    binding: Any = None  # the server resource (None: the settings' server)
+    server_resource: Any = None  # the server resource (None: the settings' server)
     server: Any = field(default=None, repr=False)  # the server handle: db, schema, ensure_book()
 
 
@@ -324,7 +324,7 @@ class Owning(Reconciler[P]):
         if released or management == "Observe" or deletion == "Retain":
             await self.let_go(ctx, released)
         else:
-            ctx.binding, ctx.server = await self.bind(ctx, deleting=True)
+            ctx.server_resource, ctx.server = await self.bind(ctx, deleting=True)
             await self.delete(ctx)
         ctx.obj = await self.finalizer.remove(ctx.obj)
 
@@ -332,7 +332,7 @@ class Owning(Reconciler[P]):
         """Leave the name in MySQL; forget the resource's rows if the server answers in time."""
         forgotten: bool | None = None  # None: MySQL did not answer
         try:  # letting go needs no server; ownership is forgotten where there is one
-            ctx.binding, ctx.server = await self.bind(ctx, deleting=True)
+            ctx.server_resource, ctx.server = await self.bind(ctx, deleting=True)
             async with asyncio.timeout(FORGET_TIMEOUT):
                 await self.release(ctx)
                 forgotten = await self.forget(ctx)

@@ -41,7 +41,7 @@ from dbuser_operator.controllers.kit.reserved import Refusal, ReservedNames, Sys
 from dbuser_operator.controllers.kit.resources import FIELD_MANAGER
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.kit.steps import EventType
-from dbuser_operator.mysql.books import NameClass
+from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import set_condition
 from dbuser_operator.runtime.controller import Result
@@ -182,13 +182,13 @@ class Reconciler(Generic[P]):
         nothing."""
         if self.servers is None:
             raise ConditionError("ServerNotFound", "no servers are configured", retry=False)
-        binding, server = await self.servers.resolve(ctx.obj, deleting=deleting)
+        server_resource, server = await self.servers.resolve(ctx.obj, deleting=deleting)
         refusal = await self.reserved.reserved(server, self.manages, self.mysql_name(ctx))
         if deleting:
             ctx.reserved = refusal
         elif refusal is not None:
             raise ConditionError(refusal.reason, f"{self.shown(ctx)}: {refusal.message}", retry=refusal.retry)
-        return binding, server
+        return server_resource, server
 
     async def __call__(self, key: ObjectKey) -> Result:
         cached = self.informer.get(key)

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from dbuser_operator.mysql.books import NameClass
-from dbuser_operator.mysql.reserved import system_account, system_schema
+from dbuser_operator.mysql.bookkeeping.books import NameClass
+from dbuser_operator.mysql.bookkeeping.reserved import system_account, system_schema
 
 RESERVED_ACCOUNT: Final = "ReservedAccount"
 RESERVED_DATABASE: Final = "ReservedDatabase"

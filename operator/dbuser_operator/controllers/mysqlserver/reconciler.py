@@ -106,12 +106,12 @@ class ServerReconciler:
     async def _check(self, server: str, obj: dict[str, Any]) -> Health:
         registry = self.resolver.registry
         try:
-            binding = self.resolver.binding(server, obj)
+            server_resource = self.resolver.resource(server, obj)
         except ConditionError as error:
             return Health(False, "InvalidSpec", error.message)
-        address = f"{binding.spec.host}:{binding.spec.port}"
+        address = f"{server_resource.spec.host}:{server_resource.spec.port}"
         try:
-            handle = await registry.refresh(binding)
+            handle = await registry.refresh(server_resource)
         except ServerConfigError as error:
             health = Health(False, error.reason, f"{address}: {error.message}")
         else:
@@ -124,7 +124,10 @@ class ServerReconciler:
             SERVER_ACCOUNTS.labels(server).set(health.accounts)
         if not health.ready:
             log.warning(
-                "server health check failed", server=str(binding), reason=health.reason, error=health.message
+                "server health check failed",
+                server=str(server_resource),
+                reason=health.reason,
+                error=health.message,
             )
         return health
 

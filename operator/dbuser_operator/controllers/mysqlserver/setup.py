@@ -26,7 +26,7 @@ from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.liveness import Liveness
 from dbuser_operator.controllers.servers.registry import ServerRegistry
 from dbuser_operator.controllers.shared import Shared
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.session.connection import Database
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Controller, KeyMapper
 from dbuser_operator.runtime.errors import NotFound

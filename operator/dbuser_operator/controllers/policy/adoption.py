@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from dbuser_operator.api.v1alpha1.mysqlserver import NamespacePolicy
+from dbuser_operator.api.v1alpha1.server_policy import NamespacePolicy
 from dbuser_operator.controllers.policy.rules import ALL, allowed_database, matches, patterns_text
+from dbuser_operator.mysql.accounts.holdings import Holdings, role_name
 from dbuser_operator.mysql.grants import Grant
-from dbuser_operator.mysql.holdings import Holdings, role_name
-from dbuser_operator.mysql.server import Flavour
+from dbuser_operator.mysql.session.server import Flavour
 
 DEFAULT_PLUGINS: Final[dict[Flavour, frozenset[str]]] = {
     "mysql": frozenset({"caching_sha2_password"}),

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dbuser_operator.api.v1alpha1 import DatabaseUser
 from dbuser_operator.api.v1alpha1.database import Database
 from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
-from dbuser_operator.api.v1alpha1.mysqlserver import ServerPolicy
+from dbuser_operator.api.v1alpha1.server_policy import ServerPolicy
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.policy.adoption import holding_problems, name_problems
 from dbuser_operator.controllers.policy.namespaces import POLICY_NAMESPACE_INDEX, NamespaceLabels, on_a_server
@@ -26,9 +26,9 @@ from dbuser_operator.controllers.policy.rules import (
     role_violations,
     user_violations,
 )
-from dbuser_operator.controllers.servers.binding import ServerBinding
-from dbuser_operator.mysql.holdings import Holdings
-from dbuser_operator.mysql.server import Flavour
+from dbuser_operator.controllers.servers.resource import ServerResource
+from dbuser_operator.mysql.accounts.holdings import Holdings
+from dbuser_operator.mysql.session.server import Flavour
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.informer import Informer
 
@@ -47,7 +47,7 @@ class PolicyGate:
     def __init__(self, namespaces: NamespaceLabels) -> None:
         self.namespaces = namespaces
 
-    def _labels(self, server: ServerBinding, namespace: str) -> dict[str, str]:
+    def _labels(self, server: ServerResource, namespace: str) -> dict[str, str]:
         if not self.namespaces.available:  # fail closed: a policy that cannot be checked admits nothing
             raise ConditionError(
                 NAMESPACES_UNREADABLE,
@@ -63,7 +63,7 @@ class PolicyGate:
             )
         return labels
 
-    def check_user(self, server: ServerBinding | None, user: DatabaseUser) -> None:
+    def check_user(self, server: ServerResource | None, user: DatabaseUser) -> None:
         """Raise PolicyViolation if ``user`` breaks its server's policy (no server resource, or no policy:
         nothing to check)."""
         spec = user.spec
@@ -71,13 +71,13 @@ class PolicyGate:
             server, user.metadata.namespace, lambda p, ns, labels: user_violations(p, ns, labels, spec)
         )
 
-    def check_role(self, server: ServerBinding | None, role: DatabaseRole) -> None:
+    def check_role(self, server: ServerResource | None, role: DatabaseRole) -> None:
         """Raise PolicyViolation if ``role`` breaks its server's policy."""
         self._check(
             server, role.metadata.namespace, lambda p, ns, labels: role_violations(p, ns, labels, role.spec)
         )
 
-    def check_database(self, server: ServerBinding | None, database: Database) -> None:
+    def check_database(self, server: ServerResource | None, database: Database) -> None:
         """Raise PolicyViolation if the namespace of ``database`` may not have its name."""
         name = database.effective_name()
         self._check(
@@ -88,7 +88,7 @@ class PolicyGate:
 
     async def check_adoption(
         self,
-        server: ServerBinding | None,
+        server: ServerResource | None,
         *,
         namespace: str,
         what: str,
@@ -120,7 +120,7 @@ class PolicyGate:
             message = Violation(rule, f"cannot {action} {what}: {'; '.join(problems)}").message(str(server))
             raise ConditionError(reason, message)
 
-    def _check(self, server: ServerBinding | None, namespace: str | None, evaluate: Evaluation) -> None:
+    def _check(self, server: ServerResource | None, namespace: str | None, evaluate: Evaluation) -> None:
         if server is None or server.spec.policy is None:
             return
         labels = self._labels(server, namespace or "")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from dbuser_operator.api.v1alpha1 import Grant as GrantSpec
 from dbuser_operator.controllers.kit.reserved import Refusal
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql.reserved import SYSTEM_SCHEMAS
+from dbuser_operator.mysql.bookkeeping.reserved import SYSTEM_SCHEMAS
 
 if TYPE_CHECKING:
     from dbuser_operator.controllers.servers.admins import Reservations

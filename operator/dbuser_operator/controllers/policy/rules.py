@@ -20,7 +20,7 @@ from dbuser_operator.api.duration import parse_days
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec, Grant
 from dbuser_operator.api.v1alpha1.account import PASSWORD_LIFETIME_MAX, password_lifetime_days
 from dbuser_operator.api.v1alpha1.databaserole import DatabaseRoleSpec
-from dbuser_operator.api.v1alpha1.mysqlserver import (
+from dbuser_operator.api.v1alpha1.server_policy import (
     LabelSelector,
     LabelSelectorRequirement,
     NamespacePolicy,
@@ -209,10 +209,16 @@ def user_violations(
         if roles and not entry.allow_roles:
             found.append(f"roles are not allowed (allowRoles is false): spec.roles names {', '.join(roles)}")
         found += password_lifetime_problems(entry, spec)
-        if spec.authentication is not None and not entry.allow_plugins:
+        method = spec.authentication
+        if method is not None and method.plugin is not None and not entry.allow_plugins:
             found.append(
                 "choosing the authentication plugin is not allowed (allowPlugins is false): "
-                f"spec.authentication.plugin is {spec.authentication.plugin}"
+                f"spec.authentication.plugin is {method.plugin}"
+            )
+        if method is not None and method.workload is not None and not entry.allow_workload_identity:
+            found.append(
+                "workload identity is not allowed (allowWorkloadIdentity is false): "
+                f"spec.authentication.workload names ServiceAccount {method.workload.service_account_name}"
             )
         return found
 

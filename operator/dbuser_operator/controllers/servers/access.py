@@ -1,9 +1,9 @@
 """The access report of one server: every account and role, what it reaches, and who owns it.
 
 Built by the leader from what the drift check read (the inventory's privilege rows of every account, and
-:func:`~dbuser_operator.mysql.access.read_accounts`): no query of its own. Pure: :func:`build` turns those
-reads, the owners and the drift the check found into the bounded :class:`AccessSummary` a server resource's
-status carries (:mod:`dbuser_operator.api.v1alpha1.access_report`). Nothing in it comes from an
+:func:`~dbuser_operator.mysql.bookkeeping.access.read_accounts`): no query of its own. Pure: :func:`build`
+turns those reads, the owners and the drift the check found into the bounded :class:`AccessSummary` a server
+resource's status carries (:mod:`dbuser_operator.api.v1alpha1.access_report`). Nothing in it comes from an
 authentication string: none was read.
 """
 
@@ -22,10 +22,10 @@ from dbuser_operator.api.v1alpha1.access_report import (
     AccessState,
     AccessSummary,
 )
-from dbuser_operator.mysql.access import ServerAccount, ServerAccounts
+from dbuser_operator.mysql.bookkeeping.access import ServerAccount, ServerAccounts
+from dbuser_operator.mysql.bookkeeping.inventory import Inventory
 from dbuser_operator.mysql.errors import InvalidGrantError
 from dbuser_operator.mysql.grants import Change, Grant, describe
-from dbuser_operator.mysql.inventory import Inventory
 
 _RANK: Final[dict[AccessState, int]] = {"Drifted": 0, "Orphaned": 1, "Unmanaged": 2, "Managed": 4}
 """Order of attention (an unmanaged account with global privileges ranks 2, other unmanaged ones 3)."""

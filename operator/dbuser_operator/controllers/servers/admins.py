@@ -10,11 +10,12 @@ every server resource. A server resource's admin and schema are reserved on ever
 reaches the same physical server: two of them may reach one MySQL server (a ClusterMySQLServer for the
 tenants and a MySQLServer of the platform's, under two host names or addresses, with two admin accounts),
 and each one's must be as untouchable through the other as through itself. The registry is keyed by which
-physical server a handle reaches, as the server says it (:func:`~dbuser_operator.mysql.server.read_identity`:
-MySQL's ``@@server_uuid``, MariaDB's ``@@hostname:@@port``), asked of both handles when a name matches, never
-the spec's host. A server that cannot be asked (unreachable, or its identity not read in time) might be the
-same one: the name is refused (fail closed), and the refusal is retried until it can be told apart. A server
-resource whose Secrets do not name its admin (a Secret missing) reserves nothing until they do.
+physical server a handle reaches, as the server says it
+(:func:`~dbuser_operator.mysql.session.server.read_identity`: MySQL's ``@@server_uuid``, MariaDB's
+``@@hostname:@@port``), asked of both handles when a name matches, never the spec's host. A server that
+cannot be asked (unreachable, or its identity not read in time) might be the same one: the name is refused
+(fail closed), and the refusal is retried until it can be told apart. A server resource whose Secrets do not
+name its admin (a Secret missing) reserves nothing until they do.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from dbuser_operator.controllers.kit.reserved import (
 from dbuser_operator.controllers.servers.connection import ServerConfigError
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.mysql.books import NameClass
+from dbuser_operator.mysql.bookkeeping.books import NameClass
+from dbuser_operator.mysql.bookkeeping.ownership import DEFAULT_SCHEMA
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
 
 IDENTITY_TIMEOUT: Final = 10.0  # seconds to ask a server which one it is; then it counts as unknown
 FLAGS_SERVER: Final = "the server of the --mysql-* flags"
@@ -91,7 +92,7 @@ class Reservations:
                 namespace = meta.get("namespace") or ""
                 key = f"{kind}/{namespace}/{meta['name']}" if namespace else f"{kind}/{meta['name']}"
                 try:
-                    handle = await registry.current(self.resolver.binding(key, obj))
+                    handle = await registry.current(self.resolver.resource(key, obj))
                 except (ConditionError, ServerConfigError):  # no admin name to reserve (yet)
                     continue
                 found.append(Admin(handle.name or key, handle.db.settings.user, handle.schema, handle))

@@ -24,9 +24,9 @@ from typing import Any
 import pydantic
 
 from dbuser_operator.api.v1alpha1 import SecretKeySelector
-from dbuser_operator.controllers.servers.binding import ServerBinding
-from dbuser_operator.mysql.connection import ConnectionSettings, Database
-from dbuser_operator.mysql.tls import SSLMode
+from dbuser_operator.controllers.servers.resource import ServerResource
+from dbuser_operator.mysql.session.connection import ConnectionSettings, Database
+from dbuser_operator.mysql.session.tls import SSLMode
 
 SecretReader = Callable[[str, str], Awaitable[dict[str, Any] | None]]
 """``(namespace, name)`` → the Secret object, or None when it does not exist."""
@@ -55,9 +55,9 @@ class ServerDefaults:
     cluster_namespace: str  # where a ClusterMySQLServer's Secrets live
 
 
-def secret_namespace(binding: ServerBinding, defaults: ServerDefaults) -> str:
+def secret_namespace(resource: ServerResource, defaults: ServerDefaults) -> str:
     """The namespace of the server's Secrets: its own, or the operator's for a ClusterMySQLServer."""
-    return binding.namespace or defaults.cluster_namespace
+    return resource.namespace or defaults.cluster_namespace
 
 
 def referenced_secrets(cluster_namespace: str) -> Callable[[dict[str, Any]], list[str]]:
@@ -89,9 +89,9 @@ class _Material:
     cert: bytes | None = None
     key: bytes | None = None
 
-    def fingerprint(self, binding: ServerBinding, defaults: ServerDefaults) -> str:
+    def fingerprint(self, resource: ServerResource, defaults: ServerDefaults) -> str:
         digest = hashlib.sha256()
-        spec = binding.spec.model_dump(mode="json", exclude={"policy"})
+        spec = resource.spec.model_dump(mode="json", exclude={"policy"})
         digest.update(json.dumps([spec, defaults.pool_size, defaults.schema], sort_keys=True).encode())
         for part in (self.user.encode(), self.password.encode(), self.ca, self.cert, self.key):
             digest.update(b"\0" if part is None else hashlib.sha256(part).digest())
@@ -124,9 +124,9 @@ def _text(value: bytes, what: str) -> str:
         raise ServerConfigError("InvalidCredentials", f"the {what} is not UTF-8 text") from None
 
 
-async def read_material(binding: ServerBinding, defaults: ServerDefaults, read: SecretReader) -> _Material:
+async def read_material(resource: ServerResource, defaults: ServerDefaults, read: SecretReader) -> _Material:
     """The credentials and TLS material of the server's Secrets. Raises :class:`ServerConfigError`."""
-    spec, namespace = binding.spec, secret_namespace(binding, defaults)
+    spec, namespace = resource.spec, secret_namespace(resource, defaults)
     user = _text(await _value(read, namespace, spec.credentials.user, "admin user"), "admin user")
     password = _text(await _value(read, namespace, spec.credentials.password, "admin password"), "password")
     material = _Material(user, password)
@@ -148,7 +148,7 @@ def _write_private(path: Path, data: bytes) -> Path:
 
 
 def open_database(
-    binding: ServerBinding,
+    resource: ServerResource,
     defaults: ServerDefaults,
     material: _Material,
     make: DatabaseFactory,
@@ -158,7 +158,7 @@ def open_database(
 
     Raises :class:`ServerConfigError` (InvalidSpec, TLSError).
     """
-    spec = binding.spec
+    spec = resource.spec
     tls = spec.tls
     workdir = Path(tempfile.mkdtemp(dir=tls_dir))  # 0700
     try:
@@ -175,7 +175,7 @@ def open_database(
                 password=pydantic.SecretStr(material.password),
                 connect_timeout=defaults.connect_timeout,
                 read_timeout=defaults.read_timeout,
-                name=str(binding),
+                name=str(resource),
                 ssl_mode=SSLMode(tls.mode) if tls is not None else SSLMode.PREFERRED,
                 ca_file=files.get("ca.pem"),
                 cert_file=files.get("tls.crt"),
@@ -185,12 +185,12 @@ def open_database(
             )
         except pydantic.ValidationError as error:
             problems = "; ".join(str(e["msg"]) for e in error.errors(include_input=False))
-            raise ServerConfigError("InvalidSpec", f"{binding}: {problems}") from None
+            raise ServerConfigError("InvalidSpec", f"{resource}: {problems}") from None
         try:
             return make(settings, spec.bookkeeping_schema or defaults.schema)
         except (ssl.SSLError, ValueError, OSError) as error:
             raise ServerConfigError(
-                "TLSError", f"{binding}: TLS material rejected: {type(error).__name__}"
+                "TLSError", f"{resource}: TLS material rejected: {type(error).__name__}"
             ) from None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

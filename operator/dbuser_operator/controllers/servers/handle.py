@@ -9,12 +9,12 @@ import time
 
 import structlog
 
-from dbuser_operator.mysql import ownership
-from dbuser_operator.mysql.books import TABLE, Book
-from dbuser_operator.mysql.connection import Database
-from dbuser_operator.mysql.known_passwords import KnownPasswords
-from dbuser_operator.mysql.probe import Probe
-from dbuser_operator.mysql.server import ServerInfo, read_identity, read_server
+from dbuser_operator.mysql.accounts.known_passwords import KnownPasswords
+from dbuser_operator.mysql.bookkeeping import ownership
+from dbuser_operator.mysql.bookkeeping.books import TABLE, Book
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.probe import Probe
+from dbuser_operator.mysql.session.server import ServerInfo, read_identity, read_server
 
 log = structlog.get_logger(__name__)
 
@@ -24,7 +24,7 @@ class ServerHandle:
 
     ``key`` and ``name`` say which server resource it is (empty for the server of the settings). ``probe``
     is the health checks' own connection, outside the pool. ``known``: the passwords this process set on the
-    server's accounts (:mod:`~dbuser_operator.mysql.known_passwords`).
+    server's accounts (:mod:`~dbuser_operator.mysql.accounts.known_passwords`).
     """
 
     def __init__(self, db: Database, schema: str, key: str = "", name: str = "") -> None:

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from dbuser_operator.api.v1alpha1.mysqlserver import ServerCapabilities
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.liveness import PROBE_TIMEOUT
-from dbuser_operator.mysql import authentication, ownership
-from dbuser_operator.mysql.dual_password import supports_dual_passwords
+from dbuser_operator.mysql.accounts import authentication
+from dbuser_operator.mysql.accounts.dual_password import supports_dual_passwords
+from dbuser_operator.mysql.accounts.mariadb_dual_auth import supports_dual_auth
+from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.errors import DatabaseUnavailableError, MySQLError
-from dbuser_operator.mysql.mariadb_dual_auth import supports_dual_auth
-from dbuser_operator.mysql.server import ServerInfo, read_server
+from dbuser_operator.mysql.session.server import ServerInfo, read_server
 
 FLAVOURS = {"mysql": "MySQL", "mariadb": "MariaDB"}
 

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import structlog
 
-from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.connection import (
     DatabaseFactory,
     SecretReader,
@@ -27,6 +26,7 @@ from dbuser_operator.controllers.servers.connection import (
     read_material,
 )
 from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.controllers.servers.resource import ServerResource
 
 log = structlog.get_logger(__name__)
 
@@ -76,48 +76,48 @@ class ServerRegistry:
         entry = self._entries.get(key)
         return entry.handle if entry else None
 
-    async def handle(self, binding: ServerBinding) -> ServerHandle:
+    async def handle(self, resource: ServerResource) -> ServerHandle:
         """The server's ServerHandle: built on first use and after its spec changed (a new generation).
 
         Raises :class:`~.server_connection.ServerConfigError` when its Secrets or spec do not make a
         connection.
         """
-        entry = self._entries.get(binding.key)
-        if entry is not None and entry.generation == binding.generation:
+        entry = self._entries.get(resource.key)
+        if entry is not None and entry.generation == resource.generation:
             entry.used = time.monotonic()
             return entry.handle
-        handle = await self.refresh(binding)
-        entry = self._entries.get(binding.key)
+        handle = await self.refresh(resource)
+        entry = self._entries.get(resource.key)
         if entry is not None:  # (unless the server went away meanwhile)
             entry.used = time.monotonic()
         return handle
 
-    async def current(self, binding: ServerBinding) -> ServerHandle:
+    async def current(self, resource: ServerResource) -> ServerHandle:
         """The server's ServerHandle as :meth:`handle` gives it, without counting as a use (for who only
         asks which admin account a server has)."""
-        entry = self._entries.get(binding.key)
-        if entry is not None and entry.generation == binding.generation:
+        entry = self._entries.get(resource.key)
+        if entry is not None and entry.generation == resource.generation:
             return entry.handle
-        return await self.refresh(binding)
+        return await self.refresh(resource)
 
-    async def refresh(self, binding: ServerBinding) -> ServerHandle:
+    async def refresh(self, resource: ServerResource) -> ServerHandle:
         """Read the server's Secrets again; rebuild its ServerHandle when they or the spec changed (a use by a
         reconcile is :meth:`handle`'s: this does not count as one)."""
-        key = binding.key
+        key = resource.key
         async with self._locks.setdefault(key, asyncio.Lock()):
-            material = await read_material(binding, self.defaults, self.read_secret)
-            fingerprint = material.fingerprint(binding, self.defaults)
+            material = await read_material(resource, self.defaults, self.read_secret)
+            fingerprint = material.fingerprint(resource, self.defaults)
             entry = self._entries.get(key)
             if entry is not None and entry.fingerprint == fingerprint:
-                entry.generation = binding.generation
+                entry.generation = resource.generation
                 return entry.handle
-            db = open_database(binding, self.defaults, material, self.make_database, self._private_dir())
-            schema = binding.spec.bookkeeping_schema or self.defaults.schema
-            handle = ServerHandle(db, schema, key=key, name=str(binding))
+            db = open_database(resource, self.defaults, material, self.make_database, self._private_dir())
+            schema = resource.spec.bookkeeping_schema or self.defaults.schema
+            handle = ServerHandle(db, schema, key=key, name=str(resource))
             used = entry.used if entry is not None else time.monotonic()
-            self._entries[key] = _Entry(handle, fingerprint, binding.generation, used)
+            self._entries[key] = _Entry(handle, fingerprint, resource.generation, used)
             if entry is not None:
-                log.info("server connection changed; reconnecting", server=str(binding))
+                log.info("server connection changed; reconnecting", server=str(resource))
                 self._retiring.append((time.monotonic() + RETIRE_AFTER, entry.handle))
             return handle
 

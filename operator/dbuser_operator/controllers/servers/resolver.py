@@ -16,10 +16,10 @@ import pydantic
 from dbuser_operator.api.v1alpha1.mysqlserver import CLUSTER_KIND, KIND, MySQLServerSpec
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.resources import DEFAULT_SERVER, describe_server, server_key
-from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.connection import ServerConfigError
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.registry import ServerRegistry
+from dbuser_operator.controllers.servers.resource import ServerResource
 from dbuser_operator.runtime.conditions import find_condition
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
@@ -45,7 +45,7 @@ class ServerResolver:
             for kind, informer in ((KIND, servers), (CLUSTER_KIND, cluster_servers))
             if informer is not None
         }
-        self._parsed: dict[str, tuple[str, ServerBinding]] = {}  # key → (resourceVersion, binding)
+        self._parsed: dict[str, tuple[str, ServerResource]] = {}  # key → (resourceVersion, resource)
 
     def server_object(self, key: str) -> dict[str, Any] | None:
         """The cached server resource of ``key`` (``MySQLServer/<ns>/<name>``, ``ClusterMySQLServer/<n>``)."""
@@ -56,8 +56,8 @@ class ServerResolver:
         namespace, _, name = rest.rpartition("/")
         return informer.get(ObjectKey(namespace, name))
 
-    def binding(self, key: str, obj: dict[str, Any]) -> ServerBinding:
-        """The server resource as a :class:`ServerBinding` (its spec parsed once per resourceVersion)."""
+    def resource(self, key: str, obj: dict[str, Any]) -> ServerResource:
+        """The server resource as a :class:`ServerResource` (its spec parsed once per resourceVersion)."""
         version = str(obj["metadata"].get("resourceVersion", ""))
         parsed = self._parsed.get(key)
         if parsed is not None and parsed[0] == version:
@@ -69,9 +69,9 @@ class ServerResolver:
         except pydantic.ValidationError as error:
             why = f"{describe_server(key)}: invalid spec: {error.errors()[0]['msg']}"
             raise ConditionError("ServerNotReady", why) from None
-        binding = ServerBinding(kind, meta.get("namespace", ""), meta["name"], spec, meta.get("generation"))
-        self._parsed[key] = (version, binding)
-        return binding
+        resource = ServerResource(kind, meta.get("namespace", ""), meta["name"], spec, meta.get("generation"))
+        self._parsed[key] = (version, resource)
+        return resource
 
     def forget(self, key: str) -> None:
         """Drop the parsed spec of a server resource that went away."""
@@ -79,7 +79,7 @@ class ServerResolver:
 
     async def resolve(
         self, obj: dict[str, Any], *, deleting: bool = False
-    ) -> tuple[ServerBinding | None, ServerHandle]:
+    ) -> tuple[ServerResource | None, ServerHandle]:
         """The server of ``obj`` and its ServerHandle. Raises :class:`ConditionError` naming the server."""
         key = server_key(obj)
         if key == DEFAULT_SERVER:
@@ -93,17 +93,17 @@ class ServerResolver:
             unlabelled = f" (or is not labelled {selector}: another instance's)" if selector else ""
             message = f"{describe_server(key)} does not exist{unlabelled}"
             raise ConditionError("ServerNotFound", message, retry=False)
-        binding = self.binding(key, server)
+        resource = self.resource(key, server)
         if not deleting:
             if server["metadata"].get("deletionTimestamp"):
                 raise ConditionError(
-                    "ServerDeleting", f"{binding} is being deleted: nothing more is done there", retry=False
+                    "ServerDeleting", f"{resource} is being deleted: nothing more is done there", retry=False
                 )
             ready = find_condition((server.get("status") or {}).get("conditions") or [], "Ready")
             if ready is not None and ready.get("status") == "False":
                 why = ready.get("message") or ready.get("reason") or "not ready"
-                raise ConditionError("ServerNotReady", f"{binding} is not ready: {why}", retry=False)
+                raise ConditionError("ServerNotReady", f"{resource} is not ready: {why}", retry=False)
         try:
-            return binding, await self.registry.handle(binding)
+            return resource, await self.registry.handle(resource)
         except ServerConfigError as error:
-            raise ConditionError("ServerNotReady", f"{binding}: {error.message}") from None
+            raise ConditionError("ServerNotReady", f"{resource}: {error.message}") from None

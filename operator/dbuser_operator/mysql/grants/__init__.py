@@ -54,7 +54,7 @@ from dbuser_operator.mysql.grants.read import (
     read_grants,
     split_grantee,
 )
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.session.server import ServerInfo
 
 __all__ = [
     "ALL",

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import (
     ColumnNotFoundError,
     InvalidAccountError,
@@ -27,7 +26,8 @@ from dbuser_operator.mysql.grants.model import Grant, describe
 from dbuser_operator.mysql.grants.privileges import refusals
 from dbuser_operator.mysql.grants.read import read_account
 from dbuser_operator.mysql.identifiers import validate_grantee_host, validate_user
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
 
 _MISSING: Final[dict[int, tuple[type[InvalidGrantError], str]]] = {
     1146: (TableNotFoundError, "table"),

@@ -23,8 +23,8 @@ from dbuser_operator.mysql.identifiers import (
     validate_grantee_host,
     validate_user,
 )
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 
 def server_privileges(grant: Grant, server: ServerInfo) -> frozenset[str]:

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.identifiers import SQL
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 Row = tuple[int, str, str, str, str, str | None]
 """rank, schema, table, privilege, is_grantable (as information_schema), and the column (rank 3) or the

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from dbuser_operator.mysql.server import Flavour, ServerInfo
+from dbuser_operator.mysql.session.server import Flavour, ServerInfo
 
 ALL: Final = "ALL"
 """Every privilege of the grant's level (``ALL PRIVILEGES``), as :func:`expand_all` lists it."""

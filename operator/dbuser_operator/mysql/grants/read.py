@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from dbuser_operator.mysql.connection import Database
 from dbuser_operator.mysql.errors import checked_input
 from dbuser_operator.mysql.grants import privilege_tables
 from dbuser_operator.mysql.grants.model import COLUMN_RANK, ROUTINE_RANK, Grant
 from dbuser_operator.mysql.grants.privileges import USAGE
 from dbuser_operator.mysql.identifiers import validate_grantee_host, validate_user
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.statement import Statement
+from dbuser_operator.mysql.session.connection import Database
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.mysql.session.statement import Statement
 
 _GLOBAL_RANK, _DATABASE_RANK, _TABLE_RANK = 0, 1, 2
 

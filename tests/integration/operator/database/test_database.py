@@ -16,7 +16,7 @@ from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.api.v1alpha1.mysqlserver import CLUSTER_KIND
 from dbuser_operator.controllers.kit.resources import DATABASES
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import ownership
+from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from tests.integration.operator.servers import test_server_policy

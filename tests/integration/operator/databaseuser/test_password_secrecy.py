@@ -14,7 +14,8 @@ import pytest
 from dbuser_operator.api.v1alpha1 import ROTATE_ANNOTATION
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import accounts, ownership
+from dbuser_operator.mysql.accounts import accounts
+from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.mysql.support import loaded_plugin
@@ -102,8 +103,8 @@ async def test_the_general_log_shows_no_password(
     assert leaks == [], f"{len(leaks)} password(s) of the ledger in the general log"
     mine = [text for text in statements if any(name in text for name in (plain, named, generated))]
     if flavour == "mysql":
-        # A new account is created expired and given back the hash it stored (mysql.new_password): the
-        # hash, as MariaDB is always sent, never the password; every other change is BY <secret>.
+        # A new account is created expired and given back the hash it stored (mysql.accounts.new_password):
+        # the hash, as MariaDB is always sent, never the password; every other change is BY <secret>.
         settled = [text for text in mine if text.startswith("ALTER USER") and " AS '$A$" in text]
         assert len(settled) == 3, settled
         assert all(" PASSWORD EXPIRE" in text for text in creates)

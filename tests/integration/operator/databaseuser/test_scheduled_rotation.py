@@ -16,8 +16,8 @@ from dbuser_operator.controllers.databaseuser.steps.rollout import WORKLOADS
 from dbuser_operator.controllers.databaseuser.steps.scheduled import PENDING_ANNOTATION, PENDING_KEY
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import password_hashes
-from dbuser_operator.mysql.password_hashes import native_hash
+from dbuser_operator.mysql.accounts import password_hashes
+from dbuser_operator.mysql.accounts.password_hashes import native_hash
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.support.builders import database_user, generated_user, unique

@@ -22,7 +22,7 @@ from kubernetes_asyncio import client
 from dbuser_operator import app
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import KubeCluster, MySQLServer
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.session.connection import Database
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey

@@ -28,8 +28,9 @@ from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, ESCAPED_DATABASE_MESS
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.local import write_private
-from dbuser_operator.mysql import ConnectionSettings, Database, ownership
-from dbuser_operator.mysql.ownership import Owner
+from dbuser_operator.mysql import ConnectionSettings, Database
+from dbuser_operator.mysql.bookkeeping import ownership
+from dbuser_operator.mysql.bookkeeping.ownership import Owner
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import Resource
 from tests.integration.operator.support import wait

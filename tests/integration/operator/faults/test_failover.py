@@ -24,7 +24,7 @@ from kubernetes_asyncio import client
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import KubeCluster, MySQLServer
-from dbuser_operator.mysql.probe import PROBE_STATEMENT
+from dbuser_operator.mysql.session.probe import PROBE_STATEMENT
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.lease import EPOCH_ANNOTATION
 from dbuser_operator.runtime.resources import LEASES, SECRETS

@@ -17,8 +17,8 @@ from kubernetes_asyncio import client
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import KubeCluster, MySQLServer
-from dbuser_operator.mysql.dual_password import CREDENTIAL_ATTRIBUTE
-from dbuser_operator.mysql.password_hashes import native_hash
+from dbuser_operator.mysql.accounts.dual_password import CREDENTIAL_ATTRIBUTE
+from dbuser_operator.mysql.accounts.password_hashes import native_hash
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.support.builders import database_user

@@ -24,7 +24,7 @@ from dbuser_operator.controllers.databaseuser.reconciler import DatabaseUserReco
 from dbuser_operator.controllers.kit.freshness import STALE_RETRY
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import KubeCluster, MySQLServer
-from dbuser_operator.mysql.connection import Database
+from dbuser_operator.mysql.session.connection import Database
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.manager import Manager

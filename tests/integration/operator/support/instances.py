@@ -35,7 +35,7 @@ from dbuser_operator.controllers.kit.resources import (
     MYSQL_SERVERS,
 )
 from dbuser_operator.envtest import KubeCluster, MySQLServer
-from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
+from dbuser_operator.mysql.bookkeeping.ownership import DEFAULT_SCHEMA
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import NotFound, Unavailable
 from dbuser_operator.runtime.resources import Resource

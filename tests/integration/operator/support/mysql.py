@@ -7,7 +7,8 @@ from typing import Any
 import pymysql
 
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql import ServerInfo, dual_password, mariadb_dual_auth
+from dbuser_operator.mysql import ServerInfo
+from dbuser_operator.mysql.accounts import dual_password, mariadb_dual_auth
 from tests.integration.mysql.support import client_tls
 
 

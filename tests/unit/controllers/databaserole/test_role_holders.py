@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dbuser_operator.controllers.databaserole import holders
-from dbuser_operator.mysql import name_holders, roles
+from dbuser_operator.mysql.accounts import roles
+from dbuser_operator.mysql.bookkeeping import name_holders
 
 
 def test_only_holders_outside_the_bookkeeping_are_unmanaged() -> None:

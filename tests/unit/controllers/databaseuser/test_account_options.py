@@ -21,7 +21,7 @@ from dbuser_operator.api.v1alpha1.account import (
     PASSWORD_LOCK_TIME_MESSAGE,
     AccountSpec,
 )
-from dbuser_operator.api.v1alpha1.mysqlserver import MAX_PASSWORD_LIFETIME_MESSAGE, ServerPolicy
+from dbuser_operator.api.v1alpha1.server_policy import MAX_PASSWORD_LIFETIME_MESSAGE, ServerPolicy
 from dbuser_operator.controllers.databaseuser.observe import policy_differences
 from dbuser_operator.controllers.databaseuser.steps.account_options import (
     describe,
@@ -31,7 +31,7 @@ from dbuser_operator.controllers.databaseuser.steps.account_options import (
 )
 from dbuser_operator.controllers.policy.rules import user_violations
 from dbuser_operator.mysql import InvalidOptionsError
-from dbuser_operator.mysql.account_options import (
+from dbuser_operator.mysql.accounts.account_options import (
     DEFAULT_LIFETIME,
     NEVER,
     UNBOUNDED,
@@ -40,10 +40,10 @@ from dbuser_operator.mysql.account_options import (
     alter_statement,
     column_list,
 )
+from dbuser_operator.mysql.accounts.limits import AccountOptions
+from dbuser_operator.mysql.accounts.observe import LiveAccount
 from dbuser_operator.mysql.grants import Grant
-from dbuser_operator.mysql.limits import AccountOptions
-from dbuser_operator.mysql.observe import LiveAccount
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.session.server import ServerInfo
 
 MYSQL = ServerInfo("mysql", (9, 7, 0))
 MYSQL_8_0_18 = ServerInfo("mysql", (8, 0, 18))

@@ -10,11 +10,11 @@ from dbuser_operator.controllers.databaseuser import drift
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS, DATABASES
 from dbuser_operator.controllers.servers.access_status import AccessStatus
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql import ownership as mysql_ownership
-from dbuser_operator.mysql.access import ServerAccount, ServerAccounts
-from dbuser_operator.mysql.inventory import AccountState, Inventory
-from dbuser_operator.mysql.ownership import Owner
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.bookkeeping import ownership as mysql_ownership
+from dbuser_operator.mysql.bookkeeping.access import ServerAccount, ServerAccounts
+from dbuser_operator.mysql.bookkeeping.inventory import AccountState, Inventory
+from dbuser_operator.mysql.bookkeeping.ownership import Owner
+from dbuser_operator.mysql.session.server import ServerInfo
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey

@@ -21,11 +21,11 @@ from dbuser_operator.controllers.databaseuser.steps.hosts import (
 )
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.resources import named_account
+from dbuser_operator.mysql.accounts.limits import AccountOptions
+from dbuser_operator.mysql.accounts.observe import LiveAccount
+from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
 from dbuser_operator.mysql.grants import Grant
-from dbuser_operator.mysql.limits import AccountOptions
-from dbuser_operator.mysql.observe import LiveAccount
-from dbuser_operator.mysql.server import ServerInfo
-from dbuser_operator.mysql.tls_identity import TLSIdentity
+from dbuser_operator.mysql.session.server import ServerInfo
 
 PASSWORD = {"password": {"name": "s", "key": "k"}}
 MYSQL = ServerInfo("mysql", (9, 7, 4))

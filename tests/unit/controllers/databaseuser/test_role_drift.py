@@ -10,8 +10,8 @@ from dbuser_operator.api.v1alpha1 import DatabaseUser
 from dbuser_operator.controllers.databaseuser.role_drift import RoleDriftCheck
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql.roles import Role
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.accounts.roles import Role
+from dbuser_operator.mysql.session.server import ServerInfo
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey

@@ -9,7 +9,7 @@ import pytest
 
 from dbuser_operator.controllers.databaseuser.steps.rotation import dual_passwords_lacking
 from dbuser_operator.mysql import ServerInfo
-from dbuser_operator.mysql.authentication import Method
+from dbuser_operator.mysql.accounts.authentication import Method
 
 MARIADB = replace(ServerInfo("mariadb", (11, 8, 3)), native_by_default=True)
 

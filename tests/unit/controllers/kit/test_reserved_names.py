@@ -28,9 +28,9 @@ from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.servers.admins import Admin, Reservations
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.mysql.connection import ConnectionSettings, Database
+from dbuser_operator.mysql.bookkeeping.ownership import DEFAULT_SCHEMA
 from dbuser_operator.mysql.errors import DatabaseUnavailableError
-from dbuser_operator.mysql.ownership import DEFAULT_SCHEMA
+from dbuser_operator.mysql.session.connection import ConnectionSettings, Database
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer

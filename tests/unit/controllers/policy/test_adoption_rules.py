@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbuser_operator.api.v1alpha1.mysqlserver import NamespacePolicy
+from dbuser_operator.api.v1alpha1.server_policy import NamespacePolicy
 from dbuser_operator.controllers.policy.adoption import holding_problems, name_problems
+from dbuser_operator.mysql.accounts.holdings import Holdings
 from dbuser_operator.mysql.grants import Grant
-from dbuser_operator.mysql.holdings import Holdings
 
 NS = "team-a"
 

@@ -1,5 +1,5 @@
-"""The evaluation of a server's spec.policy (controllers/policy.py) and the policy step, with ctx.binding
-set by hand."""
+"""The evaluation of a server's spec.policy (controllers/policy.py) and the policy step, with
+ctx.server_resource set by hand."""
 
 from __future__ import annotations
 
@@ -11,13 +11,8 @@ from pydantic import ValidationError
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec, DatabaseUserStatus
 from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
-from dbuser_operator.api.v1alpha1.mysqlserver import (
-    ClusterMySQLServer,
-    LabelSelector,
-    LabelSelectorRequirement,
-    MySQLServerSpec,
-    ServerPolicy,
-)
+from dbuser_operator.api.v1alpha1.mysqlserver import ClusterMySQLServer, MySQLServerSpec
+from dbuser_operator.api.v1alpha1.server_policy import LabelSelector, LabelSelectorRequirement, ServerPolicy
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.policy import PolicyStep
 from dbuser_operator.controllers.kit.errors import ConditionError
@@ -38,7 +33,7 @@ from dbuser_operator.controllers.policy.rules import (
     selects,
     user_violations,
 )
-from dbuser_operator.controllers.servers.binding import ServerBinding
+from dbuser_operator.controllers.servers.resource import ServerResource
 from dbuser_operator.runtime.errors import Forbidden, Unavailable
 from dbuser_operator.runtime.resources import NAMESPACES
 from tests.conftest import REPO
@@ -333,6 +328,21 @@ def test_a_plugin_needs_allow_plugins() -> None:
     assert problems(EVERYONE) == []
 
 
+def test_a_workload_identity_needs_allow_workload_identity_not_allow_plugins() -> None:
+    bound = {"workload": {"serviceAccountName": "app"}}
+    refused = (
+        "workload identity is not allowed (allowWorkloadIdentity is false): "
+        "spec.authentication.workload names ServiceAccount app"
+    )
+    workload = DatabaseUserSpec.model_validate({"authentication": bound})  # no password: none is taken
+
+    def refusals(entry: dict[str, Any]) -> list[str]:
+        return [v.problem for v in user_violations(policy(entry), "team-a", TEAM_A, workload)]
+
+    assert refusals(EVERYONE | {"allowPlugins": True}) == [refused]
+    assert refusals(EVERYONE | {"allowWorkloadIdentity": True}) == []
+
+
 def role(**fields: Any) -> DatabaseRole:
     return DatabaseRole.model_validate(
         {"metadata": {"name": "reader", "namespace": "team-a"}, "spec": fields}
@@ -384,7 +394,7 @@ def test_messages_name_the_server_and_the_rule() -> None:
     assert describe("S", []) == ""
 
 
-# --- the step, with ctx.binding set by hand -----------------------------------------------------------------
+# --- the step, with ctx.server_resource set by hand ------------------------------------------------------
 
 
 class FakeNamespaces:
@@ -399,17 +409,17 @@ class FakeNamespaces:
         return self._labels.get(namespace)
 
 
-def binding(rules: dict[str, Any] | None, kind: str = "ClusterMySQLServer") -> ServerBinding:
+def server_resource(rules: dict[str, Any] | None, kind: str = "ClusterMySQLServer") -> ServerResource:
     server = {
         "host": "db",
         "credentials": {"user": {"name": "a", "key": "u"}, "password": {"name": "a", "key": "p"}},
     }
     if rules is not None:
         server["policy"] = rules
-    return ServerBinding(kind, "", "shared", MySQLServerSpec.model_validate(server))
+    return ServerResource(kind, "", "shared", MySQLServerSpec.model_validate(server))
 
 
-def context(server: ServerBinding | None, namespace: str = "team-a", **fields: Any) -> Context:
+def context(server: ServerResource | None, namespace: str = "team-a", **fields: Any) -> Context:
     user = DatabaseUser.model_validate(
         {"metadata": {"name": "app", "namespace": namespace}, "spec": PASSWORD | fields}
     )
@@ -426,7 +436,7 @@ async def test_the_step_refuses_with_policy_violation_and_no_retry() -> None:
         "namespaces": [{"namespaceSelector": {"matchLabels": {"team": "a"}}, "databases": ["{namespace}_*"]}]
     }
     ctx = context(None, privileges=[grant("billing", "SELECT")])
-    ctx.binding = binding(rules)
+    ctx.server_resource = server_resource(rules)
     with pytest.raises(ConditionError) as refused:
         await step.ensure(ctx)
     assert (refused.value.reason, refused.value.retry) == ("PolicyViolation", False)
@@ -434,7 +444,9 @@ async def test_the_step_refuses_with_policy_violation_and_no_retry() -> None:
         'ClusterMySQLServer shared policy.namespaces[0]: database "billing" is outside team-a_* '
         "(pattern {namespace}_*)"
     )
-    ctx.binding = binding({"namespaces": [{"namespaceSelector": {"matchLabels": {"team": "b"}}}]})
+    ctx.server_resource = server_resource(
+        {"namespaces": [{"namespaceSelector": {"matchLabels": {"team": "b"}}}]}
+    )
     with pytest.raises(ConditionError, match="namespace team-a may not use it"):
         await step.ensure(ctx)
     await step.delete(ctx)  # does nothing, raises nothing
@@ -444,17 +456,19 @@ async def test_the_step_admits_what_the_policy_allows_and_everything_without_one
     step = PolicyStep(gate(**{"team-a": TEAM_A}))
     ctx = context(None, privileges=[grant("*", "ALL")])
     await step.ensure(ctx)  # the settings' server: no policy
-    ctx.binding = binding(None)
+    ctx.server_resource = server_resource(None)
     await step.ensure(ctx)  # a server without policy
     ctx = context(None, privileges=[grant("team-a_x", "SELECT")])
-    ctx.binding = binding({"namespaces": [{"namespaceSelector": {}, "databases": ["{namespace}_*"]}]})
+    ctx.server_resource = server_resource(
+        {"namespaces": [{"namespaceSelector": {}, "databases": ["{namespace}_*"]}]}
+    )
     await step.ensure(ctx)
 
 
 async def test_an_unknown_namespace_waits_with_a_retry() -> None:
     step = PolicyStep(gate())
     ctx = context(None)
-    ctx.binding = binding({"namespaces": [{"namespaceSelector": {}}]})
+    ctx.server_resource = server_resource({"namespaces": [{"namespaceSelector": {}}]})
     with pytest.raises(ConditionError) as waiting:
         await step.ensure(ctx)
     assert (waiting.value.reason, waiting.value.retry) == ("NamespaceUnknown", True)
@@ -465,9 +479,11 @@ def test_the_role_check() -> None:
     checks = gate(**{"team-a": TEAM_A})
     reader = role(privileges=[grant("billing", "SELECT")])
     checks.check_role(None, reader)
-    checks.check_role(binding(None), reader)
+    checks.check_role(server_resource(None), reader)
     with pytest.raises(ConditionError) as refused:
-        checks.check_role(binding({"namespaces": [{"namespaceSelector": {}, "allowRoles": False}]}), reader)
+        checks.check_role(
+            server_resource({"namespaces": [{"namespaceSelector": {}, "allowRoles": False}]}), reader
+        )
     assert refused.value.reason == "PolicyViolation"
     assert refused.value.message == (
         "ClusterMySQLServer shared policy.namespaces[0]: DatabaseRoles are not allowed (allowRoles is false)"
@@ -556,12 +572,12 @@ async def test_without_namespace_labels_a_policy_admits_nothing_and_no_policy_ev
     step = PolicyStep(unreadable)
     ctx = context(None)
     await step.ensure(ctx)  # the settings' server
-    ctx.binding = binding(None)
+    ctx.server_resource = server_resource(None)
     await step.ensure(ctx)  # a server without a policy
-    ctx.binding = binding({"namespaces": [{"namespaceSelector": {}}]})
+    ctx.server_resource = server_resource({"namespaces": [{"namespaceSelector": {}}]})
     with pytest.raises(ConditionError) as refused:
         await step.ensure(ctx)
     assert (refused.value.reason, refused.value.retry) == ("NamespacesUnreadable", False)
     assert refused.value.message.startswith("ClusterMySQLServer shared: its spec.policy cannot be checked")
     with pytest.raises(ConditionError, match="cannot be checked"):
-        unreadable.check_role(ctx.binding, role())
+        unreadable.check_role(ctx.server_resource, role())

@@ -8,10 +8,10 @@ from dbuser_operator.api.v1alpha1.access_report import MAX_ENTRIES, MAX_ITEMS
 from dbuser_operator.api.v1alpha1.mysqlserver import MySQLServerStatus
 from dbuser_operator.controllers.servers.access import DriftFound, build, extra_grants
 from dbuser_operator.mysql import grants
-from dbuser_operator.mysql.access import ServerAccount, ServerAccounts
-from dbuser_operator.mysql.inventory import AccountState, Inventory
-from dbuser_operator.mysql.ownership import Owner
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.bookkeeping.access import ServerAccount, ServerAccounts
+from dbuser_operator.mysql.bookkeeping.inventory import AccountState, Inventory
+from dbuser_operator.mysql.bookkeeping.ownership import Owner
+from dbuser_operator.mysql.session.server import ServerInfo
 
 SERVER = ServerInfo(flavour="mysql", version=(9, 7, 4))
 

@@ -23,7 +23,6 @@ from dbuser_operator.controllers.kit.resources import (
 )
 from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.servers import registry as servers
-from dbuser_operator.controllers.servers.binding import ServerBinding
 from dbuser_operator.controllers.servers.connection import (
     ServerConfigError,
     ServerDefaults,
@@ -33,9 +32,10 @@ from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.health import failure_reason
 from dbuser_operator.controllers.servers.registry import ServerRegistry
 from dbuser_operator.controllers.servers.resolver import NO_DEFAULT_SERVER, ServerResolver
+from dbuser_operator.controllers.servers.resource import ServerResource
 from dbuser_operator.envtest.pki import CertificateAuthority
-from dbuser_operator.mysql.connection import ConnectionSettings, Database
 from dbuser_operator.mysql.errors import AccessDeniedError, DatabaseUnavailableError, MySQLError, TLSError
+from dbuser_operator.mysql.session.connection import ConnectionSettings, Database
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.informer import Informer
 
@@ -86,9 +86,9 @@ def spec(**extra: Any) -> MySQLServerSpec:
     )
 
 
-def binding(generation: int = 1, namespace: str = "team-a", **extra: Any) -> ServerBinding:
+def server_resource(generation: int = 1, namespace: str = "team-a", **extra: Any) -> ServerResource:
     kind = "MySQLServer" if namespace else "ClusterMySQLServer"
-    return ServerBinding(kind, namespace, "main", spec(**extra), generation)
+    return ServerResource(kind, namespace, "main", spec(**extra), generation)
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def registry(secrets: Secrets) -> ServerRegistry:
 
 
 async def test_a_target_is_built_once_per_generation(registry: ServerRegistry, secrets: Secrets) -> None:
-    target = await registry.handle(binding())
+    target = await registry.handle(server_resource())
     assert target.key == "MySQLServer/team-a/main"
     assert target.name == "MySQLServer team-a/main"
     assert target.schema == "dbuser_operator"
@@ -119,30 +119,32 @@ async def test_a_target_is_built_once_per_generation(registry: ServerRegistry, s
     assert settings.password.get_secret_value() == PASSWORD
     assert schema == "dbuser_operator"
     reads = secrets.reads
-    assert await registry.handle(binding()) is target  # no Secret read: the cache of the generation
+    assert await registry.handle(server_resource()) is target  # no Secret read: the cache of the generation
     assert secrets.reads == reads
     assert registry.handles() == {"MySQLServer/team-a/main": target}
 
 
 async def test_a_new_generation_with_the_same_connection_keeps_the_target(registry: ServerRegistry) -> None:
-    target = await registry.handle(binding())
+    target = await registry.handle(server_resource())
     policy: dict[str, Any] = {"namespaces": [{"namespaceSelector": {}}]}
-    assert await registry.handle(binding(2, policy=policy)) is target  # the policy is no connection matter
+    assert (
+        await registry.handle(server_resource(2, policy=policy)) is target
+    )  # the policy is no connection matter
     assert len(made.calls) == 1  # type: ignore[attr-defined]
 
 
 async def test_a_changed_secret_rebuilds_the_target_and_retires_the_old_pool(
     registry: ServerRegistry, secrets: Secrets, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    old = await registry.handle(binding())
+    old = await registry.handle(server_resource())
     secrets.put("team-a", "admin", user="root", password="rotated")
-    new = await registry.refresh(binding())
+    new = await registry.refresh(server_resource())
     assert new is not old
     assert new.db.settings.password.get_secret_value() == "rotated"
     assert cast(RecordingDatabase, old.db).closed == 0  # calls in flight may finish
     monkeypatch.setattr(servers, "RETIRE_AFTER", 0.0)
     secrets.put("team-a", "admin", user="root", password="again")
-    newest = await registry.refresh(binding())
+    newest = await registry.refresh(server_resource())
     await registry.sweep()
     assert cast(RecordingDatabase, new.db).closed == 1
     assert cast(RecordingDatabase, newest.db).closed == 0
@@ -150,7 +152,7 @@ async def test_a_changed_secret_rebuilds_the_target_and_retires_the_old_pool(
 
 async def test_idle_pools_are_closed_and_gone_servers_forgotten(secrets: Secrets) -> None:
     registry = ServerRegistry(None, DEFAULTS, secrets, made, idle_timeout=0.0)
-    target = await registry.handle(binding())
+    target = await registry.handle(server_resource())
     await registry.sweep()
     assert cast(RecordingDatabase, target.db).closed == 1
     assert registry.cached(target.key) is target  # kept: the next statement reopens the pool
@@ -176,7 +178,7 @@ async def test_a_bad_secret_is_a_reason_without_a_secret(
 ) -> None:
     change(secrets)
     with pytest.raises(ServerConfigError) as raised:
-        await registry.handle(binding())
+        await registry.handle(server_resource())
     assert raised.value.reason == reason
     assert words in raised.value.message
     assert PASSWORD not in raised.value.message
@@ -186,7 +188,7 @@ async def test_a_cluster_servers_secrets_are_in_the_cluster_resource_namespace(
     registry: ServerRegistry, secrets: Secrets
 ) -> None:
     secrets.put("ops", "admin", user="admin", password=PASSWORD)
-    target = await registry.handle(binding(namespace=""))
+    target = await registry.handle(server_resource(namespace=""))
     assert target.key == "ClusterMySQLServer/main"
     assert target.db.settings.user == "admin"
 
@@ -197,7 +199,7 @@ async def test_tls_material_lives_only_while_the_context_is_built(
     ca = CertificateAuthority("registry-test-ca")
     secrets.put("team-a", "admin", user="root", password=PASSWORD, ca=ca.cert_pem)
     tls = {"mode": "VERIFY_CA", "ca": {"name": "admin", "key": "ca"}}
-    target = await registry.handle(binding(tls=tls))
+    target = await registry.handle(server_resource(tls=tls))
     assert target.db.settings.ca_file is not None
     assert not target.db.settings.ca_file.exists()  # read into the TLS context, then removed
     private = target.db.settings.ca_file.parent.parent
@@ -208,7 +210,9 @@ async def test_tls_material_lives_only_while_the_context_is_built(
 async def test_a_ca_that_is_no_certificate_is_a_tls_error(registry: ServerRegistry, secrets: Secrets) -> None:
     secrets.put("team-a", "admin", user="root", password=PASSWORD, ca="not a certificate")
     with pytest.raises(ServerConfigError) as raised:
-        await registry.handle(binding(tls={"mode": "VERIFY_CA", "ca": {"name": "admin", "key": "ca"}}))
+        await registry.handle(
+            server_resource(tls={"mode": "VERIFY_CA", "ca": {"name": "admin", "key": "ca"}})
+        )
     assert raised.value.reason == "TLSError"
 
 
@@ -319,11 +323,11 @@ async def test_health_checks_do_not_keep_a_pool_open(secrets: Secrets) -> None:
     """refresh (the server controller's) is no use: a server no reconcile used stays idle."""
     registry = ServerRegistry(None, DEFAULTS, secrets, made, idle_timeout=60.0)
     assert registry.idle("MySQLServer/team-a/main")
-    await registry.refresh(binding())
+    await registry.refresh(server_resource())
     registry._entries["MySQLServer/team-a/main"].used -= 120  # two idle minutes ago
-    await registry.refresh(binding())
+    await registry.refresh(server_resource())
     assert registry.idle("MySQLServer/team-a/main")
-    await registry.handle(binding())
+    await registry.handle(server_resource())
     assert not registry.idle("MySQLServer/team-a/main")
 
 

@@ -21,18 +21,18 @@ from dbuser_operator.controllers.databaseuser.steps.ownership import FOREIGN_RET
 from dbuser_operator.controllers.databaseuser.steps.rotation import credential_version
 from dbuser_operator.controllers.kit.errors import mysql_condition
 from dbuser_operator.controllers.kit.ownership import not_ours, owner_of
-from dbuser_operator.mysql import (
+from dbuser_operator.mysql.accounts import (
     account_lookup,
     account_metadata,
     accounts,
     authentication,
     dual_password,
     new_password,
-    ownership,
     sessions,
 )
+from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.session.server import ServerInfo
 
 
 class AccountStep:
@@ -88,8 +88,9 @@ class AccountStep:
     @staticmethod
     async def _settle(ctx: Context, user: str, host: str) -> bool:
         """A new MySQL account's expiry lifted and its fingerprint recorded, its string not hashed on the
-        client (:mod:`~dbuser_operator.mysql.new_password`); one changed by hand since ``CREATE USER`` is
-        not taken for ours: the account shows drift, and a pass soon sets the Secret's password back."""
+        client (:mod:`~dbuser_operator.mysql.accounts.new_password`); one changed by hand since ``CREATE
+        USER`` is not taken for ours: the account shows drift, and a pass soon sets the Secret's password
+        back."""
         server = await ctx.server.server()
         if not await new_password.settle(ctx.server.db, ctx.server.schema, user, host, server):
             ctx.password_intact = False

@@ -21,9 +21,10 @@ from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.ownership import owner_of
-from dbuser_operator.mysql import account_metadata, ownership
+from dbuser_operator.mysql.accounts import account_metadata
+from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.session.server import ServerInfo
 
 COMMENT_NOT_SUPPORTED = "CommentNotSupported"
 

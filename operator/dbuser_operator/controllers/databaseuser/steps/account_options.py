@@ -23,10 +23,16 @@ from dbuser_operator.api.v1alpha1.account import (
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.rotation import now
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
-from dbuser_operator.mysql import account_options, sessions
-from dbuser_operator.mysql.account_options import DEFAULT_LIFETIME, NEVER, UNBOUNDED, LockPolicy, WantedPolicy
+from dbuser_operator.mysql.accounts import account_options, sessions
+from dbuser_operator.mysql.accounts.account_options import (
+    DEFAULT_LIFETIME,
+    NEVER,
+    UNBOUNDED,
+    LockPolicy,
+    WantedPolicy,
+)
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.session.server import ServerInfo
 from dbuser_operator.runtime.conditions import format_time
 
 UNSUPPORTED: Final = "AccountOptionUnsupported"
@@ -123,8 +129,8 @@ def known_policy(ctx: Context, wanted: WantedPolicy, server: ServerInfo) -> tupl
     """The account's policy and the server's default lifetime as this pass knows them without a statement:
     the ownership step's look, or a new account's defaults (it is what this pass just created) with the
     server's default lifetime — which matters only when the spec leaves passwordExpire unset — as this pass
-    read it, or else as read once with the server (:class:`~dbuser_operator.mysql.server.ServerInfo`: a
-    default changed since is seen by the next look and the drift check); None: to be read."""
+    read it, or else as read once with the server (:class:`~dbuser_operator.mysql.session.server.ServerInfo`:
+    a default changed since is seen by the next look and the drift check); None: to be read."""
     if ctx.created:
         if wanted.password_lifetime is not None:
             return LockPolicy(), 0

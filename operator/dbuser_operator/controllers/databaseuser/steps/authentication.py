@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
-from dbuser_operator.mysql import authentication
+from dbuser_operator.mysql.accounts import authentication
 from dbuser_operator.mysql.errors import MySQLError
 
 

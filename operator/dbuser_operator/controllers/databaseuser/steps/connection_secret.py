@@ -3,7 +3,7 @@
 It runs after the account has its password, so a Secret never offers a password that does not work yet.
 Keys: host, port, sslMode (of the endpoint selected: ``credentials/endpoints.py``), username, password (the
 one just applied), database, DATABASE_URL, JDBC_URL, the other endpoints' keys with their prefixes, then the
-user's templates rendered in the sandbox, shared fairly between namespaces (``credentials/fair.py``): a
+user's templates rendered in the sandbox, shared fairly between namespaces (``credentials/render_pool.py``): a
 render that must wait for its turn ends the pass with ``TemplatesPending`` (nothing written, later steps
 wait too; ``Progressing=True``, and an account that serves stays Ready: ``progress.py``) and the resource
 comes back once it is done; a resource without templates never waits on the renderer. The
@@ -39,7 +39,7 @@ from dbuser_operator.controllers.databaseuser.owned_secrets import (
 from dbuser_operator.controllers.databaseuser.secret_metadata import metadata_patch, record
 from dbuser_operator.controllers.kit.errors import ConditionError, WorkPending
 from dbuser_operator.credentials.endpoints import SSL_MODE_KEY, EndpointNotFound, connection_values, select
-from dbuser_operator.credentials.fair import FairRenderer, Pending
+from dbuser_operator.credentials.render_pool import Pending, RenderPool
 from dbuser_operator.credentials.templates import TemplateError
 from dbuser_operator.runtime.resources import ObjectKey
 
@@ -69,7 +69,7 @@ class ConnectionSecretStep:
     def __init__(
         self,
         secrets: OwnedSecrets,
-        renderer: FairRenderer,
+        renderer: RenderPool,
         endpoints: DefaultServerEndpoints,
         requeue: Callable[[ObjectKey], None] = lambda key: None,
     ) -> None:

@@ -4,8 +4,9 @@ roles are in line with the spec — and then the sessions that kept what the acc
 Order matters when the operator takes over an account (adoption) or takes privileges away: whoever knows
 the new password must never log in while the account still holds what it held before. So the revokes
 come first, the password after them, and the sessions opened before (which keep the global privileges
-and the roles they logged in with) are ended last (:func:`~dbuser_operator.mysql.sessions.end_sessions`).
-A new account is created with its password by the account step: it holds nothing yet.
+and the roles they logged in with) are ended last
+(:func:`~dbuser_operator.mysql.accounts.sessions.end_sessions`). A new account is created with its password
+by the account step: it holds nothing yet.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps import rotation
 from dbuser_operator.controllers.databaseuser.steps.ownership import record_own_fingerprint
 from dbuser_operator.controllers.kit.errors import mysql_condition
-from dbuser_operator.mysql import accounts, password_match, sessions
+from dbuser_operator.mysql.accounts import accounts, password_match, sessions
 from dbuser_operator.mysql.errors import MySQLError
 
 
@@ -79,9 +80,10 @@ class CredentialsStep:
         """Whether a new Secret version keeps the password the account has (a label or another key
         changed), and only while the account's password is the one the operator set (its fingerprint
         matches). Judged without a statement where the pass's look tells (an unsalted hash's fingerprint,
-        or the marker of a password this process set: :mod:`~dbuser_operator.mysql.known_passwords`),
-        else on the account's own hash of it (:mod:`~dbuser_operator.mysql.password_match`: on MySQL, its
-        salted hash checked on the client)."""
+        or the marker of a password this process set:
+        :mod:`~dbuser_operator.mysql.accounts.known_passwords`), else on the account's own hash of it
+        (:mod:`~dbuser_operator.mysql.accounts.password_match`: on MySQL, its salted hash checked on the
+        client)."""
         if password is None or ctx.password_intact is not True:
             return False
         user = ctx.user.effective_user()

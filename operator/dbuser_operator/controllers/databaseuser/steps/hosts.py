@@ -26,7 +26,7 @@ from dbuser_operator.controllers.databaseuser.steps.account_metadata import rele
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.ownership import owner_of
 from dbuser_operator.controllers.kit.steps import Step
-from dbuser_operator.mysql import ownership
+from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.errors import MySQLError
 
 PER_ACCOUNT_REFUSALS = frozenset({"AccountClaimed", "AccountExists"})

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import mysql_condition
-from dbuser_operator.mysql import limits
+from dbuser_operator.mysql.accounts import limits
+from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.tls_identity import TLSIdentity
 
 
 def desired_identity(spec: DatabaseUserSpec) -> TLSIdentity:

@@ -10,9 +10,9 @@ asked of the API server, not of the cache: the cache holds only this instance's 
 another target label or in an unwatched namespace is alive all the same.
 
 A resource's first pass (no status written yet) claims in one statement that writes the row only while
-the account does not exist (:func:`~dbuser_operator.mysql.ownership.claim_new`); a row of an earlier pass
-or an existing account sends it down the usual way: look, then claim. Where the new account's fingerprint
-is known beforehand (MariaDB's default hash), that statement records it too.
+the account does not exist (:func:`~dbuser_operator.mysql.bookkeeping.ownership.claim_new`); a row of an
+earlier pass or an existing account sends it down the usual way: look, then claim. Where the new account's
+fingerprint is known beforehand (MariaDB's default hash), that statement records it too.
 
 A claim is this pass's own only when this pass wrote the row (``ctx.claimed``); a row that already names
 this resource (an earlier pass that crashed, another replica) says the account is ours, not that this pass
@@ -29,7 +29,8 @@ from dbuser_operator.controllers.databaseuser.context import Context, adopting, 
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.ownership import Owners, owner_of, take
 from dbuser_operator.controllers.policy.gate import PolicyGate
-from dbuser_operator.mysql import account_lookup, authentication, holdings, name_holders, ownership
+from dbuser_operator.mysql.accounts import account_lookup, authentication, holdings
+from dbuser_operator.mysql.bookkeeping import name_holders, ownership
 from dbuser_operator.mysql.errors import MySQLError
 
 FOREIGN_RETRY = 1.0  # seconds until the pass that restores a password changed right after ours
@@ -37,8 +38,9 @@ FOREIGN_RETRY = 1.0  # seconds until the pass that restores a password changed r
 
 async def record_own_fingerprint(ctx: Context, password: str | None) -> bool:
     """Record the fingerprint of the password this pass has just set: only the operator's own (see
-    :func:`~dbuser_operator.mysql.ownership.record_fingerprint`). A password somebody changed in between is
-    not taken for ours: the account shows drift, and a pass soon sets the Secret's password back."""
+    :func:`~dbuser_operator.mysql.bookkeeping.ownership.record_fingerprint`). A password somebody changed in
+    between is not taken for ours: the account shows drift, and a pass soon sets the Secret's password
+    back."""
     server = await ctx.server.server()
     method = authentication.effective(ctx.authentication, server)
     user, host = ctx.user.effective_user(), ctx.host
@@ -67,7 +69,7 @@ class OwnershipStep:
         ``'user'@'host'`` while an account of that user on another host is somebody else's or nobody's —
         MySQL logs a client in as the most specific host that matches it, so the new account would capture
         the other account's logins. No policy: nothing to check (as before policies existed)."""
-        if ctx.binding is None or ctx.binding.spec.policy is None:
+        if ctx.server_resource is None or ctx.server_resource.spec.policy is None:
             return
         namespace = ctx.user.metadata.namespace
         others = await name_holders.same_user_elsewhere(
@@ -95,7 +97,7 @@ class OwnershipStep:
         over as it is today (:mod:`~dbuser_operator.controllers.policy.adoption`)."""
         server = await ctx.server.server()
         await self.policy.check_adoption(
-            ctx.binding,
+            ctx.server_resource,
             namespace=ctx.user.metadata.namespace or "",
             what=ctx.account,
             name=user,

@@ -13,8 +13,8 @@ import binascii
 from dbuser_operator.api.v1alpha1 import AppliedSecret, DatabaseUser, SecretKeySelector
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
+from dbuser_operator.mysql.accounts.passwords import check_length
 from dbuser_operator.mysql.errors import MySQLError, PasswordLengthError
-from dbuser_operator.mysql.passwords import check_length
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
 

@@ -16,7 +16,7 @@ class PolicyStep:
         self.gate = gate
 
     async def ensure(self, ctx: Context) -> None:
-        self.gate.check_user(ctx.binding, ctx.user)
+        self.gate.check_user(ctx.server_resource, ctx.user)
 
     async def delete(self, ctx: Context) -> None:
         """Nothing to undo: deleting a refused resource still drops the account it owns, if any."""

@@ -20,7 +20,8 @@ from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.resources import describe_server, server_key
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql import ownership, roles
+from dbuser_operator.mysql.accounts import roles
+from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.conditions import is_true
 from dbuser_operator.runtime.informer import Informer

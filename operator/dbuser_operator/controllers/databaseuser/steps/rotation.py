@@ -23,9 +23,10 @@ from dbuser_operator.api.v1alpha1 import AppliedSecret, Rotation, RotationStatus
 from dbuser_operator.controllers.databaseuser.compliance import RETAINED_HOLDERS
 from dbuser_operator.controllers.databaseuser.consumers import consumed_secrets, holding_pods
 from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.databaseuser.steps.authentication import wanted_plugin
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.mysql import (
+from dbuser_operator.mysql.accounts import (
     accounts,
     authentication,
     dual_password,
@@ -34,7 +35,7 @@ from dbuser_operator.mysql import (
     password_match,
 )
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.server import ServerInfo
+from dbuser_operator.mysql.session.server import ServerInfo
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import format_time
 from dbuser_operator.runtime.resources import Resource
@@ -56,10 +57,10 @@ async def strategy_for(handle: ServerHandle, ctx: Context) -> RotationStrategy:
     downgraded.
     """
     asked = rotation_spec(ctx).strategy
-    named = ctx.user.spec.authentication  # the spec's plugin (this step runs before the plugin's own)
+    plugin = wanted_plugin(ctx)  # the spec's (this step runs before the plugin's own)
     try:
         server = await handle.server()
-        method = authentication.Method(named.plugin, server.flavour) if named is not None else None
+        method = authentication.Method(plugin, server.flavour) if plugin is not None else None
     except MySQLError as error:
         raise mysql_condition(error, ctx.account) from None
     lacking = dual_passwords_lacking(server, method)
@@ -182,7 +183,7 @@ async def set_password(
 
 async def _holds(handle: ServerHandle, ctx: Context, password: str) -> bool:
     """Whether the account's primary password is ``password``: as this pass found already, else asked of
-    the account's own hash (:mod:`~dbuser_operator.mysql.password_match`)."""
+    the account's own hash (:mod:`~dbuser_operator.mysql.accounts.password_match`)."""
     if ctx.password_held is not None:
         return ctx.password_held
     user, server = ctx.user.effective_user(), await handle.server()

@@ -51,9 +51,10 @@ from dbuser_operator.controllers.databaseuser.steps.rotation import (
 )
 from dbuser_operator.controllers.kit.errors import mysql_condition
 from dbuser_operator.credentials.generate import generate_password
-from dbuser_operator.mysql import account_lookup, accounts, authentication, dual_password, ownership
+from dbuser_operator.mysql.accounts import account_lookup, accounts, authentication, dual_password
+from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.mysql.server import Flavour
+from dbuser_operator.mysql.session.server import Flavour
 from dbuser_operator.runtime.conditions import format_time
 
 PENDING_KEY: Final = "dbuser-operator.pending"  # written by earlier versions: resumed, then removed
