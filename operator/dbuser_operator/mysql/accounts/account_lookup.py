@@ -15,6 +15,7 @@ from dbuser_operator.mysql.accounts import (
     dual_password,
     limits,
     mariadb_dual_auth,
+    new_password,
 )
 from dbuser_operator.mysql.accounts.account_options import LockPolicy
 from dbuser_operator.mysql.bookkeeping.ownership import Owner, compare_fingerprints, table, valid_account
@@ -62,7 +63,7 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
     rows = await db.fetch(
         Statement(
             "SELECT o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User, SHA2({auth}, 256),"
-            " {plugin}, {metadata}, {policy}, {state}, {options} FROM (SELECT 1) AS one"
+            " {plugin}, {metadata}, {policy}, {state}, {options}, {created} FROM (SELECT 1) AS one"
             " LEFT JOIN {table} o ON o.user = %s AND o.host = %s"
             " LEFT JOIN {accounts} u ON u.User = %s AND u.Host = %s",
             user,
@@ -77,11 +78,14 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
             policy=account_options.column_list(server, "u"),
             state=_state_columns(server),
             options=catalog.options_columns(server, "u"),
+            created=new_password.attribute_columns(server, "u"),
         )
     )
     uid, namespace, name, recorded, account, current, plugin, owner_entry, comment = rows[0][:9]
     owner = Owner(str(uid), str(namespace), str(name)) if uid is not None else None
     exists = account is not None
+    if owner is not None:  # the bookkeeping row's fingerprint, or the one the account was created with
+        recorded = new_password.recorded(recorded, rows[0][24], rows[0][25], owner.uid)
     intact = compare_fingerprints(recorded, current) if owner is not None and exists else None
     state, options = rows[0][14:16], dict(zip(limits.COLUMNS, rows[0][16:24], strict=True))
     policy = LockPolicy.from_row(dict(zip(account_options.COLUMNS, rows[0][9:13], strict=True)))

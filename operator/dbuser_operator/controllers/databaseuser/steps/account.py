@@ -92,7 +92,8 @@ class AccountStep:
         USER`` is not taken for ours: the account shows drift, and a pass soon sets the Secret's password
         back."""
         server = await ctx.server.server()
-        if not await new_password.settle(ctx.server.db, ctx.server.schema, user, host, server):
+        db, schema, uid = ctx.server.db, ctx.server.schema, owner_of(ctx.obj).uid
+        if not await new_password.settle(db, schema, user, host, server, owner_uid=uid):
             ctx.password_intact = False
             ctx.requeue(FOREIGN_RETRY)
             return False
