@@ -598,7 +598,11 @@ class Bench:
                 await asyncio.sleep(0.002)
         await self.settle_writes()
         sql = counter_delta(sql_before, await sql_counters_of(self.fleet))
+        # Not the operator's: the second SHOW GLOBAL STATUS, and the SET AUTOCOMMIT = 0 of each login that
+        # succeeded (a refused login sends no statement).
+        sql["Questions"] -= len(self.fleet) + len(latencies)
         metrics_after = await run.implementation.metrics()
+        reconciles = metrics_after.reconcile_total - metrics_before.reconcile_total
         result = {
             "n": population.size,
             "samples": samples,
@@ -611,6 +615,9 @@ class Bench:
             "latencies_ms": [round(1000 * value, 2) for value in latencies],
             "operator_api_writes_per_rotation": (metrics_after.writes - metrics_before.writes) / samples,
             "sql_writes_per_rotation": sum(sql[name] for name in SQL_WRITE_COUNTERS) / samples,
+            "sql_statements_per_rotation": sql["Questions"] / samples,
+            "sql": sql,
+            "reconciles_per_rotation": reconciles / samples,
         }
         self.say(
             f"  rotation: p50 {result['p50_ms']:.0f} ms, p99 {result['p99_ms']:.0f} ms, max "

@@ -106,12 +106,14 @@ def test_the_selects_list_the_option_columns() -> None:
     assert list(observe._ACCOUNT_COLUMNS) == ["plugin", *LIMIT_COLUMNS]
     listed = selected(inventory._ACCOUNTS)
     policy = (*lock_policy.COLUMNS, "default_lifetime")  # one fragment, {policy}, lists them
-    # {metadata} is two columns (the owner entry and the comment), {policy} the policy's and the default
-    assert listed[-2:] == ["{metadata}", "{policy}"]
-    assert len(listed) - 2 + 2 + len(policy) == len(inventory._ACCOUNTS_ROW)
-    assert listed[6:-3] == ["u.User", *(f"u.{name}" for name in COLUMNS)]
-    assert inventory._ACCOUNTS_ROW[6:-8] == ("User", *COLUMNS)
-    assert inventory._ACCOUNTS_ROW[-8:-5] == ("fingerprint", "owner_entry", "comment")
+    # {created} is two columns (the owner and fingerprint a new account carries), {metadata} two (the owner
+    # entry and the comment), {policy} the policy's and the default
+    assert listed[-3:] == ["{created}", "{metadata}", "{policy}"]
+    assert len(listed) - 3 + 2 + 2 + len(policy) == len(inventory._ACCOUNTS_ROW)
+    assert listed[6:-4] == ["u.User", *(f"u.{name}" for name in COLUMNS)]
+    assert inventory._ACCOUNTS_ROW[6:-10] == ("User", *COLUMNS)
+    created = ("created_owner", "created_fingerprint")
+    assert inventory._ACCOUNTS_ROW[-10:-5] == ("fingerprint", *created, "owner_entry", "comment")
     assert inventory._ACCOUNTS_ROW[-5:] == policy
 
 

@@ -9,9 +9,13 @@ from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, AppliedSecret, Databa
 from dbuser_operator.controllers.databaseuser.workload import Workload
 from dbuser_operator.controllers.kit.ownership import Words
 from dbuser_operator.controllers.servers.resource import ServerPass
+from dbuser_operator.mysql.accounts.account_lookup import Lookup
 from dbuser_operator.mysql.accounts.account_metadata import AccountMetadata
 from dbuser_operator.mysql.accounts.authentication import Method
+from dbuser_operator.mysql.accounts.dual_password import PasswordState
+from dbuser_operator.mysql.accounts.limits import Limits
 from dbuser_operator.mysql.accounts.lock_policy import LockPolicy
+from dbuser_operator.mysql.accounts.mariadb_dual_auth import DualAuthState
 
 
 @dataclass(kw_only=True)
@@ -25,6 +29,14 @@ class Context(ServerPass[DatabaseUserStatus]):
     password_secret: dict[str, Any] | None = field(default=None, repr=False)
     account_exists: bool | None = None  # as last checked in this pass (None: not checked)
     password_intact: bool | None = None  # the account's password is the one we set (None: unknown)
+    # What this pass's look found of the account (None: not looked at): the fingerprint of its
+    # authentication string, its credential marker and retained password (MySQL) or its authentications
+    # (MariaDB), its limits and TLS requirement; and whether its password is ``password`` (None: not known).
+    auth_fingerprint: str | None = None
+    password_state: PasswordState | None = None
+    dual_auth: DualAuthState | None = field(default=None, repr=False)
+    options: Limits | None = None
+    password_held: bool | None = None
     claimed: bool = False  # this pass recorded the resource as the account's owner
     # The claim recorded the fingerprint the account gets from this pass's CREATE USER (known beforehand).
     fingerprint_claimed: bool = False
@@ -46,6 +58,15 @@ class Context(ServerPass[DatabaseUserStatus]):
 
     def __post_init__(self) -> None:
         self.host = self.host or self.user.spec.host
+
+    def saw(self, found: Lookup) -> None:
+        """What a look at the account found
+        (:func:`~dbuser_operator.mysql.accounts.account_lookup.lookup`)."""
+        self.account_exists, self.password_intact = found.exists, found.password_intact
+        self.plugin, self.account_metadata = found.plugin, found.metadata
+        self.lock_policy, self.default_lifetime = found.policy, found.default_lifetime
+        self.auth_fingerprint, self.password_state = found.fingerprint, found.password_state
+        self.dual_auth, self.options = found.dual_auth, found.options
 
     @property
     def account(self) -> str:

@@ -145,13 +145,18 @@ def alter_statement(user: str, host: str, limits: Limits) -> Statement:
     )
 
 
-async def apply_limits(db: Database, user: str, host: str, desired: Limits) -> bool:
-    """Give the account ``desired`` limits with one ``ALTER USER``, only if they differ; whether it wrote.
+async def apply_limits(
+    db: Database, user: str, host: str, desired: Limits, *, current: Limits | None = None
+) -> bool:
+    """Give the account ``desired`` options with one ``ALTER USER``, only if they differ from ``current``
+    (as a look just read them; None: read now); whether it wrote.
 
     A missing account raises :class:`~.errors.InvalidAccountError` (code 1396, from the server).
     """
     statement = alter_statement(user, host, desired)  # checks everything before anything is sent
-    if await read_limits(db, user, host) == desired:
+    if current is None:
+        current = await read_limits(db, user, host)
+    if current == desired:
         return False
     await db.execute(statement)
     return True

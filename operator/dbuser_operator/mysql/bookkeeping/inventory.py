@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from dbuser_operator.mysql.accounts import account_metadata
+from dbuser_operator.mysql.accounts import account_metadata, new_password
 from dbuser_operator.mysql.accounts.account_metadata import AccountMetadata
 from dbuser_operator.mysql.accounts.limits import COLUMNS, Limits, column_list
 from dbuser_operator.mysql.accounts.lock_policy import COLUMNS as POLICY_COLUMNS
@@ -71,7 +71,7 @@ _ACCOUNTS: Final = (
     + column_list(_OWNED_COLUMNS, "o")
     + ", u.User, "
     + column_list(COLUMNS, "u")
-    + ", SHA2(u.authentication_string, 256), {metadata}, {policy}"
+    + ", SHA2(u.authentication_string, 256), {created}, {metadata}, {policy}"
     " FROM {table} o LEFT JOIN mysql.user u ON u.User = o.user AND u.Host = LOWER(o.host){join}"
 )
 _ACCOUNTS_ROW: Final = (
@@ -79,13 +79,16 @@ _ACCOUNTS_ROW: Final = (
     "User",
     *COLUMNS,
     "fingerprint",
+    "created_owner",
+    "created_fingerprint",
     "owner_entry",
     "comment",
     *POLICY_COLUMNS,
     "default_lifetime",
 )
 """The names of :data:`_ACCOUNTS`' columns: the bookkeeping row's, then ``mysql.user``'s (NULL when the
-account is gone), the fingerprint of its authentication string, its owner entry and comment (NULL where not
+account is gone), the fingerprint of its authentication string and the one it was created with (the owner
+and fingerprint of :data:`.new_password.FINGERPRINT_ATTRIBUTE`), its owner entry and comment (NULL where not
 read), and its lock and password policy with the server's default password lifetime
 (:mod:`.lock_policy`; on MariaDB from ``mysql.global_priv``, joined on its primary key)."""
 _MARIADB_POLICY_JOIN: Final = " LEFT JOIN mysql.global_priv g ON g.User = o.user AND g.Host = LOWER(o.host)"
@@ -152,7 +155,10 @@ async def read_inventory(db: Database, schema: str, server: ServerInfo | None = 
         policy, join = policy_columns(server, "g"), SQL(_MARIADB_POLICY_JOIN)
     else:
         policy, join = policy_columns(server, "u"), SQL("")
-    statement = Statement(_ACCOUNTS, table=owned, metadata=metadata, policy=policy, join=join)
+    created = new_password.attribute_columns(server, "u") if server is not None else SQL("NULL, NULL")
+    statement = Statement(
+        _ACCOUNTS, table=owned, created=created, metadata=metadata, policy=policy, join=join
+    )
     accounts: list[Row] = await db.fetch(statement)
     privileges: list[Row] = await db.fetch(Statement(_PRIVILEGES, table=owned))
 
@@ -189,9 +195,7 @@ async def read_inventory(db: Database, schema: str, server: ServerInfo | None = 
             present=present,
             limits=Limits.from_columns(owned_row) if present else None,
             password_intact=(
-                compare_fingerprints(owned_row["auth_fingerprint"], owned_row["fingerprint"])
-                if present
-                else None
+                compare_fingerprints(recorded(owned_row), owned_row["fingerprint"]) if present else None
             ),
             grants=grants_from_rows(rows_by_account.get((user, host), [])) if present else frozenset(),
             metadata=(
@@ -203,3 +207,11 @@ async def read_inventory(db: Database, schema: str, server: ServerInfo | None = 
             default_lifetime=int(owned_row["default_lifetime"] or 0),
         )
     return Inventory(result, everyone)
+
+
+def recorded(row: Mapping[str, object]) -> object:
+    """The fingerprint an owned account's is compared with (:func:`.new_password.recorded`)."""
+    uid = str(row["owner_uid"])
+    return new_password.recorded(
+        row["auth_fingerprint"], row["created_owner"], row["created_fingerprint"], uid
+    )

@@ -98,14 +98,24 @@ class CredentialsStep:
     @staticmethod
     async def _unchanged(ctx: Context, password: str | None) -> bool:
         """Whether a new Secret version keeps the password the account has (a label or another key
-        changed): judged on the account's own hash of it
-        (:mod:`~dbuser_operator.mysql.accounts.password_match`), and only while the account's password is the
-        one the operator set (its fingerprint matches)."""
+        changed), and only while the account's password is the one the operator set (its fingerprint
+        matches). Judged without a statement where the pass's look tells (an unsalted hash's fingerprint,
+        or the marker of a password this process set:
+        :mod:`~dbuser_operator.mysql.accounts.known_passwords`), else on the account's own hash of it
+        (:mod:`~dbuser_operator.mysql.accounts.password_match`: on MySQL, its salted hash checked on the
+        client)."""
         if password is None or ctx.password_intact is not True:
             return False
-        server = await ctx.server.server()
         user = ctx.user.mysql_name()
-        return await password_match.holds_password(ctx.server.db, user, ctx.host, server, password)
+        held = password_match.fingerprint_matches(ctx.plugin, ctx.auth_fingerprint, password)
+        if held is None:
+            marker = ctx.password_state.credential if ctx.password_state is not None else None
+            held = ctx.server.known.holds(user, ctx.host, marker, password)
+        if held is None:
+            server = await ctx.server.server()
+            held = await password_match.holds_password(ctx.server.db, user, ctx.host, server, password)
+        ctx.password_held = held
+        return held
 
     @staticmethod
     async def _apply(

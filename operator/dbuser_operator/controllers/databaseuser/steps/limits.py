@@ -58,7 +58,7 @@ class LimitsStep:
         if ctx.created and desired == created_limits(ctx):
             return  # a new account has the default limits, and a workload's its identity
         try:
-            changed = await limits.apply_limits(ctx.server.db, user, host, desired)
+            changed = await limits.apply_limits(ctx.server.db, user, host, desired, current=ctx.options)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         if changed:

@@ -117,9 +117,7 @@ class OwnershipStep:
                 ctx.status.user, ctx.status.host = user, ctx.user.spec.host
                 return
             found = await account_lookup.lookup(db, schema, user, host, await ctx.server.server())
-            ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
-            ctx.plugin, ctx.account_metadata = found.plugin, found.metadata
-            ctx.lock_policy, ctx.default_lifetime = found.policy, found.default_lifetime
+            ctx.saw(found)
 
             async def exists() -> bool:
                 return found.exists
