@@ -9,6 +9,7 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -187,8 +188,10 @@ def operator(
     resync_period: float,
     log_name: str,
     leader_elect: bool = False,
+    flags: Sequence[str] = (),
 ) -> Implementation:
-    """``python -m dbuser_operator`` for the benchmark's target and namespace, logging warnings only.
+    """``python -m dbuser_operator`` for the benchmark's target and namespace (``""``: every namespace),
+    logging warnings only (``flags``: more of its flags).
 
     ``leader_elect``: as a replica of an HA install (a Lease in ``namespace``), every write fenced.
     """
@@ -200,7 +203,7 @@ def operator(
         f"--kubeconfig={kubeconfig}",
         *_mysql_flags(mysql),
         f"--target={TARGET}",
-        f"--namespaces={namespace}",
+        *([f"--namespaces={namespace}"] if namespace else []),
         f"--ownership-schema={OWNERSHIP_SCHEMA}",
         f"--resync-period={resync_period:g}",
         f"--metrics-bind-address={LOOPBACK}:{metrics_port}",
@@ -210,6 +213,7 @@ def operator(
     ]
     if concurrency is not None:
         argv.append(f"--max-concurrent-reconciles={concurrency}")
+    argv += flags
     if leader_elect:
         argv += [
             "--leader-elect",
