@@ -364,6 +364,19 @@ async def apiserver_reads(api: client.ApiClient) -> dict[str, float]:
 
 async def apiserver_requests(api: client.ApiClient, verbs: set[str]) -> dict[str, float]:
     """Requests of ``verbs`` the API server has served, by resource (Leases excluded)."""
+    text = await apiserver_metrics(api)
+    counts: dict[str, float] = {}
+    for _, labels, value in parse_metrics(text, {"apiserver_request_total"}):
+        if labels.get("verb") in verbs and labels.get("resource") != "leases":
+            resource = labels.get("resource", "") + (
+                f"/{labels['subresource']}" if labels.get("subresource") else ""
+            )
+            counts[resource] = counts.get(resource, 0) + value
+    return counts
+
+
+async def apiserver_metrics(api: client.ApiClient) -> str:
+    """The API server's ``/metrics``, as text."""
     response = await api.call_api(
         "/metrics",
         "GET",
@@ -374,15 +387,7 @@ async def apiserver_requests(api: client.ApiClient, verbs: set[str]) -> dict[str
         _request_timeout=60,
     )
     async with response:
-        text = (await response.read()).decode()
-    counts: dict[str, float] = {}
-    for _, labels, value in parse_metrics(text, {"apiserver_request_total"}):
-        if labels.get("verb") in verbs and labels.get("resource") != "leases":
-            resource = labels.get("resource", "") + (
-                f"/{labels['subresource']}" if labels.get("subresource") else ""
-            )
-            counts[resource] = counts.get(resource, 0) + value
-    return counts
+        return str((await response.read()).decode())
 
 
 async def settle_writes(api: client.ApiClient, *, interval: float = 1.0, limit: float = 120.0) -> float:

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
+import signal
 import statistics
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from bench import processes
@@ -30,6 +33,7 @@ from bench.common import (
     SQL_WRITE_COUNTERS,
     MySQLAddress,
     admin_sql,
+    apiserver_metrics,
     apiserver_reads,
     apiserver_writes,
     can_log_in,
@@ -37,6 +41,7 @@ from bench.common import (
     counter_delta,
     cpu_seconds,
     parse_metrics,
+    sample_process,
     sql_counters_of,
 )
 from bench.fleet import Fleet, cleanup, create_servers, create_users
@@ -50,6 +55,7 @@ STARTED = "controller_runtime_max_concurrent_reconciles"  # set by every control
 REQUESTS = "rest_client_requests_total"
 RECONCILES = "controller_runtime_reconcile_total"
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+SCRAPE_PERIOD = 5.0  # seconds between two scrapes of the operator's metrics while waiting for its first pass
 
 
 @dataclass
@@ -153,10 +159,11 @@ class FleetBench:
             await self._first_pass(implementation, 120)
             await self.bench.settle_writes()
             rss = await quiet_rss(implementation)
+            traced = await tracemalloc_snapshot(implementation)
         finally:
             await implementation.stop()
         self.say(f"  baseline: the operator with {len(self.servers)} servers and no user, RSS {rss:.1f} MiB")
-        return {"baseline_rss_mib": rss}
+        return {"baseline_rss_mib": rss, **({"baseline_tracemalloc": traced} if traced else {})}
 
     async def _converge(
         self, fleet: Fleet, watch: ReadyWatch, implementation: processes.Implementation
@@ -185,7 +192,10 @@ class FleetBench:
         reads = changed_counters(reads_before, await apiserver_reads(bench.api))
         reading = await OperatorReading.of(implementation)
         settled = await quiet_rss(implementation)
+        traced = await tracemalloc_snapshot(implementation)
         logins = await self._logins(fleet)
+        stored = await storage(bench.api)
+        login_ms = await self._login_times(fleet)
         result = {
             "n": n,
             "servers": len(self.servers),
@@ -223,6 +233,11 @@ class FleetBench:
             "ready_servers": await self._ready_count(MYSQL_SERVERS)
             + await self._ready_count(CLUSTER_MYSQL_SERVERS),
             "timeline": timeline.points,
+            "login_ms_by_flavour": login_ms,
+            **({"tracemalloc": traced} if traced else {}),
+            "servers_rss_mib": rss_of(bench.servers),
+            "etcd_db_bytes": stored.pop("etcd_db_bytes", math.nan),
+            "apiserver_objects": stored,
         }
         self.say(
             f"  operator N={n}: {result['ready']}/{n} Ready in {seconds:.1f} s, "
@@ -252,8 +267,22 @@ class FleetBench:
             ok += await can_log_in(server, fleet.user(index), fleet.password(index))
         return len(indexes), ok
 
+    async def _login_times(self, fleet: Fleet, per_server: int = 10) -> dict[str, float]:
+        """Median milliseconds of a first login (a full authentication) of ``per_server`` users of each
+        server, by flavour: how the server's account lookup fares with the accounts it holds."""
+        times: dict[str, list[float]] = {}
+        for server in range(len(self.servers)):
+            users = [i for i in range(server, fleet.size, len(self.servers))]
+            for index in self.bench.random.sample(users, min(per_server, len(users))):
+                started = time.monotonic()
+                await can_log_in(self.servers[server], fleet.user(index), fleet.password(index))
+                times.setdefault(self.servers[server].flavour, []).append(1000 * (time.monotonic() - started))
+        return {flavour: round(statistics.median(found), 2) for flavour, found in times.items()}
+
     async def _first_pass(self, implementation: processes.Implementation, limit: float) -> OperatorReading:
-        """Poll the operator's metrics until every controller's first pass is over."""
+        """Poll the operator's metrics until every controller's first pass is over. Every 5 s: a scrape
+        costs the operator O(N) (its compliance and Degraded metrics count every resource: 25 ms at 10 000
+        users here), so polling it 4 times a second took 60 % of a restart's CPU."""
         deadline = time.monotonic() + limit
         while True:
             implementation.check_running()
@@ -265,7 +294,7 @@ class FleetBench:
                 return reading
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the operator's first pass did not end within {limit:g} s")
-            await asyncio.sleep(0.25)
+            await asyncio.sleep(SCRAPE_PERIOD)
 
     async def restart(
         self, fleet: Fleet, running: processes.Implementation, window: float, *, general_log: bool = False
@@ -289,7 +318,9 @@ class FleetBench:
                 await implementation.wait_ready(limit=600)
                 ready_probe = time.monotonic() - started
                 reading = await self._first_pass(implementation, 600 + fleet.size * 0.05)
-                checked = time.monotonic() - started
+                seen = time.monotonic() - started  # up to a scrape period late
+                # By its own clock: the controllers start as /readyz first passes (polled every 0.1 s).
+                checked = ready_probe + max(reading.first_pass.values())
                 await asyncio.sleep(window)
                 reading = await OperatorReading.of(implementation)
                 sample = implementation.sample()
@@ -305,6 +336,7 @@ class FleetBench:
             "n": fleet.size,
             "seconds_to_ready_probe": ready_probe,
             "seconds_to_first_pass_done": checked,
+            "seconds_to_first_pass_seen": seen,
             "first_pass_seconds": reading.first_pass,
             "window_seconds": window,
             "reconciles": reading.reconciles,
@@ -350,6 +382,58 @@ class FleetBench:
                 await asyncio.sleep(1.0)
             else:
                 self.say(f"  {fleet.server_name(index)}: status.accounts still not {owned} after {limit:g} s")
+
+
+async def storage(api: Any) -> dict[str, float]:
+    """The API server's view of its storage: etcd's database size (``etcd_db_bytes``), and the objects
+    it counts per resource (``apiserver_resource_objects``, refreshed about once a minute)."""
+    found: dict[str, float] = {}
+    text = await apiserver_metrics(api)
+    for name, labels, value in parse_metrics(
+        text, {"apiserver_storage_size_bytes", "apiserver_resource_objects"}
+    ):
+        if name == "apiserver_storage_size_bytes":
+            found["etcd_db_bytes"] = found.get("etcd_db_bytes", 0) + value
+        elif value:
+            found[labels.get("resource", "?")] = value
+    return found
+
+
+def rss_of(pids: dict[str, int]) -> dict[str, float]:
+    """Resident memory of each process, MiB."""
+    found = {}
+    for name, pid in pids.items():
+        with contextlib.suppress(OSError):
+            found[name] = round(sample_process(pid).rss_mib, 1)
+    return found
+
+
+async def tracemalloc_snapshot(implementation: processes.Implementation) -> dict[str, Any] | None:
+    """Under ``BENCH_TRACEMALLOC``: the operator's allocations now (its SIGUSR1 writes them), else None."""
+    path = implementation.env.get(processes.TRACEMALLOC_OUT_ENV)
+    if not path:
+        return None
+    _remove(Path(path))
+    implementation.process.send_signal(signal.SIGUSR1)  # type: ignore[union-attr]
+    for _ in range(600):
+        await asyncio.sleep(0.5)
+        found = _read_json(Path(path))
+        if found is not None:
+            return {"total_kib": found["total_kib"], "blocks": found["blocks"], "lines": found["lines"]}
+    return None
+
+
+def _remove(path: Path) -> None:
+    path.unlink(missing_ok=True)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """The file's JSON, or None while it is missing or half written."""
+    try:
+        found: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return found
 
 
 async def owned_count(server: MySQLAddress) -> int:

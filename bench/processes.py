@@ -27,7 +27,9 @@ from bench.common import (
 )
 from dbuser_operator.envtest.ports import LOOPBACK, free_port
 
-USER_CONTROLLER = "databaseuser"  # the controller label of the DatabaseUser controller's metrics
+USER_CONTROLLER = "databaseuser"
+TRACEMALLOC_ENV = "BENCH_TRACEMALLOC"  # set: the operator runs under tracemalloc (bench.traced_operator)
+TRACEMALLOC_OUT_ENV = "BENCH_TRACEMALLOC_OUT"  # the controller label of the DatabaseUser controller's metrics
 
 
 @dataclass
@@ -196,10 +198,14 @@ def operator(
     ``leader_elect``: as a replica of an HA install (a Lease in ``namespace``), every write fenced.
     """
     metrics_port, health_port = free_port(), free_port()
+    env = {ADMIN_PASSWORD_ENV: mysql.password}
+    traced = bool(os.environ.get(TRACEMALLOC_ENV))  # diagnosis: bench.traced_operator
+    if traced:
+        env[TRACEMALLOC_OUT_ENV] = str(workdir / f"{log_name}-tracemalloc.json")
     argv = [
         sys.executable,
         "-m",
-        "dbuser_operator",
+        "bench.traced_operator" if traced else "dbuser_operator",
         f"--kubeconfig={kubeconfig}",
         *_mysql_flags(mysql),
         f"--target={TARGET}",
@@ -224,7 +230,7 @@ def operator(
         "operator",
         argv,
         workdir / f"{log_name}.log",
-        env={ADMIN_PASSWORD_ENV: mysql.password},
+        env=env,
         metrics_port=metrics_port,
         health_port=health_port,
     )
