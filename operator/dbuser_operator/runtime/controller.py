@@ -23,6 +23,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from dbuser_operator.runtime import metrics
 from dbuser_operator.runtime.errors import describe
 from dbuser_operator.runtime.fence import FenceLost
+from dbuser_operator.runtime.first_pass import FirstPass
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.predicates import Predicate
 from dbuser_operator.runtime.resources import ObjectKey
@@ -147,6 +148,7 @@ class Controller:
         self.gate = gate
         self._started = asyncio.Event()
         self._aborted = False
+        self.first_pass = FirstPass(name)
         self.last_drain: Drain | None = None  # set when run() stops
 
     @property
@@ -180,6 +182,7 @@ class Controller:
         (leadership was lost). A worker that dies (never a failing reconcile) ends ``run`` with its error.
         """
         metrics.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.max_concurrent_reconciles)
+        self.first_pass.start(self.queue.queued())
         workers = [
             asyncio.create_task(self._work(), name=f"{self.name} worker {n}")
             for n in range(self.max_concurrent_reconciles)
@@ -263,6 +266,7 @@ class Controller:
             structlog.contextvars.unbind_contextvars("controller", "namespace", "name", "reconcile_id")
 
     def _succeeded(self, key: ObjectKey, result: Result) -> None:
+        self.first_pass.reconciled(key)
         self.queue.forget(key)
         if result.requeue_after > 0:
             self.queue.add_after(key, result.requeue_after)
@@ -271,6 +275,7 @@ class Controller:
             metrics.RECONCILE_TOTAL.labels(self.name, "success").inc()
 
     def _failed(self, key: ObjectKey, error: Exception) -> None:
+        self.first_pass.reconciled(key)  # looked at: the retry is not part of the first pass
         metrics.RECONCILE_TOTAL.labels(self.name, "error").inc()
         metrics.RECONCILE_ERRORS.labels(self.name).inc()
         self.queue.add_rate_limited(key)

@@ -121,14 +121,7 @@ async def ensure_schema(db: Database, schema: str = DEFAULT_SCHEMA) -> None:
     """Create the schema and the table if missing. One look first: a start on a server that has them sends
     no DDL (even with IF NOT EXISTS, a DDL takes a metadata lock and goes to the binary log)."""
     valid = validate_schema(schema)
-    found = await db.fetch(
-        Statement(
-            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
-            valid,
-            TABLE,
-        )
-    )
-    if int(str(found[0][0])):
+    if await _table_exists(db, valid, TABLE):
         return
     name = quote_identifier(valid)
     await db.execute(Statement("CREATE DATABASE IF NOT EXISTS {schema} CHARACTER SET utf8mb4", schema=name))
@@ -186,8 +179,21 @@ def entry_of(what: NameClass, name: str, host: str = ROLE_HOST) -> Entry:
 
 
 async def ensure_book(db: Database, schema: str, book: Book) -> None:
-    """Create ``book``'s table if missing (after :func:`ensure_schema`)."""
-    await db.execute(Statement(book.create, table=table(schema, book.name)))
+    """Create ``book``'s table if missing (after :func:`ensure_schema`); as there, a look first: a restart
+    over existing tables sends no DDL."""
+    if not await _table_exists(db, validate_schema(schema), book.name):
+        await db.execute(Statement(book.create, table=table(schema, book.name)))
+
+
+async def _table_exists(db: Database, schema: str, name: str) -> bool:
+    found = await db.fetch(
+        Statement(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            schema,
+            name,
+        )
+    )
+    return bool(int(str(found[0][0])))
 
 
 async def owner_of(db: Database, schema: str, entry: Entry) -> Owner | None:
