@@ -36,6 +36,7 @@ from dbuser_operator.envtest.flavours import DEFAULT_FLAVOUR, selected_flavour
 from dbuser_operator.envtest.fleet import Fleet, provide_fleet
 from dbuser_operator.envtest.mysql import GENERAL_LOG
 from dbuser_operator.envtest.process import stop_servers_on_sigterm
+from tests.support import passes
 from tests.support.pod_certificates import PodCertificates
 
 REPO = Path(__file__).resolve().parent.parent
@@ -91,19 +92,30 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test that needs what hack/testbin.sh builds (a binary, a server, a root) is marked ``testbin``:
     the integration tests and those that use the ``binaries`` fixture; hack/test.sh runs the others while
-    the binaries build. The ``fleet`` and ``one_flavour`` tests are deselected outside the default flavour's
-    pass (:func:`fleet_pass`). (Every flavour started here has the DualPassword strategy: MySQL 9.7,
-    MariaDB 11.8 and 10.11.)"""
+    the binaries build. Of those, the tests that need the Go binaries (the ``binaries`` fixture) are marked
+    ``gobin``: the others (the MySQL layer) run as soon as the server roots are there. Then each run keeps
+    the tests whose result its server can change (``tests/support/passes.py``): on the default flavour
+    every one, elsewhere only those that touch the server and are neither ``fleet`` nor ``one_flavour``,
+    shared out between the MariaDB versions when hack/test.sh asks. (Every flavour started here has the
+    DualPassword strategy: MySQL 9.7, MariaDB 11.8 and 10.11.)"""
     integration = REPO / "tests" / "integration"
+    default_pass, shared, flavour = fleet_pass(), passes.shared_out(), selected_flavour()
+    kept = []
     for item in items:
-        if "binaries" in getattr(item, "fixturenames", ()) or item.path.is_relative_to(integration):
+        names = getattr(item, "fixturenames", ())
+        markers = {marker.name for marker in item.iter_markers()}
+        if "binaries" in names or item.path.is_relative_to(integration):
             item.add_marker(pytest.mark.testbin)
-    unwanted = set() if fleet_pass() else {"fleet", "one_flavour"}
-    if not unwanted:
-        return
-    kept = [item for item in items if not any(item.get_closest_marker(name) for name in unwanted)]
+        if passes.needs_go_binaries(names, markers) and "gobin" not in markers:
+            item.add_marker(pytest.mark.gobin)
+        path = item.path.relative_to(REPO).as_posix()
+        if passes.runs_on(
+            flavour, default_pass=default_pass, shared=shared, path=path, fixturenames=names, markers=markers
+        ):
+            kept.append(item)
     if len(kept) != len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        selected = {id(item) for item in kept}
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in selected])
         items[:] = kept
 
 

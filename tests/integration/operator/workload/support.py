@@ -4,7 +4,6 @@ login to MySQL with a pod's certificate."""
 from __future__ import annotations
 
 import datetime
-import secrets
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from dbuser_operator.workload.identity import client_subject
 from tests.integration.mysql.support import login
 from tests.integration.operator.support.instances import own_target
 from tests.integration.operator.support.kubelet import Credentials
-from tests.integration.operator.support.mysql import mysql_query
 
 
 def bound_user(name: str, service_account: str, target: str | None = None, **spec: Any) -> dict[str, Any]:
@@ -70,20 +68,6 @@ def check_issued(
     assert parse_time(status["notBefore"]) == leaf.not_valid_before_utc
     assert parse_time(status["notAfter"]) == leaf.not_valid_after_utc
     return leaf
-
-
-def workload_account(mysql: MySQLServer, issuer: str, namespace: str, service_account: str) -> str:
-    """An account that requires a certificate of ``issuer`` with the subject of the ServiceAccount and no
-    password, made by hand as the workload accounts are (REQUIRE ISSUER … SUBJECT …)."""
-    name = f"wl_{secrets.token_hex(5)}"
-    subject = client_subject(namespace, service_account)
-    mysql_query(mysql, f"CREATE USER `{name}`@'%%' REQUIRE ISSUER %s AND SUBJECT %s", issuer, subject)
-    mysql_query(mysql, f"GRANT SELECT ON mysql.db TO `{name}`@'%'")  # something it can read
-    return name
-
-
-def drop_account(mysql: MySQLServer, name: str) -> None:
-    mysql_query(mysql, f"DROP USER IF EXISTS `{name}`@'%'")
 
 
 def certificate_login(mysql: MySQLServer, user: str, cert: Path | None, key: Path | None) -> str:

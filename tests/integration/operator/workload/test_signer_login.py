@@ -2,14 +2,13 @@
 the server verifies the chain against its ssl_ca (the signing CA) and compares issuer and subject exactly,
 so a pod's certificate is its ServiceAccount's only credential, and nothing else gets in.
 
-The account is made by hand here as a workload account is made (REQUIRE ISSUER <CA> SUBJECT <subject>, no
-password); the DatabaseUser binds the ServiceAccount, which is what entitles its pods to certificates."""
+The account is the DatabaseUser's (REQUIRE ISSUER <CA> SUBJECT <subject>, no password): binding the
+ServiceAccount both makes it and entitles the ServiceAccount's pods to certificates."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from dbuser_operator.runtime.resources import SECRETS
 from dbuser_operator.workload import ca as signing_ca_files
 from dbuser_operator.workload.certificate import issue
 from dbuser_operator.workload.identity import client_subject
+from tests.integration.operator.support.kube import wait_for_ready
 from tests.integration.operator.support.kubelet import Credentials, Kubelet
 from tests.integration.operator.support.mysql import mysql_query
 from tests.integration.operator.support.operator import RunningOperator
@@ -31,9 +31,7 @@ from tests.integration.operator.workload.support import (
     certificate_login,
     check_issued,
     condition,
-    drop_account,
     refused_login,
-    workload_account,
 )
 
 pytestmark = pytest.mark.integration
@@ -43,12 +41,7 @@ ACCESS_DENIED = 1045
 REFUSED = {ACCESS_DENIED, 2006, 2013, 2026}
 
 
-@pytest.fixture
-def app_account(mysql: MySQLServer, signing_ca: CertificateAuthority, namespace: str) -> Iterator[str]:
-    """The account of ServiceAccount ``app`` of the test namespace: certificate-only."""
-    name = workload_account(mysql, signing_ca.subject_oneline, namespace, "app")
-    yield name
-    drop_account(mysql, name)
+APP_ACCOUNT = "app-db"  # the MySQL name of DatabaseUser app-db, which binds ServiceAccount app
 
 
 async def test_a_pod_logs_in_with_its_certificate_and_nothing_else_gets_in(
@@ -59,15 +52,16 @@ async def test_a_pod_logs_in_with_its_certificate_and_nothing_else_gets_in(
     node: Kubelet,
     signing_ca: CertificateAuthority,
     signing_ca_dir: Path,
-    app_account: str,
     tmp_path: Path,
 ) -> None:
     """The pod's key and the issued chain log in to the account, with no password, over TLS. Refused: no
     certificate; a certificate the signer issued to another ServiceAccount of the namespace (bound too);
     and a certificate of the right subject from another CA whose subject is the signing CA's, byte for
     byte — only the chain tells it apart, and the server checks it (MySQL ends the handshake)."""
-    for name, account in (("app-db", "app"), ("other-db", "other")):
+    for name, account in ((APP_ACCOUNT, "app"), ("other-db", "other")):
         await kube_client.create(DATABASE_USERS, bound_user(name, account), namespace)
+        await wait_for_ready(kube_client, namespace, name)
+    app_account = APP_ACCOUNT
     credentials = await node.request(await node.pod(namespace, "app-0", "app"), key_type="ECDSAP384")
     check_issued(await node.decided(namespace, credentials), credentials, signing_ca, namespace, "app")
     cert, key = credentials.write(tmp_path / "app")
@@ -101,12 +95,13 @@ async def test_fifty_pods_of_one_service_account_get_fifty_certificates_for_one_
     namespace: str,
     node: Kubelet,
     signing_ca: CertificateAuthority,
-    app_account: str,
     tmp_path: Path,
 ) -> None:
     """50 replicas: 50 requests, 50 certificates (50 keys, one subject), each logs in to the one account
     of the ServiceAccount; no Secret is made in the namespace."""
-    await kube_client.create(DATABASE_USERS, bound_user("app-db", "app"), namespace)
+    await kube_client.create(DATABASE_USERS, bound_user(APP_ACCOUNT, "app"), namespace)
+    await wait_for_ready(kube_client, namespace, APP_ACCOUNT)
+    app_account = APP_ACCOUNT
     pods = [await node.pod(namespace, f"app-{index}", "app") for index in range(50)]
     requested = await asyncio.gather(*(node.request(pod) for pod in pods))
     for credentials in requested:

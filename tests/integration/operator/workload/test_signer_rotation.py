@@ -23,6 +23,7 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.metrics import REGISTRY
+from tests.integration.operator.support.kube import delete_all_users, wait_for_ready
 from tests.integration.operator.support.kubelet import Credentials, Kubelet, key_pem
 from tests.integration.operator.support.replicas import GeneralLog
 from tests.integration.operator.support.wait import eventually
@@ -30,8 +31,6 @@ from tests.integration.operator.workload.conftest import StartSigner
 from tests.integration.operator.workload.support import (
     bound_user,
     check_issued,
-    drop_account,
-    workload_account,
 )
 
 pytestmark = pytest.mark.integration
@@ -156,14 +155,14 @@ async def test_five_refreshes_under_eight_busy_clients_fail_no_login_and_write_n
     """The pod's bundle is swapped 5 times (new key, new request, new certificate each time) while 8
     clients reconnect with it every 10 ms: every login works, each certificate is used, and the operator
     sends nothing to MySQL meanwhile (no periodic work is on here: no drift check, and the server's first
-    liveness probe is awaited before, the next is an hour away; the DatabaseUser is Paused, as the
-    workload accounts' own reconcile is not part of this test)."""
+    liveness probe is awaited before, the next is an hour away; the DatabaseUser that makes the account and
+    binds the ServiceAccount is Ready before the refreshes start)."""
     SERVER_UP.labels(DEFAULT_SERVER_LABEL).set(0)  # set by this operator's first probe of the server in use
     await start_signer(resync_period=0.0, server_probe_period=3600.0)
-    account = workload_account(mysql, signing_ca.subject_oneline, namespace, "app")
+    account = "app-db"
     try:
-        user = bound_user("app-db", "app", managementPolicy="Paused")
-        await kube_client.create(DATABASE_USERS, user, namespace)
+        await kube_client.create(DATABASE_USERS, bound_user(account, "app"), namespace)
+        await wait_for_ready(kube_client, namespace, account)
         await eventually(lambda: server_up() == 1, message="the server's first probe")
         pod = await node.pod(namespace, "app-0", "app")
         bundle = tmp_path / "credentials.pem"
@@ -193,4 +192,4 @@ async def test_five_refreshes_under_eight_busy_clients_fail_no_login_and_write_n
             f"statements of other connections (the operator's) during the refreshes: {others}"
         )
     finally:
-        drop_account(mysql, account)
+        await delete_all_users(kube_client, namespace)
