@@ -19,6 +19,7 @@ from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.policy.rules import entry_for, matches, patterns_text
 from dbuser_operator.controllers.servers.resource import ServerResource
+from dbuser_operator.workload.identity import SUBJECT_ORGANIZATION
 
 CERTIFICATE_NOT_ALLOWED = "CertificateNotAllowed"
 SETTINGS_FLAG = "--cert-manager-cluster-issuers"
@@ -46,6 +47,16 @@ def entry_problems(
     return problems
 
 
+def reserved_problems(subject: str) -> list[str]:
+    """A subject of the workload signer's form (``/O=dbuser-operator/…``) is its alone, from any issuer:
+    an issuer over the signing CA, by mistake, would otherwise hand out another namespace's workload
+    certificate."""
+    mark = f"/O={SUBJECT_ORGANIZATION}"
+    if subject != mark and not subject.startswith(f"{mark}/"):
+        return []
+    return [f"subjects {mark}/… are the workload signer's (spec.authentication.workload), never requested"]
+
+
 def settings_problems(cluster_issuers: Sequence[str], certificate: ClientCertificate) -> list[str]:
     """What the request does beyond the operator's own list, where no policy decides."""
     issuer = certificate.issuer_ref
@@ -68,7 +79,9 @@ class CertificateRules:
         """Raise CertificateNotAllowed (not retried: a change of the spec, the policy or the namespace's
         labels brings the resource back) if the request is not admitted."""
         policy = server.spec.policy if server is not None else None
-        if server is None or policy is None:
+        if reserved := reserved_problems(subject):
+            problems, where = reserved, "the operator"
+        elif server is None or policy is None:
             problems = settings_problems(self.cluster_issuers, certificate)
             where = "the operator"
         else:

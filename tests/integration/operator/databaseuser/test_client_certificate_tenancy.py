@@ -283,3 +283,22 @@ async def test_without_cert_manager_the_operator_says_so(
     await kube_client.create(DATABASE_USERS, user(name, namespace, {"name": "clients"}), namespace)
     message = await refused(kube_client, namespace, name, "CertManagerDisabled")
     assert "started without --cert-manager: chart value certManager.enabled" in message
+
+
+async def test_the_workload_signers_subjects_are_never_requested(
+    cert_manager_operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    server_ca: CertificateAuthority,
+    secret: str,
+) -> None:
+    """A subject of the workload signer's form (another namespace's ServiceAccount) from an Issuer of the
+    tenant's own namespace, signing with the CA the server trusts: refused before any Certificate."""
+    await ca_issuer(kube_client, server_ca, "clients", namespace)
+    name = unique("workload")
+    body = user(name, namespace, {"name": "clients"})
+    body["spec"]["tls"]["subject"] = "/O=dbuser-operator/OU=kube-system/CN=default"
+    await kube_client.create(DATABASE_USERS, body, namespace)
+    message = await refused(kube_client, namespace, name, "CertificateNotAllowed")
+    assert "subjects /O=dbuser-operator/… are the workload signer's" in message
+    await nothing_issued(kube_client, namespace, name)

@@ -6,7 +6,7 @@ from typing import Any
 
 from dbuser_operator.api.v1alpha1.client_certificate import ClientCertificate
 from dbuser_operator.api.v1alpha1.server_policy import NamespacePolicy
-from dbuser_operator.controllers.policy.issuers import entry_problems, settings_problems
+from dbuser_operator.controllers.policy.issuers import entry_problems, reserved_problems, settings_problems
 
 
 def certificate(name: str, kind: str = "ClusterIssuer") -> ClientCertificate:
@@ -49,3 +49,13 @@ def test_subjects_are_bounded_by_the_entrys_patterns_for_every_issuer() -> None:
     ]
     # '*' is a run of characters, nothing more: no regular expression, no escape
     assert entry_problems(bounded, "shop", mine, "/O=clients/OU=shop.x/CN=app") != []
+
+
+def test_the_workload_signers_subjects_are_never_requested() -> None:
+    assert reserved_problems("/O=dbuser-operator/OU=shop/CN=app") == [
+        "subjects /O=dbuser-operator/… are the workload signer's (spec.authentication.workload), "
+        "never requested"
+    ]
+    assert reserved_problems("/O=dbuser-operator") != []
+    assert reserved_problems("/O=dbuser-operator-tests/CN=app") == []
+    assert reserved_problems("/CN=x/O=dbuser-operator") == []
