@@ -75,6 +75,8 @@ class Options:
     login_checks: int = 5
     pairs: int = 1
     floor_events: bool = False  # the floor posts the operator's one Event per new user
+    restart_window: float = 10.0  # seconds the restarted operator is watched after its first pass
+    restart_general_log: bool = False  # the servers' general logs on while the operator restarts
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -89,7 +91,7 @@ def percentile(values: list[float], fraction: float) -> float:
 class ReadyWatch:
     """A client-side watch of one namespace's DatabaseUsers: when each was first seen Ready."""
 
-    def __init__(self, kube: KubeClient, namespace: str, resource: Resource = DATABASE_USERS) -> None:
+    def __init__(self, kube: KubeClient, namespace: str | None, resource: Resource = DATABASE_USERS) -> None:
         self.kube = kube
         self.namespace = namespace
         self.resource = resource

@@ -9,6 +9,7 @@ named in the report's header. Component logs are kept, and their last lines prin
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -30,10 +31,13 @@ from dbuser_operator.envtest import (
     install_crds,
     provide_mysql,
 )
+from dbuser_operator.envtest.certmanager import CLUSTER_RESOURCE_NAMESPACE, CertManager
 from dbuser_operator.envtest.flavours import DEFAULT_FLAVOUR, selected_flavour
 from dbuser_operator.envtest.fleet import Fleet, provide_fleet
 from dbuser_operator.envtest.mysql import GENERAL_LOG
 from dbuser_operator.envtest.process import stop_servers_on_sigterm
+from tests.support import passes
+from tests.support.pod_certificates import PodCertificates
 
 REPO = Path(__file__).resolve().parent.parent
 _KEPT_LOGS = pytest.StashKey[Path]()
@@ -88,19 +92,30 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test that needs what hack/testbin.sh builds (a binary, a server, a root) is marked ``testbin``:
     the integration tests and those that use the ``binaries`` fixture; hack/test.sh runs the others while
-    the binaries build. The ``fleet`` and ``one_flavour`` tests are deselected outside the default flavour's
-    pass (:func:`fleet_pass`). (Every flavour started here has the DualPassword strategy: MySQL 9.7,
-    MariaDB 11.8 and 10.11.)"""
+    the binaries build. Of those, the tests that need the Go binaries (the ``binaries`` fixture) are marked
+    ``gobin``: the others (the MySQL layer) run as soon as the server roots are there. Then each run keeps
+    the tests whose result its server can change (``tests/support/passes.py``): on the default flavour
+    every one, elsewhere only those that touch the server and are neither ``fleet`` nor ``one_flavour``,
+    shared out between the MariaDB versions when hack/test.sh asks. (Every flavour started here has the
+    DualPassword strategy: MySQL 9.7, MariaDB 11.8 and 10.11.)"""
     integration = REPO / "tests" / "integration"
+    default_pass, shared, flavour = fleet_pass(), passes.shared_out(), selected_flavour()
+    kept = []
     for item in items:
-        if "binaries" in getattr(item, "fixturenames", ()) or item.path.is_relative_to(integration):
+        names = getattr(item, "fixturenames", ())
+        markers = {marker.name for marker in item.iter_markers()}
+        if "binaries" in names or item.path.is_relative_to(integration):
             item.add_marker(pytest.mark.testbin)
-    unwanted = set() if fleet_pass() else {"fleet", "one_flavour"}
-    if not unwanted:
-        return
-    kept = [item for item in items if not any(item.get_closest_marker(name) for name in unwanted)]
+        if passes.needs_go_binaries(names, markers) and "gobin" not in markers:
+            item.add_marker(pytest.mark.gobin)
+        path = item.path.relative_to(REPO).as_posix()
+        if passes.runs_on(
+            flavour, default_pass=default_pass, shared=shared, path=path, fixturenames=names, markers=markers
+        ):
+            kept.append(item)
     if len(kept) != len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        selected = {id(item) for item in kept}
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in selected])
         items[:] = kept
 
 
@@ -154,6 +169,26 @@ async def crds(kube_api: client.ApiClient) -> list[str]:
 
 
 @pytest.fixture(scope="session")
+async def cert_manager(
+    binaries: Binaries, kube: KubeCluster, kube_api: client.ApiClient, envtest_workdir: Path
+) -> AsyncIterator[CertManager]:
+    """cert-manager's real controller (built by hack/testbin.sh) against the local API server, its CRDs
+    installed, and the namespace of its ClusterIssuers' Secrets (cert-manager)."""
+    if kube.control_plane is None:
+        pytest.skip("runs cert-manager's controller against the local API server only")
+    manager = CertManager(
+        binaries, read_pins()["CERT_MANAGER_VERSION"], kube.kubeconfig, envtest_workdir / "cert-manager"
+    )
+    await manager.install_crds(kube_api)
+    core = client.CoreV1Api(kube_api)
+    body = client.V1Namespace(metadata=client.V1ObjectMeta(name=CLUSTER_RESOURCE_NAMESPACE))
+    await core.create_namespace(body, _request_timeout=30)
+    await asyncio.to_thread(manager.start)
+    yield manager
+    await asyncio.to_thread(manager.stop)
+
+
+@pytest.fixture(scope="session")
 def mysql_provider(envtest_workdir: Path) -> Iterator[MySQLServer | LocalMySQLServer]:
     """Where the MySQL server comes from: ``MYSQL_URL``, a container, or a local server we control."""
     with provide_mysql(envtest_workdir / "mysql") as provided:
@@ -167,6 +202,29 @@ def fleet(envtest_workdir: Path) -> Iterator[Fleet]:
     for the tests marked ``fleet`` (see :func:`fleet_pass`)."""
     with provide_fleet(envtest_workdir / "fleet") as servers:
         yield servers
+
+
+@pytest.fixture(scope="session")
+def workload_signing_ca(mysql_provider: MySQLServer | LocalMySQLServer, envtest_workdir: Path) -> Path | None:
+    """The CA workload certificates are signed with, as a mounted ``kubernetes.io/tls`` Secret holds it
+    (``--workload-signing-ca``): the local server's own CA, which is its ``ssl_ca``, so the server verifies
+    what it signs. None for a server whose CA is not ours (``MYSQL_URL``, a container)."""
+    if not isinstance(mysql_provider, LocalMySQLServer):
+        return None
+    return mysql_provider.ca.write_tls(envtest_workdir / "workload-signing-ca")
+
+
+@pytest.fixture(scope="session")
+def pod_certificates(
+    mysql_provider: MySQLServer | LocalMySQLServer, workload_signing_ca: Path | None, envtest_workdir: Path
+) -> PodCertificates:
+    """Workload client certificates signed with :func:`workload_signing_ca` (the tests play the signer);
+    skipped where the server's CA is not ours (``MYSQL_URL``, a container)."""
+    if workload_signing_ca is None or not isinstance(mysql_provider, LocalMySQLServer):
+        pytest.skip("needs a local server of the session's flavour (MYSQL_URL or a container is in use)")
+    directory = envtest_workdir / "pod-certificates"
+    directory.mkdir(exist_ok=True)
+    return PodCertificates(mysql_provider.ca, directory)
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from dbuser_operator.envtest import selected_flavour
 from dbuser_operator.local import RUNNING, client_command
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.gobin]  # hack/run-local.sh runs the Go binaries
 
 FIRST_SCREEN = 60  # lines
 _NOISE = re.compile(r"\[\s*(warning|error|critical)\s*\]|Traceback|^\s*Warning\s", re.IGNORECASE)

@@ -2,11 +2,13 @@
 "Time in tests").
 
 A hand-written polling loop — a ``for`` or ``while`` whose body sleeps and leaves early (``break``,
-``return``) once something holds — is the same wait written again, each time with its own limit, its own
-failure text (or none: a ``for _ in range(50)`` that runs out falls through to an assertion that says less),
-and its own idea of a deadline (a loop that counts sleeps waits longer on a busy machine than it says). An
-AST scan of every module under ``tests/`` finds each such loop; the only ones allowed are in ``ALLOWED``,
-each with why it is not a wait. An entry that no longer matches anything fails too.
+``return``) once something holds, or a ``while <condition>:`` whose body sleeps (``while not ready():
+sleep(0.1)``, with or without a deadline asserted inside) — is the same wait written again, each time with
+its own limit, its own failure text (or none: a ``for _ in range(50)`` that runs out falls through to an
+assertion that says less), and its own idea of a deadline (a loop that counts sleeps waits longer on a busy
+machine than it says). An AST scan of every module under ``tests/`` finds each such loop; the only ones
+allowed are in ``ALLOWED``, each with why it is not a wait. An entry that no longer matches anything fails
+too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,15 @@ TESTS = REPO / "tests"
 ALLOWED: dict[str, str] = {
     "tests/integration/operator/support/wait.py::eventually": "the one wait itself",
     "tests/unit/runtime/test_workqueue.py::worker": "a queue's worker: takes keys until the queue shuts down",
+    "tests/integration/operator/databaseuser/test_rotation_load.py::client": (
+        "a load generator: an application's logins, paced, until the test stops it"
+    ),
+    "tests/integration/operator/databaseuser/test_rotation_load.py::refresh": (
+        "a load generator: the kubelet refreshing a mounted Secret, paced, until the test stops it"
+    ),
+    "tests/integration/operator/workload/test_signer_rotation.py::run": (
+        "a load generator: an application's certificate logins, paced, until the test stops it"
+    ),
 }
 
 NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -44,12 +55,19 @@ def _sleeps(node: ast.AST) -> bool:
     return name == "sleep"
 
 
+def _forever(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+    """Whether ``loop`` is a ``while True:`` (any other ``while`` waits for its condition)."""
+    return isinstance(loop, ast.While) and isinstance(loop.test, ast.Constant) and bool(loop.test.value)
+
+
 def is_polling_loop(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
-    """Whether ``loop`` sleeps and leaves early: a wait written by hand."""
+    """Whether ``loop`` sleeps and leaves early, or sleeps until its ``while`` condition stops holding: a
+    wait written by hand."""
     nodes = list(_own_nodes(loop.body))
-    return any(_sleeps(node) for node in nodes) and any(
-        isinstance(node, (ast.Break, ast.Return)) for node in nodes
-    )
+    if not any(_sleeps(node) for node in nodes):
+        return False
+    conditional = isinstance(loop, ast.While) and not _forever(loop)
+    return conditional or any(isinstance(node, (ast.Break, ast.Return)) for node in nodes)
 
 
 def polling_loops(path: Path) -> Iterator[str]:
@@ -115,5 +133,23 @@ async def helper_inside():
         async def check():
             return True
         await asyncio.sleep(1)
+
+async def conditional():
+    while not ready():
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.1)
+
+def conditional_sync():
+    while pid_file.read_text() == "":
+        time.sleep(0.05)
+
+async def forever():
+    while True:
+        await asyncio.sleep(1)
+        do()
+
+async def conditional_without_sleep():
+    while pending:
+        do(pending.pop())
 """
-    assert scan(source) == ["counted", "deadline"]
+    assert scan(source) == ["counted", "deadline", "conditional", "conditional_sync"]

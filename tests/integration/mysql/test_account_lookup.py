@@ -10,7 +10,7 @@ from dbuser_operator.mysql import Database, ServerInfo
 from dbuser_operator.mysql.accounts import accounts, dual_password, mariadb_dual_auth
 from dbuser_operator.mysql.accounts.account_lookup import lookup
 from dbuser_operator.mysql.accounts.authentication import Method
-from dbuser_operator.mysql.accounts.limits import AccountOptions, apply_options, read_options
+from dbuser_operator.mysql.accounts.limits import Limits, apply_limits, read_limits
 from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
 from dbuser_operator.mysql.bookkeeping.ownership import Owner, account, claim
 from tests.integration.mysql.support import Accounts
@@ -25,9 +25,9 @@ async def test_the_look_reads_the_options_as_the_options_read_does(
 ) -> None:
     user = accounts_made.track(accounts_made.name(), "%")
     await accounts.create(db, user, "%", "pw-1")
-    assert (await lookup(db, owned_schema, user, "%", server)).options == AccountOptions()
+    assert (await lookup(db, owned_schema, user, "%", server)).options == Limits()
     identity = TLSIdentity(issuer="/CN=Example CA", subject="/CN=app", cipher="")
-    wanted = AccountOptions(
+    wanted = Limits(
         max_user_connections=7,
         max_queries_per_hour=100,
         max_updates_per_hour=20,
@@ -35,11 +35,11 @@ async def test_the_look_reads_the_options_as_the_options_read_does(
         require_tls=True,
         tls_identity=identity,
     )
-    await apply_options(db, user, "%", wanted)
+    await apply_limits(db, user, "%", wanted)
     found = await lookup(db, owned_schema, user, "%", server)
-    assert found.options == await read_options(db, user, "%") == wanted
+    assert found.options == await read_limits(db, user, "%") == wanted
     written = db.statements_written, db.statements_read
-    assert await apply_options(db, user, "%", wanted, current=found.options) is False
+    assert await apply_limits(db, user, "%", wanted, current=found.options) is False
     assert (db.statements_written, db.statements_read) == written  # nothing read, nothing sent
     assert (await lookup(db, owned_schema, accounts_made.name(), "%", server)).options is None
 

@@ -180,12 +180,19 @@ async def test_only_the_leader_reconciles_and_a_paused_leader_is_replaced(
 
         async with LoopLag() as lag:  # the replicas share this machine: its slowness, measured here
             first.send_signal(signal.SIGSTOP)  # paused: holds the lease but renews nothing
-            lease = await admin.get(LEASES, "test-manager", namespace)
-            async with asyncio.timeout(120):  # a polling limit
-                while lease["spec"]["holderIdentity"] == "first":
-                    renewed = lease_time(lease, "renewTime")  # the last renewal that landed
-                    await asyncio.sleep(0.05)
-                    lease = await admin.get(LEASES, "test-manager", namespace)
+            renewed = lease_time(await admin.get(LEASES, "test-manager", namespace), "renewTime")
+
+            async def taken_over() -> dict[str, Any] | None:
+                nonlocal renewed
+                lease = await admin.get(LEASES, "test-manager", namespace)
+                if lease["spec"]["holderIdentity"] != "first":
+                    return lease
+                renewed = lease_time(lease, "renewTime")  # the last renewal that landed
+                return None
+
+            lease = await wait.eventually(
+                taken_over, limit=120, interval=0.05, message="the paused leader was never replaced"
+            )
         assert lease["spec"]["holderIdentity"] == "second"
         # From the Lease's own records: the paused leader's last renewal to the standby's acquisition.
         failover = (lease_time(lease, "acquireTime") - renewed).total_seconds()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,7 @@ from dbuser_operator.envtest.flavours import (
 from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.envtest.process import ManagedProcess, ProcessFailedError
 from tests.conftest import REPO
+from tests.integration.operator.support.wait import eventually
 
 
 def test_client_certificates_carry_user_and_groups_and_chain_to_the_ca() -> None:
@@ -172,11 +173,13 @@ def test_a_test_process_stopped_by_sigterm_stops_its_servers(tmp_path: Path) -> 
     )
     runner = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=REPO, stderr=subprocess.PIPE)
     pid_file = tmp_path / "pid"
-    deadline = time.monotonic() + 30
-    while not pid_file.exists() or not pid_file.read_text():
-        assert time.monotonic() < deadline
-        assert runner.poll() is None
-        time.sleep(0.05)
+
+    def started() -> str:
+        if runner.poll() is not None:
+            raise RuntimeError(f"the test process ended first (exit {runner.returncode})")
+        return pid_file.read_text() if pid_file.exists() else ""
+
+    asyncio.run(eventually(started, message="the test process never started its server"))
     runner.terminate()
     runner.wait(30)
     assert not _alive(int(pid_file.read_text()))

@@ -10,14 +10,14 @@ from dataclasses import dataclass
 
 from dbuser_operator.mysql.accounts import (
     account_metadata,
-    account_options,
     catalog,
     dual_password,
     limits,
+    lock_policy,
     mariadb_dual_auth,
     new_password,
 )
-from dbuser_operator.mysql.accounts.account_options import LockPolicy
+from dbuser_operator.mysql.accounts.lock_policy import LockPolicy
 from dbuser_operator.mysql.bookkeeping.ownership import Owner, compare_fingerprints, table, valid_account
 from dbuser_operator.mysql.identifiers import SQL
 from dbuser_operator.mysql.session.connection import Database
@@ -35,7 +35,7 @@ class Lookup:
     not compared: two lookups are equal when owner, existence and fingerprint are). ``metadata``: the owner
     entry and comment in its attributes (:mod:`.account_metadata`; None: no account; not compared).
     ``policy``: its lock and password policy (None: no account) and ``default_lifetime`` the server's
-    ``default_password_lifetime`` (:mod:`.account_options`; not compared either), so that a pass needs no
+    ``default_password_lifetime`` (:mod:`.lock_policy`; not compared either), so that a pass needs no
     statement of its own for them. ``fingerprint``: the fingerprint of its authentication string now (None:
     no account); ``password_state`` its credential marker and retained password on MySQL
     (:mod:`.dual_password`), ``dual_auth`` its authentications on MariaDB (:mod:`.mariadb_dual_auth`), and
@@ -53,7 +53,7 @@ class Lookup:
     fingerprint: str | None = dataclasses.field(default=None, compare=False)
     password_state: dual_password.PasswordState | None = dataclasses.field(default=None, compare=False)
     dual_auth: mariadb_dual_auth.DualAuthState | None = dataclasses.field(default=None, compare=False)
-    options: limits.AccountOptions | None = dataclasses.field(default=None, compare=False)
+    options: limits.Limits | None = dataclasses.field(default=None, compare=False)
 
 
 async def lookup(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> Lookup:
@@ -75,7 +75,7 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
             auth=catalog.authentication_string(server, "u"),
             plugin=catalog.plugin(server, "u"),
             metadata=account_metadata.columns(server, "u"),
-            policy=account_options.column_list(server, "u"),
+            policy=lock_policy.column_list(server, "u"),
             state=_state_columns(server),
             options=catalog.options_columns(server, "u"),
             created=new_password.attribute_columns(server, "u"),
@@ -88,7 +88,7 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
         recorded = new_password.recorded(recorded, rows[0][24], rows[0][25], owner.uid)
     intact = compare_fingerprints(recorded, current) if owner is not None and exists else None
     state, options = rows[0][14:16], dict(zip(limits.COLUMNS, rows[0][16:24], strict=True))
-    policy = LockPolicy.from_row(dict(zip(account_options.COLUMNS, rows[0][9:13], strict=True)))
+    policy = LockPolicy.from_row(dict(zip(lock_policy.COLUMNS, rows[0][9:13], strict=True)))
     return Lookup(
         owner,
         exists,
@@ -100,7 +100,7 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
         str(current) if exists and current is not None else None,
         dual_password.state_of(*state) if exists and dual_password.supports_dual_passwords(server) else None,
         mariadb_dual_auth.state_of(state[0]) if exists and server.flavour == "mariadb" else None,
-        limits.AccountOptions.from_columns(options) if exists else None,
+        limits.Limits.from_columns(options) if exists else None,
     )
 
 

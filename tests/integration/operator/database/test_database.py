@@ -6,7 +6,7 @@ never dropped."""
 from __future__ import annotations
 
 import asyncio
-import time
+import functools
 from typing import Any
 
 import pytest
@@ -25,6 +25,7 @@ from tests.integration.operator.support.builders import database, unique
 from tests.integration.operator.support.kube import database_gone, ready, wait_db, wait_for_event
 from tests.integration.operator.support.mysql import mysql_query
 from tests.integration.operator.support.operator import RunningOperator, StartOperator
+from tests.integration.operator.support.wait import becomes
 
 pytestmark = pytest.mark.integration
 
@@ -78,16 +79,15 @@ async def test_create_change_charset_retain_and_delete(
     # A character set and collation change is converged with ALTER DATABASE and read back.
     patch = {"spec": {"characterSet": "utf8mb4", "collation": "utf8mb4_bin"}}
     await kube_client.patch(DATABASES, kept.replace("_", "-"), patch, PatchType.MERGE, namespace=namespace)
-    deadline = time.monotonic() + 60
-    while schema_of(mysql, kept) != ("utf8mb4", "utf8mb4_bin"):
-        assert time.monotonic() < deadline, schema_of(mysql, kept)
-        await asyncio.sleep(0.1)
-    obj = await wait_db(kube_client, namespace, kept.replace("_", "-"))
-    deadline = time.monotonic() + 30
-    while obj["status"].get("collation") != "utf8mb4_bin":
-        assert time.monotonic() < deadline, obj["status"]
-        await asyncio.sleep(0.1)
+    wanted = ("utf8mb4", "utf8mb4_bin")
+    await becomes(lambda: schema_of(mysql, kept), wanted, limit=60, interval=0.1, message="never altered")
+    await wait_db(kube_client, namespace, kept.replace("_", "-"))
+
+    async def collation() -> Any:
         obj = await kube_client.get(DATABASES, kept.replace("_", "-"), namespace)
+        return obj["status"].get("collation")
+
+    await becomes(collation, "utf8mb4_bin", interval=0.1, message="status.collation never read back")
     await wait_for_event(kube_client, namespace, kept.replace("_", "-"), "CharacterSetChanged")
 
     # spec.name is immutable.
@@ -415,10 +415,8 @@ async def test_a_database_whose_resource_is_gone_is_counted_as_orphaned(
     await kube_client.delete(DATABASES, resource, namespace)
     await database_gone(kube_client, namespace, resource)
     try:
-        deadline = time.monotonic() + 30
-        while REGISTRY.get_sample_value(metric, labels) != 1:
-            assert time.monotonic() < deadline, REGISTRY.get_sample_value(metric, labels)
-            await asyncio.sleep(0.2)
+        count = functools.partial(REGISTRY.get_sample_value, metric, labels)
+        await becomes(count, 1, interval=0.2, message=f"{metric} never counted the orphaned database")
         assert schema_of(mysql, name) is not None  # never dropped
         assert owner_row(mysql, schema, name) is not None  # nor forgotten
     finally:

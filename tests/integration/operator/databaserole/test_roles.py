@@ -38,7 +38,7 @@ from tests.integration.operator.support.mysql import (
     roles_of,
 )
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
-from tests.integration.operator.support.wait import eventually
+from tests.integration.operator.support.wait import becomes, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -350,18 +350,14 @@ async def test_a_role_relabelled_while_no_instance_watched_is_let_go_at_start(
         obj = await kube_client.get(DATABASE_ROLES, name, namespace)
         return list(obj["metadata"].get("finalizers") or [])
 
-    deadline = time.monotonic() + 30
-    while await finalizers():
-        assert time.monotonic() < deadline, "the departed role kept this instance's finalizer"
-        await asyncio.sleep(0.1)
+    await becomes(finalizers, [], interval=0.1, message="the departed role kept this instance's finalizer")
 
     async def left_target() -> bool:
         events, _ = await kube_client.list_all(EVENTS, namespace)
         return any(e["reason"] == "LeftTarget" and e["involvedObject"]["name"] == name for e in events)
 
-    while not await left_target():  # the Event is written after the finalizer's removal, not with it
-        assert time.monotonic() < deadline, "no LeftTarget Warning for the departed role"
-        await asyncio.sleep(0.1)
+    # The Event is written after the finalizer's removal, not with it.
+    await eventually(left_target, interval=0.1, message="no LeftTarget Warning for the departed role")
     await kube_client.delete(DATABASE_ROLES, name, namespace)
     await role_gone(kube_client, namespace, name)
     assert role_exists(mysql, name)  # let go: never dropped

@@ -12,8 +12,6 @@ real MySQL server, real logins with what the Secret says.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 import pymysql
@@ -44,7 +42,7 @@ from tests.integration.operator.support.kube import (
 )
 from tests.integration.operator.support.mysql import mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
-from tests.integration.operator.support.wait import eventually
+from tests.integration.operator.support.wait import becomes, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -389,12 +387,11 @@ async def test_a_forged_status_never_deletes_another_resources_secret(
         PatchType.MERGE,
         namespace=namespace,
     )
-    deadline = time.monotonic() + 30
-    while (await kube_client.get(DATABASE_USERS, mine, namespace))["status"].get(
-        "connectionSecret"
-    ) != f"{mine}-db":
-        assert time.monotonic() < deadline, "the forged status was never replaced"
-        await asyncio.sleep(0.05)
+
+    async def named() -> Any:
+        return (await kube_client.get(DATABASE_USERS, mine, namespace))["status"].get("connectionSecret")
+
+    await becomes(named, f"{mine}-db", message="the forged status was never replaced")
     kept = (await secret_of(kube_client, namespace, f"{other}-db"))["metadata"]
     assert (kept["uid"], kept["resourceVersion"]) == (theirs["uid"], theirs["resourceVersion"])
     assert await secret_exists(kube_client, namespace, f"{mine}-db")

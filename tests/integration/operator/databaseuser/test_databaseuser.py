@@ -180,10 +180,12 @@ async def test_no_op_pass_writes_nothing(
             {"metadata": {"annotations": {"touched": str(attempt)}}},
             _content_type="application/merge-patch+json",  # type: ignore[call-arg]
         )
-        deadline = time.monotonic() + 60  # a polling limit
-        while reconciles() == reconciles_before:
-            assert time.monotonic() < deadline, "no reconcile happened"
-            await asyncio.sleep(0.02)
+        await eventually(
+            lambda: reconciles() != reconciles_before,
+            limit=60,
+            interval=0.02,
+            message="no reconcile happened",
+        )
         await asyncio.sleep(0.3)
         return api_writes() - writes_before, write_statements(mysql) - sql_before
 

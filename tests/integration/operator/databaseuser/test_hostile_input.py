@@ -11,7 +11,6 @@ import asyncio
 import re
 import secrets
 import string
-import time
 from typing import Any
 
 import pytest
@@ -36,7 +35,13 @@ from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.support.builders import database_user, unique
 from tests.integration.operator.support.kube import create_secret, ready, wait_for_ready, wait_until_gone
-from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_accounts, mysql_query
+from tests.integration.operator.support.mysql import (
+    account_exists,
+    can_log_in,
+    mysql_accounts,
+    mysql_query,
+    wait_for_login,
+)
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.integration.operator.support.wait import eventually
 
@@ -256,19 +261,14 @@ async def test_passwords_with_any_printable_character_log_in(
     first = passwords.new()
     await create_secret(kube_client, namespace, "pw", {"password": first})
     await kube_client.create(DATABASE_USERS, database_user(printable, "pw"), namespace)
-    deadline = time.monotonic() + 20
-    while not can_log_in(mysql, printable, first):
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.05)
+    await wait_for_login(mysql, printable, first)
     for password in PASSWORDS:
         if len(password) > 8:  # shorter ones are too common to scan the logs for
             passwords.values.add(password)
         patch = {"stringData": {"password": password}}
         await kube_client.patch(SECRETS, "pw", patch, PatchType.MERGE, namespace=namespace)
-        deadline = time.monotonic() + 60  # a polling limit
-        while not can_log_in(mysql, printable, password):
-            assert time.monotonic() < deadline, f"password {password!r} never logged in"
-            await asyncio.sleep(0.02)
+        message = f"password {password!r} never logged in"
+        await wait_for_login(mysql, printable, password, limit=60, interval=0.02, message=message)
 
 
 async def test_a_password_longer_than_the_server_takes_is_refused_by_its_length(

@@ -3,8 +3,6 @@ hosts removed from the spec dropped (Delete) or released (Retain); deletion drop
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +19,7 @@ from tests.integration.operator.support.instances import own_schema
 from tests.integration.operator.support.kube import ready, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query, privileges_of
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
+from tests.integration.operator.support.wait import becomes
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration
@@ -42,13 +41,10 @@ def owned_hosts(mysql: MySQLServer, user: str) -> set[str]:
 
 
 async def status_hosts_become(kube: KubeClient, namespace: str, name: str, hosts: list[str]) -> None:
-    deadline = time.monotonic() + 30
-    while (
-        sorted((await kube.get(DATABASE_USERS, name, namespace)).get("status", {}).get("hosts") or [])
-        != hosts
-    ):
-        assert time.monotonic() < deadline, f"status.hosts never became {hosts}"
-        await asyncio.sleep(0.1)
+    async def status_hosts() -> list[str]:
+        return sorted((await kube.get(DATABASE_USERS, name, namespace)).get("status", {}).get("hosts") or [])
+
+    await becomes(status_hosts, hosts, interval=0.1, message=f"status.hosts never became {hosts}")
 
 
 async def test_two_hosts_converge_and_each_account_logs_in_from_its_host(

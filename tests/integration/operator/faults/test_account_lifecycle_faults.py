@@ -8,14 +8,12 @@ a resource deleted before its first status write has its account dropped (Delete
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import secrets
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -126,18 +124,18 @@ async def _wait_until_status_refused(kube: KubeClient, namespace: str) -> None:
     probe = database_user("probe", "pw", target="nobody")
     await kube.create(DATABASE_USERS, probe, namespace)
     patch = {"status": {"observedGeneration": 1}}
-    deadline = time.monotonic() + 30
-    refusal: ApiException | None = None
-    while refusal is None:
+
+    async def refused() -> ApiException | None:
         try:
             await kube.patch(
                 DATABASE_USERS, "probe", patch, PatchType.MERGE, namespace=namespace, subresource="status"
             )
         except ApiException as error:
-            refusal = error
-        else:
-            assert time.monotonic() < deadline, "the admission policy never took effect"
-            await asyncio.sleep(0.2)
+            return error
+        return None
+
+    refusal = await wait.eventually(refused, interval=0.2, message="the admission policy never took effect")
+    assert refusal is not None  # eventually returns a truthy answer
     assert refusal.status in {403, 422}, refusal
     assert "status writes refused by the test" in str(refusal.body)
     await kube.delete(DATABASE_USERS, "probe", namespace)

@@ -12,7 +12,6 @@ the check-then-write window: the held statement must fail, not land.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -31,7 +30,7 @@ from dbuser_operator.runtime.resources import LEASES, SECRETS
 from tests.integration.operator.support.builders import database_user
 from tests.integration.operator.support.instances import Instances
 from tests.integration.operator.support.kube import create_secret, wait_for_ready, wait_until_gone
-from tests.integration.operator.support.mysql import account_exists, can_log_in
+from tests.integration.operator.support.mysql import account_exists, can_log_in, wait_for_login
 from tests.integration.operator.support.operator import PasswordLedger
 from tests.integration.operator.support.replicas import (
     Failover,
@@ -42,6 +41,7 @@ from tests.integration.operator.support.replicas import (
     lease_write,
     succeeded,
 )
+from tests.integration.operator.support.wait import eventually
 from tests.support.fault_proxy import FaultProxy
 from tests.support.kube import admin_configuration, server_address
 
@@ -82,10 +82,8 @@ class Workload:
             await wait_until_gone(self.kube, self.failover.namespace, name, limit=limit)
         for name, password in self.current.items():
             await wait_for_ready(self.kube, self.failover.namespace, name, limit=limit)
-            deadline = time.monotonic() + limit
-            while not can_log_in(mysql, name, password):
-                assert time.monotonic() < deadline, f"{name} never logged in with its current password"
-                await asyncio.sleep(0.1)
+            message = f"{name} never logged in with its current password"
+            await wait_for_login(mysql, name, password, limit=limit, interval=0.1, message=message)
 
     async def assert_consistent(self, mysql: MySQLServer) -> None:
         """Accounts on their current passwords, the deleted gone, one bookkeeping row per live resource."""
@@ -259,10 +257,9 @@ async def _held_write_scenario(
         to_mysql.hold_writes()
         for name in names:
             await work.rotate(name)
-        deadline = time.monotonic() + 30
-        while not to_mysql.held_writes:
-            assert time.monotonic() < deadline, "the leader sent no write to hold"
-            await asyncio.sleep(0.01)
+        await eventually(
+            lambda: to_mysql.held_writes, interval=0.01, message="the leader sent no write to hold"
+        )
         if cut_network:
             to_api.cut()  # it can no longer renew: its fence closes, it exits by itself
         else:

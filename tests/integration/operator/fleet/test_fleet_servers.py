@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -41,6 +40,7 @@ from tests.integration.operator.support.fleet import (
 from tests.integration.operator.support.kube import ready, wait_until_gone
 from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, StartOperator
+from tests.integration.operator.support.wait import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.fleet]
 
@@ -255,11 +255,12 @@ async def test_a_server_deleted_under_its_users_waits_for_them_or_lets_go_when_r
         )
         await kube_client.delete(released.resource, released.name, released.namespace)
         await server_gone(kube_client, released)
-        deadline = time.monotonic() + 30
-        while not warnings_of(kubectl, namespace, released.name):
-            assert time.monotonic() < deadline, f"no Warning Event about {released}"
-            await asyncio.sleep(0.2)
-        (event,) = warnings_of(kubectl, namespace, released.name)
+        warnings = await eventually(
+            lambda: warnings_of(kubectl, namespace, released.name),
+            interval=0.2,
+            message=f"no Warning Event about {released}",
+        )
+        (event,) = warnings
         assert event["reason"] == "Released"
         assert "1 DatabaseUser(s)" in event["message"]
         assert can_log_in(released.mysql, orphan, orphan_password)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -46,8 +45,9 @@ from tests.integration.operator.support.kube import (
     wait_for_ready,
     wait_until_gone,
 )
-from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query
+from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query, wait_for_login
 from tests.integration.operator.support.operator import PasswordLedger, StartOperator
+from tests.integration.operator.support.wait import eventually
 from tests.unit.chart.chart import CHART
 
 pytestmark = [pytest.mark.integration, pytest.mark.one_flavour]  # the same on every MySQL flavour
@@ -202,21 +202,20 @@ async def test_the_operator_runs_with_exactly_the_charts_permissions(
         await kube_client.patch(
             SECRETS, "app-pw", {"stringData": {"password": second}}, PatchType.MERGE, namespace=namespace
         )
-        deadline = time.monotonic() + 30
-        while not can_log_in(mysql, user, second):
-            assert time.monotonic() < deadline, "the rotated password never worked"
-            await asyncio.sleep(0.05)
+        await wait_for_login(mysql, user, second, message="the rotated password never worked")
 
         # The Lease in the release namespace is held by this instance, and renewed (every 2 s); an Event
         # was recorded.
         leases = client.CoordinationV1Api(kube_api)
         lease = await leases.read_namespaced_lease(release.name, release.namespace, _request_timeout=30)
         assert lease.spec.holder_identity == instance.settings.leader_election_identity
-        acquired, deadline = lease.spec.renew_time, time.monotonic() + 15
-        while lease.spec.renew_time == acquired:
-            assert time.monotonic() < deadline, "the Lease was never renewed"
-            await asyncio.sleep(0.2)
+        acquired = lease.spec.renew_time
+
+        async def renewed() -> Any:
             lease = await leases.read_namespaced_lease(release.name, release.namespace, _request_timeout=30)
+            return lease if lease.spec.renew_time != acquired else None
+
+        lease = await eventually(renewed, interval=0.2, message="the Lease was never renewed")
         assert lease.spec.holder_identity == instance.settings.leader_election_identity
         events = await client.CoreV1Api(kube_api).list_namespaced_event(
             namespace, field_selector=f"involvedObject.name={user}", _request_timeout=30
@@ -231,10 +230,11 @@ async def test_the_operator_runs_with_exactly_the_charts_permissions(
         await wait_for_ready(kube_client, namespace, broken, "False", "SecretNotFound")
         touch = {"metadata": {"annotations": {"example.com/touched": "yes"}}}
         await kube_client.patch(DATABASE_USERS, broken, touch, PatchType.MERGE, namespace=namespace)
-        deadline = time.monotonic() + 15
-        while (await _event_count(kube_api, namespace, broken, "SecretNotFound")) < 2:
-            assert time.monotonic() < deadline, "the repeated Event was not aggregated"
-            await asyncio.sleep(0.1)
+
+        async def aggregated() -> bool:
+            return await _event_count(kube_api, namespace, broken, "SecretNotFound") >= 2
+
+        await eventually(aggregated, interval=0.1, message="the repeated Event was not aggregated")
 
         # Relabelled away, the broken one is let go of: read back, its finalizer patched off.
         away = {"metadata": {"labels": {"dbuser-operator.dev/target": "elsewhere"}}}
@@ -368,10 +368,11 @@ async def test_the_charts_permissions_cover_server_resources(
         await kube_client.patch(released.resource, released.name, release_annotation, PatchType.MERGE)
         await kube_client.delete(released.resource, released.name)
         await server_gone(kube_client, released)
-        deadline = time.monotonic() + 30
-        while not await _event_count(kube_api, "default", released.name, "Released"):
-            assert time.monotonic() < deadline, "no Released Event in the namespace default"
-            await asyncio.sleep(0.2)
+        await eventually(
+            lambda: _event_count(kube_api, "default", released.name, "Released"),
+            interval=0.2,
+            message="no Released Event in the namespace default",
+        )
         await kube_client.patch(
             DATABASE_USERS, left, release_annotation, PatchType.MERGE, namespace=namespace
         )

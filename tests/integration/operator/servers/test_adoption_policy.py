@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -225,10 +224,14 @@ async def test_an_allowed_adoption_revokes_first_and_ends_the_old_sessions(
         with pytest.raises(pymysql.err.OperationalError), old_session.cursor() as cursor:
             cursor.execute("SELECT 1")  # ended: it kept UPDATE until then
         await wait_for_event(env.kube, ns, name, "AccountAdopted")  # a Warning: written at once
-        deadline = time.monotonic() + 90  # Normal Events may wait behind a busy queue (at most a minute)
-        while not any("ended 1 open session(s)" in e["message"] for e in await events_of(env.kube, ns, name)):
-            assert time.monotonic() < deadline, await events_of(env.kube, ns, name)
-            await asyncio.sleep(0.2)
+
+        async def sessions_ended() -> bool:
+            events = await events_of(env.kube, ns, name)
+            assert any("ended 1 open session(s)" in e["message"] for e in events), events
+            return True
+
+        # Normal Events may wait behind a busy queue (at most a minute).
+        await eventually(sessions_ended, limit=90, interval=0.2, message="no Event says the session ended")
         await delete(env, name)
         assert not account_exists(env.mysql, legacy)  # adopted: it was ours to drop
     finally:

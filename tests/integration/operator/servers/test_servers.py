@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +36,7 @@ from tests.integration.operator.support.kube import (
     wait_for_ready,
     wait_until_gone,
 )
-from tests.integration.operator.support.mysql import can_log_in, mysql_query
+from tests.integration.operator.support.mysql import can_log_in, mysql_query, wait_for_login
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
 from tests.integration.operator.support.wait import eventually
 
@@ -485,10 +484,8 @@ async def test_the_drift_check_repairs_an_account_on_a_server_resource(
     # conflict, or the drift check itself). The Warning Event proves the change was seen and undone.
     event = await warning_event(kube_client, namespace, "DatabaseUser", "PasswordRestored")
     assert event["involvedObject"]["name"] == name
-    deadline = time.monotonic() + 60
-    while not can_log_in(mysql, name, password):
-        assert time.monotonic() < deadline, "the drift check never set the password back"
-        await asyncio.sleep(0.2)
+    message = "the drift check never set the password back"
+    await wait_for_login(mysql, name, password, limit=60, interval=0.2, message=message)
     assert not can_log_in(mysql, name, by_hand)
 
 

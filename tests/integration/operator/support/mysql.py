@@ -10,6 +10,7 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import ServerInfo
 from dbuser_operator.mysql.accounts import dual_password, mariadb_dual_auth
 from tests.integration.mysql.support import client_tls
+from tests.integration.operator.support.wait import eventually
 
 
 def can_log_in(mysql: MySQLServer, user: str, password: str, *, tls: bool = False) -> bool:
@@ -32,6 +33,24 @@ def can_log_in(mysql: MySQLServer, user: str, password: str, *, tls: bool = Fals
             return False
         raise
     return True
+
+
+async def wait_for_login(
+    mysql: MySQLServer,
+    user: str,
+    password: str,
+    *,
+    limit: float = 30.0,
+    interval: float = 0.05,
+    message: str = "",
+) -> None:
+    """Wait (:func:`eventually`) until ``user`` logs in with ``password`` (:func:`can_log_in`)."""
+    await eventually(
+        lambda: can_log_in(mysql, user, password),
+        limit=limit,
+        interval=interval,
+        message=message or f"{user} never logged in with that password",
+    )
 
 
 def account_exists(mysql: MySQLServer, user: str, host: str = "%") -> bool:

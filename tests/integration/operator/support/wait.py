@@ -51,3 +51,23 @@ async def eventually(
         if expired:
             raise AssertionError(f"{message} (within {limit:g} s; last: {last})")
         await asyncio.sleep(interval)
+
+
+async def becomes(
+    read: Callable[[], Any],
+    wanted: object,
+    *,
+    limit: float = 30.0,
+    interval: float = 0.05,
+    message: str = "the value never became the one wanted",
+) -> None:
+    """Wait (:func:`eventually`) until ``read()`` (sync or async) returns ``wanted``; on timeout the failure
+    names the last value read."""
+
+    async def check() -> bool:
+        result = read()
+        value = await result if inspect.isawaitable(result) else result
+        assert value == wanted, f"{value!r}, not {wanted!r}"
+        return True
+
+    await eventually(check, limit=limit, interval=interval, message=message)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any, cast
 
 from dbuser_operator.controllers.servers.handle import ServerHandle
@@ -11,6 +10,7 @@ from dbuser_operator.controllers.servers.liveness import Liveness, server_label
 from dbuser_operator.controllers.servers.registry import ServerRegistry
 from dbuser_operator.mysql.errors import DatabaseUnavailableError
 from dbuser_operator.runtime.metrics import REGISTRY
+from tests.integration.operator.support.wait import eventually
 
 
 class FakeProbe:
@@ -55,24 +55,18 @@ class FakeRegistry:
         return cast(dict[str, ServerHandle], self.found)
 
 
-async def run_until(liveness: Liveness, probe: FakeProbe, limit: float = 10.0) -> None:
-    """Run the loop until ``probe`` has given its every outcome and a few more (or ``limit`` seconds: a
-    loaded machine may be slow, never wrong)."""
+async def run_until(liveness: Liveness, probe: FakeProbe) -> None:
+    """Run the loop until ``probe`` has given its every outcome and a few more."""
     task = asyncio.create_task(liveness.run())
-    deadline = asyncio.get_running_loop().time() + limit
-    while len(probe.outcomes) > 1 or probe.calls < probe.given + 3:
-        assert asyncio.get_running_loop().time() < deadline, "the probe loop never got through its outcomes"
-        await asyncio.sleep(0.01)
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-
-
-async def eventually(condition: Callable[[], bool], limit: float = 10.0) -> None:
-    """Wait until ``condition`` holds (a loaded machine may be slow, never wrong)."""
-    deadline = asyncio.get_running_loop().time() + limit
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "the condition never held"
-        await asyncio.sleep(0.01)
+    try:
+        await eventually(
+            lambda: len(probe.outcomes) <= 1 and probe.calls >= probe.given + 3,
+            interval=0.01,
+            message="the probe loop never got through its outcomes",
+        )
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 def up_metric(key: str) -> Any:
@@ -112,10 +106,10 @@ async def test_a_server_down_from_the_start_is_reported_and_a_gone_one_is_no_lon
         rescan=0.01,
     )
     task = asyncio.create_task(liveness.run())
-    await eventually(lambda: changes == [("", False)])
+    await eventually(lambda: changes == [("", False)], interval=0.01)
     assert up_metric("") == 0  # the default server's label is "default"
     gone = handles.pop("")
-    await eventually(lambda: gone.probe.closed == 1)
+    await eventually(lambda: gone.probe.closed == 1, interval=0.01)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from dbuser_operator.controllers.databaseuser.context import Context, words
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import wanted_owner
+from dbuser_operator.controllers.databaseuser.steps.limits import created_limits
 from dbuser_operator.controllers.databaseuser.steps.ownership import FOREIGN_RETRY, record_own_fingerprint
 from dbuser_operator.controllers.databaseuser.steps.rotation import credential_version
 from dbuser_operator.controllers.kit.errors import mysql_condition
@@ -36,16 +37,17 @@ from dbuser_operator.mysql.session.server import ServerInfo
 
 
 class AccountStep:
-    """Creates the account (with the Secret's password) when it does not exist; drops it on deletion if
-    we own it. An existing account's password is the credentials step's, after its grants and roles."""
+    """Creates the account (with the Secret's password; a workload's certificate-only, its REQUIRE in the
+    same statement) when it does not exist; drops it on deletion if we own it. An existing account's
+    password is the credentials step's, after its grants and roles."""
 
     name = "account"
-    after = ("password", "ownership", "authentication")
+    after = ("password", "workload", "ownership", "authentication")
 
     async def ensure(self, ctx: Context) -> None:
         if ctx.account_exists:
             return
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         try:
             server = await ctx.server.server()
             method = authentication.effective(ctx.authentication, server)
@@ -117,10 +119,11 @@ class AccountStep:
         (not ours); under a row that was ours before this pass, the account is looked at again (False).
         """
         db, schema = ctx.server.db, ctx.server.schema
+        require = created_limits(ctx).tls_identity  # a workload's, from the account's first moment
         try:  # MariaDB: the hash, not the password
             json_attributes = None if attributes is None else json.dumps(attributes)
             await accounts.create(
-                db, user, host, password, method, expired=expired, attributes=json_attributes
+                db, user, host, password, method, expired=expired, attributes=json_attributes, require=require
             )
         except AccountExistsError:
             if ctx.claimed:  # claimed in this pass, for an account we did not create: not ours
@@ -140,7 +143,7 @@ class AccountStep:
         return True
 
     async def delete(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         db, schema = ctx.server.db, ctx.server.schema
         try:
             current = await ownership.owner_of(db, schema, ownership.account(user, host))

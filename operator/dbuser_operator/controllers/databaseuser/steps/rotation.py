@@ -124,7 +124,7 @@ async def set_password(
     a password somebody changed by hand. Only a current password the operator set itself (its fingerprint
     matches) is retained: never one changed by hand, nor the password of an account being adopted."""
     strategy = await strategy_for(handle, ctx)
-    db, user, host = handle.db, ctx.user.effective_user(), ctx.host
+    db, user, host = handle.db, ctx.user.mysql_name(), ctx.host
     previous = ctx.status.rotation or RotationStatus()
     moment = format_time(now())
     if strategy == "Immediate":
@@ -186,7 +186,7 @@ async def _holds(handle: ServerHandle, ctx: Context, password: str) -> bool:
     the account's own hash (:mod:`~dbuser_operator.mysql.accounts.password_match`)."""
     if ctx.password_held is not None:
         return ctx.password_held
-    user, server = ctx.user.effective_user(), await handle.server()
+    user, server = ctx.user.mysql_name(), await handle.server()
     return await password_match.holds_password(handle.db, user, ctx.host, server, password)
 
 
@@ -205,7 +205,7 @@ async def set_on_mariadb(
     (:mod:`..mysql.mariadb_dual_auth`); whether an older password still logs in. A password already
     current is not set again: a retried pass retains nothing twice. ``state``: the account's
     authentications as a look of this pass read them (else the pass's own look's, or read now)."""
-    db, user = ctx.server.db, ctx.user.effective_user()
+    db, user = ctx.server.db, ctx.user.mysql_name()
     if host is None:
         host, state = ctx.host, ctx.dual_auth
     method = authentication.effective(ctx.authentication, server)
@@ -255,7 +255,7 @@ async def resume(handle: ServerHandle, ctx: Context) -> None:
     strategy = await strategy_for(handle, ctx)
     if strategy != "DualPassword":
         return
-    user, server = ctx.user.effective_user(), await handle.server()
+    user, server = ctx.user.mysql_name(), await handle.server()
     if server.flavour == "mariadb":
         entries = await mariadb_dual_auth.read_state(handle.db, user, ctx.host)
         retained = entries is not None and entries.retained
@@ -300,7 +300,7 @@ class DiscardStep:
                 mariadb_dual_auth.discard_old_password if mariadb else dual_password.discard_old_password
             )
             for host in self._hosts(ctx):  # every account the resource holds
-                await discard(ctx.server.db, ctx.user.effective_user(), host)
+                await discard(ctx.server.db, ctx.user.mysql_name(), host)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.rotation = rotation.model_copy(update={"phase": "Discarded"})
@@ -336,7 +336,7 @@ class DiscardStep:
             return 0
         try:
             found = await dual_password.sessions_up_to(
-                ctx.server.db, ctx.user.effective_user(), self._hosts(ctx), watermark
+                ctx.server.db, ctx.user.mysql_name(), self._hosts(ctx), watermark
             )
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None

@@ -143,7 +143,7 @@ class ScheduledRotationStep:
 
     @staticmethod
     def _accounts(ctx: Context) -> str:
-        user = ctx.user.effective_user()
+        user = ctx.user.mysql_name()
         return ", ".join(f"'{user}'@'{host}'" for host in ctx.user.spec.account_hosts())
 
     @staticmethod
@@ -156,7 +156,7 @@ class ScheduledRotationStep:
         retried pass); whether any keeps a previous password (retained). Only a password the operator set
         (its fingerprint matches) is retained: never one changed by hand, nor an unknown one a pass that
         died left behind."""
-        db, schema, user = ctx.server.db, ctx.server.schema, ctx.user.effective_user()
+        db, schema, user = ctx.server.db, ctx.server.schema, ctx.user.mysql_name()
         retained = False
         try:
             server = await ctx.server.server()
@@ -195,7 +195,7 @@ class ScheduledRotationStep:
 
     async def _record(self, ctx: Context, password: str) -> None:
         """Record the new password's fingerprint on every account (after the Secret has it: see above)."""
-        db, schema, user = ctx.server.db, ctx.server.schema, ctx.user.effective_user()
+        db, schema, user = ctx.server.db, ctx.server.schema, ctx.user.mysql_name()
         try:
             server = await ctx.server.server()
             method = self._method(ctx, server.flavour)
