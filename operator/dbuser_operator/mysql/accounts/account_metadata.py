@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final, LiteralString
 
-from dbuser_operator.mysql.accounts import dual_password
+from dbuser_operator.mysql.accounts import catalog, dual_password
 from dbuser_operator.mysql.errors import checked_input
 from dbuser_operator.mysql.identifiers import SQL, account, validate_host, validate_user
 from dbuser_operator.mysql.session.connection import Database
@@ -51,13 +51,11 @@ def supports_attributes(server: ServerInfo) -> bool:
 def columns(server: ServerInfo, alias: str) -> SQL:
     """Two columns, the owner entry and the comment as JSON text (NULL when absent, and always on a server
     without attributes), from the accounts table (``mysql.user``) aliased ``alias`` (a constant)."""
-    if not alias.isidentifier():
-        raise ValueError(f"not an alias: {alias!r}")
-    if not supports_attributes(server):
-        return SQL("NULL, NULL")
-    return SQL(
-        f"JSON_EXTRACT({alias}.User_attributes, '$.metadata.\"{OWNER_ATTRIBUTE}\"'),"
-        f" JSON_EXTRACT({alias}.User_attributes, '$.metadata.{COMMENT_ATTRIBUTE}')"
+    return catalog.columns_or_nulls(
+        alias,
+        supports_attributes(server),
+        "JSON_EXTRACT({a}.User_attributes, '$.metadata.\"" + OWNER_ATTRIBUTE + "\"')",
+        "JSON_EXTRACT({a}.User_attributes, '$.metadata." + COMMENT_ATTRIBUTE + "')",
     )
 
 

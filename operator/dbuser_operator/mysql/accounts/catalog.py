@@ -62,3 +62,11 @@ def options_columns(server: ServerInfo, alias: str) -> SQL:
         *(text.format(a=alias, key=key) for key in ("x509_issuer", "x509_subject", "ssl_cipher")),
     ]
     return SQL(", ".join(columns))
+
+
+def columns_or_nulls(alias: str, present: bool, *columns: str) -> SQL:
+    """``columns`` as a SELECT lists them, each a constant with ``{a}`` where the alias ``alias`` (a constant
+    letter) goes; as many NULLs where the server has not got them (not ``present``)."""
+    if not alias.isidentifier():
+        raise ValueError(f"not an alias: {alias!r}")
+    return SQL(", ".join(column.format(a=alias) if present else "NULL" for column in columns))

@@ -26,6 +26,7 @@ from typing import Final, LiteralString
 
 from pydantic import SecretStr
 
+from dbuser_operator.mysql.accounts import catalog
 from dbuser_operator.mysql.accounts.authentication import Method, known
 from dbuser_operator.mysql.accounts.passwords import validate_password
 from dbuser_operator.mysql.accounts.sessions import client_host, may_be_of
@@ -72,13 +73,11 @@ def state_columns(server: ServerInfo, alias: str) -> SQL:
     """Two columns of the accounts table (``mysql.user``) aliased ``alias`` (a constant): the credential
     marker and whether a secondary password is retained, as :func:`read_state` reads them; ``NULL, NULL`` on a
     server without dual passwords. For a look that reads the account anyway (:mod:`.account_lookup`)."""
-    if not alias.isidentifier():
-        raise ValueError(f"not an alias: {alias!r}")
-    if not supports_dual_passwords(server):
-        return SQL("NULL, NULL")
-    return SQL(
-        f"JSON_UNQUOTE(JSON_EXTRACT({alias}.User_attributes, {_CREDENTIAL_PATH})),"
-        f" JSON_CONTAINS_PATH(IFNULL({alias}.User_attributes, '{{}}'), 'one', '$.additional_password')"
+    return catalog.columns_or_nulls(
+        alias,
+        supports_dual_passwords(server),
+        "JSON_UNQUOTE(JSON_EXTRACT({a}.User_attributes, " + _CREDENTIAL_PATH + "))",
+        "JSON_CONTAINS_PATH(IFNULL({a}.User_attributes, '{{}}'), 'one', '$.additional_password')",
     )
 
 

@@ -56,13 +56,11 @@ _PATH: Final = f'\'$.metadata."{FINGERPRINT_ATTRIBUTE}"'
 def attribute_columns(server: ServerInfo, alias: str) -> SQL:
     """Two columns of the accounts table aliased ``alias`` (a constant): the owner UID and the fingerprint
     of :data:`FINGERPRINT_ATTRIBUTE` (NULL, NULL where absent, and on a server without attributes)."""
-    if not alias.isidentifier():
-        raise ValueError(f"not an alias: {alias!r}")
-    if not account_metadata.supports_attributes(server):
-        return SQL("NULL, NULL")
-    return SQL(
-        f"JSON_UNQUOTE(JSON_EXTRACT({alias}.User_attributes, {_PATH}.owner')),"
-        f" JSON_UNQUOTE(JSON_EXTRACT({alias}.User_attributes, {_PATH}.sha2'))"
+    return catalog.columns_or_nulls(
+        alias,
+        account_metadata.supports_attributes(server),
+        "JSON_UNQUOTE(JSON_EXTRACT({a}.User_attributes, " + _PATH + ".owner'))",
+        "JSON_UNQUOTE(JSON_EXTRACT({a}.User_attributes, " + _PATH + ".sha2'))",
     )
 
 
