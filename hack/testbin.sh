@@ -204,7 +204,7 @@ others+=($!)
   go_install actionlint github.com/rhysd/actionlint/cmd/actionlint "$ACTIONLINT_VERSION"
 ) &
 others+=($!)
-build_kube
+(build_kube)  # a shell of its own, as the others: its CPU seconds are its own (bash reaps theirs meanwhile)
 for pid in "${others[@]}"; do
   wait "$pid" || { log "a build failed (above)"; exit 1; }
 done
