@@ -24,9 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import report
+from bench import fleet_report, report
 from bench.common import MySQLAddress, admin_sql
 from bench.databases import DatabaseBench
+from bench.fleet_run import FleetBench
 from bench.scenarios import Bench, Options
 from bench.servers import provide_servers
 from dbuser_operator.envtest import Binaries, LocalMySQLServer, connect_cluster, install_crds, provide_mysql
@@ -35,6 +36,8 @@ from dbuser_operator.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = ("convergence", "floor", "peer", "backlog", "rotation", "idle", "coldstart")
+POD_CERTIFICATES = "pod-certificates"  # on its own: bench.pod_certificates (not in the default "all")
+FLEET_SCENARIOS = ("fleet", "restart")  # bench.fleet_run: only when named
 OPERATOR_DEFAULT_CONCURRENCY: int = Settings.model_fields["max_concurrent_reconciles"].default
 
 
@@ -47,9 +50,12 @@ def _sizes(text: str) -> list[int]:
 
 def _scenarios(text: str) -> set[str]:
     chosen = {part.strip() for part in text.split(",") if part.strip()}
-    unknown = chosen - set(SCENARIOS)
+    unknown = chosen - {*SCENARIOS, *FLEET_SCENARIOS, POD_CERTIFICATES}
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown scenarios {sorted(unknown)}; choose from {SCENARIOS}")
+        known = (*SCENARIOS, *FLEET_SCENARIOS, POD_CERTIFICATES)
+        raise argparse.ArgumentTypeError(f"unknown scenarios {sorted(unknown)}; choose from {known}")
+    if "restart" in chosen:
+        chosen.add("fleet")  # the restart is the fleet's
     return chosen
 
 
@@ -67,7 +73,21 @@ def parser() -> argparse.ArgumentParser:
         "--scenarios",
         type=_scenarios,
         default=set(SCENARIOS),
-        help=f"comma-separated, from {','.join(SCENARIOS)} (default: all)",
+        help=f"comma-separated, from {','.join(SCENARIOS)} (default: all of these), and "
+        f"{','.join(FLEET_SCENARIOS)} (only when named: N users over the --servers, bench.fleet_run); or "
+        f"{POD_CERTIFICATES} alone (bench.pod_certificates: the pod certificate signer at the largest N)",
+    )
+    arguments.add_argument(
+        "--restart-general-log",
+        action="store_true",
+        help="the servers' general logs on while the operator restarts: its write statements listed "
+        "(restart; taxes every statement)",
+    )
+    arguments.add_argument(
+        "--restart-window",
+        type=float,
+        default=10.0,
+        help="seconds the restarted operator is watched for writes after its first pass (restart; 10)",
     )
     arguments.add_argument(
         "--kind",
@@ -174,6 +194,8 @@ def options_from(arguments: argparse.Namespace) -> Options:
         profile_dir=arguments.out / "profiles" if arguments.profile else None,
         pairs=arguments.pairs,
         floor_events=arguments.floor_events,
+        restart_window=arguments.restart_window,
+        restart_general_log=arguments.restart_general_log,
     )
 
 
@@ -250,8 +272,10 @@ class Runner:
 
     async def run(self) -> None:
         options, bench, scenarios = self.options, self.bench, self.options.scenarios
-        for n in options.sizes:
+        for position, n in enumerate(options.sizes):
             say(f"N={n}")
+            if "fleet" in scenarios:
+                await self._fleet(n, position)
             if "floor" in scenarios:
                 await self._convergence_only("floor", n)
             if "peer" in scenarios and options.peer and n <= options.peer_max_n:
@@ -268,6 +292,24 @@ class Runner:
                     row = await self.attempt(f"{kind} backlog N={n}", bench.backlog(kind, n))
                     if row is not None:
                         self.results["backlog"].append(row)
+
+    async def _fleet(self, n: int, position: int) -> None:
+        """The fleet (and its restart) at ``n``; removed afterwards when a larger one follows."""
+        fleet = FleetBench(self.bench)
+        row = await self.attempt(
+            f"fleet N={n}",
+            fleet.run(
+                n,
+                f"f{self.bench.run_id}{position}",
+                restart="restart" in self.options.scenarios,
+                clean=position < len(self.options.sizes) - 1,
+                window=self.options.restart_window,
+                general_log=self.options.restart_general_log,
+            ),
+        )
+        if row is not None:
+            self.results.setdefault("fleet", []).append(row)
+            self.save()
 
     async def _operator(self, n: int, *, steady: bool, cold: bool) -> None:
         bench, scenarios = self.bench, self.options.scenarios
@@ -367,6 +409,12 @@ def measured_servers(
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = parser().parse_args(argv)
+    if POD_CERTIFICATES in arguments.scenarios:
+        if arguments.scenarios != {POD_CERTIFICATES}:
+            raise SystemExit(f"--scenarios: {POD_CERTIFICATES} runs alone")
+        from bench import pod_certificates  # noqa: PLC0415
+
+        return pod_certificates.run_scenario(arguments.n[-1], arguments.create_concurrency, arguments.out)
     options = options_from(arguments)
     out: Path = arguments.out
     out.mkdir(parents=True, exist_ok=True)
@@ -434,11 +482,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif failed:
             say(f"kept the logs in {workdir}")
     table = report.render_table(results)
+    if results.get("fleet"):
+        table += "\n" + fleet_report.table(results)
+        fleet_report.plot(results, out / "fleet.png")
     (out / "results.md").write_text(table)
-    report.plot(results, out / "results.png")
+    if results["convergence"] or results["backlog"]:
+        report.plot(results, out / "results.png")
     print()
     print(table, flush=True)
-    say(f"wrote results.json, results.md and results.png to {out} in {results['wall_seconds']} s")
+    say(f"wrote results.json, results.md and the plots to {out} in {results['wall_seconds']} s")
     missed = [t for t in results["targets"] if t["pass"] is False]
     if results.get("errors"):
         say(f"{len(results['errors'])} scenario(s) failed: see 'errors' in results.json")

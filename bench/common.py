@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -50,6 +51,7 @@ SQL_WRITE_COUNTERS = (
 SQL_COUNTERS = (*SQL_WRITE_COUNTERS, "Com_select", "Questions")
 API_WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 API_READ_VERBS = ("GET", "LIST", "WATCH")
+WATCH_SILENCE = 120.0  # seconds without a line after which a watch is taken for dead
 
 
 def database_user(name: str, user: str, secret: str, server: str = "") -> dict[str, Any]:
@@ -127,7 +129,7 @@ WatchHandler = Callable[[str, dict[str, Any]], Awaitable[None] | None]
 async def list_and_watch(
     kube: KubeClient,
     resource: Resource,
-    namespace: str,
+    namespace: str | None,
     handler: WatchHandler,
     *,
     label_selector: str | None = None,
@@ -136,25 +138,47 @@ async def list_and_watch(
     """LIST, then WATCH from the list's resourceVersion, forever; every object goes to ``handler``.
 
     A benchmark-sized loop: it re-watches from the last version when the server ends the watch, and
-    starts over with a LIST after an error (no 410 subtleties: a run lasts minutes).
+    starts over with a LIST after an error (no 410 subtleties: a run lasts minutes). The LIST goes page
+    by page, each handled before the next is read: 100 000 objects in one answer would take longer than a
+    request may, and all of them parsed at once would take gigabytes.
     """
     while True:
         try:
-            listed = await kube.list(resource, namespace, label_selector=label_selector)
-            for item in listed.get("items") or []:
-                await _call(handler, "ADDED", item)
+            version = await _list_pages(kube, resource, namespace, handler, label_selector)
             if synced is not None:
                 synced.set()
-            version = listed["metadata"]["resourceVersion"]
             while True:
-                async for kind, obj in _watch(kube, resource, namespace, version, label_selector):
-                    version = obj.get("metadata", {}).get("resourceVersion", version)
-                    if kind != "BOOKMARK":
-                        await _call(handler, kind, obj)
+                with contextlib.suppress(TimeoutError):  # silent too long: watch again from there
+                    async for kind, obj in _watch(kube, resource, namespace, version, label_selector):
+                        version = obj.get("metadata", {}).get("resourceVersion", version)
+                        if kind != "BOOKMARK":
+                            await _call(handler, kind, obj)
         except asyncio.CancelledError:
             raise
         except Exception:  # a benchmark loop: start over
             await asyncio.sleep(0.5)
+
+
+async def _list_pages(
+    kube: KubeClient, resource: Resource, namespace: str | None, handler: WatchHandler, selector: str | None
+) -> str:
+    """Every object, page by page, to ``handler`` as ADDED; the list's resourceVersion."""
+    token: str | None = None
+    while True:
+        page = await kube.list(resource, namespace, label_selector=selector, limit=500, continue_token=token)
+        for item in page.get("items") or []:
+            await _call(handler, "ADDED", item)
+        token = page["metadata"].get("continue") or None
+        if not token:
+            return str(page["metadata"]["resourceVersion"])
+
+
+async def _line(response: Any) -> bytes:
+    """The watch's next line; TimeoutError after 2 minutes without one (the server sends a bookmark about
+    once a minute: the connection is dead)."""
+    async with asyncio.timeout(WATCH_SILENCE):
+        line: bytes = await response.content.readline()
+        return line
 
 
 async def _call(handler: WatchHandler, kind: str, obj: dict[str, Any]) -> None:
@@ -164,13 +188,13 @@ async def _call(handler: WatchHandler, kind: str, obj: dict[str, Any]) -> None:
 
 
 async def _watch(
-    kube: KubeClient, resource: Resource, namespace: str, version: str, label_selector: str | None
+    kube: KubeClient, resource: Resource, namespace: str | None, version: str, label_selector: str | None
 ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
     response = await kube.watch(
         resource, namespace, resource_version=version, timeout_seconds=600, label_selector=label_selector
     )
     async with response:
-        while line := await response.content.readline():
+        while line := await _line(response):
             event = json.loads(line)
             if event["type"] == "ERROR":
                 raise RuntimeError(f"watch error: {event['object']}")
@@ -340,6 +364,19 @@ async def apiserver_reads(api: client.ApiClient) -> dict[str, float]:
 
 async def apiserver_requests(api: client.ApiClient, verbs: set[str]) -> dict[str, float]:
     """Requests of ``verbs`` the API server has served, by resource (Leases excluded)."""
+    text = await apiserver_metrics(api)
+    counts: dict[str, float] = {}
+    for _, labels, value in parse_metrics(text, {"apiserver_request_total"}):
+        if labels.get("verb") in verbs and labels.get("resource") != "leases":
+            resource = labels.get("resource", "") + (
+                f"/{labels['subresource']}" if labels.get("subresource") else ""
+            )
+            counts[resource] = counts.get(resource, 0) + value
+    return counts
+
+
+async def apiserver_metrics(api: client.ApiClient) -> str:
+    """The API server's ``/metrics``, as text."""
     response = await api.call_api(
         "/metrics",
         "GET",
@@ -350,15 +387,7 @@ async def apiserver_requests(api: client.ApiClient, verbs: set[str]) -> dict[str
         _request_timeout=60,
     )
     async with response:
-        text = (await response.read()).decode()
-    counts: dict[str, float] = {}
-    for _, labels, value in parse_metrics(text, {"apiserver_request_total"}):
-        if labels.get("verb") in verbs and labels.get("resource") != "leases":
-            resource = labels.get("resource", "") + (
-                f"/{labels['subresource']}" if labels.get("subresource") else ""
-            )
-            counts[resource] = counts.get(resource, 0) + value
-    return counts
+        return str((await response.read()).decode())
 
 
 async def settle_writes(api: client.ApiClient, *, interval: float = 1.0, limit: float = 120.0) -> float:

@@ -9,6 +9,7 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +27,9 @@ from bench.common import (
 )
 from dbuser_operator.envtest.ports import LOOPBACK, free_port
 
-USER_CONTROLLER = "databaseuser"  # the controller label of the DatabaseUser controller's metrics
+USER_CONTROLLER = "databaseuser"
+TRACEMALLOC_ENV = "BENCH_TRACEMALLOC"  # set: the operator runs under tracemalloc (bench.traced_operator)
+TRACEMALLOC_OUT_ENV = "BENCH_TRACEMALLOC_OUT"  # the controller label of the DatabaseUser controller's metrics
 
 
 @dataclass
@@ -187,20 +190,26 @@ def operator(
     resync_period: float,
     log_name: str,
     leader_elect: bool = False,
+    flags: Sequence[str] = (),
 ) -> Implementation:
-    """``python -m dbuser_operator`` for the benchmark's target and namespace, logging warnings only.
+    """``python -m dbuser_operator`` for the benchmark's target and namespace (``""``: every namespace),
+    logging warnings only (``flags``: more of its flags).
 
     ``leader_elect``: as a replica of an HA install (a Lease in ``namespace``), every write fenced.
     """
     metrics_port, health_port = free_port(), free_port()
+    env = {ADMIN_PASSWORD_ENV: mysql.password}
+    traced = bool(os.environ.get(TRACEMALLOC_ENV))  # diagnosis: bench.traced_operator
+    if traced:
+        env[TRACEMALLOC_OUT_ENV] = str(workdir / f"{log_name}-tracemalloc.json")
     argv = [
         sys.executable,
         "-m",
-        "dbuser_operator",
+        "bench.traced_operator" if traced else "dbuser_operator",
         f"--kubeconfig={kubeconfig}",
         *_mysql_flags(mysql),
         f"--target={TARGET}",
-        f"--namespaces={namespace}",
+        *([f"--namespaces={namespace}"] if namespace else []),
         f"--ownership-schema={OWNERSHIP_SCHEMA}",
         f"--resync-period={resync_period:g}",
         f"--metrics-bind-address={LOOPBACK}:{metrics_port}",
@@ -210,6 +219,7 @@ def operator(
     ]
     if concurrency is not None:
         argv.append(f"--max-concurrent-reconciles={concurrency}")
+    argv += flags
     if leader_elect:
         argv += [
             "--leader-elect",
@@ -220,7 +230,7 @@ def operator(
         "operator",
         argv,
         workdir / f"{log_name}.log",
-        env={ADMIN_PASSWORD_ENV: mysql.password},
+        env=env,
         metrics_port=metrics_port,
         health_port=health_port,
     )

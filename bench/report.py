@@ -284,7 +284,12 @@ def render_table(results: dict[str, Any]) -> str:
             f"the new password logs in): p50 {_number(rotation['p50_ms'], 0)} ms, p99 "
             f"{_number(rotation['p99_ms'], 0)} ms, max {_number(rotation['max_ms'], 0)} ms; "
             f"{_number(rotation['operator_api_writes_per_rotation'])} API writes and "
-            f"{_number(rotation['sql_writes_per_rotation'])} SQL writes per rotation."
+            f"{_number(rotation['sql_writes_per_rotation'])} SQL writes per rotation"
+            + (
+                f" ({_number(rotation['sql_statements_per_rotation'])} SQL statements)."
+                if "sql_statements_per_rotation" in rotation
+                else "."
+            )
         )
         lines.append("")
     idle = results.get("idle")

@@ -75,6 +75,8 @@ class Options:
     login_checks: int = 5
     pairs: int = 1
     floor_events: bool = False  # the floor posts the operator's one Event per new user
+    restart_window: float = 10.0  # seconds the restarted operator is watched after its first pass
+    restart_general_log: bool = False  # the servers' general logs on while the operator restarts
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -89,7 +91,7 @@ def percentile(values: list[float], fraction: float) -> float:
 class ReadyWatch:
     """A client-side watch of one namespace's DatabaseUsers: when each was first seen Ready."""
 
-    def __init__(self, kube: KubeClient, namespace: str, resource: Resource = DATABASE_USERS) -> None:
+    def __init__(self, kube: KubeClient, namespace: str | None, resource: Resource = DATABASE_USERS) -> None:
         self.kube = kube
         self.namespace = namespace
         self.resource = resource
@@ -598,7 +600,11 @@ class Bench:
                 await asyncio.sleep(0.002)
         await self.settle_writes()
         sql = counter_delta(sql_before, await sql_counters_of(self.fleet))
+        # Not the operator's: the second SHOW GLOBAL STATUS, and the SET AUTOCOMMIT = 0 of each login that
+        # succeeded (a refused login sends no statement).
+        sql["Questions"] -= len(self.fleet) + len(latencies)
         metrics_after = await run.implementation.metrics()
+        reconciles = metrics_after.reconcile_total - metrics_before.reconcile_total
         result = {
             "n": population.size,
             "samples": samples,
@@ -611,6 +617,9 @@ class Bench:
             "latencies_ms": [round(1000 * value, 2) for value in latencies],
             "operator_api_writes_per_rotation": (metrics_after.writes - metrics_before.writes) / samples,
             "sql_writes_per_rotation": sum(sql[name] for name in SQL_WRITE_COUNTERS) / samples,
+            "sql_statements_per_rotation": sql["Questions"] / samples,
+            "sql": sql,
+            "reconciles_per_rotation": reconciles / samples,
         }
         self.say(
             f"  rotation: p50 {result['p50_ms']:.0f} ms, p99 {result['p99_ms']:.0f} ms, max "

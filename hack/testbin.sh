@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Obtain the test binaries at the versions pinned in hack/versions.env:
-# etcd, kube-apiserver, kubectl, helm and actionlint; and the MySQL server roots (hack/mysqlroots.sh).
+# etcd, kube-apiserver, kubectl, helm, actionlint and cert-manager's controller (with its CRDs); and the
+# MySQL server roots (hack/mysqlroots.sh).
 #
 #   hack/testbin.sh             build what is missing; print the directory that holds the binaries
 #   hack/testbin.sh --no-roots  the same, without the server roots (hack/test.sh builds those on its own)
@@ -26,6 +27,7 @@ CACHE=${DBUSER_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dbuser-operator}
 RECIPE=2
 BIN="$CACHE/testbin/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-helm-$HELM_VERSION-actionlint-$ACTIONLINT_VERSION-r$RECIPE"
 SRC="$CACHE/testbin/src"
+HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 if [[ "${1:-}" == "--dir" ]]; then
   echo "$BIN"
@@ -181,6 +183,36 @@ build_helm() {
   go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" "$flags"
 }
 
+# cert-manager's controller, for the tests of spec.tls.certificate: upstream's cmd/controller is a module of
+# its own that the module proxy does not serve, so hack/cert-manager/main.go runs the controllers of the
+# published module (unchanged) that the tests need. Its directory also holds the CRDs of the same module
+# version (deploy/crds, which cert-manager's own integration tests load), and the main.go it was built from:
+# a change of either version or main.go builds it anew. Not in KUBEBUILDER_ASSETS, so always built here.
+build_cert_manager() {
+  local dest="$BIN/cert-manager-$CERT_MANAGER_VERSION" began=$SECONDS
+  [[ -x "$dest/cert-manager-controller" ]] && cmp -s "$HACK/cert-manager/main.go" "$dest/main.go" && return
+  need_go
+  local dir="$SRC/cert-manager-$CERT_MANAGER_VERSION" out="$dest.tmp" module me cpu
+  me=$BASHPID cpu=$(cpu_of "$me")
+  mkdir -p "$dir"
+  cp "$HACK/cert-manager/main.go" "$dir/main.go"
+  if [[ ! -f "$dir/go.sum" ]]; then
+    (cd "$dir" && rm -f go.mod && go mod init dbuser-operator.local/testbin/cert-manager 2>/dev/null \
+      && go get "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" 2>&1 \
+      | grep -v '^go: \(downloading\|added\)' >&2 || true)
+  fi
+  log "building cert-manager's controller $CERT_MANAGER_VERSION (cold: about 2.5 minutes of both cores)"
+  rm -rf "$out" && mkdir -p "$out/crds"
+  # -mod=mod: the modules the build needs and no more (go mod tidy would fetch its tests' too, ~60 MB).
+  (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" \
+    go build "${build_flags[@]}" -ldflags "-s -w" -o "$out/cert-manager-controller" .)
+  module=$(cd "$dir" && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)
+  install -m 0644 "$module"/deploy/crds/cert-manager.io_*.yaml "$out/crds/"
+  cp "$dir/main.go" "$out/main.go"
+  rm -rf "$dest" && mv "$out" "$dest"
+  built "cert-manager's controller (in $dest)" "$began" "$cpu"
+}
+
 start=$SECONDS
 # The MySQL server roots download and unpack packages while Go compiles: built alongside, waited for below.
 roots_pid=
@@ -203,6 +235,8 @@ others+=($!)
   build_helm
   go_install actionlint github.com/rhysd/actionlint/cmd/actionlint "$ACTIONLINT_VERSION"
 ) &
+others+=($!)
+build_cert_manager &
 others+=($!)
 (build_kube)  # a shell of its own, as the others: its CPU seconds are its own (bash reaps theirs meanwhile)
 for pid in "${others[@]}"; do

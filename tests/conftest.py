@@ -9,6 +9,7 @@ named in the report's header. Component logs are kept, and their last lines prin
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -30,11 +31,13 @@ from dbuser_operator.envtest import (
     install_crds,
     provide_mysql,
 )
+from dbuser_operator.envtest.certmanager import CLUSTER_RESOURCE_NAMESPACE, CertManager
 from dbuser_operator.envtest.flavours import DEFAULT_FLAVOUR, selected_flavour
 from dbuser_operator.envtest.fleet import Fleet, provide_fleet
 from dbuser_operator.envtest.mysql import GENERAL_LOG
 from dbuser_operator.envtest.process import stop_servers_on_sigterm
 from tests.support import passes
+from tests.support.pod_certificates import PodCertificates
 
 REPO = Path(__file__).resolve().parent.parent
 _KEPT_LOGS = pytest.StashKey[Path]()
@@ -166,6 +169,26 @@ async def crds(kube_api: client.ApiClient) -> list[str]:
 
 
 @pytest.fixture(scope="session")
+async def cert_manager(
+    binaries: Binaries, kube: KubeCluster, kube_api: client.ApiClient, envtest_workdir: Path
+) -> AsyncIterator[CertManager]:
+    """cert-manager's real controller (built by hack/testbin.sh) against the local API server, its CRDs
+    installed, and the namespace of its ClusterIssuers' Secrets (cert-manager)."""
+    if kube.control_plane is None:
+        pytest.skip("runs cert-manager's controller against the local API server only")
+    manager = CertManager(
+        binaries, read_pins()["CERT_MANAGER_VERSION"], kube.kubeconfig, envtest_workdir / "cert-manager"
+    )
+    await manager.install_crds(kube_api)
+    core = client.CoreV1Api(kube_api)
+    body = client.V1Namespace(metadata=client.V1ObjectMeta(name=CLUSTER_RESOURCE_NAMESPACE))
+    await core.create_namespace(body, _request_timeout=30)
+    await asyncio.to_thread(manager.start)
+    yield manager
+    await asyncio.to_thread(manager.stop)
+
+
+@pytest.fixture(scope="session")
 def mysql_provider(envtest_workdir: Path) -> Iterator[MySQLServer | LocalMySQLServer]:
     """Where the MySQL server comes from: ``MYSQL_URL``, a container, or a local server we control."""
     with provide_mysql(envtest_workdir / "mysql") as provided:
@@ -179,6 +202,29 @@ def fleet(envtest_workdir: Path) -> Iterator[Fleet]:
     for the tests marked ``fleet`` (see :func:`fleet_pass`)."""
     with provide_fleet(envtest_workdir / "fleet") as servers:
         yield servers
+
+
+@pytest.fixture(scope="session")
+def workload_signing_ca(mysql_provider: MySQLServer | LocalMySQLServer, envtest_workdir: Path) -> Path | None:
+    """The CA workload certificates are signed with, as a mounted ``kubernetes.io/tls`` Secret holds it
+    (``--workload-signing-ca``): the local server's own CA, which is its ``ssl_ca``, so the server verifies
+    what it signs. None for a server whose CA is not ours (``MYSQL_URL``, a container)."""
+    if not isinstance(mysql_provider, LocalMySQLServer):
+        return None
+    return mysql_provider.ca.write_tls(envtest_workdir / "workload-signing-ca")
+
+
+@pytest.fixture(scope="session")
+def pod_certificates(
+    mysql_provider: MySQLServer | LocalMySQLServer, workload_signing_ca: Path | None, envtest_workdir: Path
+) -> PodCertificates:
+    """Workload client certificates signed with :func:`workload_signing_ca` (the tests play the signer);
+    skipped where the server's CA is not ours (``MYSQL_URL``, a container)."""
+    if workload_signing_ca is None or not isinstance(mysql_provider, LocalMySQLServer):
+        pytest.skip("needs a local server of the session's flavour (MYSQL_URL or a container is in use)")
+    directory = envtest_workdir / "pod-certificates"
+    directory.mkdir(exist_ok=True)
+    return PodCertificates(mysql_provider.ca, directory)
 
 
 @pytest.fixture(scope="session")

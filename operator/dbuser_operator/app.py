@@ -11,11 +11,14 @@ from kubernetes_asyncio import client, config
 from dbuser_operator.controllers.database import setup as database
 from dbuser_operator.controllers.databaserole import setup as databaserole
 from dbuser_operator.controllers.databaseuser import setup as databaseuser
+from dbuser_operator.controllers.databaseuser.indexes import SECRET_INDEX
+from dbuser_operator.controllers.databaseuser.indexes import index as index_users
 from dbuser_operator.controllers.databaseuser.setup import CONTROLLER_NAME
 from dbuser_operator.controllers.kit import degraded
-from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, DATABASES, SECRET_INDEX
+from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS, DATABASES
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.mysqlserver import setup as mysqlserver
+from dbuser_operator.controllers.mysqlserver.indexes import informers as server_informers
 from dbuser_operator.controllers.policy.gate import policy_gate
 from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.policy.namespaces import namespaces_readable
@@ -37,6 +40,8 @@ from dbuser_operator.runtime.referenced import ReferencedInformer
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey
 from dbuser_operator.runtime.workqueue import RateLimitingQueue
 from dbuser_operator.settings import Settings
+from dbuser_operator.workload import ca as signing_ca
+from dbuser_operator.workload import setup as signer
 
 log = structlog.get_logger(__name__)
 
@@ -148,7 +153,7 @@ def build_manager(
     reader, kube = kube, kube.fenced(fence.check)
     scope = Scope(settings.target_label, settings.target)
     users = Informer(reader, DATABASE_USERS, namespaces=settings.namespaces, label_selector=scope.selector)
-    databaseuser.index(users)  # before the caches that read its indexes are built
+    index_users(users)  # before the caches that read its indexes are built
     roles = Informer(reader, DATABASE_ROLES, namespaces=settings.namespaces, label_selector=scope.selector)
     dbs = Informer(reader, DATABASES, namespaces=settings.namespaces, label_selector=scope.selector)
     # Only the Secrets DatabaseUsers name (their own included); the server kinds add those servers name.
@@ -161,7 +166,7 @@ def build_manager(
     )
     resolver = ServerResolver(
         registry,
-        *mysqlserver.informers(reader, settings, scope, users, roles, dbs) if server_resources else (),
+        *server_informers(reader, settings, scope, users, roles, dbs) if server_resources else (),
     )
     reservations = Reservations(
         resolver,
@@ -200,6 +205,8 @@ def build_manager(
         shared,
         [(user_controller, users), (role_controller, roles), (database_controller, dbs)],
     )
+    if settings.workload_signing_ca is not None:  # the pod certificate signer, on the leader
+        signer.setup(manager, shared, signing_ca.load(settings.workload_signing_ca))
     stores = {kind: informer.store for kind, informer in resolver.informers.items()}
     stores.update(DatabaseUser=users.store, DatabaseRole=roles.store, Database=dbs.store)
     manager.add_leader_task(

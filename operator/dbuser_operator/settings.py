@@ -99,6 +99,19 @@ class Settings(BaseSettings):
         description="directory of the CA that signs workload certificates (tls.crt, tls.key: a mounted "
         "kubernetes.io/tls Secret); unset: no workload identity (spec.authentication.workload is refused)",
     )
+    workload_certificate_max_lifetime: float = Field(
+        86400.0,
+        ge=3600,
+        le=7862400,
+        description="seconds a workload certificate lasts at most: a pod's request (its podCertificate "
+        "volume's maxExpirationSeconds) may ask for less, never more (at least 3600, the API's floor)",
+    )
+    workload_binding_grace: float = Field(
+        10.0,
+        ge=0,
+        description="seconds a pod's certificate request waits for a DatabaseUser binding its ServiceAccount "
+        "(one applied with the Deployment) before it is denied; a denied request is not retried",
+    )
     mysql_connect_timeout: float = Field(
         5.0,
         gt=0,
@@ -164,6 +177,17 @@ class Settings(BaseSettings):
         default_factory=lambda: ["PROCESS", "REPLICATION CLIENT", "SHOW DATABASES"],
         description="privileges a DatabaseUser may be granted on *.*, comma-separated (others would let an "
         "account take over other accounts)",
+    )
+    cert_manager: bool = Field(
+        False,
+        description="request the client certificates of DatabaseUsers' spec.tls.certificate from "
+        "cert-manager (its CRDs must be installed, and the operator may manage Certificates)",
+    )
+    cert_manager_cluster_issuers: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="ClusterIssuers any namespace may request client certificates from, comma-separated, "
+        "where no server policy decides (the default server, a server resource without spec.policy); "
+        "default none",
     )
     resync_period: float = Field(
         300.0, ge=0, description="seconds between drift checks of every owned account (0: never)"
@@ -253,7 +277,13 @@ class Settings(BaseSettings):
         """TLS flags that work but deserve a change (logged at start)."""
         return self.mysql_tls_options().hints(_TLS_FLAGS)
 
-    @field_validator("namespaces", "reserved_users", "allowed_global_privileges", mode="before")
+    @field_validator(
+        "namespaces",
+        "reserved_users",
+        "allowed_global_privileges",
+        "cert_manager_cluster_issuers",
+        mode="before",
+    )
     @classmethod
     def _split_namespaces(cls, value: object) -> object:
         if isinstance(value, str):

@@ -30,6 +30,9 @@ ALLOWED: dict[str, str] = {
     "tests/integration/operator/databaseuser/test_rotation_load.py::refresh": (
         "a load generator: the kubelet refreshing a mounted Secret, paced, until the test stops it"
     ),
+    "tests/integration/operator/workload/test_signer_rotation.py::run": (
+        "a load generator: an application's certificate logins, paced, until the test stops it"
+    ),
 }
 
 NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)

@@ -56,7 +56,7 @@ TESTS = REPO / "tests"
 RECORD, SLOWNESS = "record: ", "slowness: "  # what an entry compares against: the only two kinds allowed
 BOUNDED_WAITS = "tests/integration/mysql/test_bounded_waits.py::"
 DATABASE = "tests/integration/mysql/test_database.py::"
-ACCOUNT_OPTIONS = "tests/integration/operator/databaseuser/test_account_options.py::"
+LOCK_POLICY = "tests/integration/operator/databaseuser/test_lock_policy.py::"
 OUTAGE = "tests/integration/operator/servers/test_outage.py::"
 LAG = "the event loop's lag measured over the same window"
 ELECTION = "tests/integration/runtime/test_leader_election.py::"
@@ -95,7 +95,7 @@ ALLOWED: dict[str, str] = {
     OUTAGE + "test_an_outage_of_a_mysqlserver_is_reported_on_it_and_its_users_and_converges": (
         f"{RECORD}the MySQLServer's Ready=False lastTransitionTime - the fault <= REPORTED + {LAG}"
     ),
-    ACCOUNT_OPTIONS + "test_expires_at_locks_on_time_without_a_drift_check": (
+    LOCK_POLICY + "test_expires_at_locks_on_time_without_a_drift_check": (
         f"{RECORD}the general log's time of ACCOUNT LOCK - expiresAt < 3 s + {LAG}"
     ),
     ELECTION + "test_crashed_leader_is_replaced_after_the_lease_duration": (

@@ -72,7 +72,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 What the operator does with the Kubernetes API, and nothing more (a test runs the operator with exactly
 these rules): DatabaseUsers, DatabaseRoles and MySQLServers (read; finalizers and status by patch), Secrets
 (list and watch: the passwords come from the cache; get, create, patch and delete: the generated-password
-and connection Secrets it owns), Events (record).
+and connection Secrets it owns), Events (record); with certManager.enabled, cert-manager's Certificates (the
+ones it makes for spec.tls.certificate: read, create, patch, delete) and CertificateRequests (list: the reason
+of a pending one). cert-manager's Secrets are read with the Secret rule above.
 */}}
 {{- define "dbuser-operator.rules" -}}
 - apiGroups: ["mysql.dbuser-operator.dev"]
@@ -111,6 +113,25 @@ and connection Secrets it owns), Events (record).
 - apiGroups: ["apps"]
   resources: ["deployments", "statefulsets"]
   verbs: ["patch"]
+{{- if .Values.certManager.enabled }}
+- apiGroups: ["cert-manager.io"]
+  resources: ["certificates"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["cert-manager.io"]
+  resources: ["certificaterequests"]
+  verbs: ["list"]
+{{- end }}
+{{- if .Values.workloadIdentity.signingCA.secretName }}
+- apiGroups: ["certificates.k8s.io"]
+  resources: ["podcertificaterequests"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["certificates.k8s.io"]
+  resources: ["podcertificaterequests/status"]
+  verbs: ["update"]
+- apiGroups: [""]
+  resources: ["pods", "serviceaccounts"]
+  verbs: ["get"]
+{{- end }}
 {{- end }}
 
 {{/*
@@ -128,6 +149,12 @@ and status by patch).
 - apiGroups: ["mysql.dbuser-operator.dev"]
   resources: ["clustermysqlservers/status"]
   verbs: ["patch"]
+{{- if .Values.workloadIdentity.signingCA.secretName }}
+- apiGroups: ["certificates.k8s.io"]
+  resources: ["signers"]
+  resourceNames: ["mysql.dbuser-operator.dev/client"]
+  verbs: ["sign"]
+{{- end }}
 {{- end }}
 
 {{/* Where the Secrets of ClusterMySQLServers are (`--cluster-resource-namespace`): the release namespace. */}}
@@ -138,6 +165,7 @@ and status by patch).
 {{/* Mount points of the Secrets (the password file path is part of the operator's documented contract). */}}
 {{- define "dbuser-operator.adminSecretDir" -}}/var/run/secrets/dbuser-operator/mysql{{- end }}
 {{- define "dbuser-operator.tlsSecretDir" -}}/var/run/secrets/dbuser-operator/mysql-tls{{- end }}
+{{- define "dbuser-operator.workloadCADir" -}}/var/run/secrets/dbuser-operator/workload-ca{{- end }}
 
 {{/* The TLS mode in force: mysql.tls.mode, else what the other TLS values meant before modes existed. */}}
 {{- define "dbuser-operator.tlsMode" -}}
@@ -191,11 +219,22 @@ and status by patch).
 {{- $args = append $args (printf "--mysql-tls-server-name=%s" .) }}
 {{- end }}
 {{- $args = append $args (ternary "--mysql-tls-required" "--no-mysql-tls-required" $tls.required) }}
+{{- with .Values.workloadIdentity.signingCA.secretName }}
+{{- $args = append $args (printf "--workload-signing-ca=%s" (include "dbuser-operator.workloadCADir" $)) }}
+{{- end }}
+{{- $args = append $args (printf "--workload-certificate-max-lifetime=%v" .Values.workloadIdentity.certificateMaxLifetime) }}
+{{- $args = append $args (printf "--workload-binding-grace=%v" .Values.workloadIdentity.bindingGrace) }}
 {{- $args = append $args (printf "--ownership-schema=%s" .Values.ownershipSchema) }}
 {{- with .Values.reservedUsers }}
 {{- $args = append $args (printf "--reserved-users=%s" (join "," .)) }}
 {{- end }}
 {{- $args = append $args (printf "--allowed-global-privileges=%s" (join "," .Values.allowedGlobalPrivileges)) }}
+{{- if .Values.certManager.enabled }}
+{{- $args = append $args "--cert-manager" }}
+{{- end }}
+{{- with .Values.certManager.clusterIssuers }}
+{{- $args = append $args (printf "--cert-manager-cluster-issuers=%s" (join "," .)) }}
+{{- end }}
 {{- $args = append $args (printf "--resync-period=%v" .Values.resyncPeriod) }}
 {{- $args = append $args (printf "--max-concurrent-reconciles=%d" (int .Values.maxConcurrentReconciles)) }}
 {{- $args = append $args (printf "--shutdown-timeout=%v" .Values.shutdownTimeout) }}

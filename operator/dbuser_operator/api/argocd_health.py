@@ -90,6 +90,15 @@ DEGRADED_REASONS: Final[Mapping[str, frozenset[str]]] = {
         "RoleNotFound",
         "DatabaseNotFound",  # a databaseRef naming no Database of the namespace
         "DatabaseOnAnotherServer",
+        "WorkloadIdentityUnavailable",  # no signing CA (--workload-signing-ca), or one it cannot read
+        # spec.tls.certificate: cert-manager off, a subject it cannot take, an issuer or subject the policy
+        # does not admit, a Certificate not ours, one cert-manager's webhook refuses, the wrong issuer's CA.
+        "CertManagerDisabled",
+        "CertificateSubjectInvalid",
+        "CertificateNotAllowed",
+        "CertificateNotOwned",
+        "CertificateInvalid",
+        "CertificateIssuerMismatch",
     },
     "DatabaseRole": _REFUSALS | {"RoleExists", "RoleClaimed"},
     "Database": _REFUSALS
@@ -100,10 +109,20 @@ DEGRADED_REASONS: Final[Mapping[str, frozenset[str]]] = {
 """Per kind, the reasons of Ready=False read as Degraded; any other Ready=False is Progressing."""
 KINDS: Final = tuple(DEGRADED_REASONS)
 
-WAITS: Final = frozenset({"ServerNotReady", "TemplatesPending", "DatabaseUnavailable", "DatabaseNotReady"})
+WAITS: Final = frozenset(
+    {
+        "ServerNotReady",
+        "TemplatesPending",
+        "DatabaseUnavailable",
+        "DatabaseNotReady",
+        "CertificatePending",
+        "CertificateFailed",
+    }
+)
 """Reasons the operator does not retry with backoff but that clear without a change: the server's return
 (ServerNotReady; DatabaseUnavailable once its probe answers), the render's turn or the Database a grant's
-databaseRef names (DatabaseNotReady, once it is Ready) requeues the resource.
+databaseRef names (DatabaseNotReady, once it is Ready) requeues the resource; cert-manager's Secret or
+Certificate (CertificatePending, CertificateFailed: cert-manager retries a failure itself) too.
 Progressing, like every reason outside DEGRADED_REASONS."""
 
 _SCRIPT = """\

@@ -2,9 +2,12 @@
 
 A local control plane is set up the way controller-runtime's envtest does it: RBAC authorization,
 client-certificate authentication against a generated CA (the admin is in ``system:masters``), a
-service-account signing key, and the ServiceAccount admission plugin off. There is no controller-manager,
-so no garbage collection and no pods. Every write is recorded in an audit log (``audit_log``: JSON lines
-at Metadata level, with the user who wrote), so that tests can tell which client wrote what, and when.
+service-account signing key, and the ServiceAccount admission plugin off. As in a real cluster, the Node
+authorizer and the NodeRestriction admission plugin are on too, so that a test can act as a kubelet with a
+certificate of ``system:node:<name>`` (``issue_kubeconfig``), e.g. to create PodCertificateRequests. There
+is no controller-manager and no kubelet, so no garbage collection and no running pods. Every write is
+recorded in an audit log (``audit_log``: JSON lines at Metadata level, with the user who wrote), so that
+tests can tell which client wrote what, and when.
 """
 
 from __future__ import annotations
@@ -175,12 +178,13 @@ class LocalControlPlane:
             f"--tls-cert-file={self._pki / 'serving.crt'}",
             f"--tls-private-key-file={self._pki / 'serving.key'}",
             f"--client-ca-file={self._pki / 'ca.crt'}",
-            "--authorization-mode=RBAC",
+            "--authorization-mode=Node,RBAC",
             f"--service-account-issuer={self.server_url}",
             f"--service-account-key-file={self._pki / 'sa.pub'}",
             f"--service-account-signing-key-file={self._pki / 'sa.key'}",
             "--service-cluster-ip-range=10.0.0.0/24",
             "--disable-admission-plugins=ServiceAccount",
+            "--enable-admission-plugins=NodeRestriction",
             "--allow-privileged=true",
             *self._audit_argv(),
             "--v=1",

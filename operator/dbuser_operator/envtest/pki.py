@@ -6,6 +6,7 @@ import datetime
 import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -81,6 +82,19 @@ class CertificateAuthority:
         return self._cert.public_bytes(serialization.Encoding.PEM)
 
     @property
+    def key_pem(self) -> bytes:
+        """The CA's private key (for a test that signs with this CA itself, e.g. as a workload signing CA)."""
+        return private_key_pem(self._key)
+
+    def write_tls(self, directory: Path) -> Path:
+        """The CA as a ``kubernetes.io/tls`` Secret's files in ``directory``: ``tls.crt`` and ``tls.key``."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "tls.crt").write_bytes(self.cert_pem)
+        (directory / "tls.key").write_bytes(self.key_pem)
+        (directory / "tls.key").chmod(0o600)
+        return directory
+
+    @property
     def subject_oneline(self) -> str:
         """The CA's name in OpenSSL's one-line form (``/CN=...``), as MySQL compares an ISSUER with it."""
         return oneline(self._cert.subject)
@@ -101,6 +115,10 @@ class CertificateAuthority:
             ]
         )
         return self._issue(name, ExtendedKeyUsageOID.CLIENT_AUTH, sans=[])
+
+    def issue_client_subject(self, subject: x509.Name) -> KeyPair:
+        """A client certificate of any ``subject`` (a workload's: ``/O=…/OU=<namespace>/CN=<name>``)."""
+        return self._issue(subject, ExtendedKeyUsageOID.CLIENT_AUTH, sans=[])
 
     def issue_server(self, dns_names: Sequence[str], ip_addresses: Sequence[str]) -> KeyPair:
         """A serving certificate for the given names and addresses."""
@@ -131,13 +149,18 @@ class CertificateAuthority:
         return KeyPair(cert.public_bytes(serialization.Encoding.PEM), private_key_pem(key))
 
 
-_ONELINE_KEYS = {NameOID.COUNTRY_NAME: "C", NameOID.ORGANIZATION_NAME: "O", NameOID.COMMON_NAME: "CN"}
+_ONELINE_KEYS = {
+    NameOID.COUNTRY_NAME: "C",
+    NameOID.ORGANIZATION_NAME: "O",
+    NameOID.ORGANIZATIONAL_UNIT_NAME: "OU",
+    NameOID.COMMON_NAME: "CN",
+}
 
 
 def oneline(name: x509.Name) -> str:
     """``name`` as OpenSSL's ``X509_NAME_oneline`` writes it (``/O=Example/CN=app``), which MySQL and MariaDB
     compare REQUIRE ISSUER and SUBJECT with: each byte of a value outside printable ASCII as ``\\xHH``.
-    Only C, O and CN, the attributes this module issues."""
+    Only C, O, OU and CN, the attributes this module issues."""
     parts = []
     for attribute in name:
         value = "".join(

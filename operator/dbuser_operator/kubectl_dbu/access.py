@@ -86,13 +86,13 @@ def render(kind: str, name: str, report: dict[str, Any] | None, now: datetime) -
     return "\n".join(lines)
 
 
-async def run(kube: Api, namespace: str | None, target: str) -> str:
-    """The access report of ``target``: NAME (a MySQLServer of ``namespace``) or KIND/NAME
+async def run(kube: Api, namespace: str | None, server: str) -> str:
+    """The access report of ``server``: NAME (a MySQLServer of ``namespace``) or KIND/NAME
     (``clustermysqlserver/NAME``, ``mysqlserver/NAME``)."""
-    kind, _, name = target.rpartition("/")
+    kind, _, name = server.rpartition("/")
     resource = KINDS.get(kind.lower() or "mysqlserver")
     if resource is None or not name:
-        raise CommandError(f"{target!r}: give NAME, mysqlserver/NAME or clustermysqlserver/NAME")
+        raise CommandError(f"{server!r}: give NAME, mysqlserver/NAME or clustermysqlserver/NAME")
     cluster = resource is CLUSTER_MYSQL_SERVERS
     obj = await kube.get(resource, name, None if cluster else namespace)
     shown = name if cluster else f"{namespace}/{name}"

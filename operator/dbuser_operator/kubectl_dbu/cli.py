@@ -12,7 +12,7 @@ from dbuser_operator.kubectl_dbu.output import FORMATS
 from dbuser_operator.kubectl_dbu.table import printable
 
 if TYPE_CHECKING:
-    from dbuser_operator.kubectl_dbu.kube import Target
+    from dbuser_operator.kubectl_dbu.kube import KubeContext
 
 PROG = "kubectl dbu"
 DESCRIPTION = (
@@ -118,12 +118,12 @@ def _show(text: str) -> None:
     print(printable(text, keep="\n"))
 
 
-async def _run(args: argparse.Namespace, target: Target) -> int | dict[str, str]:  # noqa: PLR0911 - one a command
+async def _run(args: argparse.Namespace, kube_context: KubeContext) -> int | dict[str, str]:  # noqa: PLR0911 - one a command
     """Run the command; its exit code, or for connect the connection Secret's keys (the client runs
     once the API connection is closed, in the main thread, where it can ignore Ctrl-C)."""
     from dbuser_operator.kubectl_dbu.kube import connect  # noqa: PLC0415 - each command imports its own
 
-    async with connect(target) as (kube, namespace):
+    async with connect(kube_context) as (kube, namespace):
         if args.command == "status" and args.watch:
             from dbuser_operator.kubectl_dbu import watch  # noqa: PLC0415
 
@@ -178,11 +178,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         import asyncio  # noqa: PLC0415 - not for --help
 
-        from dbuser_operator.kubectl_dbu.kube import Target, kubeconfig_path  # noqa: PLC0415
+        from dbuser_operator.kubectl_dbu.kube import KubeContext, kubeconfig_path  # noqa: PLC0415
 
         kubeconfig = kubeconfig_path(args.kubeconfig)
         all_namespaces = getattr(args, "all_namespaces", False)
-        outcome = asyncio.run(_run(args, Target(kubeconfig, args.context, args.namespace, all_namespaces)))
+        outcome = asyncio.run(
+            _run(args, KubeContext(kubeconfig, args.context, args.namespace, all_namespaces))
+        )
         if isinstance(outcome, int):
             return outcome
         from dbuser_operator.kubectl_dbu.connect import run_client  # noqa: PLC0415

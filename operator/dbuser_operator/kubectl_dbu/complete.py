@@ -19,7 +19,7 @@ def user_names(words: Sequence[str]) -> list[str]:
     cannot be listed."""
     import asyncio  # noqa: PLC0415 - only when a name is wanted
 
-    from dbuser_operator.kubectl_dbu.kube import Target, connect, kubeconfig_path  # noqa: PLC0415
+    from dbuser_operator.kubectl_dbu.kube import KubeContext, connect, kubeconfig_path  # noqa: PLC0415
     from dbuser_operator.kubectl_dbu.names import DATABASE_USERS  # noqa: PLC0415
 
     flags = argparse.ArgumentParser(add_help=False)
@@ -27,8 +27,8 @@ def user_names(words: Sequence[str]) -> list[str]:
     known, _ = flags.parse_known_args(list(words))
 
     async def names() -> list[str]:
-        target = Target(kubeconfig_path(known.kubeconfig), known.context, known.namespace)
-        async with connect(target) as (kube, namespace):
+        kube_context = KubeContext(kubeconfig_path(known.kubeconfig), known.context, known.namespace)
+        async with connect(kube_context) as (kube, namespace):
             items, _ = await kube.list_all(DATABASE_USERS, namespace)
         return sorted(item["metadata"]["name"] for item in items)
 

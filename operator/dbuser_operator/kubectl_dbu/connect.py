@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dbuser_operator.kubectl_dbu.errors import CommandError
+from dbuser_operator.kubectl_dbu.facts import service_account
 from dbuser_operator.kubectl_dbu.kube import Api
 from dbuser_operator.kubectl_dbu.names import DATABASE_USERS, SECRETS
 
@@ -99,6 +100,12 @@ def secret_data(secret: dict[str, Any]) -> dict[str, str]:
 async def credentials(kube: Api, namespace: str, name: str) -> dict[str, str]:
     """The connection Secret's keys; a clear refusal when the DatabaseUser has no connection Secret."""
     obj = await kube.get(DATABASE_USERS, name, namespace)
+    account = service_account(obj)
+    if account is not None:
+        raise CommandError(
+            f"databaseuser/{name} is bound to ServiceAccount {account}: its account takes that workload's "
+            "pod certificates only, and no password; connect from a pod of that ServiceAccount"
+        )
     secret_name = ((obj.get("spec") or {}).get("connectionSecret") or {}).get("name")
     if not secret_name:
         raise CommandError(

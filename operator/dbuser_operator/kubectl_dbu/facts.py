@@ -51,6 +51,25 @@ def account(obj: dict[str, Any]) -> str:
     return f"{user}@{host}"
 
 
+def service_account(obj: dict[str, Any]) -> str | None:
+    """The ServiceAccount a workload identity binds (spec.authentication.workload), None for others."""
+    workload = ((obj.get("spec") or {}).get("authentication") or {}).get("workload") or {}
+    name = workload.get("serviceAccountName")
+    return str(name) if name else None
+
+
+def workload(obj: dict[str, Any]) -> str:
+    """The bound ServiceAccount and what its account requires, for people ("-" for other accounts)."""
+    name = service_account(obj)
+    if name is None:
+        return "-"
+    status = (obj.get("status") or {}).get("workload") or {}
+    if not status:
+        return f"ServiceAccount {name} (not in force yet)"
+    subject, issuer = status.get("subject"), status.get("issuer")
+    return f"ServiceAccount {name}, certificate subject {subject}, issuer {issuer}"
+
+
 def rotation(obj: dict[str, Any]) -> dict[str, Any]:
     """status.rotation (empty when there is none)."""
     return dict((obj.get("status") or {}).get("rotation") or {})

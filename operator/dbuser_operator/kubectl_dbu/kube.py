@@ -50,7 +50,7 @@ class Api(Protocol):
 
 
 @dataclass(frozen=True)
-class Target:
+class KubeContext:
     """Where a command looks: the kubeconfig files and context chosen, and the namespace (None: all)."""
 
     kubeconfig: str
@@ -69,17 +69,17 @@ def kubeconfig_path(flag: str | None) -> str:
 
 
 @asynccontextmanager
-async def connect(target: Target) -> AsyncIterator[tuple[Api, str | None]]:
+async def connect(kube_context: KubeContext) -> AsyncIterator[tuple[Api, str | None]]:
     """A client as the kubeconfig's user, and the namespace to use: ``-n``, else the context's, else
     ``default``; None with ``-A``."""
-    selected = kubeconfigs.select(target.kubeconfig, target.context)
+    selected = kubeconfigs.select(kube_context.kubeconfig, kube_context.context)
     namespace = None
-    if not target.all_namespaces:
-        namespace = target.namespace or selected.namespace or kubeconfigs.DEFAULT_NAMESPACE
+    if not kube_context.all_namespaces:
+        namespace = kube_context.namespace or selected.namespace or kubeconfigs.DEFAULT_NAMESPACE
     if selected.endpoint is None or any(os.environ.get(name) for name in PROXY_VARIABLES):
         from dbuser_operator.kubectl_dbu import full  # noqa: PLC0415 - the heavy client, only when needed
 
-        async with full.connect(target.kubeconfig, target.context) as api:
+        async with full.connect(kube_context.kubeconfig, kube_context.context) as api:
             yield api, namespace
         return
     from dbuser_operator.kubectl_dbu.plain import PlainClient  # noqa: PLC0415 - not for --help

@@ -66,20 +66,20 @@ class PlainClient:
             self.url.hostname or "", self.url.port, timeout=timeout, context=self.context
         )
 
-    def _send(self, method: str, target: str, body: bytes | None, content_type: str) -> dict[str, Any]:
+    def _send(self, method: str, url: str, body: bytes | None, content_type: str) -> dict[str, Any]:
         try:
             connection, reused = self.idle.get_nowait(), True
         except queue.Empty:
             connection, reused = self._connection(TIMEOUT), False
         headers = {**self.headers, "Content-Type": content_type} if body is not None else self.headers
         try:
-            connection.request(method, target, body=body, headers=headers)
+            connection.request(method, url, body=body, headers=headers)
             response = connection.getresponse()
             content = response.read()
         except (OSError, http.client.HTTPException) as error:
             connection.close()
             if reused and method == "GET" and isinstance(error, STALE):  # the server closed an idle one
-                return self._send(method, target, body, content_type)
+                return self._send(method, url, body, content_type)
             raise Unavailable(None, f"{type(error).__name__}: {error}") from error
         self.idle.put(connection)
         if not 200 <= response.status <= 299:
@@ -87,7 +87,7 @@ class PlainClient:
         data: dict[str, Any] = json.loads(content)
         return data
 
-    def _target(self, path: str, query: Sequence[tuple[str, str]]) -> str:
+    def _url(self, path: str, query: Sequence[tuple[str, str]]) -> str:
         return self.prefix + path + (f"?{urllib.parse.urlencode(list(query))}" if query else "")
 
     async def request(
@@ -101,8 +101,8 @@ class PlainClient:
     ) -> dict[str, Any]:
         """One request; the response's JSON, or an ``ApiFailure``."""
         payload = json.dumps(body).encode() if body is not None else None
-        target = self._target(path, query)
-        return await asyncio.to_thread(self._send, method, target, payload, content_type)
+        url = self._url(path, query)
+        return await asyncio.to_thread(self._send, method, url, payload, content_type)
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
         """One object."""
@@ -138,8 +138,8 @@ class PlainClient:
         query = [("watch", "true"), ("resourceVersion", resource_version), ("allowWatchBookmarks", "true")]
         connection = self._connection(None)
         try:
-            target = self._target(resource.path(namespace), query)
-            response = await asyncio.to_thread(self._open, connection, target)
+            url = self._url(resource.path(namespace), query)
+            response = await asyncio.to_thread(self._open, connection, url)
             while line := await asyncio.to_thread(response.readline):
                 yield json.loads(line)
         finally:  # also on Ctrl-C: shutting the socket down ends the thread's wait for a line
@@ -148,9 +148,9 @@ class PlainClient:
                     connection.sock.shutdown(socket.SHUT_RDWR)
             connection.close()
 
-    def _open(self, connection: http.client.HTTPConnection, target: str) -> http.client.HTTPResponse:
+    def _open(self, connection: http.client.HTTPConnection, url: str) -> http.client.HTTPResponse:
         try:
-            connection.request("GET", target, headers=self.headers)
+            connection.request("GET", url, headers=self.headers)
             response = connection.getresponse()
         except (OSError, http.client.HTTPException) as error:
             raise Unavailable(None, f"{type(error).__name__}: {error}") from error

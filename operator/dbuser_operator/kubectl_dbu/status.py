@@ -1,6 +1,7 @@
 """``kubectl dbu status``: one table per namespace (or one for a server): ready, work underway
 (Progressing), server, account, password age, rotation phase, and the pods still on a retained old
-password."""
+password; ``-o wide`` adds the hosts, the ServiceAccount a workload identity binds, the credential
+version and the age."""
 
 from __future__ import annotations
 
@@ -26,7 +27,12 @@ COLUMNS = (
     ("ROTATION", "rotation"),
     ("OLD-PASSWORD PODS", "oldPasswordPods"),
 )
-WIDE_COLUMNS = (("HOSTS", "hosts"), ("CREDENTIAL VERSION", "credentialVersion"), ("AGE", "age"))
+WIDE_COLUMNS = (
+    ("HOSTS", "hosts"),
+    ("SERVICE ACCOUNT", "serviceAccount"),
+    ("CREDENTIAL VERSION", "credentialVersion"),
+    ("AGE", "age"),
+)
 HEADERS = tuple(header for header, _ in COLUMNS)
 UNKNOWN = "?"  # a value the user may not read (RBAC)
 PARALLEL_GETS = 16  # Secrets read at once for the passwords' ages
@@ -55,6 +61,7 @@ def record(
         "rotation": facts.rotation(obj).get("phase") or "-",
         "oldPasswordPods": consumers,
         "hosts": ",".join(status.get("hosts") or []) or "-",
+        "serviceAccount": facts.service_account(obj) or "-",
         "credentialVersion": str(status.get("credentialVersion") or "-"),
         "age": age(metadata.get("creationTimestamp"), now),
     }

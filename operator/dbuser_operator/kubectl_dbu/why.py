@@ -1,6 +1,6 @@
 """``kubectl dbu why NAME``: Ready (and Progressing, while work is underway), the conditions, the last
-Events, and the operator's view (account, hosts, rotation, credential version) of one DatabaseUser, in one
-screen."""
+Events, and the operator's view (account, hosts, workload identity, rotation, credential version) of one
+DatabaseUser, in one screen."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ def render(obj: dict[str, Any], events: list[dict[str, Any]], now: datetime) -> 
         f"DatabaseUser {metadata.get('namespace')}/{metadata['name']}: Ready={ready} ({reason}){pending}",
         f"Account:    {facts.account(obj)} on {facts.server(obj)}",
         f"Hosts:      {', '.join(status.get('hosts') or []) or '-'}",
+        f"Workload:   {facts.workload(obj)}",
         f"Generation: {metadata.get('generation')} (observed {status.get('observedGeneration', '-')})",
     ]
     if metadata.get("deletionTimestamp"):

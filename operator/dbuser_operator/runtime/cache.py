@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from dbuser_operator.runtime.resources import ObjectKey
+from dbuser_operator.runtime.shared_containers import SHARED_CONTAINERS, compact_shared
 
 IndexFunc = Callable[[dict[str, Any]], Iterable[str]]
 
@@ -31,19 +31,14 @@ def strip_unread(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-SHARED_VALUE_LENGTH = 32  # shorter strings are shared between objects (names, reasons, timestamps; not UIDs)
-
-
 def compact(value: Any) -> Any:
     """The same JSON value, its dictionary keys and short strings interned: equal strings of different
-    objects become one (a parsed object has its own copy of every key: "metadata", "resourceVersion", …)."""
-    if isinstance(value, dict):
-        return {sys.intern(key): compact(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [compact(item) for item in value]
-    if isinstance(value, str) and len(value) <= SHARED_VALUE_LENGTH:
-        return sys.intern(value)
-    return value
+    objects become one (a parsed object has its own copy of every key: "metadata", "resourceVersion", …);
+    and its small containers of short values made one with an equal container of another object
+    (:mod:`~dbuser_operator.runtime.shared_containers`: the same labels, finalizers, grants, server
+    reference, … of thousands of objects). Cached objects are read-only (copy before changing): a shared
+    container changed in place would change every object that holds it."""
+    return compact_shared(value, SHARED_CONTAINERS)[0]
 
 
 def strip_unread_compact(obj: dict[str, Any]) -> dict[str, Any]:

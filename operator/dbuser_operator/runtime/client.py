@@ -136,10 +136,12 @@ class KubeClient:
         resource_version: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        field_selector: str | None = None,
     ) -> dict[str, Any]:
         """One page of a list."""
         query = _query(
             labelSelector=label_selector,
+            fieldSelector=field_selector,
             resourceVersion=resource_version,
             limit=limit,
             **{"continue": continue_token},
@@ -184,6 +186,7 @@ class KubeClient:
         resource_version: str,
         timeout_seconds: int,
         label_selector: str | None = None,
+        field_selector: str | None = None,
     ) -> aiohttp.ClientResponse:
         """Open a watch stream with bookmarks; the caller reads its lines and closes it.
 
@@ -196,6 +199,7 @@ class KubeClient:
             resourceVersion=resource_version,
             timeoutSeconds=timeout_seconds,
             labelSelector=label_selector,
+            fieldSelector=field_selector,
         )
         try:
             response: aiohttp.ClientResponse = await self.api.call_api(

@@ -23,6 +23,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from dbuser_operator.runtime import metrics
 from dbuser_operator.runtime.errors import describe
 from dbuser_operator.runtime.fence import FenceLost
+from dbuser_operator.runtime.first_pass import FirstPass
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.predicates import Predicate
 from dbuser_operator.runtime.resources import ObjectKey
@@ -101,6 +102,29 @@ def owner_keys(owner_api_version: str, owner_kind: str) -> KeyMapper:
     return to_keys
 
 
+def namespaced_name(obj: dict[str, Any]) -> list[str]:
+    """``namespace/name`` of ``obj``: how an index names an object it refers to."""
+    return [f"{obj['metadata'].get('namespace') or ''}/{obj['metadata']['name']}"]
+
+
+def objects_naming(
+    index: str, *informers: Informer, values: Callable[[dict[str, Any]], Iterable[str]] = namespaced_name
+) -> KeyMapper:
+    """Map an object to the objects of ``informers`` whose ``index`` names it (``values`` of the object:
+    its ``namespace/name`` by default): controller-runtime's ``EnqueueRequestsFromMapFunc`` over a field
+    index, for a watch of the object's kind."""
+
+    def to_keys(obj: dict[str, Any]) -> list[ObjectKey]:
+        return [
+            ObjectKey.of(found)
+            for value in values(obj)
+            for informer in informers
+            for found in informer.store.by_index(index, value)
+        ]
+
+    return to_keys
+
+
 class Controller:
     """Reconciles the keys its watches enqueue, with at most ``max_concurrent_reconciles`` at once."""
 
@@ -124,6 +148,7 @@ class Controller:
         self.gate = gate
         self._started = asyncio.Event()
         self._aborted = False
+        self.first_pass = FirstPass(name)
         self.last_drain: Drain | None = None  # set when run() stops
 
     @property
@@ -157,6 +182,7 @@ class Controller:
         (leadership was lost). A worker that dies (never a failing reconcile) ends ``run`` with its error.
         """
         metrics.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.max_concurrent_reconciles)
+        self.first_pass.start(self.queue.queued())
         workers = [
             asyncio.create_task(self._work(), name=f"{self.name} worker {n}")
             for n in range(self.max_concurrent_reconciles)
@@ -240,6 +266,7 @@ class Controller:
             structlog.contextvars.unbind_contextvars("controller", "namespace", "name", "reconcile_id")
 
     def _succeeded(self, key: ObjectKey, result: Result) -> None:
+        self.first_pass.reconciled(key)
         self.queue.forget(key)
         if result.requeue_after > 0:
             self.queue.add_after(key, result.requeue_after)
@@ -248,6 +275,7 @@ class Controller:
             metrics.RECONCILE_TOTAL.labels(self.name, "success").inc()
 
     def _failed(self, key: ObjectKey, error: Exception) -> None:
+        self.first_pass.reconciled(key)  # looked at: the retry is not part of the first pass
         metrics.RECONCILE_TOTAL.labels(self.name, "error").inc()
         metrics.RECONCILE_ERRORS.labels(self.name).inc()
         self.queue.add_rate_limited(key)

@@ -67,6 +67,7 @@ class Informer:
         *,
         namespaces: Sequence[str] = (),
         label_selector: str | None = None,
+        field_selector: str | None = None,
         transform: Transform = strip_unread_compact,
         inactivity_timeout: float = INACTIVITY_TIMEOUT,
         watch_timeout_range: tuple[int, int] = WATCH_TIMEOUT_RANGE,
@@ -75,6 +76,7 @@ class Informer:
         self.resource = resource
         self.namespaces = tuple(namespaces) if resource.namespaced else ()
         self.label_selector = label_selector
+        self.field_selector = field_selector  # e.g. spec.signerName=…, where the API serves the field
         self.store = Store()
         self.inactivity_timeout = inactivity_timeout
         self.watch_timeout_range = watch_timeout_range
@@ -168,6 +170,7 @@ class Informer:
                     self.resource,
                     namespace,
                     label_selector=self.label_selector,
+                    field_selector=self.field_selector,
                     limit=LIST_PAGE_SIZE,
                     continue_token=continue_token,
                 )
@@ -234,6 +237,7 @@ class Informer:
                 resource_version=resource_version,
                 timeout_seconds=random.randint(*self.watch_timeout_range),  # noqa: S311 - spreading
                 label_selector=self.label_selector,
+                field_selector=self.field_selector,
             )
         except Gone as error:  # the request itself answered 410: the same resourceVersion would again
             raise ResourceVersionExpiredError from error

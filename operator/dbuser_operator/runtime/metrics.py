@@ -105,3 +105,18 @@ LEADER_ELECTION_STATUS = Gauge(
     ["name"],
     registry=REGISTRY,
 )
+
+# When a controller's first pass over the objects it started with ended (runtime.first_pass).
+FIRST_PASS_REMAINING = Gauge(
+    "dbuser_operator_first_pass_remaining",
+    "Keys queued when the controller's workers started that have not been reconciled once yet",
+    ["controller"],
+    registry=REGISTRY,
+)
+FIRST_PASS_SECONDS = Gauge(
+    "dbuser_operator_first_pass_seconds",
+    "Seconds from the controller's start until every key queued then had been reconciled once "
+    "(absent until then)",
+    ["controller"],
+    registry=REGISTRY,
+)

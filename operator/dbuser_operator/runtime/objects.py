@@ -15,7 +15,7 @@ from typing import Any
 
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.controller import ReconcileError
-from dbuser_operator.runtime.errors import ApiError, Conflict, Invalid
+from dbuser_operator.runtime.errors import ApiError, Conflict, Invalid, NotFound
 from dbuser_operator.runtime.resources import ObjectKey, Resource
 
 
@@ -27,6 +27,20 @@ class ConflictError(ReconcileError):
         self.resource = resource
         self.key = key
         self.cause = cause
+
+
+async def delete_exactly(kube: KubeClient, resource: Resource, obj: dict[str, Any]) -> bool:
+    """Delete ``obj`` and no other object of its name (a precondition on its UID); False if it is gone
+    already, ``ConflictError`` if another object has taken its name."""
+    key = ObjectKey.of(obj)
+    body = {"preconditions": {"uid": obj["metadata"]["uid"]}}
+    try:
+        await kube.request("DELETE", resource.path(key.namespace, key.name), body=body)
+    except NotFound:
+        return False
+    except Conflict as error:
+        raise ConflictError(resource, key, error) from error
+    return True
 
 
 async def add_finalizer(

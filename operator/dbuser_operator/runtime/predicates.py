@@ -55,6 +55,8 @@ GENERATION_CHANGED = Predicate(update=lambda old, new: _generation(old) != _gene
 ANNOTATIONS_CHANGED = Predicate(update=lambda old, new: _annotations(old) != _annotations(new))
 LABELS_CHANGED = Predicate(update=lambda old, new: _labels(old) != _labels(new))
 DELETION_STARTED = Predicate(update=lambda old, new: _deletion(old) != _deletion(new))
+DELETED = Predicate(create=lambda obj: False, update=lambda old, new: False)
+"""Deletions only: the object is gone from the cache."""
 
 
 def any_of(*predicates: Predicate) -> Predicate:
@@ -64,6 +66,11 @@ def any_of(*predicates: Predicate) -> Predicate:
         update=lambda old, new: any(p.update(old, new) for p in predicates),
         delete=lambda obj: any(p.delete(obj) for p in predicates),
     )
+
+
+SPEC_OR_METADATA_CHANGED = any_of(GENERATION_CHANGED, ANNOTATIONS_CHANGED, LABELS_CHANGED, DELETION_STARTED)
+"""Created, deleted, or changed in spec, annotations, labels or deletion: a controller's own status writes
+change none of these, so they bring no echo reconcile."""
 
 
 def all_of(*predicates: Predicate) -> Predicate:

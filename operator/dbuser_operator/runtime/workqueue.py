@@ -212,6 +212,10 @@ class RateLimitingQueue(Generic[K]):
 
     # --- shutting down ------------------------------------------------------------------------------------
 
+    def queued(self) -> set[K]:
+        """The keys queued and not yet handed out (ready or due later, but not only delayed)."""
+        return set(self._dirty)
+
     @property
     def processing(self) -> tuple[K, ...]:
         """The keys handed out by ``get`` and not yet ``done``."""

@@ -127,7 +127,7 @@ async def test_the_sample_is_accepted_and_host_defaults_to_any(
     assert obj["spec"]["host"] == "%"
     assert "user" not in obj["spec"]
     user = DatabaseUser.model_validate(obj)
-    assert user.effective_user() == "app"
+    assert user.mysql_name() == "app"
     assert user.metadata.generation == 1
 
 
@@ -259,7 +259,7 @@ async def test_kubectl_get_shows_user_host_ready_reason_age(
             }
         ],
         "observedGeneration": 1,
-        "user": parsed.effective_user(),
+        "user": parsed.mysql_name(),
         "host": parsed.spec.host,
     }
     await client.CustomObjectsApi(kube_api).patch_namespaced_custom_object_status(

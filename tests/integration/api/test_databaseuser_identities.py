@@ -82,7 +82,7 @@ REJECTED: list[tuple[str, dict[str, Any], str]] = [
         "spec.authentication.plugin: Unsupported value",
     ),
     ("sql-plugin", {"authentication": {"plugin": "x' OR 1"}}, "spec.authentication.plugin: Unsupported"),
-    ("no-plugin", {"authentication": {}}, "spec.authentication.plugin: Required value"),
+    ("no-plugin", {"authentication": {}}, "spec.authentication takes exactly one of plugin and workload"),
     (
         "no-password",
         {"password": None},

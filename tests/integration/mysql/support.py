@@ -206,6 +206,14 @@ class Certificates:
         return {"ssl_cert": str(cert), "ssl_key": str(key)}
 
 
+def bundle_login(mysql: MySQLServer, user: str, bundle: Path | None, password: str = "") -> str | int:
+    """Log in over verified TLS presenting the credential ``bundle`` (key and certificate in one file, as a
+    pod reads it; None: no certificate) with ``password``: CURRENT_USER(), or the refusal's error code
+    (2013 or 2006 when the server ends the TLS handshake: a certificate it does not trust)."""
+    certificate = {"ssl_cert": str(bundle), "ssl_key": str(bundle)} if bundle is not None else {}
+    return tls_login(mysql, user, password, **certificate)
+
+
 def certificate_subject(common_name: str) -> str:
     """The subject of :meth:`Certificates.issue`'s certificate, as MySQL compares it."""
     return f"/O={ORGANIZATION}/CN={common_name}"
@@ -214,16 +222,22 @@ def certificate_subject(common_name: str) -> str:
 def tls_login(mysql: MySQLServer, user: str, password: str = "pw", **options: Any) -> str | int:
     """Log in over verified TLS with ``options`` (a certificate, or none): CURRENT_USER(), or the refusal's
     error code."""
+    return current_user(
+        host=mysql.host,
+        port=mysql.port,
+        user=user,
+        password=password.encode(),
+        connect_timeout=5,
+        **client_tls(mysql, tls=True),
+        **options,
+    )
+
+
+def current_user(**options: Any) -> str | int:
+    """Log in with PyMySQL's ``options``: CURRENT_USER(), or the refusal's error code (a TLS handshake the
+    server ends included)."""
     try:
-        connection = pymysql.connect(
-            host=mysql.host,
-            port=mysql.port,
-            user=user,
-            password=password.encode(),
-            connect_timeout=5,
-            **client_tls(mysql, tls=True),
-            **options,
-        )
+        connection = pymysql.connect(**options)
     except pymysql.err.OperationalError as error:
         return int(error.args[0])
     try:

@@ -232,11 +232,11 @@ async def test_the_metadata_costs_no_statement_at_creation_and_none_in_a_pass_in
     """The state comes with the ownership look every pass sends: a pass with the attributes in line sends
     nothing more; creation sends none either (CREATE USER carries them where the server keeps them)."""
     user = accounts_made.track(accounts_made.name(), "%")
-    ownership_step, account_step, target = steps(db, owned_schema)
+    ownership_step, account_step, handle = steps(db, owned_schema)
     metadata_step = AccountMetadataStep()
-    ctx = context(user, target)
-    await target.server()
-    await target.ensure_schema()
+    ctx = context(user, handle)
+    await handle.server()
+    await handle.ensure_schema()
     read, written = db.statements_read, db.statements_written
     await ownership_step.ensure(ctx)
     await account_step.ensure(ctx)
@@ -246,7 +246,7 @@ async def test_the_metadata_costs_no_statement_at_creation_and_none_in_a_pass_in
     await metadata_step.ensure(ctx)
     assert (db.statements_read - read, db.statements_written - written) == created
 
-    again = context(user, target)  # the next pass: the ownership look, nothing else
+    again = context(user, handle)  # the next pass: the ownership look, nothing else
     again.status.observed_generation, again.status.applied_secret = 1, SECRET
     read, written = db.statements_read, db.statements_written
     await ownership_step.ensure(again)

@@ -32,7 +32,7 @@ class NoOwners:
         return False
 
 
-def context(user: str, target: ServerHandle, uid: str = "0b5c2a52-1d0e-4a53-9d7b-4b8a6f1f0c11") -> Context:
+def context(user: str, handle: ServerHandle, uid: str = "0b5c2a52-1d0e-4a53-9d7b-4b8a6f1f0c11") -> Context:
     obj: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "DatabaseUser",
@@ -41,7 +41,7 @@ def context(user: str, target: ServerHandle, uid: str = "0b5c2a52-1d0e-4a53-9d7b
     }
     ctx = Context(obj=obj, user=DatabaseUser.model_validate(obj), status=DatabaseUserStatus())
     ctx.password, ctx.secret = "ours", SECRET
-    ctx.server = target
+    ctx.server = handle
     return ctx
 
 
@@ -59,31 +59,31 @@ def steps(db: Database, schema: str) -> tuple[OwnershipStep, AccountSteps, Serve
 
 
 @pytest.mark.parametrize("password", ["ours", "pässwörd ✓"])
-async def test_a_new_account_costs_five_statements_and_two_on_mariadb(
+async def test_a_new_account_costs_four_statements_and_two_on_mariadb(
     db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str, password: str
 ) -> None:
     """A first pass: the claim (no look: it lands only while the account is absent), CREATE USER, the
     fingerprint (on MariaDB the claim records it: the default hash is unsalted, so known beforehand; on
-    MySQL the account is created expired, then one read of its string and expiry, the ALTER USER … AS that
-    lifts the expiry, and the record: no hash on the client). A later pass: one look, which finds the
-    password intact."""
+    MySQL the account is created expired, then one read of its string and expiry, and the ALTER USER … AS
+    that lifts the expiry and records the fingerprint in the account's attributes: no hash on the client).
+    A later pass: one look, which finds the password intact."""
     user = accounts_made.track(accounts_made.name(), "%")
-    ownership_step, account_step, target = steps(db, owned_schema)
-    ctx = context(user, target)
+    ownership_step, account_step, handle = steps(db, owned_schema)
+    ctx = context(user, handle)
     ctx.password = password
-    server = await target.server()  # read once per process, not per account
-    await target.ensure_schema()  # created once per process
+    server = await handle.server()  # read once per process, not per account
+    await handle.ensure_schema()  # created once per process
     read, written = db.statements_read, db.statements_written
     await ownership_step.ensure(ctx)
     await account_step.ensure(ctx)
-    expected = (0, 2) if server.flavour == "mariadb" else (1, 4)
+    expected = (0, 2) if server.flavour == "mariadb" else (1, 3)
     assert (db.statements_read - read, db.statements_written - written) == expected
     assert ctx.fingerprint_claimed is (server.flavour == "mariadb")
     assert ctx.created
     assert ctx.claimed
     assert login(mysql, user, password) == f"{user}@%"
 
-    again = context(user, target)  # the next pass (status written): one look, nothing written
+    again = context(user, handle)  # the next pass (status written): one look, nothing written
     again.password = password
     again.status.observed_generation = 1
     read, written = db.statements_read, db.statements_written
@@ -98,8 +98,8 @@ async def test_an_account_made_by_hand_after_the_look_is_not_taken_over(
     db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str
 ) -> None:
     user = accounts_made.track(accounts_made.name(), "%")
-    ownership_step, account_step, target = steps(db, owned_schema)
-    ctx = context(user, target)
+    ownership_step, account_step, handle = steps(db, owned_schema)
+    ctx = context(user, handle)
     await ownership_step.ensure(ctx)  # claims: no account yet
     assert ctx.claimed
     assert ctx.account_exists is False
@@ -115,7 +115,7 @@ async def test_an_account_made_by_hand_after_the_look_is_not_taken_over(
     assert login_error(mysql, user, "ours") == 1045
 
     with pytest.raises(ConditionError) as next_pass:
-        await ownership_step.ensure(context(user, target))
+        await ownership_step.ensure(context(user, handle))
     assert next_pass.value.reason == "AccountExists"
     assert not next_pass.value.retry  # now it waits for the adopt annotation
 
@@ -130,8 +130,8 @@ async def test_a_row_of_an_earlier_pass_without_its_account_creates_the_account_
 ) -> None:
     """An earlier pass claimed, then crashed before CREATE USER: this pass did not claim, but creates."""
     user = accounts_made.track(accounts_made.name(), "%")
-    ownership_step, account_step, target = steps(db, owned_schema)
-    ctx = context(user, target)
+    ownership_step, account_step, handle = steps(db, owned_schema)
+    ctx = context(user, handle)
     assert (await claim(db, owned_schema, account(user, "%"), me(ctx))).inserted  # the crashed pass's row
     await ownership_step.ensure(ctx)
     assert not ctx.claimed  # the row was there: not this pass's claim
@@ -143,7 +143,7 @@ async def test_a_row_of_an_earlier_pass_without_its_account_creates_the_account_
     ]
     assert login(mysql, user, "ours") == f"{user}@%"
 
-    again = context(user, target)  # the next pass sees the account: no second CREATE USER
+    again = context(user, handle)  # the next pass sees the account: no second CREATE USER
     again.status.applied_secret, again.status.observed_generation = SECRET, 1
     written = db.statements_written
     await ownership_step.ensure(again)
@@ -159,8 +159,8 @@ async def test_an_account_appearing_under_a_row_already_ours_is_observed_not_for
     """Another replica (or a late earlier pass) creates the account between this pass's look and its
     CREATE USER: the row was ours before this pass, so it is kept, and the live account gets the password."""
     user = accounts_made.track(accounts_made.name(), "%")
-    ownership_step, account_step, target = steps(db, owned_schema)
-    ctx = context(user, target)
+    ownership_step, account_step, handle = steps(db, owned_schema)
+    ctx = context(user, handle)
     await claim(db, owned_schema, account(user, "%"), me(ctx))  # the other writer's claim, before this pass
     await ownership_step.ensure(ctx)
     assert not ctx.claimed

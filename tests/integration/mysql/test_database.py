@@ -134,17 +134,17 @@ async def test_an_admin_without_privileges(
     weak_user = accounts_made.track(accounts_made.name(), "%")
     await accounts.create(db, weak_user, "%", "weak-pw")
     weak = admin_settings.model_copy(update={"user": weak_user, "password": SecretStr("weak-pw")})
-    target = accounts_made.track(accounts_made.name(), "%")
+    victim = accounts_made.track(accounts_made.name(), "%")
     async with Database(weak) as weak_db:
         with pytest.raises(AdminPrivilegeMissingError) as create_denied:
-            await accounts.create(weak_db, target, "%", "pw")
+            await accounts.create(weak_db, victim, "%", "pw")
         with pytest.raises(AdminPrivilegeMissingError) as lookup_denied:
-            await accounts.exists(weak_db, target, "%")
+            await accounts.exists(weak_db, victim, "%")
         assert await weak_db.fetch(Statement("SELECT 1")) == [(1,)]  # the connection survived the errors
         assert weak_db.pools_created == 1
     assert create_denied.value.code == 1227
     assert lookup_denied.value.code == 1142
-    assert not await accounts.exists(db, target, "%")
+    assert not await accounts.exists(db, victim, "%")
 
 
 async def test_tls_required_refuses_a_plaintext_or_unverified_server(

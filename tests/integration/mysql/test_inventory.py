@@ -7,7 +7,7 @@ import pytest
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database, ServerInfo
 from dbuser_operator.mysql.accounts import accounts
-from dbuser_operator.mysql.accounts.limits import AccountOptions, apply_options
+from dbuser_operator.mysql.accounts.limits import Limits, apply_limits
 from dbuser_operator.mysql.bookkeeping.inventory import QUERIES, AccountState, inventory
 from dbuser_operator.mysql.bookkeeping.ownership import Owner, account, claim, record_fingerprint
 from dbuser_operator.mysql.grants import Grant, apply, normalise
@@ -60,9 +60,9 @@ async def test_what_the_inventory_reports(
         Grant(frozenset({"ALL"}), app, "t"),
         Grant(frozenset({"PROCESS"}), "*"),
     }
-    options = AccountOptions(4, 3, 2, 1, require_tls=True)
+    options = Limits(4, 3, 2, 1, require_tls=True)
     await apply(db, busy, "10.0.%", grants, server)
-    await apply_options(db, busy, "10.0.%", options)
+    await apply_limits(db, busy, "10.0.%", options)
     admin(
         mysql,
         f"DROP USER '{gone}'@'%'",
@@ -73,11 +73,11 @@ async def test_what_the_inventory_reports(
     found = await counted_inventory(db, owned_schema)
 
     assert found == {
-        (plain, "%"): AccountState(OWNER, True, AccountOptions(), True, frozenset()),
+        (plain, "%"): AccountState(OWNER, True, Limits(), True, frozenset()),
         (busy, "10.0.%"): AccountState(OWNER, True, options, True, normalise(grants, server)),
         (gone, "%"): AccountState(OWNER, False, None, None, frozenset()),
         (changed, "%"): AccountState(
-            OWNER, True, AccountOptions(), False, frozenset({Grant.observed({"DELETE"}, app)})
+            OWNER, True, Limits(), False, frozenset({Grant.observed({"DELETE"}, app)})
         ),
     }
 
@@ -103,14 +103,14 @@ async def test_accounts_differing_in_case_are_kept_apart(
     await apply(db, lower, "%", {Grant(frozenset({"SELECT"}), app)}, server)
     await apply(db, upper, "%", {Grant(frozenset({"INSERT"}), app)}, server)
     await apply(db, named, "App.Example.com", {Grant(frozenset({"UPDATE"}), app)}, server)
-    await apply_options(db, upper, "%", AccountOptions(max_user_connections=9))
+    await apply_limits(db, upper, "%", Limits(max_user_connections=9))
 
     found = await counted_inventory(db, owned_schema)
 
     assert found[(lower, "%")].grants == {Grant.observed({"SELECT"}, app)}
     assert found[(upper, "%")].grants == {Grant.observed({"INSERT"}, app)}
-    assert found[(lower, "%")].options == AccountOptions()
-    assert found[(upper, "%")].options == AccountOptions(max_user_connections=9)
+    assert found[(lower, "%")].limits == Limits()
+    assert found[(upper, "%")].limits == Limits(max_user_connections=9)
     assert found[(named, "App.Example.com")].present
     assert found[(named, "App.Example.com")].password_intact is True
     assert found[(named, "App.Example.com")].grants == {Grant.observed({"UPDATE"}, app)}

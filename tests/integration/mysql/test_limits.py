@@ -10,9 +10,9 @@ from dbuser_operator.mysql.accounts import accounts
 from dbuser_operator.mysql.accounts.limits import (
     LIMIT_MAX,
     USER_CONNECTIONS_MAX,
-    AccountOptions,
-    apply_options,
-    read_options,
+    Limits,
+    apply_limits,
+    read_limits,
 )
 from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
 from tests.integration.mysql.support import Accounts, admin, admin_rows, login, login_error
@@ -28,10 +28,10 @@ async def new_account(db: Database, accounts_made: Accounts, host: str = "%") ->
 
 async def test_a_new_account_has_no_limits(db: Database, accounts_made: Accounts) -> None:
     user = await new_account(db, accounts_made)
-    assert await read_options(db, user, "%") == AccountOptions()
-    assert await read_options(db, accounts_made.name(), "%") is None
+    assert await read_limits(db, user, "%") == Limits()
+    assert await read_limits(db, accounts_made.name(), "%") is None
     written = db.statements_written
-    assert await apply_options(db, user, "%", AccountOptions()) is False
+    assert await apply_limits(db, user, "%", Limits()) is False
     assert db.statements_written == written
 
 
@@ -39,15 +39,15 @@ async def test_limits_read_back_as_applied_and_a_second_apply_writes_nothing(
     db: Database, mysql: MySQLServer, accounts_made: Accounts
 ) -> None:
     user = await new_account(db, accounts_made)
-    wanted = AccountOptions(
+    wanted = Limits(
         max_user_connections=3,
         max_queries_per_hour=1000,
         max_updates_per_hour=100,
         max_connections_per_hour=50,
     )
 
-    assert await apply_options(db, user, "%", wanted) is True
-    assert await read_options(db, user, "%") == wanted
+    assert await apply_limits(db, user, "%", wanted) is True
+    assert await read_limits(db, user, "%") == wanted
     assert admin_rows(
         mysql,
         "SELECT max_user_connections, max_questions, max_updates, max_connections, ssl_type"
@@ -56,35 +56,35 @@ async def test_limits_read_back_as_applied_and_a_second_apply_writes_nothing(
     ) == [(3, 1000, 100, 50, "")]
 
     written, read = db.statements_written, db.statements_read
-    assert await apply_options(db, user, "%", wanted) is False
+    assert await apply_limits(db, user, "%", wanted) is False
     assert (db.statements_written, db.statements_read) == (written, read + 1)
 
-    assert await apply_options(db, user, "%", AccountOptions(max_user_connections=3)) is True
-    assert await read_options(db, user, "%") == AccountOptions(max_user_connections=3)
+    assert await apply_limits(db, user, "%", Limits(max_user_connections=3)) is True
+    assert await read_limits(db, user, "%") == Limits(max_user_connections=3)
     assert login(mysql, user, "pw") == f"{user}@%"
 
 
 async def test_the_largest_limits(db: Database, accounts_made: Accounts) -> None:
     user = await new_account(db, accounts_made)
-    wanted = AccountOptions(USER_CONNECTIONS_MAX, LIMIT_MAX, LIMIT_MAX, LIMIT_MAX)
-    assert await apply_options(db, user, "%", wanted) is True
-    assert await read_options(db, user, "%") == wanted
-    assert await apply_options(db, user, "%", wanted) is False
+    wanted = Limits(USER_CONNECTIONS_MAX, LIMIT_MAX, LIMIT_MAX, LIMIT_MAX)
+    assert await apply_limits(db, user, "%", wanted) is True
+    assert await read_limits(db, user, "%") == wanted
+    assert await apply_limits(db, user, "%", wanted) is False
 
 
 async def test_require_tls_on_and_off(db: Database, mysql: MySQLServer, accounts_made: Accounts) -> None:
     user = await new_account(db, accounts_made)
-    tls = AccountOptions(require_tls=True)
+    tls = Limits(require_tls=True)
 
-    assert await apply_options(db, user, "%", tls) is True
-    assert await read_options(db, user, "%") == tls
+    assert await apply_limits(db, user, "%", tls) is True
+    assert await read_limits(db, user, "%") == tls
     assert admin_rows(mysql, "SELECT ssl_type FROM mysql.user WHERE User = %s", user) == [("ANY",)]
     assert login_error(mysql, user, "pw", tls=False) == 1045  # a client without TLS: refused
     assert login(mysql, user, "pw", tls=True) == f"{user}@%"  # the same client with TLS: accepted
-    assert await apply_options(db, user, "%", tls) is False
+    assert await apply_limits(db, user, "%", tls) is False
 
-    assert await apply_options(db, user, "%", AccountOptions()) is True
-    assert await read_options(db, user, "%") == AccountOptions()
+    assert await apply_limits(db, user, "%", Limits()) is True
+    assert await read_limits(db, user, "%") == Limits()
     assert login(mysql, user, "pw", tls=False) == f"{user}@%"
 
 
@@ -98,12 +98,12 @@ async def test_a_stricter_tls_requirement_by_hand_is_put_back(
     user = await new_account(db, accounts_made)
     admin(mysql, f"ALTER USER '{user}'@'%' REQUIRE {requirement}")
 
-    found = await read_options(db, user, "%")
-    assert found == AccountOptions(require_tls=True, tls_identity=identity)
-    assert found != AccountOptions(require_tls=True)
+    found = await read_limits(db, user, "%")
+    assert found == Limits(require_tls=True, tls_identity=identity)
+    assert found != Limits(require_tls=True)
 
-    assert await apply_options(db, user, "%", AccountOptions(require_tls=True)) is True
-    assert await read_options(db, user, "%") == AccountOptions(require_tls=True)
+    assert await apply_limits(db, user, "%", Limits(require_tls=True)) is True
+    assert await read_limits(db, user, "%") == Limits(require_tls=True)
     # x509_subject is a BLOB: b"" on MySQL, "" on MariaDB (a view over JSON there): compare its length.
     subject = "SELECT ssl_type, LENGTH(x509_subject) FROM mysql.user WHERE User = %s"
     assert admin_rows(mysql, subject, user) == [("ANY", 0)]
@@ -113,31 +113,29 @@ async def test_limits_changed_by_hand_are_put_back(
     db: Database, mysql: MySQLServer, accounts_made: Accounts
 ) -> None:
     user = await new_account(db, accounts_made)
-    wanted = AccountOptions(max_user_connections=5)
-    await apply_options(db, user, "%", wanted)
+    wanted = Limits(max_user_connections=5)
+    await apply_limits(db, user, "%", wanted)
     admin(mysql, f"ALTER USER '{user}'@'%' WITH MAX_USER_CONNECTIONS 500 MAX_QUERIES_PER_HOUR 7")
-    assert await read_options(db, user, "%") == AccountOptions(
-        max_user_connections=500, max_queries_per_hour=7
-    )
-    assert await apply_options(db, user, "%", wanted) is True
-    assert await read_options(db, user, "%") == wanted
+    assert await read_limits(db, user, "%") == Limits(max_user_connections=500, max_queries_per_hour=7)
+    assert await apply_limits(db, user, "%", wanted) is True
+    assert await read_limits(db, user, "%") == wanted
 
 
 async def test_options_of_a_host_pattern_and_an_upper_case_host(
     db: Database, accounts_made: Accounts
 ) -> None:
     pattern = await new_account(db, accounts_made, host="10.%")
-    assert await apply_options(db, pattern, "10.%", AccountOptions(max_queries_per_hour=9)) is True
-    assert await read_options(db, pattern, "10.%") == AccountOptions(max_queries_per_hour=9)
-    assert await read_options(db, pattern, "%") is None
+    assert await apply_limits(db, pattern, "10.%", Limits(max_queries_per_hour=9)) is True
+    assert await read_limits(db, pattern, "10.%") == Limits(max_queries_per_hour=9)
+    assert await read_limits(db, pattern, "%") is None
 
     named = accounts_made.track(accounts_made.name(), "db.example.com")
     await accounts.create(db, named, "DB.Example.com", "pw")
-    assert await apply_options(db, named, "DB.Example.com", AccountOptions(max_user_connections=2)) is True
-    assert await read_options(db, named, "db.example.com") == AccountOptions(max_user_connections=2)
+    assert await apply_limits(db, named, "DB.Example.com", Limits(max_user_connections=2)) is True
+    assert await read_limits(db, named, "db.example.com") == Limits(max_user_connections=2)
 
 
 async def test_options_of_a_missing_account(db: Database, accounts_made: Accounts) -> None:
     with pytest.raises(InvalidAccountError) as refused:
-        await apply_options(db, accounts_made.name(), "%", AccountOptions(max_user_connections=1))
+        await apply_limits(db, accounts_made.name(), "%", Limits(max_user_connections=1))
     assert refused.value.code == 1396

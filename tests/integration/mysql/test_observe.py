@@ -95,8 +95,8 @@ async def _read_and_check(
     assert live is not None
     assert live.plugin == ("caching_sha2_password" if server.flavour == "mysql" else "mysql_native_password")
     assert live.tls == "SSL"
-    assert (live.options.max_user_connections, live.options.max_queries_per_hour) == (4, 9)
-    assert live.options.require_tls is True
+    assert (live.limits.max_user_connections, live.limits.max_queries_per_hour) == (4, 9)
+    assert live.limits.require_tls is True
     assert live.grants == {Grant(frozenset({"SELECT", "INSERT"}), database)}
     assert live.roles == ((f"'{role}'@'%'",) if server.flavour == "mysql" else (role,))
 

@@ -16,6 +16,7 @@ from dbuser_operator.mysql.accounts.authentication import Method, effective
 from dbuser_operator.mysql.bookkeeping.ownership import (
     DATABASES,
     FOREIGN,
+    ROLES,
     Claim,
     OwnedAccount,
     Owner,
@@ -64,6 +65,16 @@ async def test_ensure_schema_is_idempotent_and_cheap(
     assert db.statements_written == written
     assert db.statements_read == read + 1
     assert await owner_of(db, schema, account("app", "%")) == ALICE
+
+    await ensure_book(db, schema, ROLES)  # missing: created
+    written = db.statements_written
+    await ensure_book(db, schema, ROLES)  # present (a restart): one look and no DDL
+    assert db.statements_written == written
+    assert admin_rows(
+        mysql,
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'roles'",
+        schema,
+    ) == [(1,)]
 
     columns = admin_rows(
         mysql,

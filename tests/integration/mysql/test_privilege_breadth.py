@@ -279,12 +279,12 @@ async def test_the_inventory_sees_columns_and_routines(
 async def test_the_server_is_read_again_when_a_privilege_seems_unknown(db: Database) -> None:
     """The privilege check asks the server again (at most once a minute) before refusing a name: a plugin
     or an upgrade may have added it since the operator first read ``SHOW PRIVILEGES``."""
-    target = ServerHandle(db, "unused")
-    first = await target.server()
+    handle = ServerHandle(db, "unused")
+    first = await handle.server()
     read = db.statements_read
-    assert await target.server_reread() == first  # read a moment ago: not again
+    assert await handle.server_reread() == first  # read a moment ago: not again
     assert db.statements_read == read
-    assert await target.server_reread(min_age=0) == first
+    assert await handle.server_reread(min_age=0) == first
     # VERSION(), SHOW PRIVILEGES, and the identity (on MariaDB with @@old_passwords)
     assert db.statements_read == read + 3
-    assert (await target.server()).privileges == first.privileges
+    assert (await handle.server()).privileges == first.privileges

@@ -9,7 +9,7 @@ import pytest
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.mysql import Database, InvalidOptionsError, ServerInfo
 from dbuser_operator.mysql.accounts import accounts
-from dbuser_operator.mysql.accounts.limits import AccountOptions, apply_options, read_options
+from dbuser_operator.mysql.accounts.limits import Limits, apply_limits, read_limits
 from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
 from tests.integration.mysql.support import (
     Accounts,
@@ -40,8 +40,8 @@ async def new_account(db: Database, accounts_made: Accounts) -> str:
     return user
 
 
-def required(identity: TLSIdentity) -> AccountOptions:
-    return AccountOptions(require_tls=True, tls_identity=identity)
+def required(identity: TLSIdentity) -> Limits:
+    return Limits(require_tls=True, tls_identity=identity)
 
 
 async def test_x509_needs_a_certificate_of_the_servers_ca(
@@ -49,10 +49,10 @@ async def test_x509_needs_a_certificate_of_the_servers_ca(
 ) -> None:
     user = await new_account(db, accounts_made)
     wanted = required(TLSIdentity(x509=True))
-    assert await apply_options(db, user, "%", wanted) is True
-    assert await read_options(db, user, "%") == wanted
+    assert await apply_limits(db, user, "%", wanted) is True
+    assert await read_limits(db, user, "%") == wanted
     assert admin_rows(mysql, "SELECT ssl_type FROM mysql.user WHERE User = %s", user) == [("X509",)]
-    assert await apply_options(db, user, "%", wanted) is False
+    assert await apply_limits(db, user, "%", wanted) is False
 
     assert tls_login(mysql, user, **certificates.issue("anyone")) == f"{user}@%"
     assert tls_login(mysql, user) == 1045  # TLS, but no certificate
@@ -64,9 +64,9 @@ async def test_subject_lets_in_that_certificate_only(
 ) -> None:
     user = await new_account(db, accounts_made)
     wanted = required(TLSIdentity(subject=certificate_subject(user)))
-    assert await apply_options(db, user, "%", wanted) is True
-    assert await read_options(db, user, "%") == wanted
-    assert await apply_options(db, user, "%", wanted) is False
+    assert await apply_limits(db, user, "%", wanted) is True
+    assert await read_limits(db, user, "%") == wanted
+    assert await apply_limits(db, user, "%", wanted) is False
 
     assert tls_login(mysql, user, **certificates.issue(user)) == f"{user}@%"
     assert tls_login(mysql, user, **certificates.issue("somebody-else")) == 1045
@@ -79,12 +79,12 @@ async def test_issuer_is_compared_with_the_certificates_issuer(
 ) -> None:
     user = await new_account(db, accounts_made)
     right = required(TLSIdentity(issuer=certificates.ca.subject_oneline, subject=certificate_subject(user)))
-    assert await apply_options(db, user, "%", right) is True
+    assert await apply_limits(db, user, "%", right) is True
     assert tls_login(mysql, user, **certificates.issue(user)) == f"{user}@%"
 
     wrong = required(TLSIdentity(issuer="/CN=another-ca", subject=certificate_subject(user)))
-    assert await apply_options(db, user, "%", wrong) is True
-    assert await read_options(db, user, "%") == wrong
+    assert await apply_limits(db, user, "%", wrong) is True
+    assert await read_limits(db, user, "%") == wrong
     assert tls_login(mysql, user, **certificates.issue(user)) == 1045
 
 
@@ -100,15 +100,15 @@ async def test_cipher(
     cipher = str(admin_rows(mysql, "SHOW SESSION STATUS LIKE 'Ssl_cipher'")[0][1])
     user = await new_account(db, accounts_made)
     wanted = required(TLSIdentity(cipher=cipher))
-    assert await apply_options(db, user, "%", wanted) is True
-    assert await read_options(db, user, "%") == wanted
+    assert await apply_limits(db, user, "%", wanted) is True
+    assert await read_limits(db, user, "%") == wanted
 
     assert tls_login(mysql, user, **certificates.issue("anyone")) == f"{user}@%"
     assert tls_login(mysql, user) == (1045 if server.flavour == "mysql" else f"{user}@%")
     assert plain_login(mysql, user) == 1045
 
     other = "ECDHE-RSA-AES128-SHA" if cipher != "ECDHE-RSA-AES128-SHA" else "ECDHE-RSA-AES256-SHA"
-    assert await apply_options(db, user, "%", required(TLSIdentity(cipher=other))) is True
+    assert await apply_limits(db, user, "%", required(TLSIdentity(cipher=other))) is True
     assert tls_login(mysql, user, **certificates.issue("anyone")) == 1045
 
 
@@ -119,7 +119,7 @@ async def test_a_name_outside_ascii_is_written_as_openssl_escapes_it(
     arrive intact (a parameter, not text spliced into the statement)."""
     user = await new_account(db, accounts_made)
     escaped = certificate_subject("caf\\xC3\\xA9")
-    assert await apply_options(db, user, "%", required(TLSIdentity(subject=escaped))) is True
+    assert await apply_limits(db, user, "%", required(TLSIdentity(subject=escaped))) is True
     [(stored,)] = admin_rows(mysql, "SELECT x509_subject FROM mysql.user WHERE User = %s", user)
     assert (stored.decode() if isinstance(stored, bytes) else stored) == escaped
     assert tls_login(mysql, user, **certificates.issue("café")) == f"{user}@%"
@@ -147,9 +147,9 @@ async def test_hostile_subjects_and_issuers_are_stored_as_they_are_and_touch_not
     )
     before = admin_rows(mysql, others, user)
     wanted = required(TLSIdentity(issuer=value, subject=value))
-    assert await apply_options(db, user, "%", wanted) is True
-    assert await read_options(db, user, "%") == wanted
-    assert await apply_options(db, user, "%", wanted) is False
+    assert await apply_limits(db, user, "%", wanted) is True
+    assert await read_limits(db, user, "%") == wanted
+    assert await apply_limits(db, user, "%", wanted) is False
     assert admin_rows(mysql, others, user) == before
 
 
@@ -170,9 +170,9 @@ async def test_unusable_identities_are_refused_before_anything_is_sent(
     user = await new_account(db, accounts_made)
     read, written = db.statements_read, db.statements_written
     with pytest.raises(InvalidOptionsError):
-        await apply_options(db, user, "%", required(identity))
+        await apply_limits(db, user, "%", required(identity))
     assert (db.statements_read, db.statements_written) == (read, written)
-    assert await read_options(db, user, "%") == AccountOptions()
+    assert await read_limits(db, user, "%") == Limits()
 
 
 async def test_an_identity_changed_by_hand_is_drift_and_put_back(
@@ -180,13 +180,13 @@ async def test_an_identity_changed_by_hand_is_drift_and_put_back(
 ) -> None:
     user = await new_account(db, accounts_made)
     wanted = required(TLSIdentity(subject=certificate_subject(user)))
-    await apply_options(db, user, "%", wanted)
+    await apply_limits(db, user, "%", wanted)
     admin(mysql, f"ALTER USER '{user}'@'%' REQUIRE SUBJECT '/CN=intruder'")
-    assert await read_options(db, user, "%") == required(TLSIdentity(subject="/CN=intruder"))
-    assert await apply_options(db, user, "%", wanted) is True
+    assert await read_limits(db, user, "%") == required(TLSIdentity(subject="/CN=intruder"))
+    assert await apply_limits(db, user, "%", wanted) is True
     assert tls_login(mysql, user, **certificates.issue(user)) == f"{user}@%"
 
     admin(mysql, f"ALTER USER '{user}'@'%' REQUIRE SSL")
-    assert await read_options(db, user, "%") == AccountOptions(require_tls=True)
-    assert await apply_options(db, user, "%", wanted) is True
-    assert await read_options(db, user, "%") == wanted
+    assert await read_limits(db, user, "%") == Limits(require_tls=True)
+    assert await apply_limits(db, user, "%", wanted) is True
+    assert await read_limits(db, user, "%") == wanted

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
-from dbuser_operator.envtest import KubeCluster, MySQLServer
+from dbuser_operator.envtest import KubeCluster, LocalMySQLServer, MySQLServer
+from dbuser_operator.envtest.certmanager import CertManager
+from dbuser_operator.envtest.pki import CertificateAuthority
 from dbuser_operator.runtime.client import KubeClient
 from tests.integration.operator.support.instances import (
     Instances,
@@ -27,6 +29,7 @@ from tests.integration.operator.support.operator import (
     capture_logs,
     component_logs,
 )
+from tests.support.pod_certificates import PodCertificates
 
 
 @pytest.fixture(scope="session")
@@ -73,11 +76,43 @@ async def start_module_operator(
 
 
 @pytest.fixture
+async def cert_manager_operator(
+    instances: Instances, cert_manager: CertManager
+) -> AsyncIterator[RunningOperator]:
+    """``operator``, requesting client certificates from the session's real cert-manager."""
+    try:
+        yield await instances.start_own(resync_period=1.0, cert_manager=True)
+    finally:
+        forget_own()
+
+
+@pytest.fixture
+def server_ca(mysql_provider: MySQLServer | LocalMySQLServer) -> CertificateAuthority:
+    """The CA the local MySQL server trusts for client certificates (``--ssl-ca``), with its key."""
+    if not isinstance(mysql_provider, LocalMySQLServer):
+        pytest.skip("needs a local server whose CA the test holds (MYSQL_URL or a container is in use)")
+    return mysql_provider.ca
+
+
+@pytest.fixture
 async def operator(instances: Instances) -> AsyncIterator[RunningOperator]:
     """This test's own operator: a target and a bookkeeping schema of its own (the builders label with
     :func:`own_target`; :func:`own_schema` names the schema), every namespace, a drift check every second."""
     try:
         yield await instances.start_own(resync_period=1.0)
+    finally:
+        forget_own()
+
+
+@pytest.fixture
+async def workload_operator(
+    instances: Instances, workload_signing_ca: Path | None, pod_certificates: PodCertificates
+) -> AsyncIterator[RunningOperator]:
+    """:func:`operator` with the signing CA of :func:`pod_certificates` (``--workload-signing-ca``): the
+    workload identities it makes take the certificates those sign."""
+    assert workload_signing_ca is not None  # pod_certificates skips otherwise
+    try:
+        yield await instances.start_own(resync_period=1.0, workload_signing_ca=workload_signing_ca)
     finally:
         forget_own()
 

@@ -12,6 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dbuser_operator.api import crd, v1alpha1
 from dbuser_operator.api.v1alpha1 import meta
+from dbuser_operator.api.v1alpha1.client_certificate import (
+    CERTIFICATE_SECRET_APART_MESSAGE,
+    CERTIFICATE_SECRET_LENGTH_MESSAGE,
+)
 from tests.conftest import REPO
 
 # Keywords the API server forbids in a structural schema, or that only pydantic's JSON schema has.
@@ -87,6 +91,7 @@ def test_names_scope_subresources_and_printer_columns() -> None:
         "Host": ("string", ".spec.host"),
         "Ready": ("string", '.status.conditions[?(@.type=="Ready")].status'),
         "Reason": ("string", '.status.conditions[?(@.type=="Ready")].reason'),
+        "Service Account": ("string", ".spec.authentication.workload.serviceAccountName"),
         "Server": ("string", ".spec.serverRef.name"),
         "Server Kind": ("string", ".spec.serverRef.kind"),
         "Age": ("date", ".metadata.creationTimestamp"),
@@ -96,9 +101,11 @@ def test_names_scope_subresources_and_printer_columns() -> None:
 def test_spec_validation_defaults_and_rules() -> None:
     schema = committed_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     assert schema["required"] == ["spec"]
-    root_rule, connection_rule = schema["x-kubernetes-validations"]
+    root_rule, connection_rule, certificate_length, certificate_apart = schema["x-kubernetes-validations"]
     assert "size(self.metadata.name) <= 32" in root_rule["rule"]
     assert connection_rule["message"] == v1alpha1.CONNECTION_SECRET_NAME_MESSAGE
+    assert certificate_length["message"] == CERTIFICATE_SECRET_LENGTH_MESSAGE
+    assert certificate_apart["message"] == CERTIFICATE_SECRET_APART_MESSAGE
     spec = schema["properties"]["spec"]
     assert "required" not in spec  # password, generatedPassword or a plugin without one: CEL rules
     user, host = spec["properties"]["user"], spec["properties"]["host"]
@@ -118,6 +125,8 @@ def test_spec_validation_defaults_and_rules() -> None:
         v1alpha1.SERVER_REF_IMMUTABLE_MESSAGE,
         v1alpha1.WORKLOAD_NO_PASSWORD_MESSAGE,
         v1alpha1.WORKLOAD_TLS_MESSAGE,
+        v1alpha1.WORKLOAD_IMMUTABLE_MESSAGE,
+        v1alpha1.WORKLOAD_ROTATION_MESSAGE,
     }
 
 

@@ -65,13 +65,13 @@ def test_no_other_crd_has_the_short_name() -> None:
 
 def test_defaults_retain_and_the_object_name() -> None:
     db = Database.model_validate({"metadata": {"name": "app-db"}, "spec": {}})
-    assert db.effective_name() == "app-db"
+    assert db.mysql_name() == "app-db"
     assert db.spec.deletion_policy == "Retain"
     assert db.spec.management_policy == "Manage"
     assert db.spec.character_set is None
     assert db.spec.collation is None
     named = Database.model_validate({"metadata": {"name": "x.y"}, "spec": {"name": "app_db"}})
-    assert named.effective_name() == "app_db"
+    assert named.mysql_name() == "app_db"
 
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES)

@@ -56,11 +56,11 @@ def test_the_role_crd_names_columns_and_rules() -> None:
 
 def test_a_role_defaults_to_its_object_name() -> None:
     role = DatabaseRole.model_validate({"metadata": {"name": "app-reader"}, "spec": {}})
-    assert role.effective_role() == "app-reader"
+    assert role.mysql_name() == "app-reader"
     assert role.spec.privileges == []
     assert role.spec.deletion_policy == "Delete"
     named = DatabaseRole.model_validate({"metadata": {"name": "x"}, "spec": {"role": "app_r"}})
-    assert named.effective_role() == "app_r"
+    assert named.mysql_name() == "app_r"
 
 
 @pytest.mark.parametrize("name", ["a'b", "a`b", "a%b", "", "-x", "x" * 33, "ｒ"])  # noqa: RUF001

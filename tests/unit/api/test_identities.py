@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from dbuser_operator.api import v1alpha1
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
-from dbuser_operator.controllers.databaseuser.steps.options import desired_options
+from dbuser_operator.controllers.databaseuser.steps.limits import desired_limits
 from dbuser_operator.mysql.accounts import authentication
 from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
 
@@ -30,16 +30,16 @@ def test_plugin_names_agree_with_the_mysql_layer() -> None:
 def test_unset_means_what_it_meant_before() -> None:
     plain = spec()
     assert (plain.tls, plain.authentication) == (None, None)
-    assert desired_options(plain).tls_identity == TLSIdentity()
-    assert desired_options(spec(requireTLS=True)).require_tls is True
+    assert desired_limits(plain).tls_identity == TLSIdentity()
+    assert desired_limits(spec(requireTLS=True)).require_tls is True
 
 
 def test_an_identity_implies_tls() -> None:
-    wanted = desired_options(spec(tls={"subject": "/CN=app"}))
+    wanted = desired_limits(spec(tls={"subject": "/CN=app"}))
     assert wanted.require_tls is True
     assert wanted.tls_identity == TLSIdentity(subject="/CN=app")
-    assert desired_options(spec(tls={"x509": True})).tls_identity == TLSIdentity(x509=True)
-    assert desired_options(spec(tls={})).require_tls is False  # an empty tls asks for nothing
+    assert desired_limits(spec(tls={"x509": True})).tls_identity == TLSIdentity(x509=True)
+    assert desired_limits(spec(tls={})).require_tls is False  # an empty tls asks for nothing
 
 
 @pytest.mark.parametrize(

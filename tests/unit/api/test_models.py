@@ -154,7 +154,7 @@ def test_the_sample_round_trips_and_gets_its_defaults() -> None:
     assert parsed.model_dump(by_alias=True, exclude_unset=True, mode="json") == obj
     assert parsed.spec.host == "%"
     assert parsed.spec.user is None
-    assert parsed.effective_user() == obj["metadata"]["name"]
+    assert parsed.mysql_name() == obj["metadata"]["name"]
 
 
 def test_unknown_fields_are_ignored() -> None:
@@ -166,16 +166,14 @@ def test_unknown_fields_are_ignored() -> None:
     assert DatabaseUser.model_validate(obj).model_dump(by_alias=True, exclude_none=True, mode="json") == FULL
 
 
-def test_effective_user() -> None:
+def test_mysql_name() -> None:
     password = SecretKeySelector(name="s", key="k")
     named = ObjectMeta(name="from-name")
-    assert (
-        DatabaseUser(metadata=named, spec=DatabaseUserSpec(password=password)).effective_user() == "from-name"
-    )
+    assert DatabaseUser(metadata=named, spec=DatabaseUserSpec(password=password)).mysql_name() == "from-name"
     spec = DatabaseUserSpec(user="explicit", password=password)
-    assert DatabaseUser(metadata=named, spec=spec).effective_user() == "explicit"
+    assert DatabaseUser(metadata=named, spec=spec).mysql_name() == "explicit"
     with pytest.raises(ValueError, match=r"metadata\.name"):
-        DatabaseUser(spec=DatabaseUserSpec(password=password)).effective_user()
+        DatabaseUser(spec=DatabaseUserSpec(password=password)).mysql_name()
 
 
 def test_status_dumps_in_camel_case_without_none() -> None:

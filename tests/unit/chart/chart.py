@@ -33,6 +33,15 @@ OPERATOR_RULES: frozenset[Rule] = frozenset(
     | {("", "events", verb) for verb in ("create", "patch")}
     | {("", "pods", "list"), ("apps", "deployments", "patch"), ("apps", "statefulsets", "patch")}
 )
+CERT_MANAGER_RULES: frozenset[Rule] = frozenset(
+    {
+        ("cert-manager.io", "certificates", verb)
+        for verb in ("get", "list", "watch", "create", "patch", "delete")
+    }
+    | {("cert-manager.io", "certificaterequests", "list")}
+)
+"""With certManager.enabled: the Certificates it makes for spec.tls.certificate, and the list of
+CertificateRequests that tells why one is pending."""
 CLUSTER_RULES: frozenset[Rule] = frozenset(
     {("", "namespaces", verb) for verb in ("get", "list", "watch")}
     | {(API_GROUP, "clustermysqlservers", verb) for verb in ("get", "list", "watch", "patch")}
@@ -40,6 +49,17 @@ CLUSTER_RULES: frozenset[Rule] = frozenset(
 )
 """What the operator reads of cluster-scoped resources, whatever namespaces it watches: Namespaces (their
 labels, for the servers' policies) and ClusterMySQLServers."""
+WORKLOAD_RULES: frozenset[Rule] = frozenset(
+    {("certificates.k8s.io", "podcertificaterequests", verb) for verb in ("get", "list", "watch")}
+    | {("certificates.k8s.io", "podcertificaterequests/status", "update")}
+    | {("", "pods", "get"), ("", "serviceaccounts", "get")}
+)
+"""The signer's, with ``workloadIdentity.signingCA.secretName``: the requests of the watched namespaces, their
+decisions, and the pod and ServiceAccount each names."""
+WORKLOAD_CLUSTER_RULES: frozenset[Rule] = frozenset(
+    {("certificates.k8s.io", "signers:mysql.dbuser-operator.dev/client", "sign")}
+)
+"""What the API server asks of whoever decides a request of the signer (cluster-wide)."""
 SERVER_SECRET_RULES: frozenset[Rule] = frozenset({("", "secrets", "get")})
 CLUSTER_EVENT_RULES: frozenset[Rule] = frozenset({("", "events", verb) for verb in ("create", "patch")})
 """Events about ClusterMySQLServers, in the namespace default (where cluster-scoped objects' Events go), when
@@ -63,6 +83,8 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
         },
     },
     "leader-election-off": {"leaderElection": {"enabled": False}},
+    "cert-manager": {"certManager": {"enabled": True, "clusterIssuers": ["mysql-clients", "corp"]}},
+    "cert-manager-watch-namespaces": {"certManager": {"enabled": True}, "watchNamespaces": ["team-a"]},
     "leader-election-on-one-replica": {"leaderElection": {"enabled": True, "leaseName": "my-lease"}},
     "tls": {
         "mysql": {
@@ -86,6 +108,17 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
         "defaultServer": False,
         "serverCheckPeriod": 7.5,
         "clusterResourceNamespace": "platform",
+        "watchNamespaces": ["team-a"],
+    },
+    "workload-identity": {
+        "workloadIdentity": {
+            "signingCA": {"secretName": "workload-ca"},
+            "certificateMaxLifetime": 7200,
+            "bindingGrace": 2.5,
+        }
+    },
+    "workload-identity-watch-namespaces": {
+        "workloadIdentity": {"signingCA": {"secretName": "workload-ca"}},
         "watchNamespaces": ["team-a"],
     },
     "connection-ssl-mode": {
@@ -200,16 +233,19 @@ def manager(objects: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def rules(role: Mapping[str, Any]) -> set[Rule]:
-    """A (Cluster)Role's rules as (group, resource, verb) triples; a wildcard or a resourceName is refused."""
+    """A (Cluster)Role's rules as (group, resource, verb) triples (``resource:name`` for a rule limited to
+    resourceNames, which only the signer's rule is); a wildcard is refused."""
     triples = set()
     for rule in role.get("rules", []):
-        assert "resourceNames" not in rule
+        names = rule.get("resourceNames")
+        assert names is None or rule["resources"] == ["signers"], "resourceNames only on signers"
         assert "nonResourceURLs" not in rule
         for group in rule["apiGroups"]:
             for resource in rule["resources"]:
                 for verb in rule["verbs"]:
                     assert "*" not in (group, resource, verb), f"wildcard in {role['metadata']['name']}"
-                    triples.add((group, resource, verb))
+                    for name in names or [None]:
+                        triples.add((group, f"{resource}:{name}" if name else resource, verb))
     return triples
 
 

@@ -26,6 +26,7 @@ from dbuser_operator.envtest import Binaries
 from dbuser_operator.settings import Settings
 from tests.conftest import REPO
 from tests.unit.chart.chart import (
+    CERT_MANAGER_RULES,
     CHART,
     CLUSTER_EVENT_RULES,
     CLUSTER_RULES,
@@ -34,6 +35,8 @@ from tests.unit.chart.chart import (
     LEADER_ELECTION_RULES,
     OPERATOR_RULES,
     SERVER_SECRET_RULES,
+    WORKLOAD_CLUSTER_RULES,
+    WORKLOAD_RULES,
     default_values,
     leaves,
     manager,
@@ -48,6 +51,7 @@ from tests.unit.chart.chart import (
 
 PASSWORD_DIR = Path("/var/run/secrets/dbuser-operator/mysql")
 TLS_DIR = Path("/var/run/secrets/dbuser-operator/mysql-tls")
+WORKLOAD_CA_DIR = Path("/var/run/secrets/dbuser-operator/workload-ca")
 
 
 def test_chart_metadata() -> None:
@@ -281,16 +285,21 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
     roles = {(r["metadata"].get("namespace"), r["metadata"]["name"]): r for r in of_kind(objects, "Role")}
     bindings = of_kind(objects, "RoleBinding")
 
+    signer = bool(values["workloadIdentity"]["signingCA"]["secretName"])
+    namespaced_rules = OPERATOR_RULES | (WORKLOAD_RULES if signer else frozenset())
+    if values["certManager"]["enabled"]:
+        namespaced_rules |= CERT_MANAGER_RULES
+    cluster_rules = CLUSTER_RULES | (WORKLOAD_CLUSTER_RULES if signer else frozenset())
     secrets_namespace = values["clusterResourceNamespace"] or "ops"
     server_secrets = roles.get((secrets_namespace, "dbu-dbuser-operator-server-secrets"))
     if values["watchNamespaces"]:
         cluster_role = one(objects, "ClusterRole")
         assert cluster_role["metadata"]["name"] == "dbu-dbuser-operator-cluster"
-        assert rules(cluster_role) == CLUSTER_RULES
+        assert rules(cluster_role) == cluster_rules
         assert one(objects, "ClusterRoleBinding")["roleRef"]["name"] == "dbu-dbuser-operator-cluster"
         assert one(objects, "ClusterRoleBinding")["subjects"] == subject
         for namespace in values["watchNamespaces"]:
-            assert rules(roles[(namespace, "dbu-dbuser-operator")]) == OPERATOR_RULES
+            assert rules(roles[(namespace, "dbu-dbuser-operator")]) == namespaced_rules
             (binding,) = [
                 b
                 for b in bindings
@@ -314,7 +323,7 @@ def test_rbac_is_exactly_what_the_operator_needs(helm: Path, tmp_path: Path, com
             assert binding["roleRef"]["name"] == name
             assert binding["subjects"] == subject
     else:
-        assert rules(one(objects, "ClusterRole")) == OPERATOR_RULES | CLUSTER_RULES
+        assert rules(one(objects, "ClusterRole")) == namespaced_rules | cluster_rules
         binding = one(objects, "ClusterRoleBinding")
         assert binding["roleRef"]["name"] == one(objects, "ClusterRole")["metadata"]["name"]
         assert binding["subjects"] == subject
@@ -438,9 +447,21 @@ def test_args_are_the_operators_flags(
         {"port": 3306, **endpoint} for endpoint in connection["endpoints"]
     ]
 
+    workload = values["workloadIdentity"]
+    if workload["signingCA"]["secretName"]:
+        assert settings.workload_signing_ca == WORKLOAD_CA_DIR
+        for name in ("tls.crt", "tls.key"):
+            secret_file = WORKLOAD_CA_DIR / name
+            assert _mounted_secret(deployment, secret_file) == (workload["signingCA"]["secretName"], name)
+    else:
+        assert settings.workload_signing_ca is None
+    assert settings.workload_certificate_max_lifetime == workload["certificateMaxLifetime"]
+    assert settings.workload_binding_grace == workload["bindingGrace"]
     assert settings.ownership_schema == values["ownershipSchema"]
     assert settings.reserved_users == values["reservedUsers"]
     assert settings.allowed_global_privileges == values["allowedGlobalPrivileges"]
+    assert settings.cert_manager is values["certManager"]["enabled"]
+    assert settings.cert_manager_cluster_issuers == values["certManager"]["clusterIssuers"]
     assert settings.resync_period == values["resyncPeriod"]
     assert settings.max_concurrent_reconciles == values["maxConcurrentReconciles"]
     assert settings.shutdown_timeout == values["shutdownTimeout"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dbuser_operator.credentials.endpoints import (
+    CREDENTIAL_BUNDLE,
     Endpoint,
     EndpointNotFound,
     connection_values,
@@ -71,3 +72,32 @@ def test_more_endpoints_get_prefixed_keys_and_the_tls_mode_reaches_the_urls() ->
         "DATABASE_URL",
         "JDBC_URL",
     }
+
+
+def test_a_certificate_only_account_offers_where_its_certificate_is_and_no_password() -> None:
+    """A workload's Secret: sslCert and sslKey (the pod's credential bundle holds both), a mode that
+    requires TLS (the endpoint's when it does: VERIFY_CA stays), and URLs without a password."""
+    verified = Endpoint("mysql-ro.db.svc", 3307, "VERIFY_CA", "read-only")
+    values = connection_values("app", None, FALLBACK, "shop", [verified], certificate=CREDENTIAL_BUNDLE)
+    bundle = "%2Fvar%2Frun%2Fsecrets%2Fdbuser-operator%2Fcredentialbundle.pem"
+    assert values == {
+        "host": "mysql.admin.svc",
+        "port": "3306",
+        "username": "app",
+        "sslCert": CREDENTIAL_BUNDLE,
+        "sslKey": CREDENTIAL_BUNDLE,
+        "sslMode": "REQUIRED",
+        "database": "shop",
+        "DATABASE_URL": f"mysql://app@mysql.admin.svc:3306/shop?ssl-mode=REQUIRED&ssl-cert={bundle}&ssl-key={bundle}",
+        "JDBC_URL": "jdbc:mysql://mysql.admin.svc:3306/shop?user=app&sslMode=REQUIRED",
+        "read_only_host": "mysql-ro.db.svc",
+        "read_only_port": "3307",
+        "read_only_sslMode": "VERIFY_CA",
+        "read_only_DATABASE_URL": (
+            f"mysql://app@mysql-ro.db.svc:3307/shop?ssl-mode=VERIFY_CA&ssl-cert={bundle}&ssl-key={bundle}"
+        ),
+        "read_only_JDBC_URL": "jdbc:mysql://mysql-ro.db.svc:3307/shop?user=app&sslMode=VERIFY_CA",
+    }
+    assert CREDENTIAL_BUNDLE == "/var/run/secrets/dbuser-operator/credentialbundle.pem"
+    with pytest.raises(ValueError, match="a password or a certificate"):
+        connection_values("app", None, FALLBACK, "shop")

@@ -15,10 +15,12 @@ import pytest
 
 from dbuser_operator.kubectl_dbu.connect import (
     client_argv,
+    credentials,
     private_option_file,
     run_client,
     tls_options,
 )
+from dbuser_operator.kubectl_dbu.errors import CommandError
 from tests.conftest import REPO
 
 AWKWARD = "p\"w\\ #x;y'z \t end\nline "
@@ -92,3 +94,17 @@ def test_the_console_script_is_declared() -> None:
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["kubectl-dbu"] == "dbuser_operator.kubectl_dbu.cli:main"
     assert scripts["kubectl_complete-dbu"] == "dbuser_operator.kubectl_dbu.complete:main"
+
+
+async def test_connect_refuses_a_workload_user_naming_its_serviceaccount() -> None:
+    bound = {
+        "metadata": {"name": "app"},
+        "spec": {"authentication": {"workload": {"serviceAccountName": "web"}}},
+    }
+
+    class Api:
+        async def get(self, resource: object, name: str, namespace: str | None = None) -> dict[str, object]:
+            return bound
+
+    with pytest.raises(CommandError, match=r"bound to ServiceAccount web: .* connect from a pod of that"):
+        await credentials(Api(), "shop", "app")  # type: ignore[arg-type]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from dbuser_operator.kubectl_dbu import facts
+from dbuser_operator.kubectl_dbu import facts, status
 from dbuser_operator.kubectl_dbu.status import HEADERS, render, row
 from dbuser_operator.kubectl_dbu.why import render as why_render
 
@@ -91,3 +91,26 @@ def test_one_table_per_namespace_in_order() -> None:
     blocks = text.split("\n\n")
     assert [block.splitlines()[0] for block in blocks] == ["NAMESPACE: a", "NAMESPACE: b"]
     assert blocks[0].splitlines()[1].split("   ")[0] == HEADERS[0]
+
+
+def test_a_workload_user_shows_its_serviceaccount_and_what_its_account_requires() -> None:
+    obj = user(
+        "bound",
+        workload={
+            "serviceAccountName": "app",
+            "subject": "/O=dbuser-operator/OU=team-a/CN=app",
+            "issuer": "/CN=Workload CA",
+        },
+    )
+    obj["spec"] = {"authentication": {"workload": {"serviceAccountName": "app"}}}
+    line = status.record(obj, None, [], NOW)
+    assert line["serviceAccount"] == "app"
+    assert line["passwordAge"] == "-"  # no password to age
+    assert facts.workload(obj) == (
+        "ServiceAccount app, certificate subject /O=dbuser-operator/OU=team-a/CN=app, issuer /CN=Workload CA"
+    )
+    assert "Workload:   ServiceAccount app, certificate subject" in why_render(obj, [], NOW)
+    del obj["status"]["workload"]
+    assert facts.workload(obj) == "ServiceAccount app (not in force yet)"
+    assert facts.workload(user()) == "-"
+    assert status.record(user(), None, [], NOW)["serviceAccount"] == "-"

@@ -30,8 +30,8 @@ def test_the_first_table_and_a_change_line_up() -> None:
 
 def test_wide_adds_hosts_credential_version_and_age() -> None:
     record = status.record(OBJ, None, [], NOW)
-    assert status.headers(wide=True)[-3:] == ("HOSTS", "CREDENTIAL VERSION", "AGE")
-    assert status.cells(record, wide=True)[-3:] == ["%,10.%", "3", "60m"]
+    assert status.headers(wide=True)[-4:] == ("HOSTS", "SERVICE ACCOUNT", "CREDENTIAL VERSION", "AGE")
+    assert status.cells(record, wide=True)[-4:] == ["%,10.%", "-", "3", "60m"]
     assert len(status.cells(record, wide=False)) == len(status.headers(wide=False))
 
 

@@ -247,7 +247,7 @@ def test_series_do_not_grow_with_users() -> None:
 
     small, large = series(exposition(population(40))), series(exposition(population(10_000)))
     assert len(large) == len(small)
-    assert len(large) == 20 * 2 * (11 + 4)  # 11 gauges, and retained by 4 reasons, per (server, namespace)
+    assert len(large) == 20 * 2 * (12 + 4)  # 12 gauges, and retained by 4 reasons, per (server, namespace)
 
 
 async def test_only_a_leader_task_exports() -> None:
@@ -260,3 +260,17 @@ async def test_only_a_leader_task_exports() -> None:
     with contextlib.suppress(asyncio.CancelledError):
         await task
     assert all(not family.samples for family in collector.collect())
+
+
+def test_a_workload_account_counts_as_certificate_only_not_as_a_password_or_without_tls() -> None:
+    workload = user("app", hosts=("%", "10.0.%"))
+    workload["spec"] = {"authentication": {"workload": {"serviceAccountName": "app"}}}
+    plain = user("plain", created=timedelta(days=-30))
+    counts = tally([workload, plain], NOW)[("default", "team-a")]
+    assert (counts.users, counts.accounts) == (2, 3)
+    assert counts.accounts_certificate_only == 2  # one per host
+    assert counts.accounts_without_tls == 1  # the password account only
+    assert counts.oldest_password_age == timedelta(days=30).total_seconds()  # the workload has none
+    text = exposition([workload])
+    assert 'dbuser_operator_accounts_certificate_only{namespace="team-a",server="default"} 2.0' in text
+    assert 'dbuser_operator_accounts_without_tls{namespace="team-a",server="default"} 0.0' in text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from dbuser_operator.mysql import InvalidOptionsError, ServerInfo
@@ -9,11 +11,13 @@ from dbuser_operator.mysql.accounts.authentication import (
     PASSWORDLESS,
     PLUGINS,
     Method,
+    certificate_only,
     effective,
     known,
     unavailable,
 )
 from dbuser_operator.mysql.accounts.password_hashes import ed25519_hash, native_hash
+from dbuser_operator.mysql.bookkeeping.ownership import expected_fingerprint
 from dbuser_operator.mysql.identifiers import SQL, account
 
 
@@ -97,3 +101,27 @@ def test_why_a_plugin_is_unavailable(plugin: str, server: str, reason: str) -> N
 def test_unknown_plugins() -> None:
     with pytest.raises(InvalidOptionsError, match="unknown authentication plugin"):
         known("pam")
+
+
+def test_a_certificate_only_account_has_an_empty_string_set_as_a_hash() -> None:
+    """MySQL: ``AS ''`` (``IDENTIFIED WITH`` a plugin and no password would expire the account); MariaDB:
+    ``USING ''``. No password goes with it, and its fingerprint is known beforehand."""
+    mysql, maria = certificate_only("mysql"), certificate_only("mariadb")
+    assert (mysql.plugin, maria.plugin) == ("caching_sha2_password", "mysql_native_password")
+    assert not mysql.takes_password
+    assert not maria.takes_password
+    created = mysql.identified("CREATE USER", accounts_sql(), None, " REQUIRE SUBJECT %s", ("/CN=a",))
+    assert created.text == (
+        "CREATE USER 'app'@'%%' IDENTIFIED WITH caching_sha2_password AS '' REQUIRE SUBJECT %s"
+    )
+    assert created.params == ("/CN=a",)
+    altered = maria.identified("ALTER USER", accounts_sql(), None)
+    assert altered.text == "ALTER USER 'app'@'%' IDENTIFIED VIA mysql_native_password USING ''"
+    with pytest.raises(InvalidOptionsError, match="takes no password"):
+        mysql.identified("ALTER USER", accounts_sql(), "pw")
+    with pytest.raises(InvalidOptionsError, match="certificate-only"):
+        Method("ed25519", "mariadb", certificate_only=True)
+    assert mysql.stored(None) == maria.stored(None) == ""
+    server = ServerInfo("mysql", (9, 7, 4))
+    assert expected_fingerprint(server, None, mysql) == hashlib.sha256(b"").hexdigest()  # SHA2('', 256)
+    assert expected_fingerprint(server, None) is None  # no password, no certificate: unknown

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from dbuser_operator.mysql import InvalidAccountError, InvalidOptionsError
-from dbuser_operator.mysql.accounts import account_options, limits, observe
+from dbuser_operator.mysql.accounts import limits, lock_policy, observe
 from dbuser_operator.mysql.accounts.limits import (
     COLUMNS,
     LIMIT_COLUMNS,
     LIMIT_MAX,
     USER_CONNECTIONS_MAX,
-    AccountOptions,
+    Limits,
     alter_statement,
     column_list,
 )
@@ -20,7 +20,7 @@ from dbuser_operator.mysql.bookkeeping import inventory
 
 
 def test_defaults_mean_no_limits_and_no_tls() -> None:
-    options = AccountOptions()
+    options = Limits()
     assert (options.max_user_connections, options.max_queries_per_hour) == (0, 0)
     assert (options.max_updates_per_hour, options.max_connections_per_hour) == (0, 0)
     assert options.require_tls is False
@@ -29,7 +29,7 @@ def test_defaults_mean_no_limits_and_no_tls() -> None:
 
 
 def test_largest_values() -> None:
-    options = AccountOptions(USER_CONNECTIONS_MAX, LIMIT_MAX, LIMIT_MAX, LIMIT_MAX, True)
+    options = Limits(USER_CONNECTIONS_MAX, LIMIT_MAX, LIMIT_MAX, LIMIT_MAX, True)
     assert options.max_user_connections == 2147483647
     assert options.max_queries_per_hour == 4294967295
 
@@ -52,13 +52,13 @@ def test_largest_values() -> None:
 )
 def test_out_of_range_or_of_the_wrong_type(field: str, value: object) -> None:
     with pytest.raises(InvalidOptionsError, match=field) as refused:
-        AccountOptions(**{field: value})  # type: ignore[arg-type]
+        Limits(**{field: value})  # type: ignore[arg-type]
     assert refused.value.reason == "InvalidOptions"
 
 
 def test_a_tls_identity_implies_tls() -> None:
     with pytest.raises(InvalidOptionsError, match="implies require_tls"):
-        AccountOptions(tls_identity=TLSIdentity(x509=True))
+        Limits(tls_identity=TLSIdentity(x509=True))
 
 
 @pytest.mark.parametrize(
@@ -76,18 +76,18 @@ def test_from_mysql_user_columns(
     columns: tuple[object, ...], require_tls: bool, identity: TLSIdentity
 ) -> None:
     """Blobs on MySQL (bytes), text on MariaDB (a view over JSON): the same options."""
-    options = AccountOptions.from_columns(dict(zip(COLUMNS, (1, "2", 3, 4, *columns), strict=True)))
-    assert options == AccountOptions(1, 2, 3, 4, require_tls, identity)
+    options = Limits.from_columns(dict(zip(COLUMNS, (1, "2", 3, 4, *columns), strict=True)))
+    assert options == Limits(1, 2, 3, 4, require_tls, identity)
     if identity:
-        assert options != AccountOptions(1, 2, 3, 4, True)  # a requirement set by hand is drift
+        assert options != Limits(1, 2, 3, 4, True)  # a requirement set by hand is drift
 
 
 def test_from_the_limit_columns_alone() -> None:
     """Without issuer, subject and cipher the TLS identity comes from ssl_type alone."""
     row = dict(zip(LIMIT_COLUMNS, (1, "2", 3, 4, "X509"), strict=True))
-    assert AccountOptions.from_row(row) == AccountOptions(1, 2, 3, 4, True, TLSIdentity(x509=True))
+    assert Limits.from_row(row) == Limits(1, 2, 3, 4, True, TLSIdentity(x509=True))
     row = dict(zip(LIMIT_COLUMNS, (0, 0, 0, 0, "SPECIFIED"), strict=True))
-    assert AccountOptions.from_row(row) == AccountOptions(require_tls=True)
+    assert Limits.from_row(row) == Limits(require_tls=True)
 
 
 def selected(query: str) -> list[str]:
@@ -101,28 +101,30 @@ def test_the_selects_list_the_option_columns() -> None:
     by those names."""
     assert column_list(("a", "b"), "u") == "u.a, u.b"
     assert COLUMNS[: len(LIMIT_COLUMNS)] == LIMIT_COLUMNS
-    assert selected(limits._READ_OPTIONS) == list(COLUMNS)
+    assert selected(limits._READ_LIMITS) == list(COLUMNS)
     assert selected(observe._ACCOUNT) == ["plugin", *LIMIT_COLUMNS, "{metadata}"]
     assert list(observe._ACCOUNT_COLUMNS) == ["plugin", *LIMIT_COLUMNS]
     listed = selected(inventory._ACCOUNTS)
-    policy = (*account_options.COLUMNS, "default_lifetime")  # one fragment, {policy}, lists them
-    # {metadata} is two columns (the owner entry and the comment), {policy} the policy's and the default
-    assert listed[-2:] == ["{metadata}", "{policy}"]
-    assert len(listed) - 2 + 2 + len(policy) == len(inventory._ACCOUNTS_ROW)
-    assert listed[6:-3] == ["u.User", *(f"u.{name}" for name in COLUMNS)]
-    assert inventory._ACCOUNTS_ROW[6:-8] == ("User", *COLUMNS)
-    assert inventory._ACCOUNTS_ROW[-8:-5] == ("fingerprint", "owner_entry", "comment")
+    policy = (*lock_policy.COLUMNS, "default_lifetime")  # one fragment, {policy}, lists them
+    # {created} is two columns (the owner and fingerprint a new account carries), {metadata} two (the owner
+    # entry and the comment), {policy} the policy's and the default
+    assert listed[-3:] == ["{created}", "{metadata}", "{policy}"]
+    assert len(listed) - 3 + 2 + 2 + len(policy) == len(inventory._ACCOUNTS_ROW)
+    assert listed[6:-4] == ["u.User", *(f"u.{name}" for name in COLUMNS)]
+    assert inventory._ACCOUNTS_ROW[6:-10] == ("User", *COLUMNS)
+    created = ("created_owner", "created_fingerprint")
+    assert inventory._ACCOUNTS_ROW[-10:-5] == ("fingerprint", *created, "owner_entry", "comment")
     assert inventory._ACCOUNTS_ROW[-5:] == policy
 
 
 def test_the_alter_user_statement() -> None:
-    statement = alter_statement("app", "10.0.%", AccountOptions(1, 2, 3, 4, require_tls=True))
+    statement = alter_statement("app", "10.0.%", Limits(1, 2, 3, 4, require_tls=True))
     assert statement.params == ()
     assert statement.text == (
         "ALTER USER 'app'@'10.0.%' REQUIRE SSL WITH MAX_QUERIES_PER_HOUR 2 MAX_UPDATES_PER_HOUR 3"
         " MAX_CONNECTIONS_PER_HOUR 4 MAX_USER_CONNECTIONS 1"
     )
-    assert alter_statement("app", "%", AccountOptions()).text == (
+    assert alter_statement("app", "%", Limits()).text == (
         "ALTER USER 'app'@'%' REQUIRE NONE WITH MAX_QUERIES_PER_HOUR 0 MAX_UPDATES_PER_HOUR 0"
         " MAX_CONNECTIONS_PER_HOUR 0 MAX_USER_CONNECTIONS 0"
     )
@@ -130,11 +132,11 @@ def test_the_alter_user_statement() -> None:
 
 def test_the_statement_refuses_bad_accounts() -> None:
     with pytest.raises(InvalidAccountError):
-        alter_statement("a b", "%", AccountOptions())
+        alter_statement("a b", "%", Limits())
 
 
-def tls(**identity: object) -> AccountOptions:
-    return AccountOptions(require_tls=True, tls_identity=TLSIdentity(**identity))  # type: ignore[arg-type]
+def tls(**identity: object) -> Limits:
+    return Limits(require_tls=True, tls_identity=TLSIdentity(**identity))  # type: ignore[arg-type]
 
 
 def test_the_statement_with_a_client_certificate() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from dbuser_operator.runtime.cache import LAST_APPLIED, strip_unread_compact
 
@@ -55,3 +56,45 @@ def test_an_index_value_follows_its_objects_from_one_key_to_many_and_back() -> N
     store.remove(ObjectKey("ns", "a"))
     assert not store.indexed("ref", "s")
     assert store.by_index("ref", "s") == []
+
+
+def test_equal_small_containers_of_different_objects_are_one_and_unique_ones_are_not() -> None:
+    from dbuser_operator.runtime.shared_containers import UNIQUE, Containers, compact_shared  # noqa: PLC0415
+
+    def user(name: str, uid: str) -> dict[str, Any]:
+        return json.loads(  # type: ignore[no-any-return]
+            json.dumps(
+                {
+                    "metadata": {"name": name, "uid": uid, "labels": {"target": "bench"}},
+                    "spec": {
+                        "password": {"name": f"pw-{name}", "key": "password"},
+                        "privileges": [{"database": "bench", "privileges": ["SELECT"], "grantOption": False}],
+                        "serverRef": {"kind": "MySQLServer", "name": "s1"},
+                    },
+                    "status": {"conditions": [{"type": "Ready", "message": f"account {name} " + "x" * 80}]},
+                }
+            )
+        )
+
+    containers = Containers(size=16)
+    first, _ = compact_shared(user("a", "a" * 36), containers)
+    second, _ = compact_shared(user("b", "b" * 36), containers)
+    assert first == user("a", "a" * 36)  # the same value
+    assert second["metadata"]["labels"] is first["metadata"]["labels"]
+    assert second["spec"]["privileges"] is first["spec"]["privileges"]  # nested: the grant and its list
+    assert second["spec"]["serverRef"] is first["spec"]["serverRef"]
+    assert second["spec"]["password"] is not first["spec"]["password"]  # equal only to itself
+    assert second["spec"]["password"] == {"name": "pw-b", "key": "password"}
+    assert second["metadata"] is not first["metadata"]  # its own name and UID
+    assert second["status"]["conditions"] is not first["status"]["conditions"]  # a long message
+
+    # false is not 0, a list is not a dict, and what is remembered stays bounded.
+    zero, _ = compact_shared({"grantOption": 0}, containers)
+    assert zero == {"grantOption": 0}
+    assert zero["grantOption"] is not False
+    assert compact_shared([], containers)[0] == []
+    assert compact_shared({}, containers)[0] == {}
+    for n in range(100):
+        compact_shared({"name": f"pw-{n}"}, containers)
+    assert len(containers) == 16
+    assert compact_shared({"x": "y" * 80}, containers)[1] is UNIQUE

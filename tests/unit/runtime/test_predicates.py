@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
-from dbuser_operator.runtime.controller import owner_keys
+from dbuser_operator.runtime.cache import Store
+from dbuser_operator.runtime.controller import objects_naming, owner_keys
+from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.predicates import (
     ANNOTATIONS_CHANGED,
+    DELETED,
     GENERATION_CHANGED,
     all_of,
     any_of,
@@ -55,3 +59,34 @@ def test_owner_keys_follow_controller_references_of_the_owner_kind() -> None:
         {"apiVersion": "v1", "kind": "Other", "name": "o", "controller": True},
     ]
     assert owner_keys("v1", "Widget")(obj(ownerReferences=refs)) == [ObjectKey("a", "w1")]
+
+
+def test_deleted_passes_deletions_only() -> None:
+    assert DELETED.delete(obj())
+    assert not DELETED.create(obj())
+    assert not DELETED.update(obj(), obj(generation=2))
+
+
+def indexed(index: str, *objects: dict[str, Any]) -> Informer:
+    """An informer's stand-in: a real store of ``objects``, indexed by the Secrets they name."""
+    store = Store()
+    store.add_index(index, lambda o: [f"{o['metadata']['namespace']}/{s}" for s in o.get("secrets", [])])
+    for one in objects:
+        store.put(one)
+    return cast(Informer, SimpleNamespace(store=store))
+
+
+def user(name: str, namespace: str, *secrets: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": namespace}, "secrets": list(secrets)}
+
+
+def test_objects_naming_maps_an_object_to_those_whose_index_names_it() -> None:
+    users = indexed("secret", user("u1", "a", "s"), user("u2", "a", "s", "t"), user("u3", "b", "s"))
+    others = indexed("secret", user("v1", "a", "t"))
+    secret = {"metadata": {"name": "s", "namespace": "a"}}
+    assert sorted(objects_naming("secret", users)(secret)) == [ObjectKey("a", "u1"), ObjectKey("a", "u2")]
+    to_t = objects_naming("secret", users, others)({"metadata": {"name": "t", "namespace": "a"}})
+    assert sorted(to_t) == [ObjectKey("a", "u2"), ObjectKey("a", "v1")]
+    by_value = objects_naming("secret", users, values=lambda o: [f"b/{o['metadata']['name']}"])
+    assert by_value(secret) == [ObjectKey("b", "u3")]  # the index value computed from the object
+    assert objects_naming("secret", users)({"metadata": {"name": "none", "namespace": "a"}}) == []

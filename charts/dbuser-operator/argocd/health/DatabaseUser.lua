@@ -6,6 +6,12 @@ local degraded = {
   AccountExists = true,
   AccountOptionUnsupported = true,
   AdoptionNotAllowed = true,
+  CertManagerDisabled = true,
+  CertificateInvalid = true,
+  CertificateIssuerMismatch = true,
+  CertificateNotAllowed = true,
+  CertificateNotOwned = true,
+  CertificateSubjectInvalid = true,
   CommentNotSupported = true,
   ConnectionSecretInvalid = true,
   DatabaseNotFound = true,
@@ -33,6 +39,7 @@ local degraded = {
   TemplateInvalid = true,
   TooManyDefaultRoles = true,
   UserNameTaken = true,
+  WorkloadIdentityUnavailable = true,
 }
 local hs = {}
 local function describe(c)

@@ -1,8 +1,9 @@
 """The operator's Kubernetes API, version v1alpha1: the single source of truth of the CRDs.
 
 One module per kind, as a kubebuilder project keeps one ``<kind>_types.go`` each: :mod:`.databaseuser`
-(with its own parts in :mod:`.account`, :mod:`.credentials` and :mod:`.databaseuser_status`),
-:mod:`.databaserole`, :mod:`.database` and :mod:`.mysqlserver` (MySQLServer and ClusterMySQLServer); what
+(with its own parts in :mod:`.account`, :mod:`.credentials`, :mod:`.client_certificate` and
+:mod:`.databaseuser_status`), :mod:`.databaserole`, :mod:`.database` and :mod:`.mysqlserver` (MySQLServer and
+ClusterMySQLServer); what
 several kinds share is in :mod:`.meta` (the base model, metadata, conditions, Secret keys, server references,
 annotations, finalizers, CEL helpers) and :mod:`.grants` (privileges). This package re-exports the
 DatabaseUser API and the shared types under the names the single module ``v1alpha1`` had; the other kinds
@@ -34,6 +35,10 @@ from dbuser_operator.api.v1alpha1.account import (
     TLS_NAME_MAX_LENGTH,
     TLS_NAME_PATTERN,
     USER_CONNECTIONS_MAX,
+    WORKLOAD_IMMUTABLE_MESSAGE,
+    WORKLOAD_NO_PASSWORD_MESSAGE,
+    WORKLOAD_ROTATION_MESSAGE,
+    WORKLOAD_TLS_MESSAGE,
     X509_ALONE_MESSAGE,
     AccountSpec,
     Authentication,
@@ -57,7 +62,7 @@ from dbuser_operator.api.v1alpha1.credentials import (
     CharacterSet,
     ConnectionSecret,
     GeneratedPassword,
-    RolloutTarget,
+    RolloutWorkload,
     Rotation,
     RotationPhase,
     RotationStatus,
@@ -79,13 +84,11 @@ from dbuser_operator.api.v1alpha1.databaseuser import (
     PRINTER_COLUMNS,
     SHORT_NAMES,
     SINGULAR,
-    WORKLOAD_NO_PASSWORD_MESSAGE,
-    WORKLOAD_TLS_MESSAGE,
     DatabaseUser,
     DatabaseUserSpec,
     ManagementPolicy,
 )
-from dbuser_operator.api.v1alpha1.databaseuser_status import DatabaseUserStatus
+from dbuser_operator.api.v1alpha1.databaseuser_status import DatabaseUserStatus, WorkloadStatus
 from dbuser_operator.api.v1alpha1.grants import (
     ALL_ALONE_MESSAGE,
     COLUMN_NAME_PATTERN,
@@ -221,7 +224,9 @@ __all__ = [
     "USER_MAX_LENGTH",
     "USER_PATTERN",
     "VERSION",
+    "WORKLOAD_IMMUTABLE_MESSAGE",
     "WORKLOAD_NO_PASSWORD_MESSAGE",
+    "WORKLOAD_ROTATION_MESSAGE",
     "WORKLOAD_TLS_MESSAGE",
     "X509_ALONE_MESSAGE",
     "AccountSpec",
@@ -242,7 +247,7 @@ __all__ = [
     "ObjectMeta",
     "ObservedAccount",
     "Privilege",
-    "RolloutTarget",
+    "RolloutWorkload",
     "Rotation",
     "RotationPhase",
     "RotationStatus",
@@ -254,4 +259,5 @@ __all__ = [
     "ServerRef",
     "TLSIdentity",
     "WorkloadIdentity",
+    "WorkloadStatus",
 ]

@@ -7,9 +7,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final, Literal, get_args
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, JsonValue, model_validator
 
 from dbuser_operator.api.duration import DAYS_PATTERN, days_cel, parse_days
+from dbuser_operator.api.v1alpha1.client_certificate import ClientCertificate
 from dbuser_operator.api.v1alpha1.meta import DNS_SUBDOMAIN_PATTERN, INT64, Model
 from dbuser_operator.mysql.accounts import account_metadata, authentication, tls_identity
 
@@ -50,6 +51,9 @@ COMMENT_MAX_LENGTH: Final = account_metadata.COMMENT_MAX_LENGTH
 X509_ALONE_MESSAGE: Final = (
     "x509 stands alone (MySQL's REQUIRE X509): issuer and subject require a client certificate by themselves"
 )
+CERTIFICATE_SUBJECT_MESSAGE: Final = (
+    "tls.certificate needs tls.subject: the certificate is requested with the subject the account requires"
+)
 
 
 class TLSIdentity(Model):
@@ -64,7 +68,12 @@ class TLSIdentity(Model):
                     "rule": "!self.x509 || (!has(self.issuer) && !has(self.subject) && !has(self.cipher))",
                     "message": X509_ALONE_MESSAGE,
                     "fieldPath": ".x509",
-                }
+                },
+                {
+                    "rule": "!has(self.certificate) || has(self.subject)",
+                    "message": CERTIFICATE_SUBJECT_MESSAGE,
+                    "fieldPath": ".certificate",
+                },
             ]
         }
     )
@@ -85,10 +94,18 @@ class TLSIdentity(Model):
     """REQUIRE CIPHER: the TLS cipher the connection must use, by its OpenSSL name (e.g.
     TLS_AES_256_GCM_SHA384). On MySQL, a cipher requirement needs a client certificate too."""
 
+    certificate: ClientCertificate | None = None
+    """Have the operator request the client certificate from cert-manager (an Issuer of this namespace, or
+    a ClusterIssuer the server's policy admits), with subject as its subject; the connection Secret then
+    carries tls.crt, tls.key and ca.crt, renewed by cert-manager without a write to MySQL. Needs subject,
+    and an operator started with --cert-manager. Unset: the client brings its own certificate."""
+
     @model_validator(mode="after")
     def _x509_alone(self) -> TLSIdentity:
         if self.x509 and (self.issuer is not None or self.subject is not None or self.cipher is not None):
             raise ValueError(X509_ALONE_MESSAGE)
+        if self.certificate is not None and self.subject is None:
+            raise ValueError(CERTIFICATE_SUBJECT_MESSAGE)
         return self
 
 
@@ -109,6 +126,52 @@ class WorkloadIdentity(Model):
 
 
 AUTHENTICATION_ONE_OF_MESSAGE: Final = "spec.authentication takes exactly one of plugin and workload"
+
+
+WORKLOAD_NO_PASSWORD_MESSAGE: Final = (
+    "a workload identity takes no password: leave spec.password and spec.generatedPassword out"  # noqa: S105
+)
+WORKLOAD_TLS_MESSAGE: Final = (
+    "a workload identity's issuer and subject are the operator's: leave spec.tls.issuer, spec.tls.subject and"
+    " spec.tls.x509 out"
+)
+WORKLOAD_IMMUTABLE_MESSAGE: Final = (
+    "spec.authentication.workload is immutable: a ServiceAccount is bound when the DatabaseUser is created"
+    " and cannot be bound later, changed or unbound (create another DatabaseUser)"
+)
+WORKLOAD_ROTATION_MESSAGE: Final = (
+    "a workload identity has no password to rotate (the kubelet refreshes its certificate): leave"
+    " spec.rotation out"
+)
+WORKLOAD_CEL: Final = "has(self.authentication) && has(self.authentication.workload)"
+_OLD_WORKLOAD_CEL: Final = "has(oldSelf.authentication) && has(oldSelf.authentication.workload)"
+WORKLOAD_RULES: Final[tuple[dict[str, JsonValue], ...]] = (
+    {
+        "rule": f"!({WORKLOAD_CEL}) || !(has(self.password) || has(self.generatedPassword))",
+        "message": WORKLOAD_NO_PASSWORD_MESSAGE,
+        "fieldPath": ".authentication.workload",
+    },
+    {
+        "rule": f"({WORKLOAD_CEL}) == ({_OLD_WORKLOAD_CEL}) && (!({WORKLOAD_CEL})"
+        " || self.authentication.workload.serviceAccountName"
+        " == oldSelf.authentication.workload.serviceAccountName)",
+        "message": WORKLOAD_IMMUTABLE_MESSAGE,
+        "fieldPath": ".authentication",
+    },
+    {
+        "rule": f"!({WORKLOAD_CEL}) || !has(self.rotation)",
+        "message": WORKLOAD_ROTATION_MESSAGE,
+        "fieldPath": ".rotation",
+    },
+    {
+        "rule": f"!({WORKLOAD_CEL}) || !has(self.tls)"
+        " || !((has(self.tls.x509) && self.tls.x509)"
+        " || has(self.tls.issuer) || has(self.tls.subject))",
+        "message": WORKLOAD_TLS_MESSAGE,
+        "fieldPath": ".authentication.workload",
+    },
+)
+"""The DatabaseUser spec's CEL rules of a workload identity (the model checks them too, transitions aside)."""
 
 
 class Authentication(Model):

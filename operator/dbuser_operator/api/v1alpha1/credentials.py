@@ -121,7 +121,7 @@ class GeneratedPassword(Model):
         return self.secret_name or f"{user_name}-password"
 
 
-class RolloutTarget(Model):
+class RolloutWorkload(Model):
     """A workload in the namespace of the DatabaseUser whose pods use the connection Secret."""
 
     kind: Literal["Deployment", "StatefulSet"]
@@ -183,7 +183,7 @@ class ConnectionSecret(Model):
     gives readonly_host, readonly_port, readonly_sslMode (when it has a TLS mode), readonly_DATABASE_URL and
     readonly_JDBC_URL. Templates may use these keys too."""
 
-    rollout: list[RolloutTarget] | None = Field(default=None, max_length=MAX_ROLLOUT_WORKLOADS)
+    rollout: list[RolloutWorkload] | None = Field(default=None, max_length=MAX_ROLLOUT_WORKLOADS)
     """Deployments and StatefulSets, in the namespace of the DatabaseUser, whose pod template is annotated
     with the new credential version after the password changes, so that their pods restart onto it."""
 

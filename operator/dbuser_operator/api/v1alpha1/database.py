@@ -183,7 +183,7 @@ class Database(Model):
             raise ValueError(METADATA_NAME_MESSAGE)
         return self
 
-    def effective_name(self) -> str:
+    def mysql_name(self) -> str:
         """The MySQL database name: spec.name, or else metadata.name."""
         name = self.spec.name or self.metadata.name
         if not name:

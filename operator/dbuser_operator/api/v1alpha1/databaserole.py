@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from pydantic import ConfigDict, Field, field_validator
 
-from dbuser_operator.api.v1alpha1.grants import MAX_GRANTS, ONE_ENTRY_MESSAGE, TARGET_CEL, Grant
+from dbuser_operator.api.v1alpha1.grants import GRANT_DATABASE_CEL, MAX_GRANTS, ONE_ENTRY_MESSAGE, Grant
 from dbuser_operator.api.v1alpha1.meta import (
     CATEGORY,
     GROUP,
@@ -101,7 +101,8 @@ class DatabaseRoleSpec(Model):
                 {"rule": "self.all(g, !has(g.databaseRef))", "message": ROLE_DATABASE_REF_MESSAGE},
                 {
                     "rule": "self.all(a, self.exists_one(b,"
-                    f" {TARGET_CEL.format('a')} == {TARGET_CEL.format('b')} && a.table == b.table))",
+                    f" {GRANT_DATABASE_CEL.format('a')} == {GRANT_DATABASE_CEL.format('b')}"
+                    " && a.table == b.table))",
                     "message": ONE_ENTRY_MESSAGE,
                 },
             ]
@@ -177,7 +178,7 @@ class DatabaseRole(Model):
     status: DatabaseRoleStatus | None = None
     """The role's state as the operator last observed it (written by the operator only)."""
 
-    def effective_role(self) -> str:
+    def mysql_name(self) -> str:
         """The MySQL role name: spec.role, or else metadata.name."""
         role = self.spec.role or self.metadata.name
         if not role:

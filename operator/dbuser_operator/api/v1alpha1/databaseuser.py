@@ -14,13 +14,19 @@ from dbuser_operator.api.v1alpha1.account import (
     LIMIT_MAX,
     PASSWORDLESS_PLUGINS,
     USER_CONNECTIONS_MAX,
+    WORKLOAD_CEL,
+    WORKLOAD_NO_PASSWORD_MESSAGE,
+    WORKLOAD_ROTATION_MESSAGE,
+    WORKLOAD_RULES,
+    WORKLOAD_TLS_MESSAGE,
     AccountSpec,
     Authentication,
     TLSIdentity,
 )
+from dbuser_operator.api.v1alpha1.client_certificate import certificate_secret_cel, certificate_secret_problem
 from dbuser_operator.api.v1alpha1.credentials import ConnectionSecret, GeneratedPassword, Rotation
 from dbuser_operator.api.v1alpha1.databaseuser_status import DatabaseUserStatus
-from dbuser_operator.api.v1alpha1.grants import MAX_GRANTS, ONE_ENTRY_MESSAGE, TARGET_CEL, Grant
+from dbuser_operator.api.v1alpha1.grants import GRANT_DATABASE_CEL, MAX_GRANTS, ONE_ENTRY_MESSAGE, Grant
 from dbuser_operator.api.v1alpha1.meta import (
     API_VERSION,
     CATEGORY,
@@ -68,6 +74,13 @@ PRINTER_COLUMNS: Final[tuple[dict[str, object], ...]] = (
         "jsonPath": '.status.conditions[?(@.type=="Ready")].reason',
         "description": "Why the account is (not) ready",
     },
+    {
+        "name": "Service Account",
+        "type": "string",
+        "jsonPath": ".spec.authentication.workload.serviceAccountName",
+        "description": "The ServiceAccount whose pods log in with their certificate (workload identity)",
+        "priority": 1,
+    },
     *SERVER_COLUMNS,
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 )
@@ -86,14 +99,6 @@ PASSWORD_REQUIRED_MESSAGE: Final = (
     "spec.password or spec.generatedPassword is required unless spec.authentication.plugin takes no "
     "password (" + ", ".join(PASSWORDLESS_PLUGINS) + ") or spec.authentication.workload is set"
 )
-WORKLOAD_NO_PASSWORD_MESSAGE: Final = (
-    "a workload identity takes no password: leave spec.password and spec.generatedPassword out"  # noqa: S105
-)
-WORKLOAD_TLS_MESSAGE: Final = (
-    "a workload identity's issuer and subject are the operator's: leave spec.tls.issuer, spec.tls.subject and"
-    " spec.tls.x509 out"
-)
-_WORKLOAD_CEL: Final = "has(self.authentication) && has(self.authentication.workload)"
 _PLUGIN_CEL: Final = "has(self.authentication) && has(self.authentication.plugin)"
 _PASSWORDLESS_PLUGIN_CEL: Final = f"{_PLUGIN_CEL} && self.authentication.plugin in {_PASSWORDLESS_CEL}"
 NO_PASSWORD_MESSAGE: Final = (
@@ -138,7 +143,7 @@ class DatabaseUserSpec(Model):
                 SERVER_REF_RULE,
                 {
                     "rule": "has(self.password) || has(self.generatedPassword)"
-                    f" || ({_WORKLOAD_CEL}) || ({_PASSWORDLESS_PLUGIN_CEL})",
+                    f" || ({WORKLOAD_CEL}) || ({_PASSWORDLESS_PLUGIN_CEL})",
                     "message": PASSWORD_REQUIRED_MESSAGE,
                     "fieldPath": ".password",
                     "reason": "FieldValueRequired",
@@ -155,18 +160,7 @@ class DatabaseUserSpec(Model):
                     "messageExpression": cel_format(NO_PASSWORD_MESSAGE, plugin="self.authentication.plugin"),
                     "fieldPath": ".password",
                 },
-                {
-                    "rule": f"!({_WORKLOAD_CEL}) || !(has(self.password) || has(self.generatedPassword))",
-                    "message": WORKLOAD_NO_PASSWORD_MESSAGE,
-                    "fieldPath": ".authentication.workload",
-                },
-                {
-                    "rule": f"!({_WORKLOAD_CEL}) || !has(self.tls)"
-                    " || !((has(self.tls.x509) && self.tls.x509)"
-                    " || has(self.tls.issuer) || has(self.tls.subject))",
-                    "message": WORKLOAD_TLS_MESSAGE,
-                    "fieldPath": ".authentication.workload",
-                },
+                *WORKLOAD_RULES,
                 {
                     "rule": "!has(self.hosts) || self.hosts.all(h, h.lowerAscii() != self.host.lowerAscii())"
                     " && self.hosts.all(a, self.hosts.exists_one(b, a.lowerAscii() == b.lowerAscii()))",
@@ -220,7 +214,7 @@ class DatabaseUserSpec(Model):
             "x-kubernetes-validations": [
                 {
                     "rule": "self.all(a, has(a.columns) || self.exists_one(b, !has(b.columns)"
-                    f" && {TARGET_CEL.format('a')} == {TARGET_CEL.format('b')}"
+                    f" && {GRANT_DATABASE_CEL.format('a')} == {GRANT_DATABASE_CEL.format('b')}"
                     " && a.table == b.table && has(a.routine) == has(b.routine)"
                     " && (!has(a.routine) || a.routine == b.routine)))",
                     "message": ONE_ENTRY_MESSAGE,
@@ -315,6 +309,8 @@ class DatabaseUserSpec(Model):
                 raise ValueError(WORKLOAD_NO_PASSWORD_MESSAGE)
             if self.tls is not None and (self.tls.x509 or self.tls.issuer or self.tls.subject):
                 raise ValueError(WORKLOAD_TLS_MESSAGE)
+            if self.rotation is not None:
+                raise ValueError(WORKLOAD_ROTATION_MESSAGE)
             return self
         if not given and plugin not in PASSWORDLESS_PLUGINS:
             raise ValueError(PASSWORD_REQUIRED_MESSAGE)
@@ -392,6 +388,7 @@ class DatabaseUser(Model):
                     "message": CONNECTION_SECRET_NAME_MESSAGE,
                     "fieldPath": ".spec.connectionSecret.name",
                 },
+                *certificate_secret_cel(),
             ]
         }
     )
@@ -411,6 +408,15 @@ class DatabaseUser(Model):
         connection = self.spec.connection_secret
         if connection is not None and connection.name == self.password_secret_name():
             raise ValueError(CONNECTION_SECRET_NAME_MESSAGE)
+        certificate = self.spec.tls.certificate if self.spec.tls is not None else None
+        problem = certificate_secret_problem(
+            self.metadata.name or "",
+            certificate,
+            self.password_secret_name(),
+            connection.name if connection is not None else None,
+        )
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     def password_secret_name(self) -> str | None:
@@ -421,7 +427,7 @@ class DatabaseUser(Model):
             return self.spec.generated_password.secret_name_for(self.metadata.name or "")
         return None
 
-    def effective_user(self) -> str:
+    def mysql_name(self) -> str:
         """The MySQL user name: spec.user, or else metadata.name."""
         user = self.spec.user or self.metadata.name
         if not user:

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from dbuser_operator.api.v1alpha1.account import ObservedAccount
+from dbuser_operator.api.v1alpha1.client_certificate import ClientCertificateStatus
 from dbuser_operator.api.v1alpha1.credentials import AppliedSecret, RotationStatus
 from dbuser_operator.api.v1alpha1.meta import (
     DNS_SUBDOMAIN_MAX_LENGTH,
@@ -15,6 +16,20 @@ from dbuser_operator.api.v1alpha1.meta import (
     Condition,
     Model,
 )
+
+
+class WorkloadStatus(Model):
+    """The workload identity in force: whose pods log in, with a certificate of which subject and issuer."""
+
+    service_account_name: str = Field(alias="serviceAccountName")
+    """The ServiceAccount (of the DatabaseUser's namespace) whose pods log in to the account."""
+
+    subject: str
+    """The subject the account requires (REQUIRE SUBJECT), in OpenSSL's one-line form:
+    /O=dbuser-operator/OU=<namespace>/CN=<serviceAccountName>."""
+
+    issuer: str
+    """The issuer the account requires (REQUIRE ISSUER): the operator's signing CA's subject."""
 
 
 class DatabaseUserStatus(Model):
@@ -41,6 +56,10 @@ class DatabaseUserStatus(Model):
 
     authentication_plugin: str | None = None
     """The authentication plugin in force on the account, when spec.authentication names one."""
+
+    workload: WorkloadStatus | None = None
+    """The workload identity in force, when spec.authentication.workload binds a ServiceAccount: the
+    account takes that ServiceAccount's pod certificates, and no password."""
     hosts: list[str] | None = None
     """Hosts of the accounts this resource owns, as the operator's bookkeeping table records them at the
     end of the last pass: spec.host and spec.hosts, and a removed host whose account could not be dropped
@@ -67,6 +86,11 @@ class DatabaseUserStatus(Model):
     )
     """Name of the connection Secret the operator last wrote: once spec.connectionSecret is renamed or
     removed, the Secret of this name is deleted (if this DatabaseUser owns it)."""
+
+    client_certificate: ClientCertificateStatus | None = None
+    """The client certificate cert-manager issued for spec.tls.certificate: its Certificate and Secret, the
+    issuer and expiry of the one in use. Once spec.tls.certificate is removed, that Certificate and Secret
+    are deleted."""
 
     def to_api(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The status as the API stores it (camelCase, None left out), keeping the fields of ``previous``

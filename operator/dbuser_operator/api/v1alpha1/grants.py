@@ -112,7 +112,7 @@ ONE_DATABASE_MESSAGE: Final = "exactly one of database and databaseRef"
 _DATABASE_CEL: Final = "(has(self.database) ? self.database : self.databaseRef.name)"
 """The database a rule's message names: database, or the Database resource databaseRef names."""
 
-TARGET_CEL: Final = "(has({0}.database) ? {0}.database : '@' + {0}.databaseRef.name)"
+GRANT_DATABASE_CEL: Final = "(has({0}.database) ? {0}.database : '@' + {0}.databaseRef.name)"
 """A list rule's key for an entry's database: its name, or '@' and the Database resource's name (no
 database name has an '@', so the two never meet)."""
 
@@ -350,7 +350,7 @@ class Grant(Model):
                     raise ValueError(ROUTINE_PRIVILEGES_MESSAGE.format(privilege=privilege))
 
     def level_key(self) -> str:
-        """The entry's database for the one-entry-per-level rules (:data:`TARGET_CEL`)."""
+        """The entry's database for the one-entry-per-level rules (:data:`GRANT_DATABASE_CEL`)."""
         if self.database_ref is not None:
             return "@" + self.database_ref.name
         return self.database or ""

@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from dbuser_operator.api.duration import DAYS_PATTERN, days_cel, parse_days
 from dbuser_operator.api.v1alpha1.account import PASSWORD_LIFETIME_MAX
+from dbuser_operator.api.v1alpha1.client_certificate import CertificatePolicy
 from dbuser_operator.api.v1alpha1.grants import OBJECT_NAME_MAX_LENGTH, Privilege
 from dbuser_operator.api.v1alpha1.meta import Model
 
@@ -158,6 +159,10 @@ class NamespacePolicy(Model):
     """Passwords must expire within this many days (90d, or a duration of whole days such as 2160h): a
     DatabaseUser must set spec.account.passwordExpire to an interval no longer than this; Never, Default
     and unset are refused (PolicyViolation). Unset: no requirement."""
+
+    certificates: CertificatePolicy | None = None
+    """The client certificates their DatabaseUsers may request from cert-manager (spec.tls.certificate):
+    which ClusterIssuers, and which subjects. Unset: Issuers of their own namespace only, any subject."""
 
     @model_validator(mode="after")
     def _lifetime_in_days(self) -> NamespacePolicy:

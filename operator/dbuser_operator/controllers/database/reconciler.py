@@ -7,88 +7,40 @@ deletion — Retain by default (a drop loses data); Delete drops only a database
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
-from dbuser_operator.api.v1alpha1.database import API_VERSION, Database, DatabaseSpec, DatabaseStatus
+from dbuser_operator.api.v1alpha1.database import Database, DatabaseStatus
+from dbuser_operator.controllers.database.context import DatabaseContext
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
-from dbuser_operator.controllers.kit.ownership import Owning, OwningPass, not_ours
-from dbuser_operator.controllers.kit.reconcile import status_of
-from dbuser_operator.controllers.kit.reserved import ReservedNames
+from dbuser_operator.controllers.kit.ownership import Owning, not_ours
+from dbuser_operator.controllers.kit.reconcile import FrameParts
 from dbuser_operator.controllers.kit.resources import DATABASES
-from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.policy.gate import PolicyGate
-from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.controllers.servers.resource import ServerResource
 from dbuser_operator.mysql import databases
 from dbuser_operator.mysql.accounts.holdings import Holdings
 from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
-from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import Resource
-
-
-@dataclass(kw_only=True)
-class DatabaseContext(OwningPass[DatabaseStatus]):
-    """What one Database reconcile knows."""
-
-    database: Database
-    server_resource: ServerResource | None = None
-    server: ServerHandle = field(default=cast("ServerHandle", None), repr=False)
-
-    @property
-    def name(self) -> str:
-        """The database's name in MySQL."""
-        return self.database.effective_name()
 
 
 class DatabaseReconciler(Owning[DatabaseContext]):
     """Runs one ``Database`` key in the frame every kind shares: ensure, observe or delete the database."""
 
     resource: ClassVar[Resource] = DATABASES
-    api_version: ClassVar[str] = API_VERSION
     manages: ClassVar[NameClass] = "database"
+    model = Database
 
-    def __init__(
-        self,
-        kube: KubeClient,
-        informer: Informer,
-        recorder: EventRecorder,
-        *,
-        servers: ServerResolver,
-        scope: Scope,
-        resync_period: float,
-        policy: PolicyGate | None = None,
-        reserved: ReservedNames | None = None,
-    ) -> None:
-        super().__init__(kube, informer, recorder, scope, servers=servers, reserved=reserved)
-        self.resync_period = resync_period
+    def __init__(self, parts: FrameParts, informer: Informer, *, policy: PolicyGate | None = None) -> None:
+        super().__init__(parts, informer)
         self.policy = policy
 
-    def parse(self, obj: dict[str, Any]) -> DatabaseContext:
-        database = Database.model_validate(obj)
-        status = database.status.model_copy(deep=True) if database.status else DatabaseStatus()
-        return DatabaseContext(obj=obj, database=database, status=status)
-
-    def unparsed(self, obj: dict[str, Any]) -> DatabaseContext:
-        database = Database.model_construct(spec=DatabaseSpec.model_construct())
-        return DatabaseContext(obj=obj, database=database, status=status_of(DatabaseStatus, obj))
-
-    def mysql_name(self, ctx: DatabaseContext) -> str:
-        return ctx.name
+    def new_pass(self, obj: dict[str, Any], model: Database, status: DatabaseStatus) -> DatabaseContext:
+        return DatabaseContext(obj=obj, database=model, status=status)
 
     def policies(self, ctx: DatabaseContext) -> tuple[str, str]:
         return ctx.database.spec.management_policy, ctx.database.spec.deletion_policy
-
-    def invalid_deletion_message(self, obj: dict[str, Any], problem: str) -> str:
-        return (
-            f"deleted with a spec that does not parse ({problem}): this instance let go without dropping "
-            "anything; the database stays in MySQL, still recorded as owned"
-        )
 
     async def _bound(self, ctx: DatabaseContext) -> databases.Schema | None:
         """The server (no finalizer on a resource refused here), the finalizer, the policy before any SQL;

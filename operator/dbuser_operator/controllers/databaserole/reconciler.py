@@ -16,104 +16,59 @@ changed by hand.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from dbuser_operator.api.v1alpha1.databaserole import (
-    API_VERSION,
     DatabaseRole,
-    DatabaseRoleSpec,
     DatabaseRoleStatus,
 )
 from dbuser_operator.controllers.databaserole import holders
+from dbuser_operator.controllers.databaserole.context import RoleContext
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
-from dbuser_operator.controllers.kit.ownership import Owning, OwningPass, not_ours
-from dbuser_operator.controllers.kit.reconcile import status_of
-from dbuser_operator.controllers.kit.reserved import ReservedNames
+from dbuser_operator.controllers.kit.ownership import Owning, not_ours
+from dbuser_operator.controllers.kit.reconcile import FrameParts
 from dbuser_operator.controllers.kit.resources import DATABASE_ROLES
-from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.controllers.servers.resource import ServerResource
 from dbuser_operator.mysql import grants
 from dbuser_operator.mysql.accounts import holdings, roles
 from dbuser_operator.mysql.bookkeeping import name_holders, ownership
 from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.mysql.errors import AccountExistsError, MySQLError
-from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
-from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import Resource
-
-
-@dataclass(kw_only=True)
-class RoleContext(OwningPass[DatabaseRoleStatus]):
-    """What one DatabaseRole reconcile knows."""
-
-    role: DatabaseRole
-    server_resource: ServerResource | None = None  # spec.serverRef resolved (None: the settings' server)
-    server: ServerHandle = field(default=cast("ServerHandle", None), repr=False)
-
-    @property
-    def name(self) -> str:
-        """The role's name in MySQL."""
-        return self.role.effective_role()
 
 
 class DatabaseRoleReconciler(Owning[RoleContext]):
     """Runs one ``DatabaseRole`` key in the frame every kind shares: ensure or delete the role."""
 
     resource: ClassVar[Resource] = DATABASE_ROLES
-    api_version: ClassVar[str] = API_VERSION
     manages: ClassVar[NameClass] = "role"
 
+    model = DatabaseRole
+    kept_hint = ": drop it by hand if it is not wanted"
+
     def __init__(
-        self,
-        kube: KubeClient,
-        roles_informer: Informer,
-        recorder: EventRecorder,
-        *,
-        servers: ServerResolver,
-        scope: Scope,
-        guard: Guard,
-        resync_period: float,
-        policy: PolicyGate | None = None,
-        reserved: ReservedNames | None = None,
+        self, parts: FrameParts, roles_informer: Informer, *, guard: Guard, policy: PolicyGate | None = None
     ) -> None:
-        super().__init__(kube, roles_informer, recorder, scope, servers=servers, reserved=reserved)
+        super().__init__(parts, roles_informer)
         self.guard = guard
-        self.resync_period = resync_period
         self.policy = policy
 
-    def parse(self, obj: dict[str, Any]) -> RoleContext:
-        role = DatabaseRole.model_validate(obj)
-        status = role.status.model_copy(deep=True) if role.status else DatabaseRoleStatus()
-        return RoleContext(obj=obj, role=role, status=status)
-
-    def unparsed(self, obj: dict[str, Any]) -> RoleContext:
-        role = DatabaseRole.model_construct(spec=DatabaseRoleSpec.model_construct())
-        return RoleContext(obj=obj, role=role, status=status_of(DatabaseRoleStatus, obj))
-
-    def mysql_name(self, ctx: RoleContext) -> str:
-        return ctx.name
+    def new_pass(self, obj: dict[str, Any], model: DatabaseRole, status: DatabaseRoleStatus) -> RoleContext:
+        return RoleContext(obj=obj, role=model, status=status)
 
     def policies(self, ctx: RoleContext) -> tuple[str, str]:
         return "Manage", ctx.role.spec.deletion_policy
 
-    def invalid_deletion_message(self, obj: dict[str, Any], problem: str) -> str:
-        return (
-            f"deleted with a spec that does not parse ({problem}): this instance let go without dropping "
-            "anything; the role stays in MySQL, still recorded as owned: drop it by hand if it is not wanted"
-        )
-
     async def converge(self, ctx: RoleContext) -> Result:
         ctx.server_resource, ctx.server = await self.bind(ctx)  # no finalizer on a resource refused here
         ctx.obj = await self.finalizer.add(ctx.obj)
-        await self._refuse(ctx)
+        # the guard's refusals of grants, as for accounts (reserved names are the frame's)
+        await self.guard.check(ctx.server, ctx.role.spec.privileges, f"role {ctx.name}")
         if self.policy is not None:  # before any SQL
             self.policy.check_role(ctx.server_resource, ctx.role)
         unmanaged = await self._converge(ctx)
@@ -121,17 +76,6 @@ class DatabaseRoleReconciler(Owning[RoleContext]):
         self._report_holders(ctx, unmanaged)
         await self.write(ctx)
         return Result(requeue_after=self.resync_period)
-
-    async def _refuse(self, ctx: RoleContext) -> None:
-        """The guard's refusals of grants, as for accounts (reserved names are the frame's)."""
-        name, privileges = ctx.name, ctx.role.spec.privileges
-        refusal = self.guard.grant_refusal(privileges)
-        if refusal is not None:
-            raise ConditionError("PrivilegeNotAllowed", f"role {name}: {refusal}", retry=False)
-        server_refusal = await self.guard.server_refusal(ctx.server, privileges)
-        if server_refusal is not None:
-            message = f"role {name}: {server_refusal.message}"
-            raise ConditionError(server_refusal.reason, message, retry=server_refusal.retry)
 
     async def _converge(self, ctx: RoleContext) -> list[roles.Account]:
         """The role exists, is this resource's, holds no role, and has exactly the spec's privileges (the

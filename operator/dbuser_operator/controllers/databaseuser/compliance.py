@@ -3,7 +3,9 @@ inventory: no bookkeeping per event, and series per server and namespace only (n
 number does not grow with the users.
 
 Password facts count resources (one password each, whatever its hosts); TLS and privilege facts count
-accounts (``user@host``, the hosts of ``status.hosts``). Resources under managementPolicy Observe, being
+accounts (``user@host``, the hosts of ``status.hosts``). A workload's account (certificate-only: its
+client certificate is its one credential) is counted as such, never as one without TLS nor among the
+passwords. Resources under managementPolicy Observe, being
 deleted, or without an account yet (no ``status.hosts``) are not counted.
 """
 
@@ -13,7 +15,7 @@ import asyncio
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Final
@@ -121,6 +123,7 @@ class Tally:
     passwords_over_max_lifetime: int = 0
     rotations_overdue: int = 0
     accounts_without_tls: int = 0
+    accounts_certificate_only: int = 0
     accounts_with_global_privileges: int = 0
     accounts_with_grant_option: int = 0
     accounts_locked: int = 0
@@ -153,21 +156,7 @@ def tally(
         if counts is None:
             counts = tallies[key] = Tally()
         counts.users += 1
-        accounts = len(hosts)
-        counts.accounts += accounts
-        if not (spec.get("requireTLS") or spec.get("tls")):
-            counts.accounts_without_tls += accounts
-        grants = spec.get("privileges") or []
-        if any(grant.get("database") == "*" for grant in grants):
-            counts.accounts_with_global_privileges += accounts
-        if any(grant.get("grantOption") for grant in grants):
-            counts.accounts_with_grant_option += accounts
-        account = spec.get("account") or {}
-        expires = _timestamp(account.get("expiresAt"))
-        if account.get("locked") or (expires is not None and stamp >= expires):
-            counts.accounts_locked += accounts
-        elif expires is not None:
-            counts.accounts_expiring += accounts
+        _account_facts(spec, len(hosts), stamp, counts)
         rotation = status.get("rotation") or {}
         if "password" in spec or "generatedPassword" in spec:
             _password_facts(obj, rotation, stamp, counts, caps[(server, namespace)])
@@ -177,6 +166,26 @@ def tally(
             if since is not None and grace is not None and stamp - since > grace:
                 counts.retained_past_grace[holders.reason(str(metadata.get("uid") or ""))] += 1
     return tallies
+
+
+def _account_facts(spec: Mapping[str, Any], accounts: int, stamp: float, counts: Tally) -> None:
+    """The facts of a resource's ``accounts`` (its hosts), as its spec makes them."""
+    counts.accounts += accounts
+    if (spec.get("authentication") or {}).get("workload"):  # REQUIRE ISSUER and SUBJECT: TLS too
+        counts.accounts_certificate_only += accounts
+    elif not (spec.get("requireTLS") or spec.get("tls")):
+        counts.accounts_without_tls += accounts
+    grants = spec.get("privileges") or []
+    if any(grant.get("database") == "*" for grant in grants):
+        counts.accounts_with_global_privileges += accounts
+    if any(grant.get("grantOption") for grant in grants):
+        counts.accounts_with_grant_option += accounts
+    account = spec.get("account") or {}
+    expires = _timestamp(account.get("expiresAt"))
+    if account.get("locked") or (expires is not None and stamp >= expires):
+        counts.accounts_locked += accounts
+    elif expires is not None:
+        counts.accounts_expiring += accounts
 
 
 def _password_facts(
@@ -275,6 +284,11 @@ _GAUGES: Final = (
     ("accounts_with_grant_option", "Accounts granted GRANT OPTION", "accounts_with_grant_option"),
     ("accounts_locked", "Accounts locked (spec.account.locked, or expiresAt passed)", "accounts_locked"),
     ("accounts_expiring", "Accounts with an expiresAt still to come", "accounts_expiring"),
+    (
+        "accounts_certificate_only",
+        "Accounts whose only credential is their workload's client certificate (no password)",
+        "accounts_certificate_only",
+    ),
 )  # fmt: skip
 RETAINED: Final = "retained_passwords_past_grace"
 ORPHANED: Final = "server_orphaned_accounts"
@@ -385,22 +399,12 @@ async def export_while_leading(
 
 
 def _merge(left: Tally, right: Tally) -> Tally:
-    """Two tallies of one key (two caches in one process) as one."""
-    return Tally(
-        users=left.users + right.users,
-        accounts=left.accounts + right.accounts,
-        oldest_password_age=max(left.oldest_password_age, right.oldest_password_age),
-        passwords_over_max_lifetime=left.passwords_over_max_lifetime + right.passwords_over_max_lifetime,
-        rotations_overdue=left.rotations_overdue + right.rotations_overdue,
-        accounts_without_tls=left.accounts_without_tls + right.accounts_without_tls,
-        accounts_with_global_privileges=left.accounts_with_global_privileges
-        + right.accounts_with_global_privileges,
-        accounts_with_grant_option=left.accounts_with_grant_option + right.accounts_with_grant_option,
-        accounts_locked=left.accounts_locked + right.accounts_locked,
-        accounts_expiring=left.accounts_expiring + right.accounts_expiring,
-        passwords_expired=left.passwords_expired + right.passwords_expired,
-        retained_past_grace=left.retained_past_grace + right.retained_past_grace,
+    """Two tallies of one key (two caches in one process) as one: the counts added, the oldest age kept."""
+    merged = Tally(
+        **{item.name: getattr(left, item.name) + getattr(right, item.name) for item in fields(Tally)}
     )
+    merged.oldest_password_age = max(left.oldest_password_age, right.oldest_password_age)
+    return merged
 
 
 COMPLIANCE = ComplianceCollector()

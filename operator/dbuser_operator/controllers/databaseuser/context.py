@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, AppliedSecret, DatabaseUser, DatabaseUserStatus
-from dbuser_operator.controllers.kit.ownership import OwningPass, Words
-from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.controllers.servers.resource import ServerResource
+from dbuser_operator.controllers.databaseuser.workload import Workload
+from dbuser_operator.controllers.kit.ownership import Words
+from dbuser_operator.controllers.servers.resource import ServerPass
+from dbuser_operator.mysql.accounts.account_lookup import Lookup
 from dbuser_operator.mysql.accounts.account_metadata import AccountMetadata
-from dbuser_operator.mysql.accounts.account_options import LockPolicy
 from dbuser_operator.mysql.accounts.authentication import Method
+from dbuser_operator.mysql.accounts.dual_password import PasswordState
+from dbuser_operator.mysql.accounts.limits import Limits
+from dbuser_operator.mysql.accounts.lock_policy import LockPolicy
+from dbuser_operator.mysql.accounts.mariadb_dual_auth import DualAuthState
 
 
 @dataclass(kw_only=True)
-class Context(OwningPass[DatabaseUserStatus]):
+class Context(ServerPass[DatabaseUserStatus]):
     """What one DatabaseUser reconcile knows; steps read and fill it in order."""
 
     user: DatabaseUser
@@ -25,6 +29,14 @@ class Context(OwningPass[DatabaseUserStatus]):
     password_secret: dict[str, Any] | None = field(default=None, repr=False)
     account_exists: bool | None = None  # as last checked in this pass (None: not checked)
     password_intact: bool | None = None  # the account's password is the one we set (None: unknown)
+    # What this pass's look found of the account (None: not looked at): the fingerprint of its
+    # authentication string, its credential marker and retained password (MySQL) or its authentications
+    # (MariaDB), its limits and TLS requirement; and whether its password is ``password`` (None: not known).
+    auth_fingerprint: str | None = None
+    password_state: PasswordState | None = None
+    dual_auth: DualAuthState | None = field(default=None, repr=False)
+    options: Limits | None = None
+    password_held: bool | None = None
     claimed: bool = False  # this pass recorded the resource as the account's owner
     # The claim recorded the fingerprint the account gets from this pass's CREATE USER (known beforehand).
     fingerprint_claimed: bool = False
@@ -39,18 +51,27 @@ class Context(OwningPass[DatabaseUserStatus]):
     lock_policy: LockPolicy | None = None
     default_lifetime: int | None = None
     authentication: Method | None = None  # the plugin the spec asks for, found active in the server
+    workload: Workload | None = None  # the ServiceAccount bound (spec.authentication.workload), resolved
     host: str = ""  # the account's host: spec.host, or one of spec.hosts in a per-host pass (.hosts)
-    server_resource: ServerResource | None = None  # spec.serverRef resolved (None: the settings' server)
-    # The server this pass works on: its pool, bookkeeping schema and info (filled before the steps run).
-    server: ServerHandle = field(default=cast("ServerHandle", None), repr=False)
+    # The client certificate cert-manager issued (tls.crt, tls.key, ca.crt), for the connection Secret.
+    client_certificate: dict[str, str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.host = self.host or self.user.spec.host
 
+    def saw(self, found: Lookup) -> None:
+        """What a look at the account found
+        (:func:`~dbuser_operator.mysql.accounts.account_lookup.lookup`)."""
+        self.account_exists, self.password_intact = found.exists, found.password_intact
+        self.plugin, self.account_metadata = found.plugin, found.metadata
+        self.lock_policy, self.default_lifetime = found.policy, found.default_lifetime
+        self.auth_fingerprint, self.password_state = found.fingerprint, found.password_state
+        self.dual_auth, self.options = found.dual_auth, found.options
+
     @property
     def account(self) -> str:
         """``'user'@'host'`` for messages (validated names only: safe to show)."""
-        return f"'{self.user.effective_user()}'@'{self.host}'"
+        return f"'{self.user.mysql_name()}'@'{self.host}'"
 
 
 def words(ctx: Context) -> Words:

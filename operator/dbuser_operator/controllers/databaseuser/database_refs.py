@@ -4,7 +4,7 @@ informer cache into its MySQL name before anything reads the grants (policy, gua
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Any
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser
 from dbuser_operator.api.v1alpha1.database import DATABASE_NAME_PATTERN
@@ -13,19 +13,6 @@ from dbuser_operator.controllers.kit.resources import describe_server, server_ke
 from dbuser_operator.runtime.conditions import find_condition
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
-
-DATABASE_REF_INDEX: Final = "database-ref"
-
-
-def referenced_databases(obj: dict[str, Any]) -> list[str]:
-    """Index values: ``namespace/name`` of the Databases a DatabaseUser's grants name (databaseRef)."""
-    namespace = obj["metadata"].get("namespace", "")
-    names = [
-        (grant.get("databaseRef") or {}).get("name")
-        for grant in (obj.get("spec") or {}).get("privileges") or []
-        if isinstance(grant, dict)
-    ]
-    return [f"{namespace}/{name}" for name in dict.fromkeys(names) if isinstance(name, str) and name]
 
 
 def has_refs(user: DatabaseUser) -> bool:

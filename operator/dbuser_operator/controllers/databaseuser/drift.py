@@ -35,9 +35,10 @@ from prometheus_client import Counter, Gauge
 from dbuser_operator.api.v1alpha1 import DatabaseUser
 from dbuser_operator.controllers.databaseuser.database_refs import has_refs, resolve
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import metadata_differs
-from dbuser_operator.controllers.databaseuser.steps.account_options import unsupported, wanted_policy
-from dbuser_operator.controllers.databaseuser.steps.options import desired_options
+from dbuser_operator.controllers.databaseuser.steps.limits import desired_limits
+from dbuser_operator.controllers.databaseuser.steps.lock_policy import unsupported, wanted_policy
 from dbuser_operator.controllers.databaseuser.steps.rotation import now
+from dbuser_operator.controllers.databaseuser.workload import SigningCASource, Workload
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.resources import server_key
@@ -116,9 +117,11 @@ class DriftCheck:
         databases: Informer | None = None,
         *,
         access: AccessStatus | None = None,
+        signing_ca: SigningCASource | None = None,
     ) -> None:
         self.handles = handles  # the servers in use, by server key
         self.access = access  # where the access reports of server resources go (none: not built)
+        self.signing_ca = signing_ca or SigningCASource(None)  # the issuer workload accounts require
         self.users = users
         # The Databases' cache: orphaned databases are looked for, and grants' databaseRefs resolved, only
         # with it (without it, users whose grants name a Database are skipped).
@@ -203,11 +206,13 @@ class DriftCheck:
                 continue  # failing or in progress: the controller retries it, with back-off
             try:
                 resource = self._resolved(resource, obj)
+                workload = self.signing_ca.workload_of(resource)
             except ConditionError:
-                continue  # a Database not (or no longer) usable: its change requeues the user
+                continue  # a Database (or the signing CA) not usable: the controller retries the user
             changes = grants.changes(state.grants, desired_grants(resource.spec.privileges), server)
             extra[(user, host.lower())] = extra_grants(changes)
-            if self._drifted(state, resource, server, bool(changes)) or not _wants(resource, host):
+            drifted = self._drifted(state, resource, server, bool(changes), workload)
+            if drifted or not _wants(resource, host):
                 report.drifted.append(ObjectKey.of(obj))
         report.orphans += orphans
         if full is not None and accounts is not None:
@@ -296,17 +301,21 @@ class DriftCheck:
 
     @staticmethod
     def _drifted(
-        state: AccountState, resource: DatabaseUser, server: ServerInfo, grants_differ: bool
+        state: AccountState,
+        resource: DatabaseUser,
+        server: ServerInfo,
+        grants_differ: bool,
+        workload: Workload | None = None,
     ) -> bool:
         if not state.present or state.password_intact is False:
             return True
-        if state.options != desired_options(resource.spec):
+        if state.limits != desired_limits(resource.spec, workload):  # a workload's issuer and subject
             return True
         if state.metadata is not None and metadata_differs(state.metadata, state.owner, resource.spec):
             return True
         if state.policy is not None and unsupported(resource.spec, server) is None:
             wanted = wanted_policy(resource.spec, now())
-            if wanted.target(state.policy, state.default_lifetime) != state.policy:
+            if wanted.for_account(state.policy, state.default_lifetime) != state.policy:
                 return True
         return grants_differ
 

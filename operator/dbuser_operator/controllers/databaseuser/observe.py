@@ -20,21 +20,22 @@ from typing import Final
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec, ObservedAccount
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import unsupported_comment
-from dbuser_operator.controllers.databaseuser.steps.account_options import (
+from dbuser_operator.controllers.databaseuser.steps.limits import desired_limits
+from dbuser_operator.controllers.databaseuser.steps.lock_policy import (
     lock_time_text,
     password_expire_text,
     unsupported,
     wanted_policy,
 )
-from dbuser_operator.controllers.databaseuser.steps.options import desired_options
 from dbuser_operator.controllers.databaseuser.steps.rotation import now
+from dbuser_operator.controllers.databaseuser.workload import SigningCASource, Workload
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.mysql import grants
 from dbuser_operator.mysql.accounts import account_metadata, holdings
-from dbuser_operator.mysql.accounts.account_options import DEFAULT_LIFETIME
-from dbuser_operator.mysql.accounts.limits import AccountOptions
+from dbuser_operator.mysql.accounts.limits import Limits
+from dbuser_operator.mysql.accounts.lock_policy import DEFAULT_LIFETIME
 from dbuser_operator.mysql.accounts.observe import LiveAccount, read_account
 from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.errors import MySQLError
@@ -51,9 +52,9 @@ _LIMITS: Final = (
 )
 
 
-def option_differences(live: AccountOptions, spec: DatabaseUserSpec) -> list[str]:
-    """How the live limits and TLS requirement differ from the spec's."""
-    wanted = desired_options(spec)
+def limit_differences(live: Limits, spec: DatabaseUserSpec, workload: Workload | None = None) -> list[str]:
+    """How the live limits and TLS requirement differ from the spec's (and its workload's identity)."""
+    wanted = desired_limits(spec, workload)
     found = [
         f"{name} is {getattr(live, field)} (spec {getattr(wanted, field)})"
         for field, name in _LIMITS
@@ -74,25 +75,25 @@ def policy_differences(live: LiveAccount, spec: DatabaseUserSpec, server: Server
     if problem is not None:
         return [problem]
     policy = live.policy
-    target = wanted_policy(spec, now()).target(policy, live.default_lifetime)
+    desired = wanted_policy(spec, now()).for_account(policy, live.default_lifetime)
     found = []
-    if policy.locked != target.locked:
-        found.append(f"locked is {str(policy.locked).lower()} (spec {str(target.locked).lower()})")
-    if policy.password_lifetime != target.password_lifetime:
+    if policy.locked != desired.locked:
+        found.append(f"locked is {str(policy.locked).lower()} (spec {str(desired.locked).lower()})")
+    if policy.password_lifetime != desired.password_lifetime:
         default = f", the server's default_password_lifetime is {live.default_lifetime} days"
         shown = password_expire_text(policy.password_lifetime)
         found.append(
             f"passwordExpire is {shown}{default if policy.password_lifetime == DEFAULT_LIFETIME else ''}"
-            f" (spec {password_expire_text(target.password_lifetime)})"
+            f" (spec {password_expire_text(desired.password_lifetime)})"
         )
-    if policy.failed_login_attempts != target.failed_login_attempts:
+    if policy.failed_login_attempts != desired.failed_login_attempts:
         found.append(
-            f"failedLoginAttempts is {policy.failed_login_attempts} (spec {target.failed_login_attempts})"
+            f"failedLoginAttempts is {policy.failed_login_attempts} (spec {desired.failed_login_attempts})"
         )
-    elif policy.password_lock_time != target.password_lock_time:
+    elif policy.password_lock_time != desired.password_lock_time:
         found.append(
             f"passwordLockTime is {lock_time_text(policy.password_lock_time)}"
-            f" (spec {lock_time_text(target.password_lock_time)})"
+            f" (spec {lock_time_text(desired.password_lock_time)})"
         )
     return found
 
@@ -140,22 +141,28 @@ def comment_differences(live: LiveAccount, spec: DatabaseUserSpec, server: Serve
 
 
 def observed(
-    host: str, live: LiveAccount | None, spec: DatabaseUserSpec, server: ServerInfo, namespace: str = ""
+    host: str,
+    live: LiveAccount | None,
+    spec: DatabaseUserSpec,
+    server: ServerInfo,
+    namespace: str = "",
+    *,
+    workload: Workload | None = None,
 ) -> ObservedAccount:
     """What status shows of one account."""
     if live is None:
         return ObservedAccount(host=host, exists=False, differences=["the account does not exist"])
-    options, policy = live.options, live.policy
+    limits, policy = live.limits, live.policy
     owner, comment = metadata_shown(live, namespace)
     return ObservedAccount(
         host=host,
         exists=True,
         plugin=live.plugin,
         tls=live.tls,
-        max_user_connections=options.max_user_connections,
-        max_queries_per_hour=options.max_queries_per_hour,
-        max_updates_per_hour=options.max_updates_per_hour,
-        max_connections_per_hour=options.max_connections_per_hour,
+        max_user_connections=limits.max_user_connections,
+        max_queries_per_hour=limits.max_queries_per_hour,
+        max_updates_per_hour=limits.max_updates_per_hour,
+        max_connections_per_hour=limits.max_connections_per_hour,
         locked=policy.locked,
         password_expire=password_expire_text(policy.password_lifetime),
         failed_login_attempts=policy.failed_login_attempts if server.flavour == "mysql" else None,
@@ -166,7 +173,7 @@ def observed(
         roles=list(live.roles or ()),
         owner=owner,
         comment=comment,
-        differences=option_differences(options, spec)
+        differences=limit_differences(limits, spec, workload)
         + policy_differences(live, spec, server)
         + grant_differences(live.grants, spec, server)
         + comment_differences(live, spec, server),
@@ -175,7 +182,7 @@ def observed(
 
 def summary(ctx: Context, accounts: list[ObservedAccount]) -> str:
     """Ready's message: the first differences, each with its account."""
-    user = ctx.user.effective_user()
+    user = ctx.user.mysql_name()
     found = [f"'{user}'@'{account.host}': {text}" for account in accounts for text in account.differences]
     shown = "; ".join(found[:SHOWN_DIFFERENCES])
     more = len(found) - SHOWN_DIFFERENCES
@@ -185,16 +192,18 @@ def summary(ctx: Context, accounts: list[ObservedAccount]) -> str:
 class Observer:
     """Reads the spec's accounts into ``status.observed``; tells whether they match the spec."""
 
-    def __init__(self, policy: PolicyGate | None = None) -> None:
+    def __init__(self, policy: PolicyGate | None = None, signing_ca: SigningCASource | None = None) -> None:
         self.policy = policy
+        self.signing_ca = signing_ca or SigningCASource(None)  # a workload's issuer, to compare with
 
     async def observe(self, ctx: Context) -> bool:
         """Fill ``ctx.status.observed``; whether every account matches the spec (password aside).
 
         Raises ConditionError, with ``status.observed`` cleared, for an account beyond the namespace's
         bounds (module docstring)."""
-        user = ctx.user.effective_user()
+        user = ctx.user.mysql_name()
         ctx.status.observed = None  # nothing of an account stays in status once it is refused
+        workload = self.signing_ca.workload_of(ctx.user)
         try:
             server = await ctx.server.server()
             accounts = []
@@ -202,7 +211,7 @@ class Observer:
                 live = await read_account(ctx.server.db, user, host, server)
                 await self._within_bounds(ctx, user, host, server, exists=live is not None)
                 namespace = ctx.user.metadata.namespace or ""
-                accounts.append(observed(host, live, ctx.user.spec, server, namespace))
+                accounts.append(observed(host, live, ctx.user.spec, server, namespace, workload=workload))
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.observed = accounts

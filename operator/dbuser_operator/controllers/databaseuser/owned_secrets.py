@@ -21,7 +21,7 @@ from dbuser_operator.controllers.kit.freshness import WrittenVersions
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.errors import Conflict, NotFound
 from dbuser_operator.runtime.informer import Informer
-from dbuser_operator.runtime.objects import ConflictError
+from dbuser_operator.runtime.objects import ConflictError, delete_exactly
 from dbuser_operator.runtime.resources import SECRETS, ObjectKey
 
 MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
@@ -172,15 +172,8 @@ class OwnedSecrets:
         secret = await self._live(ctx, name)
         if secret is None or not owned_by(secret, ctx.user.metadata.uid):
             return
-        key = ObjectKey.of(secret)
-        body = {"preconditions": {"uid": secret["metadata"]["uid"]}}
-        try:
-            await self.kube.request("DELETE", SECRETS.path(key.namespace, key.name), body=body)
-        except NotFound:
-            return
-        except Conflict as error:
-            raise ConflictError(SECRETS, key, error) from error
-        ctx.event("Normal", "SecretDeleted", f"deleted Secret {key}")
+        if await delete_exactly(self.kube, SECRETS, secret):
+            ctx.event("Normal", "SecretDeleted", f"deleted Secret {ObjectKey.of(secret)}")
 
     async def _live(self, ctx: Context, name: str) -> dict[str, Any] | None:
         """The Secret from the API server (deletion must not miss one the cache has not seen yet)."""

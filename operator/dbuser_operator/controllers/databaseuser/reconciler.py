@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from dbuser_operator.api.v1alpha1 import (
-    API_VERSION,
     RELEASE_ANNOTATION,
     DatabaseUser,
     DatabaseUserSpec,
@@ -32,21 +31,16 @@ from dbuser_operator.controllers.databaseuser import database_refs, progress
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.observe import Observer, summary
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import release as release_metadata
-from dbuser_operator.controllers.databaseuser.steps.account_options import ready_outcome
 from dbuser_operator.controllers.databaseuser.steps.hosts import accounts_of, ready_message
+from dbuser_operator.controllers.databaseuser.steps.lock_policy import ready_outcome
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.ownership import PAUSED, Owning
-from dbuser_operator.controllers.kit.reconcile import status_of
-from dbuser_operator.controllers.kit.reserved import ReservedNames
+from dbuser_operator.controllers.kit.reconcile import FrameParts, status_of
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
-from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.kit.steps import Releasing, Step, check_order
 from dbuser_operator.controllers.policy.gate import PolicyGate
-from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.mysql.bookkeeping.books import NameClass
-from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
-from dbuser_operator.runtime.events import EventRecorder
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import Resource
 
@@ -55,28 +49,25 @@ class DatabaseUserReconciler(Owning[Context]):
     """Runs the steps for one ``DatabaseUser`` key, in the frame every kind shares."""
 
     resource: ClassVar[Resource] = DATABASE_USERS
-    api_version: ClassVar[str] = API_VERSION
     manages: ClassVar[NameClass] = "account"
     paused: ClassVar[str] = "the operator changes nothing in MySQL, drift included"
     left_behind = "the accounts"  # what deletion leaves in MySQL when it lets go
     one_normal_event: ClassVar[bool] = True  # "AccountCreated" already says the account is there
 
+    model = DatabaseUser
+
     def __init__(
         self,
-        kube: KubeClient,
+        parts: FrameParts,
         users: Informer,
         steps: list[Step],
-        recorder: EventRecorder,
         *,
-        servers: ServerResolver,
-        scope: Scope,
         observer: Observer | None = None,
         observe_period: float = 0.0,
         policy: PolicyGate | None = None,
         databases: Informer | None = None,
-        reserved: ReservedNames | None = None,
     ) -> None:
-        super().__init__(kube, users, recorder, scope, servers=servers, reserved=reserved)
+        super().__init__(parts, users)
         self.users = users
         self.steps = check_order(steps)
         self.observer = observer or Observer()
@@ -84,16 +75,13 @@ class DatabaseUserReconciler(Owning[Context]):
         self.policy = policy  # checked before observing (the Manage path has it among the steps)
         self.databases = databases  # the Databases the grants' databaseRefs name (None: refs refused)
 
-    def parse(self, obj: dict[str, Any]) -> Context:
-        user = DatabaseUser.model_validate(obj)
-        status = user.status.model_copy(deep=True) if user.status else DatabaseUserStatus()
-        return Context(obj=obj, user=user, status=status)
+    def new_pass(self, obj: dict[str, Any], model: DatabaseUser, status: DatabaseUserStatus) -> Context:
+        return Context(obj=obj, user=model, status=status)
 
-    def unparsed(self, obj: dict[str, Any]) -> Context:
-        return Context(obj=obj, user=_unparsed(), status=status_of(DatabaseUserStatus, obj))
-
-    def mysql_name(self, ctx: Context) -> str:
-        return ctx.user.effective_user()
+    def unparsed_model(self) -> DatabaseUser:
+        """A stand-in for an object the models reject: only its status is written, no step runs."""
+        selector = SecretKeySelector.model_construct(name="", key="")
+        return DatabaseUser.model_construct(spec=DatabaseUserSpec.model_construct(password=selector))
 
     def shown(self, ctx: Context) -> str:
         return ctx.account
@@ -134,7 +122,7 @@ class DatabaseUserReconciler(Owning[Context]):
 
     async def converge(self, ctx: Context) -> Result:
         """The steps in order (the ownership step claims each account)."""
-        ctx.status.user = ctx.user.effective_user()  # the USER column, refused resources included
+        ctx.status.user = ctx.user.mysql_name()  # the USER column, refused resources included
         ctx.server_resource, ctx.server = await self.bind(ctx)
         self._resolve_refs(ctx)
         _clear_policy_status(ctx)
@@ -202,9 +190,3 @@ def _clear_policy_status(ctx: Context) -> None:
 def _recorded_account(status: DatabaseUserStatus) -> str | None:
     """The account status says this resource manages, quoted as MySQL prints it; None before the first."""
     return f"'{status.user}'@'{status.host}'" if status.user and status.host else None
-
-
-def _unparsed() -> DatabaseUser:
-    """A stand-in for an object the models reject: only its status is written, no step runs."""
-    selector = SecretKeySelector.model_construct(name="", key="")
-    return DatabaseUser.model_construct(spec=DatabaseUserSpec.model_construct(password=selector))

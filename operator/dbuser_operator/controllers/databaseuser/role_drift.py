@@ -77,7 +77,7 @@ class RoleDriftCheck:
                 continue
             try:
                 user = DatabaseUser.model_validate(obj)
-                name = user.effective_user()
+                name = user.mysql_name()
             except (pydantic.ValidationError, ValueError):
                 continue
             if user.spec.management_policy != "Manage":
@@ -102,7 +102,7 @@ class RoleDriftCheck:
             if obj is None or server_key(obj) != server:
                 continue  # missing, or on another server: never granted, nothing to repair
             try:
-                role = roles.role_of(DatabaseRole.model_validate(obj).effective_role(), info)
+                role = roles.role_of(DatabaseRole.model_validate(obj).mysql_name(), info)
             except (pydantic.ValidationError, ValueError, MySQLError):
                 continue
             ready = is_true((obj.get("status") or {}).get("conditions"), "Ready")

@@ -24,13 +24,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Final, Literal, Protocol, TypeVar, cast, get_args
 
 import structlog
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, RELEASE_ANNOTATION
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
-from dbuser_operator.controllers.kit.reconcile import FORGET_TIMEOUT, READY, Pass, Reconciler, S
+from dbuser_operator.controllers.kit.reconcile import FORGET_TIMEOUT, READY, Pass, Reconciler, S, status_of
 from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.mysql.errors import MySQLError
@@ -176,6 +176,7 @@ async def take(
 class OwningPass(Pass[S]):
     """A pass of a kind that owns a name: the server resource and handle the frame bound it to."""
 
+    name: str = ""  # the name it manages in MySQL: the model's mysql_name(), set when the frame parses it
     server_resource: Any = None  # the server resource (None: the settings' server)
     server: Any = field(default=None, repr=False)  # the server handle: db, schema, ensure_book()
 
@@ -188,6 +189,8 @@ class Owning(Reconciler[P]):
     let go and drop, once for every such kind."""
 
     paused: ClassVar[str] = "the operator changes nothing in MySQL"  # what managementPolicy Paused means
+    model: ClassVar[type[Any]]  # the kind's model (``Database``): the frame's parse reads a resource as one
+    kept_hint: ClassVar[str] = ""  # what the Warning of a deletion that let go of an unparsable spec adds
 
     @property
     def left_behind(self) -> str:
@@ -200,6 +203,21 @@ class Owning(Reconciler[P]):
         return LiveOwners(self.kube, self.resource)
 
     # --- what a kind supplies -------------------------------------------------------------------------------
+
+    def new_pass(self, obj: dict[str, Any], model: Any, status: Any) -> P:
+        """The kind's pass of ``obj``, with ``obj`` read as its model and its status."""
+        raise NotImplementedError
+
+    @property
+    def status_model(self) -> type[Any]:
+        """The model's status (``DatabaseStatus``), as its ``status`` field declares it."""
+        declared = self.model.model_fields["status"].annotation
+        return cast("type[Any]", next(arg for arg in get_args(declared) if arg is not type(None)))
+
+    def unparsed_model(self) -> Any:
+        """A stand-in model for an object the models reject (only its status is written): an empty spec."""
+        spec = cast("type[Any]", self.model.model_fields["spec"].annotation)
+        return self.model.model_construct(spec=spec.model_construct())
 
     def policies(self, ctx: P) -> tuple[str, str]:
         """The resource's managementPolicy (Manage, Observe, Paused) and deletionPolicy (Retain, Delete)."""
@@ -239,6 +257,25 @@ class Owning(Reconciler[P]):
                 "managementPolicy Observe" if self.policies(ctx)[0] == "Observe" else "deletionPolicy Retain"
             )
             ctx.event("Normal", "Retained", f"{why}: {what}")
+
+    def mysql_name(self, ctx: P) -> str:
+        return ctx.name
+
+    def parse(self, obj: dict[str, Any]) -> P:
+        model = self.model.model_validate(obj)
+        status = model.status.model_copy(deep=True) if model.status else self.status_model()
+        ctx = self.new_pass(obj, model, status)
+        ctx.name = model.mysql_name()
+        return ctx
+
+    def unparsed(self, obj: dict[str, Any]) -> P:
+        return self.new_pass(obj, self.unparsed_model(), status_of(self.status_model, obj))
+
+    def invalid_deletion_message(self, obj: dict[str, Any], problem: str) -> str:
+        return (
+            f"deleted with a spec that does not parse ({problem}): this instance let go without dropping "
+            f"anything; {self.left_behind} stays in MySQL, still recorded as owned{self.kept_hint}"
+        )
 
     def left_target_message(self, obj: dict[str, Any]) -> str:
         stays = f"{self.left_behind} stays in MySQL"

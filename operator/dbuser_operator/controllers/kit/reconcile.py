@@ -109,31 +109,33 @@ class ServerSource(Protocol):
         """The server resource (None: the settings' server) and the server's handle."""
 
 
+@dataclass(frozen=True)
+class FrameParts:
+    """What every kind's reconciler is built with, once for all of them (``Shared.frame``): the fenced
+    client, the Event recorder, this instance's scope, the servers, the registry of reserved names (None:
+    the servers' own only), and the seconds after which a Ready resource is looked at again."""
+
+    kube: KubeClient
+    recorder: EventRecorder
+    scope: Scope
+    servers: ServerSource | None = None
+    reserved: ReservedNames | None = None
+    resync_period: float = 0.0
+
+
 class Reconciler(Generic[P]):
     """Runs one key of a kind: parse, ensure or finalize, then Ready, status and Events."""
 
     resource: ClassVar[Resource]
-    api_version: ClassVar[str]
     manages: ClassVar[NameClass]  # what the kind's name in MySQL is: an account, a role, a database
     one_normal_event: ClassVar[bool] = False  # a pass's Normal Events as one (its first reason, all messages)
 
-    def __init__(
-        self,
-        kube: KubeClient,
-        informer: Informer,
-        recorder: EventRecorder,
-        scope: Scope,
-        *,
-        servers: ServerSource | None = None,
-        reserved: ReservedNames | None = None,
-    ) -> None:
-        self.kube = kube
-        self.informer = informer
-        self.recorder = recorder
-        self.scope = scope
-        self.servers = servers
-        self.reserved: ReservedNames = reserved or SystemNames()
-        self.finalizer = Finalizer(kube, scope, self.resource)
+    def __init__(self, parts: FrameParts, informer: Informer) -> None:
+        self.kube, self.recorder, self.informer = parts.kube, parts.recorder, informer
+        self.scope, self.servers = parts.scope, parts.servers
+        self.reserved: ReservedNames = parts.reserved or SystemNames()
+        self.resync_period = parts.resync_period
+        self.finalizer = Finalizer(parts.kube, parts.scope, self.resource)
         self.written = WrittenVersions()
 
     # --- what a kind supplies ---------------------------------------------------------------------------
@@ -355,7 +357,7 @@ class Reconciler(Generic[P]):
 
     def involved(self, obj: dict[str, Any]) -> dict[str, Any]:
         """``obj`` as an Event's involved object (list and watch items lack apiVersion and kind)."""
-        return {**obj, "apiVersion": self.api_version, "kind": self.resource.kind}
+        return {**obj, "apiVersion": self.resource.api_version, "kind": self.resource.kind}
 
 
 def status_of(model: type[S], obj: dict[str, Any]) -> S:

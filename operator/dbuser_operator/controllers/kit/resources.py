@@ -15,48 +15,10 @@ CLUSTER_MYSQL_SERVERS = Resource(
     GROUP, VERSION, mysqlserver.CLUSTER_PLURAL, mysqlserver.CLUSTER_KIND, namespaced=False
 )
 FIELD_MANAGER = "dbuser-operator"
-SECRET_INDEX = "secret"  # noqa: S105 - an index name, not a password
-ACCOUNT_INDEX = "account"
 SERVER_INDEX = "server"
 SERVER_SECRET_INDEX = "server-secret"  # noqa: S105 - an index of servers: namespace/name of their Secrets
 DEFAULT_SERVER = ""
 """The SERVER_INDEX value of resources without serverRef: the server the operator's settings name."""
-
-
-def referenced_secret(obj: dict[str, Any]) -> list[str]:
-    """Index values: ``namespace/name`` of the Secrets a DatabaseUser takes its password from or writes
-    (a generated password's, the connection Secret)."""
-    spec = obj.get("spec") or {}
-    generated = spec.get("generatedPassword")
-    names = [
-        (spec.get("password") or {}).get("name"),
-        (generated.get("secretName") or f"{obj['metadata'].get('name')}-password")
-        if isinstance(generated, dict)
-        else None,
-        (spec.get("connectionSecret") or {}).get("name"),
-    ]
-    namespace = obj["metadata"].get("namespace", "")
-    return [f"{namespace}/{name}" for name in dict.fromkeys(names) if isinstance(name, str) and name]
-
-
-def named_account(obj: dict[str, Any]) -> list[str]:
-    """Index values: the MySQL accounts a DatabaseUser names (:func:`account_key`), one per host of
-    ``spec.host`` and ``spec.hosts``; none for an object without a usable name."""
-    spec = obj.get("spec") or {}
-    user = spec.get("user") or obj["metadata"].get("name")
-    hosts = [spec.get("host") or "%", *(spec.get("hosts") or [])]
-    if not isinstance(user, str) or not user:
-        return []
-    server = server_key(obj)
-    return sorted({account_key(server, user, str(host)) for host in hosts})
-
-
-def account_key(server: str, user: str, host: str) -> str:
-    """An account as ACCOUNT_INDEX names it: ``user@host`` (host lower-cased, as MySQL compares them) on
-    the settings' server, ``<server key>:user@host`` on a server resource: the same name on two servers
-    is two accounts."""
-    account = f"{user}@{host.lower()}"
-    return f"{server}:{account}" if server else account
 
 
 def server_key(obj: dict[str, Any]) -> str:

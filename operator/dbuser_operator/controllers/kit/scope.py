@@ -24,26 +24,26 @@ class Scope:
         """The label selector of the resources served."""
         return f"{self.label}={self.target}"
 
+    def serves(self, obj: dict[str, Any]) -> bool:
+        """Whether ``obj`` carries the target label with this instance's value."""
+        return (obj["metadata"].get("labels") or {}).get(self.label) == self.target
+
     @property
     def outside_selector(self) -> str:
         """The label selector of every other resource, those without the label included."""
         return f"{self.label}!={self.target}"
+
+    def holds(self, obj: dict[str, Any]) -> bool:
+        """Whether ``obj`` carries this instance's finalizer (or the legacy shared one)."""
+        present = obj["metadata"].get("finalizers") or []
+        return any(name in present for name in self.finalizers)
 
     @property
     def finalizer(self) -> str:
         """The finalizer this instance adds, and removes once its delete halves have run."""
         return f"{FINALIZER_PREFIX}{self.target}"
 
-    def serves(self, obj: dict[str, Any]) -> bool:
-        """Whether ``obj`` carries the target label with this instance's value."""
-        return (obj["metadata"].get("labels") or {}).get(self.label) == self.target
-
     @property
     def finalizers(self) -> tuple[str, str]:
         """The finalizers that mean "held by this instance": its own and the legacy shared one."""
         return self.finalizer, LEGACY_FINALIZER
-
-    def holds(self, obj: dict[str, Any]) -> bool:
-        """Whether ``obj`` carries this instance's finalizer (or the legacy shared one)."""
-        present = obj["metadata"].get("finalizers") or []
-        return any(name in present for name in self.finalizers)

@@ -47,7 +47,9 @@ class PolicyGate:
     def __init__(self, namespaces: NamespaceLabels) -> None:
         self.namespaces = namespaces
 
-    def _labels(self, server: ServerResource, namespace: str) -> dict[str, str]:
+    def labels(self, server: ServerResource, namespace: str) -> dict[str, str]:
+        """The labels of ``namespace`` that ``server``'s policy selects by (a ConditionError while they
+        cannot be known: fail closed)."""
         if not self.namespaces.available:  # fail closed: a policy that cannot be checked admits nothing
             raise ConditionError(
                 NAMESPACES_UNREADABLE,
@@ -79,7 +81,7 @@ class PolicyGate:
 
     def check_database(self, server: ServerResource | None, database: Database) -> None:
         """Raise PolicyViolation if the namespace of ``database`` may not have its name."""
-        name = database.effective_name()
+        name = database.mysql_name()
         self._check(
             server,
             database.metadata.namespace,
@@ -104,7 +106,7 @@ class PolicyGate:
         (managementPolicy Observe asks the same, with its own ``reason`` and ``action``: observe.)"""
         if server is None or server.spec.policy is None:
             return
-        labels = self._labels(server, namespace)
+        labels = self.labels(server, namespace)
         found = entry_for(server.spec.policy, labels)
         if found is None:  # the policy step refused it already; a policy changed since then
             violation = Violation("", f"namespace {namespace} may not use it")
@@ -123,7 +125,7 @@ class PolicyGate:
     def _check(self, server: ServerResource | None, namespace: str | None, evaluate: Evaluation) -> None:
         if server is None or server.spec.policy is None:
             return
-        labels = self._labels(server, namespace or "")
+        labels = self.labels(server, namespace or "")
         violations = evaluate(server.spec.policy, namespace or "", labels)
         if violations:
             raise ConditionError(POLICY_VIOLATION, describe(str(server), violations), retry=False)

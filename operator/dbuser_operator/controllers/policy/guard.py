@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from dbuser_operator.api.v1alpha1 import Grant as GrantSpec
+from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.reserved import Refusal
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.mysql.bookkeeping.reserved import SYSTEM_SCHEMAS
@@ -51,6 +52,16 @@ class Guard:
         if self.reservations is not None:
             return await self.reservations.grant_refusal(server, privileges)
         return None
+
+    async def check(self, server: ServerHandle | None, privileges: Sequence[GrantSpec], shown: str) -> None:
+        """Raise a ConditionError naming ``shown`` (``role app``) when these grants are refused, anywhere
+        (``PrivilegeNotAllowed``, not retried) or on ``server``."""
+        refusal = self.grant_refusal(privileges)
+        if refusal is not None:
+            raise ConditionError("PrivilegeNotAllowed", f"{shown}: {refusal}", retry=False)
+        on_server = await self.server_refusal(server, privileges)
+        if on_server is not None:
+            raise ConditionError(on_server.reason, f"{shown}: {on_server.message}", retry=on_server.retry)
 
     def grant_refusal(self, privileges: Sequence[GrantSpec]) -> str | None:
         """Why these grants are not allowed, or None."""

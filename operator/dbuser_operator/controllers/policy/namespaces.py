@@ -8,12 +8,11 @@ name, a resourceVersion and labels, a few hundred bytes each.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from dbuser_operator.controllers.kit.resources import DEFAULT_SERVER, server_key
 from dbuser_operator.runtime.client import KubeClient
-from dbuser_operator.runtime.controller import Controller
+from dbuser_operator.runtime.controller import Controller, KeyMapper, objects_naming
 from dbuser_operator.runtime.errors import ApiError, Forbidden
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.predicates import LABELS_CHANGED, Predicate
@@ -80,16 +79,9 @@ class NamespaceLabels:
             controller.watch_mapped(self.informer, resources_in(*informers), NAMESPACE_EVENTS)
 
 
-def resources_in(*informers: Informer) -> Callable[[dict[str, Any]], list[ObjectKey]]:
+def resources_in(*informers: Informer) -> KeyMapper:
     """A mapping for a namespace watch: the resources on a server resource in that namespace (indexed by
     :data:`POLICY_NAMESPACE_INDEX`) of each informer."""
-
-    def to_keys(namespace: dict[str, Any]) -> list[ObjectKey]:
-        name = namespace["metadata"]["name"]
-        return [
-            ObjectKey.of(obj)
-            for informer in informers
-            for obj in informer.store.by_index(POLICY_NAMESPACE_INDEX, name)
-        ]
-
-    return to_keys
+    return objects_naming(
+        POLICY_NAMESPACE_INDEX, *informers, values=lambda namespace: [namespace["metadata"]["name"]]
+    )

@@ -9,6 +9,7 @@ import time
 
 import structlog
 
+from dbuser_operator.mysql.accounts.known_passwords import KnownPasswords
 from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.bookkeeping.books import TABLE, Book
 from dbuser_operator.mysql.session.connection import Database
@@ -22,7 +23,8 @@ class ServerHandle:
     """One MySQL server: its connection, the operator's schema there, and its version (read once).
 
     ``key`` and ``name`` say which server resource it is (empty for the server of the settings). ``probe``
-    is the health checks' own connection, outside the pool.
+    is the health checks' own connection, outside the pool. ``known``: the passwords this process set on the
+    server's accounts (:mod:`~dbuser_operator.mysql.accounts.known_passwords`).
     """
 
     def __init__(self, db: Database, schema: str, key: str = "", name: str = "") -> None:
@@ -35,6 +37,7 @@ class ServerHandle:
         self._schema_ready = False
         self._books_ready = {TABLE}  # the schema's own table (ensure_schema)
         self._lock = asyncio.Lock()
+        self.known = KnownPasswords()
 
     async def server(self) -> ServerInfo:
         """Flavour, version and privilege names of the server, read (and logged) on first use."""

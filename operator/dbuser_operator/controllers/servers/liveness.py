@@ -66,11 +66,8 @@ class Liveness:
         unhealthy_period: float = UNHEALTHY_PERIOD,
         rescan: float = 0.5,
     ) -> None:
-        self.registry = registry
-        self.on_change = on_change
-        self.period = period
-        self.timeout = timeout
-        self.unhealthy_period = unhealthy_period
+        self.registry, self.on_change = registry, on_change
+        self.period, self.timeout, self.unhealthy_period = period, timeout, unhealthy_period
         self.rescan = rescan  # seconds between looks for servers added to or gone from the registry
         self._watches: dict[str, _Watch] = {}
 

@@ -54,11 +54,8 @@ class ServerRegistry:
         *,
         idle_timeout: float = IDLE_TIMEOUT,
     ) -> None:
-        self.default = default
-        self.defaults = defaults
-        self.read_secret = read_secret
-        self.make_database = make_database
-        self.idle_timeout = idle_timeout
+        self.default, self.defaults, self.idle_timeout = default, defaults, idle_timeout
+        self.read_secret, self.make_database = read_secret, make_database
         self._entries: dict[str, _Entry] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._retiring: list[tuple[float, ServerHandle]] = []

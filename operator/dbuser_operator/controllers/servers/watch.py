@@ -3,7 +3,7 @@ of their changes requeue the resources on them (SERVER_INDEX)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from dbuser_operator.api.v1alpha1 import GROUP, VERSION
@@ -11,11 +11,10 @@ from dbuser_operator.api.v1alpha1.mysqlserver import CLUSTER_KIND, KIND
 from dbuser_operator.controllers.kit.resources import CLUSTER_MYSQL_SERVERS, MYSQL_SERVERS, SERVER_INDEX
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import find_condition
-from dbuser_operator.runtime.controller import Controller
+from dbuser_operator.runtime.controller import Controller, KeyMapper, objects_naming
 from dbuser_operator.runtime.errors import ApiError, NotFound
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.predicates import DELETION_STARTED, GENERATION_CHANGED, Predicate, any_of
-from dbuser_operator.runtime.resources import ObjectKey
 
 
 def key_of_server(obj: dict[str, Any]) -> str:
@@ -35,16 +34,9 @@ SERVER_CHANGED = any_of(GENERATION_CHANGED, DELETION_STARTED, READY_CHANGED)
 """A server change its users and roles must see: created, deleted, spec, deletion, readiness."""
 
 
-def on_server(*dependents: Informer) -> Callable[[dict[str, Any]], list[ObjectKey]]:
+def on_server(*dependents: Informer) -> KeyMapper:
     """Key mapper: a server event requeues the resources of ``dependents`` that name it (SERVER_INDEX)."""
-
-    def to_keys(server: dict[str, Any]) -> list[ObjectKey]:
-        key = key_of_server(server)
-        return [
-            ObjectKey.of(obj) for informer in dependents for obj in informer.store.by_index(SERVER_INDEX, key)
-        ]
-
-    return to_keys
+    return objects_naming(SERVER_INDEX, *dependents, values=lambda server: [key_of_server(server)])
 
 
 def watch_servers(controller: Controller, dependents: Informer, informers: Iterable[Informer]) -> None:

@@ -1,15 +1,25 @@
 """The look every pass of an account takes before it touches it: who owns it, whether it exists, whether its
 password is still the one the operator recorded, and what the later steps compare (plugin, owner metadata,
-lock and password policy), in one query by primary keys."""
+lock and password policy, the credential marker and retained password of :mod:`.dual_password`), in one
+query by primary keys."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
 
-from dbuser_operator.mysql.accounts import account_metadata, account_options, catalog
-from dbuser_operator.mysql.accounts.account_options import LockPolicy
+from dbuser_operator.mysql.accounts import (
+    account_metadata,
+    catalog,
+    dual_password,
+    limits,
+    lock_policy,
+    mariadb_dual_auth,
+    new_password,
+)
+from dbuser_operator.mysql.accounts.lock_policy import LockPolicy
 from dbuser_operator.mysql.bookkeeping.ownership import Owner, compare_fingerprints, table, valid_account
+from dbuser_operator.mysql.identifiers import SQL
 from dbuser_operator.mysql.session.connection import Database
 from dbuser_operator.mysql.session.server import ServerInfo
 from dbuser_operator.mysql.session.statement import Statement
@@ -25,8 +35,12 @@ class Lookup:
     not compared: two lookups are equal when owner, existence and fingerprint are). ``metadata``: the owner
     entry and comment in its attributes (:mod:`.account_metadata`; None: no account; not compared).
     ``policy``: its lock and password policy (None: no account) and ``default_lifetime`` the server's
-    ``default_password_lifetime`` (:mod:`.account_options`; not compared either), so that a pass needs no
-    statement of its own for them.
+    ``default_password_lifetime`` (:mod:`.lock_policy`; not compared either), so that a pass needs no
+    statement of its own for them. ``fingerprint``: the fingerprint of its authentication string now (None:
+    no account); ``password_state`` its credential marker and retained password on MySQL
+    (:mod:`.dual_password`), ``dual_auth`` its authentications on MariaDB (:mod:`.mariadb_dual_auth`), and
+    ``options`` its limits and TLS requirement (:mod:`.limits`); each None without account (or where the
+    server has none); not compared either.
     """
 
     owner: Owner | None
@@ -36,6 +50,10 @@ class Lookup:
     metadata: account_metadata.AccountMetadata | None = dataclasses.field(default=None, compare=False)
     policy: LockPolicy | None = dataclasses.field(default=None, compare=False)
     default_lifetime: int = dataclasses.field(default=0, compare=False)
+    fingerprint: str | None = dataclasses.field(default=None, compare=False)
+    password_state: dual_password.PasswordState | None = dataclasses.field(default=None, compare=False)
+    dual_auth: mariadb_dual_auth.DualAuthState | None = dataclasses.field(default=None, compare=False)
+    options: limits.Limits | None = dataclasses.field(default=None, compare=False)
 
 
 async def lookup(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> Lookup:
@@ -45,7 +63,7 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
     rows = await db.fetch(
         Statement(
             "SELECT o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User, SHA2({auth}, 256),"
-            " {plugin}, {metadata}, {policy} FROM (SELECT 1) AS one"
+            " {plugin}, {metadata}, {policy}, {state}, {options}, {created} FROM (SELECT 1) AS one"
             " LEFT JOIN {table} o ON o.user = %s AND o.host = %s"
             " LEFT JOIN {accounts} u ON u.User = %s AND u.Host = %s",
             user,
@@ -57,14 +75,20 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
             auth=catalog.authentication_string(server, "u"),
             plugin=catalog.plugin(server, "u"),
             metadata=account_metadata.columns(server, "u"),
-            policy=account_options.column_list(server, "u"),
+            policy=lock_policy.column_list(server, "u"),
+            state=_state_columns(server),
+            options=catalog.options_columns(server, "u"),
+            created=new_password.attribute_columns(server, "u"),
         )
     )
     uid, namespace, name, recorded, account, current, plugin, owner_entry, comment = rows[0][:9]
     owner = Owner(str(uid), str(namespace), str(name)) if uid is not None else None
     exists = account is not None
+    if owner is not None:  # the bookkeeping row's fingerprint, or the one the account was created with
+        recorded = new_password.recorded(recorded, rows[0][24], rows[0][25], owner.uid)
     intact = compare_fingerprints(recorded, current) if owner is not None and exists else None
-    policy = LockPolicy.from_row(dict(zip(account_options.COLUMNS, rows[0][9:13], strict=True)))
+    state, options = rows[0][14:16], dict(zip(limits.COLUMNS, rows[0][16:24], strict=True))
+    policy = LockPolicy.from_row(dict(zip(lock_policy.COLUMNS, rows[0][9:13], strict=True)))
     return Lookup(
         owner,
         exists,
@@ -73,4 +97,14 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
         account_metadata.AccountMetadata.from_columns(owner_entry, comment) if exists else None,
         policy if exists else None,
         int(rows[0][13] or 0),
+        str(current) if exists and current is not None else None,
+        dual_password.state_of(*state) if exists and dual_password.supports_dual_passwords(server) else None,
+        mariadb_dual_auth.state_of(state[0]) if exists and server.flavour == "mariadb" else None,
+        limits.Limits.from_columns(options) if exists else None,
     )
+
+
+def _state_columns(server: ServerInfo) -> SQL:
+    """Two columns: MySQL's credential marker and retained password; MariaDB's ``Priv`` (its
+    authentications) and NULL."""
+    return SQL("u.Priv, NULL") if server.flavour == "mariadb" else dual_password.state_columns(server, "u")

@@ -23,6 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final, LiteralString
 
+from dbuser_operator.mysql.accounts import dual_password
 from dbuser_operator.mysql.errors import checked_input
 from dbuser_operator.mysql.identifiers import SQL, account, validate_host, validate_user
 from dbuser_operator.mysql.session.connection import Database
@@ -34,6 +35,10 @@ MINIMUM_VERSION: Final = (8, 0, 21)
 
 OWNER_ATTRIBUTE: Final[LiteralString] = "dbuser-operator.dev/owner"
 COMMENT_ATTRIBUTE: Final[LiteralString] = "comment"
+FINGERPRINT_ATTRIBUTE: Final[LiteralString] = "dbuser-operator.dev/fingerprint"
+"""The fingerprint a new account is created with (:mod:`.new_password`)."""
+RELEASED: Final = (OWNER_ATTRIBUTE, FINGERPRINT_ATTRIBUTE, dual_password.CREDENTIAL_ATTRIBUTE)
+"""What a released account loses: the owner entry and the operator's own bookkeeping in its attributes."""
 MANAGED_BY: Final = "dbuser-operator"
 COMMENT_MAX_LENGTH: Final = 256
 
@@ -149,7 +154,8 @@ async def release(
     *,
     host: str | None = None,
 ) -> int:
-    """Remove the owner entry from the existing accounts of ``user`` (on ``host`` only, if given) that
+    """Remove the owner entry (and the operator's credential marker and fingerprint: :data:`RELEASED`)
+    from the existing accounts of ``user`` (on ``host`` only, if given) that
     ``owner_uid`` owns in the bookkeeping table ``schema_table`` (:func:`.ownership.table`); how many
     accounts it changed. One read, then one statement per account that carries an entry. Nothing on a
     server without attributes."""
@@ -174,5 +180,5 @@ async def release(
         )
     )
     for (found,) in rows:
-        await apply(db, user, str(found), {OWNER_ATTRIBUTE: None})
+        await apply(db, user, str(found), dict.fromkeys(RELEASED))
     return len(rows)

@@ -13,6 +13,7 @@ from pydantic import SecretStr
 
 from dbuser_operator.mysql.accounts.authentication import Method
 from dbuser_operator.mysql.accounts.passwords import validate_password
+from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
 from dbuser_operator.mysql.errors import AccountExistsError, InvalidAccountError, checked_input
 from dbuser_operator.mysql.identifiers import account, validate_host, validate_user
 from dbuser_operator.mysql.session.connection import Database
@@ -44,21 +45,29 @@ async def create(
     *,
     expired: bool = False,
     attributes: str | None = None,
+    require: TLSIdentity | None = None,
 ) -> None:
     """Create the account, with the server's default plugin or ``method``'s (``password`` None for a
     plugin that takes none); ``expired``: with ``PASSWORD EXPIRE``, which only a change of its password
     lifts (:mod:`.new_password`); ``attributes``: with ``ATTRIBUTE`` (a JSON object, MySQL 8.0.21+:
-    :mod:`.account_metadata`). One that exists already is left as it is, password included, and the
-    server's refusal raised (:class:`~.errors.AccountExistsError`): the caller did not create it.
+    :mod:`.account_metadata`); ``require``: with this ``REQUIRE`` (a certificate-only account's issuer and
+    subject, in force from the account's first moment). One that exists already is left as it is,
+    password included, and the server's refusal raised (:class:`~.errors.AccountExistsError`): the caller
+    did not create it.
 
     The server's error 1396 means "operation failed", not "exists": MySQL answers a password longer than
     its plugin takes with it too. So the account is looked for; when it is not there, the refusal is an
     :class:`~.errors.InvalidAccountError` that says so."""
     with checked_input():
-        suffix: LiteralString = " PASSWORD EXPIRE" if expired else ""
-        params = () if attributes is None else (attributes,)
-        if params:
+        suffix: LiteralString = ""
+        params: tuple[str, ...] = ()
+        if require:
+            clause, params = require.require_clause()
+            suffix = " REQUIRE " + clause
+        suffix += " PASSWORD EXPIRE" if expired else ""
+        if attributes is not None:
             suffix += " ATTRIBUTE %s"
+            params += (attributes,)
         if method is not None:
             statement = method.identified("CREATE USER", account(user, host), password, suffix, params)
         else:

@@ -16,6 +16,12 @@ authentication plugins): MySQL 9 has no ``mysql_native_password``, MariaDB loads
 Changing an account's plugin replaces its authentication string: on MySQL ``RETAIN CURRENT PASSWORD`` is
 refused then (error 3894), so a plugin change sets the same password again under the new plugin, and the
 application keeps logging in with it.
+
+A certificate-only account (:func:`certificate_only`: a workload's) has the flavour's built-in password
+plugin with an empty authentication string, set as a hash so that no password policy or expiry applies:
+``IDENTIFIED WITH caching_sha2_password AS ''`` (MySQL: ``IDENTIFIED WITH`` a plugin and no password would
+expire it) or ``IDENTIFIED VIA mysql_native_password USING ''`` (MariaDB). It goes with a ``REQUIRE ISSUER
+… SUBJECT …`` in the same statement: the certificate is the credential, the empty password none.
 """
 
 from __future__ import annotations
@@ -60,6 +66,12 @@ PLUGINS: Final[dict[str, Plugin]] = {
 
 PASSWORDLESS: Final = tuple(name for name, plugin in PLUGINS.items() if not plugin.takes_password)
 
+CERTIFICATE_ONLY_PLUGINS: Final[dict[Flavour, str]] = {
+    "mysql": "caching_sha2_password",
+    "mariadb": "mysql_native_password",
+}
+"""The plugin of a certificate-only account, by flavour: built into the server, never to be loaded."""
+
 
 def known(name: str) -> Plugin:
     """The plugin ``name`` (:class:`~.errors.InvalidOptionsError` for one the operator does not know)."""
@@ -71,21 +83,28 @@ def known(name: str) -> Plugin:
 
 @dataclass(frozen=True)
 class Method:
-    """How an account authenticates: ``plugin`` on a server of ``flavour``."""
+    """How an account authenticates: ``plugin`` on a server of ``flavour``; ``certificate_only``: with an
+    empty authentication string under it (:func:`certificate_only`)."""
 
     plugin: str
     flavour: Flavour
+    certificate_only: bool = False
 
     def __post_init__(self) -> None:
         known(self.plugin)
+        if self.certificate_only and self.plugin != CERTIFICATE_ONLY_PLUGINS[self.flavour]:
+            raise InvalidOptionsError(f"a certificate-only account on {self.flavour} is not {self.plugin}")
 
     @property
     def takes_password(self) -> bool:
-        return known(self.plugin).takes_password
+        return known(self.plugin).takes_password and not self.certificate_only
 
     def stored(self, password: str | SecretStr | None) -> str | None:
         """The authentication string the server will store for ``password`` under this plugin, when it
-        can be known beforehand (``mysql_native_password``, ``ed25519``: unsalted); None otherwise."""
+        can be known beforehand (``mysql_native_password``, ``ed25519``: unsalted; a certificate-only
+        account's: empty); None otherwise."""
+        if self.certificate_only:
+            return ""
         if password is None or not self.takes_password:
             return None
         value = password.get_secret_value() if isinstance(password, SecretStr) else password
@@ -103,21 +122,11 @@ class Method:
         ``suffix``: constant clauses, such as `` PASSWORD EXPIRE``, with a ``%s`` for each of ``params``)
         with this plugin, and the password as a parameter when the plugin takes one (it must be given then,
         and must not be otherwise)."""
-        plugin = known(self.plugin)
         name = SQL(self.plugin)  # one of PLUGINS' names: letters, digits and '_'
-        if not plugin.takes_password:
+        if not self.takes_password:
             if password is not None:
                 raise InvalidOptionsError(f"{self.plugin} takes no password")
-            if plugin.auth_string:
-                return Statement(
-                    verb + " {account} IDENTIFIED WITH {plugin} AS {auth}" + suffix,
-                    *params,
-                    account=who,
-                    plugin=name,
-                    auth=quote_string(plugin.auth_string),
-                )
-            template = verb + " {account} IDENTIFIED WITH {plugin}" + suffix
-            return Statement(template, *params, account=who, plugin=name)
+            return self._without_password(verb, who, suffix, params)
         if password is None:
             raise InvalidOptionsError(f"{self.plugin} needs a password")
         secret = validate_password(password)
@@ -134,6 +143,36 @@ class Method:
             return Statement(template, secret, *params, account=who, plugin=name)
         template = verb + " {account} IDENTIFIED WITH {plugin} BY %s" + suffix
         return Statement(template, secret, *params, account=who, plugin=name)
+
+    def _without_password(
+        self, verb: LiteralString, who: SQL, suffix: LiteralString, params: tuple[str, ...]
+    ) -> Statement:
+        """:meth:`identified` for a plugin that takes no password (``AS`` its string, if it has one), or a
+        certificate-only account (an empty string, set as a hash: no expiry, no password policy)."""
+        plugin, name = known(self.plugin), SQL(self.plugin)
+        if self.certificate_only:
+            empty: LiteralString = (
+                " {account} IDENTIFIED WITH {plugin} AS ''"
+                if self.flavour == "mysql"
+                else " {account} IDENTIFIED VIA {plugin} USING ''"
+            )
+            return Statement(verb + empty + suffix, *params, account=who, plugin=name)
+        if plugin.auth_string:
+            return Statement(
+                verb + " {account} IDENTIFIED WITH {plugin} AS {auth}" + suffix,
+                *params,
+                account=who,
+                plugin=name,
+                auth=quote_string(plugin.auth_string),
+            )
+        template = verb + " {account} IDENTIFIED WITH {plugin}" + suffix
+        return Statement(template, *params, account=who, plugin=name)
+
+
+def certificate_only(flavour: Flavour) -> Method:
+    """The method of an account whose only credential is a client certificate (its ``REQUIRE``): the
+    flavour's built-in plugin, an empty authentication string."""
+    return Method(CERTIFICATE_ONLY_PLUGINS[flavour], flavour, certificate_only=True)
 
 
 def effective(method: Method | None, server: ServerInfo) -> Method | None:

@@ -37,3 +37,28 @@ def plugin(server: ServerInfo, alias: str) -> SQL:
     if server.flavour == "mariadb":
         return SQL(f"IFNULL(JSON_VALUE({alias}.Priv, '$.plugin'), '')")
     return SQL(f"{alias}.plugin")
+
+
+_MARIADB_LIMITS = ("max_questions", "max_updates", "max_connections")  # MariaDB's unsigned limits
+
+
+def options_columns(server: ServerInfo, alias: str) -> SQL:
+    """The account's limits and TLS requirement, the columns of :data:`.limits.COLUMNS` in their order, from
+    :func:`accounts_table` aliased ``alias`` (a constant): on MariaDB with the view's own expressions."""
+    if not alias.isidentifier():
+        raise ValueError(f"not an alias: {alias!r}")
+    if server.flavour != "mariadb":
+        return SQL(
+            f"{alias}.max_user_connections, {alias}.max_questions, {alias}.max_updates,"
+            f" {alias}.max_connections, {alias}.ssl_type, {alias}.x509_issuer, {alias}.x509_subject,"
+            f" {alias}.ssl_cipher"
+        )
+    number = "CAST(IFNULL(JSON_VALUE({a}.Priv, '$.{key}'), 0) AS {sign})"
+    text = "IFNULL(JSON_VALUE({a}.Priv, '$.{key}'), '')"
+    columns = [
+        number.format(a=alias, key="max_user_connections", sign="SIGNED"),
+        *(number.format(a=alias, key=key, sign="UNSIGNED") for key in _MARIADB_LIMITS),
+        f"ELT(IFNULL(JSON_VALUE({alias}.Priv, '$.ssl_type'), 0) + 1, '', 'ANY', 'X509', 'SPECIFIED')",
+        *(text.format(a=alias, key=key) for key in ("x509_issuer", "x509_subject", "ssl_cipher")),
+    ]
+    return SQL(", ".join(columns))

@@ -68,6 +68,25 @@ def _credential(version: str) -> str:
     return json.dumps({CREDENTIAL_ATTRIBUTE: version})
 
 
+def state_columns(server: ServerInfo, alias: str) -> SQL:
+    """Two columns of the accounts table (``mysql.user``) aliased ``alias`` (a constant): the credential
+    marker and whether a secondary password is retained, as :func:`read_state` reads them; ``NULL, NULL`` on a
+    server without dual passwords. For a look that reads the account anyway (:mod:`.account_lookup`)."""
+    if not alias.isidentifier():
+        raise ValueError(f"not an alias: {alias!r}")
+    if not supports_dual_passwords(server):
+        return SQL("NULL, NULL")
+    return SQL(
+        f"JSON_UNQUOTE(JSON_EXTRACT({alias}.User_attributes, {_CREDENTIAL_PATH})),"
+        f" JSON_CONTAINS_PATH(IFNULL({alias}.User_attributes, '{{}}'), 'one', '$.additional_password')"
+    )
+
+
+def state_of(marker: object, retained: object) -> PasswordState:
+    """The :class:`PasswordState` of the two columns :func:`state_columns` reads."""
+    return PasswordState(None if marker is None else str(marker), bool(retained))
+
+
 async def read_state(db: Database, user: str, host: str) -> PasswordState | None:
     """The account's credential marker and whether it has a secondary password; None without account."""
     rows = await db.fetch(
@@ -79,10 +98,7 @@ async def read_state(db: Database, user: str, host: str) -> PasswordState | None
             path=_CREDENTIAL_PATH,
         )
     )
-    if not rows:
-        return None
-    marker, retained = rows[0]
-    return PasswordState(None if marker is None else str(marker), bool(retained))
+    return state_of(*rows[0]) if rows else None
 
 
 async def set_password(

@@ -1,4 +1,4 @@
-"""Account options: connection and query limits, and what the account must show over TLS.
+"""Account limits: connection and query limits, and what the account must show over TLS.
 
 Read from ``mysql.user`` (a table on MySQL, a view on MariaDB; the same columns) and written with one
 ``ALTER USER ... REQUIRE NONE|SSL|X509|<issuer, subject, cipher> WITH MAX_QUERIES_PER_HOUR n
@@ -29,7 +29,7 @@ USER_CONNECTIONS_MAX: Final = 2147483647
 
 
 @dataclass(frozen=True)
-class AccountOptions:
+class Limits:
     """The account's limits (0: none of its own) and TLS requirement.
 
     ``require_tls``: TLS at all (REQUIRE SSL); ``tls_identity``: what the connection must show on top
@@ -61,7 +61,7 @@ class AccountOptions:
             raise InvalidOptionsError("a TLS identity (X509, issuer, subject, cipher) implies require_tls")
 
     @classmethod
-    def from_row(cls, row: Mapping[str, object]) -> AccountOptions:
+    def from_row(cls, row: Mapping[str, object]) -> Limits:
         """From a ``mysql.user`` row by column name, :data:`LIMIT_COLUMNS` at least; the TLS identity from
         ``ssl_type`` alone (a certificate, or nothing: :meth:`from_columns` reads issuer, subject and cipher
         too)."""
@@ -77,7 +77,7 @@ class AccountOptions:
         )
 
     @classmethod
-    def from_columns(cls, row: Mapping[str, object]) -> AccountOptions:
+    def from_columns(cls, row: Mapping[str, object]) -> Limits:
         """From a ``mysql.user`` row by column name, :data:`COLUMNS` at least."""
         identity = TLSIdentity.from_row(
             row["ssl_type"], row["x509_issuer"], row["x509_subject"], row["ssl_cipher"]
@@ -86,11 +86,11 @@ class AccountOptions:
 
 
 LIMIT_COLUMNS: Final = ("max_user_connections", "max_questions", "max_updates", "max_connections", "ssl_type")
-"""The ``mysql.user`` columns :meth:`AccountOptions.from_row` reads: the limits and the kind of TLS
+"""The ``mysql.user`` columns :meth:`Limits.from_row` reads: the limits and the kind of TLS
 requirement."""
 
 COLUMNS: Final = (*LIMIT_COLUMNS, "x509_issuer", "x509_subject", "ssl_cipher")
-"""The ``mysql.user`` columns :meth:`AccountOptions.from_columns` reads: the limits and the whole TLS
+"""The ``mysql.user`` columns :meth:`Limits.from_columns` reads: the limits and the whole TLS
 requirement."""
 
 
@@ -101,7 +101,7 @@ def column_list(columns: Iterable[LiteralString] = COLUMNS, table: LiteralString
     return ", ".join(prefix + column for column in columns)
 
 
-_READ_OPTIONS: Final = (
+_READ_LIMITS: Final = (
     "SELECT " + column_list() + " FROM mysql.user WHERE User = %s AND Host = %s"  # noqa: S608 - constants
 )
 
@@ -110,31 +110,31 @@ def _number(value: object) -> int:
     return int(value) if isinstance(value, int | str) else 0
 
 
-async def read_options(db: Database, user: str, host: str) -> AccountOptions | None:
-    """The account's options; None when the account does not exist. Hosts are compared in lower case,
+async def read_limits(db: Database, user: str, host: str) -> Limits | None:
+    """The account's limits; None when the account does not exist. Hosts are compared in lower case,
     as both servers store them."""
     with checked_input():
-        statement = Statement(_READ_OPTIONS, validate_user(user), validate_host(host).lower())
+        statement = Statement(_READ_LIMITS, validate_user(user), validate_host(host).lower())
     rows: list[Row] = await db.fetch(statement)
-    return AccountOptions.from_columns(dict(zip(COLUMNS, rows[0], strict=True))) if rows else None
+    return Limits.from_columns(dict(zip(COLUMNS, rows[0], strict=True))) if rows else None
 
 
-def alter_statement(user: str, host: str, options: AccountOptions) -> Statement:
+def alter_statement(user: str, host: str, limits: Limits) -> Statement:
     """``ALTER USER 'user'@'host' REQUIRE NONE|SSL|X509|ISSUER %s AND ... WITH MAX_QUERIES_PER_HOUR n``."""
     with checked_input():
         who = account(user, host)
     fragments = {
-        "queries": unsigned_literal(options.max_queries_per_hour),
-        "updates": unsigned_literal(options.max_updates_per_hour),
-        "connections": unsigned_literal(options.max_connections_per_hour),
-        "user_connections": unsigned_literal(options.max_user_connections),
+        "queries": unsigned_literal(limits.max_queries_per_hour),
+        "updates": unsigned_literal(limits.max_updates_per_hour),
+        "connections": unsigned_literal(limits.max_connections_per_hour),
+        "user_connections": unsigned_literal(limits.max_user_connections),
     }
     require: LiteralString
     params: tuple[str, ...] = ()
-    if options.tls_identity.checked():
-        require, params = options.tls_identity.require_clause()
+    if limits.tls_identity.checked():
+        require, params = limits.tls_identity.require_clause()
     else:
-        require = "SSL" if options.require_tls else "NONE"
+        require = "SSL" if limits.require_tls else "NONE"
     return Statement(
         "ALTER USER {account} REQUIRE " + require + " WITH MAX_QUERIES_PER_HOUR {queries}"
         " MAX_UPDATES_PER_HOUR {updates} MAX_CONNECTIONS_PER_HOUR {connections}"
@@ -145,13 +145,18 @@ def alter_statement(user: str, host: str, options: AccountOptions) -> Statement:
     )
 
 
-async def apply_options(db: Database, user: str, host: str, desired: AccountOptions) -> bool:
-    """Give the account ``desired`` options with one ``ALTER USER``, only if they differ; whether it wrote.
+async def apply_limits(
+    db: Database, user: str, host: str, desired: Limits, *, current: Limits | None = None
+) -> bool:
+    """Give the account ``desired`` options with one ``ALTER USER``, only if they differ from ``current``
+    (as a look just read them; None: read now); whether it wrote.
 
     A missing account raises :class:`~.errors.InvalidAccountError` (code 1396, from the server).
     """
     statement = alter_statement(user, host, desired)  # checks everything before anything is sent
-    if await read_options(db, user, host) == desired:
+    if current is None:
+        current = await read_limits(db, user, host)
+    if current == desired:
         return False
     await db.execute(statement)
     return True

@@ -118,10 +118,12 @@ async def read_state(db: Database, user: str, host: str) -> DualAuthState | None
     rows = await db.fetch(
         Statement("SELECT Priv FROM mysql.global_priv WHERE User = %s AND Host = %s", *_key(user, host))
     )
-    if not rows:
-        return None
-    raw = rows[0][0]
-    entries = entries_of(raw.decode() if isinstance(raw, bytes) else str(raw))
+    return state_of(rows[0][0]) if rows else None
+
+
+def state_of(priv: object) -> DualAuthState | None:
+    """The authentications of an account's ``Priv`` as read (text or bytes); None for none."""
+    entries = entries_of(priv.decode() if isinstance(priv, bytes) else None if priv is None else str(priv))
     return DualAuthState(entries) if entries else None
 
 

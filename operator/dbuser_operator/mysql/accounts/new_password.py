@@ -18,13 +18,24 @@ string with the mark in one statement:
 
 The hash travels to the server in that one statement (as MariaDB's always do, :mod:`.authentication`);
 the password never does again. MySQL only: MariaDB's default hash is unsalted and known beforehand.
+
+Where the server keeps account attributes (8.0.21+) the fingerprint goes into that same statement, as the
+attribute :data:`FINGERPRINT_ATTRIBUTE` (the owner's UID and ``SHA2`` of the string), not into the
+bookkeeping row: one statement less per new account. It is written with the string it describes, so a later
+change by hand makes them differ (drift), as the row's would. The row's fingerprint stays NULL until the
+operator's next change of the password records one there, and while it is NULL the look and the drift check
+compare the attribute's instead (:func:`recorded`), if it names the row's owner (an account let go and taken
+over by another resource is not taken for that one's).
 """
 
 from __future__ import annotations
 
+import json
+from typing import Final, LiteralString
+
 from pydantic import SecretStr
 
-from dbuser_operator.mysql.accounts import authentication, catalog, password_hashes
+from dbuser_operator.mysql.accounts import account_metadata, authentication, catalog, password_hashes
 from dbuser_operator.mysql.bookkeeping.ownership import FOREIGN, table, valid_account
 from dbuser_operator.mysql.identifiers import SQL, account
 from dbuser_operator.mysql.session.connection import Database
@@ -38,10 +49,38 @@ def applies(server: ServerInfo, method: authentication.Method | None, password: 
     return server.flavour == "mysql" and password is not None and (method is None or method.takes_password)
 
 
-async def settle(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> bool:
+FINGERPRINT_ATTRIBUTE: Final = account_metadata.FINGERPRINT_ATTRIBUTE
+_PATH: Final = f'\'$.metadata."{FINGERPRINT_ATTRIBUTE}"'
+
+
+def attribute_columns(server: ServerInfo, alias: str) -> SQL:
+    """Two columns of the accounts table aliased ``alias`` (a constant): the owner UID and the fingerprint
+    of :data:`FINGERPRINT_ATTRIBUTE` (NULL, NULL where absent, and on a server without attributes)."""
+    if not alias.isidentifier():
+        raise ValueError(f"not an alias: {alias!r}")
+    if not account_metadata.supports_attributes(server):
+        return SQL("NULL, NULL")
+    return SQL(
+        f"JSON_UNQUOTE(JSON_EXTRACT({alias}.User_attributes, {_PATH}.owner')),"
+        f" JSON_UNQUOTE(JSON_EXTRACT({alias}.User_attributes, {_PATH}.sha2'))"
+    )
+
+
+def recorded(row: object, attribute_owner: object, attribute: object, owner_uid: str) -> object:
+    """The fingerprint to compare the account's with: the bookkeeping row's (``row``), or while it is NULL
+    the one the account was created with (its attribute), if that names ``owner_uid``."""
+    if row is not None or attribute_owner is None or str(attribute_owner) != owner_uid:
+        return row
+    return attribute
+
+
+async def settle(
+    db: Database, schema: str, user: str, host: str, server: ServerInfo, *, owner_uid: str
+) -> bool:
     """Lift the expiry of the account :func:`.accounts.create` made with ``expired`` and record its
-    fingerprint; whether its password was still the operator's (False: :data:`~.ownership.FOREIGN`
-    recorded, the expiry left to the pass that sets the password back)."""
+    fingerprint (in the same statement where the server keeps attributes, for ``owner_uid``); whether its
+    password was still the operator's (False: :data:`~.ownership.FOREIGN` recorded in the bookkeeping row,
+    the expiry left to the pass that sets the password back)."""
     user, host = valid_account(user, host)
     rows = await db.fetch(
         Statement(
@@ -56,21 +95,27 @@ async def settle(db: Database, schema: str, user: str, host: str, server: Server
     plugin, auth, expired = rows[0] if rows else ("", "", "N")
     known = authentication.PLUGINS.get(str(plugin))
     own = str(expired).upper() == "Y" and known is not None and known.takes_password
+    in_attribute = own and account_metadata.supports_attributes(server)
     if own:
         stored = auth.decode("utf-8", "surrogateescape") if isinstance(auth, bytes) else str(auth)
+        fingerprint = {"owner": owner_uid, "sha2": password_hashes.fingerprint(auth)}
+        suffix: LiteralString = " ATTRIBUTE %s" if in_attribute else ""
+        attribute = (json.dumps({FINGERPRINT_ATTRIBUTE: fingerprint}),) if in_attribute else ()
         await db.execute(
             Statement(
-                "ALTER USER {account} IDENTIFIED WITH {plugin} AS %s",
+                "ALTER USER {account} IDENTIFIED WITH {plugin} AS %s" + suffix,
                 SecretStr(stored),
+                *attribute,
                 account=account(user, host),
                 plugin=SQL(str(plugin)),  # one of PLUGINS' names
             )
         )
-    fingerprint = password_hashes.fingerprint(auth) if own else FOREIGN
+    if in_attribute:
+        return True
     await db.execute(
         Statement(
             "UPDATE {table} SET auth_fingerprint = %s WHERE user = %s AND host = %s",
-            fingerprint,
+            password_hashes.fingerprint(auth) if own else FOREIGN,
             user,
             host,
             table=table(schema),

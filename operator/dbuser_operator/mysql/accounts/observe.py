@@ -2,7 +2,7 @@
 does not manage (importing them) and reporting how they differ from what is wanted.
 
 Reads only: ``mysql.user`` (a table on MySQL, a view on MariaDB, with the same columns), the lock and
-password policy as :func:`.account_options.read_policy` reads it, the grants as
+password policy as :func:`.lock_policy.read_policy` reads it, the grants as
 :func:`.grants.read_grants` reads them, and the roles granted to the account (``mysql.role_edges`` on
 MySQL, ``mysql.roles_mapping`` on MariaDB) when the admin account may read them.
 """
@@ -14,8 +14,8 @@ from typing import Final
 
 from dbuser_operator.mysql.accounts import account_metadata
 from dbuser_operator.mysql.accounts.account_metadata import AccountMetadata
-from dbuser_operator.mysql.accounts.account_options import LockPolicy, read_policy
-from dbuser_operator.mysql.accounts.limits import LIMIT_COLUMNS, AccountOptions, column_list
+from dbuser_operator.mysql.accounts.limits import LIMIT_COLUMNS, Limits, column_list
+from dbuser_operator.mysql.accounts.lock_policy import LockPolicy, read_policy
 from dbuser_operator.mysql.errors import AccessDeniedError, AdminPrivilegeMissingError, checked_input
 from dbuser_operator.mysql.grants import Grant, read_grants
 from dbuser_operator.mysql.identifiers import validate_host, validate_user
@@ -41,13 +41,13 @@ _MARIADB_ROLES: Final = "SELECT Role, '' FROM mysql.roles_mapping WHERE User = %
 @dataclass(frozen=True)
 class LiveAccount:
     """An existing account: its plugin, TLS requirement as MySQL names it (``NONE``, ``SSL``, ``X509``,
-    ``SPECIFIED``), limits and TLS as :class:`~.limits.AccountOptions`, grants, roles (``None`` when
+    ``SPECIFIED``), limits and TLS as :class:`~.limits.Limits`, grants, roles (``None`` when
     they could not be read), the owner entry and comment of its attributes (all None on a server without
     attributes), its lock and password policy and the server's default password lifetime."""
 
     plugin: str
     tls: str
-    options: AccountOptions
+    limits: Limits
     grants: frozenset[Grant]
     roles: tuple[str, ...] | None
     metadata: AccountMetadata = field(default_factory=AccountMetadata)
@@ -70,7 +70,7 @@ async def read_account(db: Database, user: str, host: str, server: ServerInfo) -
     return LiveAccount(
         plugin=str(row["plugin"] or ""),
         tls=_TLS_NAMES.get(tls, tls),
-        options=AccountOptions.from_row(row),
+        limits=Limits.from_row(row),
         grants=frozenset(await read_grants(db, user, host, server)),
         roles=await _read_roles(db, user, host, server),
         metadata=AccountMetadata.from_columns(owner_entry, comment),

@@ -8,6 +8,8 @@ nothing is stored, and the answer is only as good as the server's own check at l
 
 from __future__ import annotations
 
+import hmac
+
 from dbuser_operator.mysql.accounts import catalog, password_hashes
 from dbuser_operator.mysql.errors import checked_input
 from dbuser_operator.mysql.identifiers import validate_host, validate_user
@@ -43,3 +45,13 @@ async def holds_password(db: Database, user: str, host: str, server: ServerInfo,
     under a plugin whose format the operator does not check."""
     found = await read_authentication(db, user, host, server)
     return found is not None and password_hashes.matches(found[0], found[1], password) is True
+
+
+def fingerprint_matches(plugin: str | None, fingerprint: str | None, password: str) -> bool | None:
+    """Whether an account of ``plugin`` whose authentication string has ``fingerprint`` (``SHA2(…, 256)``,
+    as a look reads it) logs in with ``password``, with no statement: known for an unsalted hash
+    (``mysql_native_password``, ``ed25519``), None for a salted one or when either is missing."""
+    stored = password_hashes.stored_hash(plugin, password) if plugin and fingerprint else None
+    if stored is None or fingerprint is None:
+        return None
+    return hmac.compare_digest(password_hashes.fingerprint(stored), fingerprint.lower())

@@ -24,12 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from dbuser_operator.mysql.accounts import account_metadata
+from dbuser_operator.mysql.accounts import account_metadata, new_password
 from dbuser_operator.mysql.accounts.account_metadata import AccountMetadata
-from dbuser_operator.mysql.accounts.account_options import COLUMNS as POLICY_COLUMNS
-from dbuser_operator.mysql.accounts.account_options import LockPolicy
-from dbuser_operator.mysql.accounts.account_options import column_list as policy_columns
-from dbuser_operator.mysql.accounts.limits import COLUMNS, AccountOptions, column_list
+from dbuser_operator.mysql.accounts.limits import COLUMNS, Limits, column_list
+from dbuser_operator.mysql.accounts.lock_policy import COLUMNS as POLICY_COLUMNS
+from dbuser_operator.mysql.accounts.lock_policy import LockPolicy
+from dbuser_operator.mysql.accounts.lock_policy import column_list as policy_columns
 from dbuser_operator.mysql.bookkeeping.ownership import Owner, compare_fingerprints, table
 from dbuser_operator.mysql.grants import Grant, grants_from_rows, split_grantee
 from dbuser_operator.mysql.grants.model import ROUTINE_RANK
@@ -46,7 +46,7 @@ QUERIES: Final = 2
 class AccountState:
     """An owned account as the server has it.
 
-    ``present``: the account exists. ``options``: its limits and TLS requirement (None when absent).
+    ``present``: the account exists. ``limits``: its limits and TLS requirement (None when absent).
     ``policy``: its lock and password policy, and ``default_lifetime`` the server's
     ``default_password_lifetime`` (None when absent, or when the inventory was read without the server).
     ``password_intact``: its authentication string still has the recorded fingerprint (None when absent or
@@ -57,7 +57,7 @@ class AccountState:
 
     owner: Owner
     present: bool
-    options: AccountOptions | None
+    limits: Limits | None
     password_intact: bool | None
     grants: frozenset[Grant]
     metadata: AccountMetadata | None = None
@@ -71,7 +71,7 @@ _ACCOUNTS: Final = (
     + column_list(_OWNED_COLUMNS, "o")
     + ", u.User, "
     + column_list(COLUMNS, "u")
-    + ", SHA2(u.authentication_string, 256), {metadata}, {policy}"
+    + ", SHA2(u.authentication_string, 256), {created}, {metadata}, {policy}"
     " FROM {table} o LEFT JOIN mysql.user u ON u.User = o.user AND u.Host = LOWER(o.host){join}"
 )
 _ACCOUNTS_ROW: Final = (
@@ -79,15 +79,18 @@ _ACCOUNTS_ROW: Final = (
     "User",
     *COLUMNS,
     "fingerprint",
+    "created_owner",
+    "created_fingerprint",
     "owner_entry",
     "comment",
     *POLICY_COLUMNS,
     "default_lifetime",
 )
 """The names of :data:`_ACCOUNTS`' columns: the bookkeeping row's, then ``mysql.user``'s (NULL when the
-account is gone), the fingerprint of its authentication string, its owner entry and comment (NULL where not
+account is gone), the fingerprint of its authentication string and the one it was created with (the owner
+and fingerprint of :data:`.new_password.FINGERPRINT_ATTRIBUTE`), its owner entry and comment (NULL where not
 read), and its lock and password policy with the server's default password lifetime
-(:mod:`.account_options`; on MariaDB from ``mysql.global_priv``, joined on its primary key)."""
+(:mod:`.lock_policy`; on MariaDB from ``mysql.global_priv``, joined on its primary key)."""
 _MARIADB_POLICY_JOIN: Final = " LEFT JOIN mysql.global_priv g ON g.User = o.user AND g.Host = LOWER(o.host)"
 
 # The information_schema rows of every account, matched to the owned ones here, by GRANTEE: a join on that
@@ -152,7 +155,10 @@ async def read_inventory(db: Database, schema: str, server: ServerInfo | None = 
         policy, join = policy_columns(server, "g"), SQL(_MARIADB_POLICY_JOIN)
     else:
         policy, join = policy_columns(server, "u"), SQL("")
-    statement = Statement(_ACCOUNTS, table=owned, metadata=metadata, policy=policy, join=join)
+    created = new_password.attribute_columns(server, "u") if server is not None else SQL("NULL, NULL")
+    statement = Statement(
+        _ACCOUNTS, table=owned, created=created, metadata=metadata, policy=policy, join=join
+    )
     accounts: list[Row] = await db.fetch(statement)
     privileges: list[Row] = await db.fetch(Statement(_PRIVILEGES, table=owned))
 
@@ -187,11 +193,9 @@ async def read_inventory(db: Database, schema: str, server: ServerInfo | None = 
         result[(user, host)] = AccountState(
             owner=owner,
             present=present,
-            options=AccountOptions.from_columns(owned_row) if present else None,
+            limits=Limits.from_columns(owned_row) if present else None,
             password_intact=(
-                compare_fingerprints(owned_row["auth_fingerprint"], owned_row["fingerprint"])
-                if present
-                else None
+                compare_fingerprints(recorded(owned_row), owned_row["fingerprint"]) if present else None
             ),
             grants=grants_from_rows(rows_by_account.get((user, host), [])) if present else frozenset(),
             metadata=(
@@ -203,3 +207,11 @@ async def read_inventory(db: Database, schema: str, server: ServerInfo | None = 
             default_lifetime=int(owned_row["default_lifetime"] or 0),
         )
     return Inventory(result, everyone)
+
+
+def recorded(row: Mapping[str, object]) -> object:
+    """The fingerprint an owned account's is compared with (:func:`.new_password.recorded`)."""
+    uid = str(row["owner_uid"])
+    return new_password.recorded(
+        row["auth_fingerprint"], row["created_owner"], row["created_fingerprint"], uid
+    )

@@ -121,14 +121,7 @@ async def ensure_schema(db: Database, schema: str = DEFAULT_SCHEMA) -> None:
     """Create the schema and the table if missing. One look first: a start on a server that has them sends
     no DDL (even with IF NOT EXISTS, a DDL takes a metadata lock and goes to the binary log)."""
     valid = validate_schema(schema)
-    found = await db.fetch(
-        Statement(
-            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
-            valid,
-            TABLE,
-        )
-    )
-    if int(str(found[0][0])):
+    if await _table_exists(db, valid, TABLE):
         return
     name = quote_identifier(valid)
     await db.execute(Statement("CREATE DATABASE IF NOT EXISTS {schema} CHARACTER SET utf8mb4", schema=name))
@@ -186,8 +179,21 @@ def entry_of(what: NameClass, name: str, host: str = ROLE_HOST) -> Entry:
 
 
 async def ensure_book(db: Database, schema: str, book: Book) -> None:
-    """Create ``book``'s table if missing (after :func:`ensure_schema`)."""
-    await db.execute(Statement(book.create, table=table(schema, book.name)))
+    """Create ``book``'s table if missing (after :func:`ensure_schema`); as there, a look first: a restart
+    over existing tables sends no DDL."""
+    if not await _table_exists(db, validate_schema(schema), book.name):
+        await db.execute(Statement(book.create, table=table(schema, book.name)))
+
+
+async def _table_exists(db: Database, schema: str, name: str) -> bool:
+    found = await db.fetch(
+        Statement(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            schema,
+            name,
+        )
+    )
+    return bool(int(str(found[0][0])))
 
 
 async def owner_of(db: Database, schema: str, entry: Entry) -> Owner | None:
@@ -253,11 +259,14 @@ async def claim(db: Database, schema: str, entry: Entry, owner: Owner) -> Claim:
     raise ServerError(f"the ownership of {entry} keeps changing")
 
 
-def expected_fingerprint(server: ServerInfo, password: str, method: Method | None = None) -> str | None:
+def expected_fingerprint(
+    server: ServerInfo, password: str | None, method: Method | None = None
+) -> str | None:
     """The fingerprint ``IDENTIFIED`` with ``method`` (None: the server's default plugin) gives the account
     on ``server`` for ``password``, when the hash is unsalted (MariaDB's ``mysql_native_password``: ``*``
-    and the upper-case hex of ``SHA1(SHA1(password))``; ``ed25519``); None when it cannot be known
-    beforehand (MySQL's salted ``caching_sha2_password``)."""
+    and the upper-case hex of ``SHA1(SHA1(password))``; ``ed25519``; a certificate-only account's empty
+    string, without a password); None when it cannot be known beforehand (MySQL's salted
+    ``caching_sha2_password``, or no password)."""
     sent = effective(method, server)
     stored = sent.stored(password) if sent is not None else None
     return None if stored is None else password_hashes.fingerprint(stored)
@@ -364,11 +373,12 @@ async def record_fingerprint(
 
     Unsalted (:func:`expected_fingerprint`): the fingerprint of the known hash, one statement, the account
     not read. Salted: the account's plugin and string are read and checked against ``password`` first.
-    Without ``password`` (a plugin that takes none) ``SHA2(authentication_string, 256)`` as it stands, or
+    Without ``password`` (a plugin that takes none; a certificate-only account's empty string is known)
+    ``SHA2(authentication_string, 256)`` as it stands, or
     NULL when the account does not exist, as for a plugin whose format the operator does not check. An
     account nobody owns is left alone.
     """
-    known = expected_fingerprint(server, password, method) if password is not None else None
+    known = expected_fingerprint(server, password, method)
     if known is not None:
         await _set_fingerprint(db, schema, user, host, known)
         return True

@@ -25,6 +25,7 @@ from tests.support.kube import eventually
 pytestmark = pytest.mark.integration
 
 OWNER_KEY = "dbuser-operator.dev/owner"
+BOOKKEEPING = ("dbuser-operator.dev/credential", "dbuser-operator.dev/fingerprint")
 
 
 async def until(condition: Callable[[], bool], what: str) -> None:
@@ -36,7 +37,19 @@ async def patch_spec(kube: KubeClient, namespace: str, name: str, spec: dict[str
 
 
 def attributes(mysql: MySQLServer, user: str, host: str = "%") -> dict[str, Any] | None:
-    """The account's attributes as a DBA reads them (None: no such account)."""
+    """The account's attributes as a DBA reads them (None: no such account), but the operator's own
+    bookkeeping there (:func:`bookkeeping`)."""
+    found = all_attributes(mysql, user, host)
+    return None if found is None else {key: value for key, value in found.items() if key not in BOOKKEEPING}
+
+
+def bookkeeping(mysql: MySQLServer, user: str, host: str = "%") -> set[str]:
+    """Which of the operator's own keys the account's attributes carry: the credential marker, the
+    fingerprint it was created with."""
+    return set(all_attributes(mysql, user, host) or {}) & set(BOOKKEEPING)
+
+
+def all_attributes(mysql: MySQLServer, user: str, host: str = "%") -> dict[str, Any] | None:
     rows = mysql_query(
         mysql,
         "SELECT ATTRIBUTE FROM information_schema.USER_ATTRIBUTES WHERE USER = %s AND HOST = %s",
@@ -74,6 +87,7 @@ async def test_the_account_names_its_owner_converges_and_forgets_it_when_release
     obj = await wait_for_ready(kube_client, namespace, name)
     mine = entry(obj)
     assert attributes(mysql, name) == {OWNER_KEY: mine, "comment": "billing API, team payments"}
+    assert bookkeeping(mysql, name) == set(BOOKKEEPING)  # from CREATE USER and the statement after it
 
     await asyncio.sleep(1.5)  # a pass and drift checks in line: nothing written
     before = write_statements(mysql)
@@ -97,7 +111,7 @@ async def test_the_account_names_its_owner_converges_and_forgets_it_when_release
     await kube_client.delete(DATABASE_USERS, name, namespace)  # Retain: the account stays, owner-less
     await wait_until_gone(kube_client, namespace, name)
     assert account_exists(mysql, name)
-    assert attributes(mysql, name) == {}
+    assert all_attributes(mysql, name) == {}  # the operator's own keys went with the owner entry
     mysql_query(mysql, f"DROP USER '{name}'@'%'")
 
 
@@ -112,7 +126,8 @@ async def test_a_host_released_from_the_spec_loses_its_owner_entry(
     assert attributes(mysql, name, "10.9.8.7") == {OWNER_KEY: mine}
 
     await patch_spec(kube_client, namespace, name, {"hosts": []})
-    await until(lambda: attributes(mysql, name, "10.9.8.7") == {}, "the released host's owner entry removed")
+    released = "the released host's owner entry removed"
+    await until(lambda: all_attributes(mysql, name, "10.9.8.7") == {}, released)
     assert attributes(mysql, name) == {OWNER_KEY: mine}  # the host still in the spec keeps it
     await patch_spec(kube_client, namespace, name, {"deletionPolicy": "Delete"})
     await kube_client.delete(DATABASE_USERS, name, namespace)

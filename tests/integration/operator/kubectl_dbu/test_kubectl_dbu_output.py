@@ -58,7 +58,8 @@ async def test_json_yaml_and_wide(
         (again,) = yaml.safe_load(await as_tenant("status", "-n", namespace, "-o", "yaml"))["items"]
         assert {**again, "age": item["age"]} == item  # the same record (a second older)
         wide = await as_tenant("status", "-n", namespace, "-o", "wide")
-        assert wide.splitlines()[1].split("   ")[-3:] == ["HOSTS", "CREDENTIAL VERSION", "AGE"]
+        wide_headers = ["HOSTS", "SERVICE ACCOUNT", "CREDENTIAL VERSION", "AGE"]
+        assert wide.splitlines()[1].split("   ")[-4:] == wide_headers
         assert line_of(wide, name)[:3] == [name, "False", "SecretNotFound"]
     finally:
         await delete_users(kube_client, namespace)

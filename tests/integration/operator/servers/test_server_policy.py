@@ -148,6 +148,7 @@ async def tenancy(
     kube_client: KubeClient,
     mysql: MySQLServer,
     passwords: PasswordLedger,
+    workload_signing_ca: Path | None,
 ) -> AsyncIterator[Tenancy]:
     suffix = uuid.uuid4().hex[:6]
     core = client.CoreV1Api(kube_api)
@@ -165,7 +166,12 @@ async def tenancy(
     server["metadata"]["labels"] = {"dbuser-operator.dev/target": target}
     server["spec"]["policy"] = state.policy(**BOUNDS)
     await kube_client.create(CLUSTER_MYSQL_SERVERS, server)
-    await start_operator(target=target, cluster_resource_namespace=operator_ns, resync_period=1.0)
+    await start_operator(
+        target=target,
+        cluster_resource_namespace=operator_ns,
+        resync_period=1.0,
+        workload_signing_ca=workload_signing_ca,  # workload identity, where the server's CA is ours
+    )
     yield state
     for namespace in (tenant, outsider):  # let go of what is left (a failed test), then the server
         for resource in (DATABASE_USERS, DATABASE_ROLES):

@@ -8,7 +8,8 @@ from typing import Any, cast
 import pytest
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser
-from dbuser_operator.controllers.databaseuser.database_refs import referenced_databases, resolve
+from dbuser_operator.controllers.databaseuser.database_refs import resolve
+from dbuser_operator.controllers.databaseuser.indexes import referenced_databases
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey

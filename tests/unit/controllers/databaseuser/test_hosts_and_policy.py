@@ -7,10 +7,11 @@ from typing import Any
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec, DatabaseUserStatus
 from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.databaseuser.indexes import named_account
 from dbuser_operator.controllers.databaseuser.observe import (
     grant_differences,
+    limit_differences,
     observed,
-    option_differences,
     summary,
 )
 from dbuser_operator.controllers.databaseuser.steps.hosts import (
@@ -20,8 +21,7 @@ from dbuser_operator.controllers.databaseuser.steps.hosts import (
     ready_message,
 )
 from dbuser_operator.controllers.kit.errors import ConditionError
-from dbuser_operator.controllers.kit.resources import named_account
-from dbuser_operator.mysql.accounts.limits import AccountOptions
+from dbuser_operator.mysql.accounts.limits import Limits
 from dbuser_operator.mysql.accounts.observe import LiveAccount
 from dbuser_operator.mysql.accounts.tls_identity import TLSIdentity
 from dbuser_operator.mysql.grants import Grant
@@ -80,15 +80,15 @@ def test_refusals_of_several_accounts_make_one_report() -> None:
 
 def test_observe_names_the_differences_of_limits_and_tls() -> None:
     spec = DatabaseUserSpec.model_validate(PASSWORD | {"maxUserConnections": 3, "requireTLS": True})
-    live = AccountOptions(max_user_connections=5, max_queries_per_hour=7)
-    assert option_differences(live, spec) == [
+    live = Limits(max_user_connections=5, max_queries_per_hour=7)
+    assert limit_differences(live, spec) == [
         "maxUserConnections is 5 (spec 3)",
         "maxQueriesPerHour is 7 (spec 0)",
         "requireTLS is False (spec True)",
     ]
-    x509 = AccountOptions(max_user_connections=3, require_tls=True, tls_identity=TLSIdentity(x509=True))
-    assert option_differences(x509, spec) == ["TLS identity is a client certificate (spec nothing)"]
-    assert option_differences(AccountOptions(max_user_connections=3, require_tls=True), spec) == []
+    x509 = Limits(max_user_connections=3, require_tls=True, tls_identity=TLSIdentity(x509=True))
+    assert limit_differences(x509, spec) == ["TLS identity is a client certificate (spec nothing)"]
+    assert limit_differences(Limits(max_user_connections=3, require_tls=True), spec) == []
 
 
 def test_observe_names_the_grants_manage_would_change() -> None:
@@ -108,9 +108,7 @@ def test_observe_names_the_grants_manage_would_change() -> None:
 
 def test_an_observed_account_and_the_summary() -> None:
     spec = DatabaseUserSpec.model_validate(PASSWORD)
-    live = LiveAccount(
-        "caching_sha2_password", "SSL", AccountOptions(require_tls=True), frozenset(), ("'r'@'%'",)
-    )
+    live = LiveAccount("caching_sha2_password", "SSL", Limits(require_tls=True), frozenset(), ("'r'@'%'",))
     shown = observed("%", live, spec, MYSQL)
     assert (shown.plugin, shown.tls, shown.roles) == ("caching_sha2_password", "SSL", ["'r'@'%'"])
     assert shown.differences == ["requireTLS is True (spec False)"]

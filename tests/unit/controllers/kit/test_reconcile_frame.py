@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from dbuser_operator.api.v1alpha1 import Condition
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.freshness import STALE_RETRY, WrittenVersions
-from dbuser_operator.controllers.kit.reconcile import Pass, Reconciler
+from dbuser_operator.controllers.kit.reconcile import FrameParts, Pass, Reconciler
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Result
@@ -72,14 +72,12 @@ class FakeInformer:
 
 class ToyReconciler(Reconciler[ToyPass]):
     resource: ClassVar[Resource] = Resource("example.com", "v1", "toys", "Toy")
-    api_version: ClassVar[str] = "example.com/v1"
 
     def __init__(self, obj: dict[str, Any], failure: ConditionError | None = None) -> None:
         self.kube_fake, self.recorder_fake = FakeKube(), FakeRecorder()
         informer = cast(Informer, FakeInformer(obj))
-        super().__init__(
-            cast(KubeClient, self.kube_fake), informer, cast(EventRecorder, self.recorder_fake), SCOPE
-        )
+        parts = FrameParts(cast(KubeClient, self.kube_fake), cast(EventRecorder, self.recorder_fake), SCOPE)
+        super().__init__(parts, informer)
         self.failure = failure
         self.finalized = 0
 

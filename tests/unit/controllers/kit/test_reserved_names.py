@@ -21,7 +21,7 @@ from dbuser_operator.controllers.database.reconciler import DatabaseReconciler
 from dbuser_operator.controllers.databaserole.reconciler import DatabaseRoleReconciler
 from dbuser_operator.controllers.databaseuser.reconciler import DatabaseUserReconciler
 from dbuser_operator.controllers.kit.errors import ConditionError
-from dbuser_operator.controllers.kit.reconcile import Reconciler
+from dbuser_operator.controllers.kit.reconcile import FrameParts, Reconciler
 from dbuser_operator.controllers.kit.reserved import Refusal, SystemNames
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.policy.guard import Guard
@@ -136,17 +136,16 @@ class Kind:
     reason: str
 
 
-def _common(kube: FakeKube, recorder: FakeRecorder) -> dict[str, Any]:
+def _parts(kube: FakeKube, recorder: FakeRecorder) -> FrameParts:
     """What every kind's reconciler is built with here: the server, the scope, the registry."""
-    return {"servers": cast(ServerResolver, Servers()), "scope": SCOPE, "reserved": REGISTRY}
+    servers = cast(ServerResolver, Servers())
+    return FrameParts(cast(KubeClient, kube), cast(EventRecorder, recorder), SCOPE, servers, REGISTRY, 1.0)
 
 
 KINDS = [
     Kind(
         DatabaseUserReconciler,
-        lambda kube, informer, recorder: DatabaseUserReconciler(
-            cast(KubeClient, kube), informer, [], cast(EventRecorder, recorder), **_common(kube, recorder)
-        ),
+        lambda kube, informer, recorder: DatabaseUserReconciler(_parts(kube, recorder), informer, []),
         lambda name: {"user": name, "password": {"name": "pw", "key": "password"}},
         ACCOUNTS,
         "ReservedAccount",
@@ -154,12 +153,7 @@ KINDS = [
     Kind(
         DatabaseRoleReconciler,
         lambda kube, informer, recorder: DatabaseRoleReconciler(
-            cast(KubeClient, kube),
-            informer,
-            cast(EventRecorder, recorder),
-            guard=Guard([], FLAGS_SCHEMA),
-            resync_period=1.0,
-            **_common(kube, recorder),
+            _parts(kube, recorder), informer, guard=Guard([], FLAGS_SCHEMA)
         ),
         lambda name: {"role": name},
         ACCOUNTS,
@@ -167,13 +161,7 @@ KINDS = [
     ),
     Kind(
         DatabaseReconciler,
-        lambda kube, informer, recorder: DatabaseReconciler(
-            cast(KubeClient, kube),
-            informer,
-            cast(EventRecorder, recorder),
-            resync_period=1.0,
-            **_common(kube, recorder),
-        ),
+        lambda kube, informer, recorder: DatabaseReconciler(_parts(kube, recorder), informer),
         lambda name: {"name": name},
         DATABASES,
         "ReservedDatabase",

@@ -13,14 +13,10 @@ from pydantic import SecretStr
 
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.api.v1alpha1.mysqlserver import MySQLServerSpec
+from dbuser_operator.controllers.databaseuser.indexes import account_key, named_account
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.reserved import Refusal
-from dbuser_operator.controllers.kit.resources import (
-    CLUSTER_MYSQL_SERVERS,
-    MYSQL_SERVERS,
-    account_key,
-    named_account,
-)
+from dbuser_operator.controllers.kit.resources import CLUSTER_MYSQL_SERVERS, MYSQL_SERVERS
 from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.servers import registry as servers
 from dbuser_operator.controllers.servers.connection import (
@@ -104,11 +100,11 @@ def registry(secrets: Secrets) -> ServerRegistry:
     return ServerRegistry(None, DEFAULTS, secrets, made)
 
 
-async def test_a_target_is_built_once_per_generation(registry: ServerRegistry, secrets: Secrets) -> None:
-    target = await registry.handle(server_resource())
-    assert target.key == "MySQLServer/team-a/main"
-    assert target.name == "MySQLServer team-a/main"
-    assert target.schema == "dbuser_operator"
+async def test_a_handle_is_built_once_per_generation(registry: ServerRegistry, secrets: Secrets) -> None:
+    handle = await registry.handle(server_resource())
+    assert handle.key == "MySQLServer/team-a/main"
+    assert handle.name == "MySQLServer team-a/main"
+    assert handle.schema == "dbuser_operator"
     settings, schema = made.calls[0]  # type: ignore[attr-defined]
     assert (settings.host, settings.port, settings.user, settings.pool_size) == (
         "db.example",
@@ -119,21 +115,21 @@ async def test_a_target_is_built_once_per_generation(registry: ServerRegistry, s
     assert settings.password.get_secret_value() == PASSWORD
     assert schema == "dbuser_operator"
     reads = secrets.reads
-    assert await registry.handle(server_resource()) is target  # no Secret read: the cache of the generation
+    assert await registry.handle(server_resource()) is handle  # no Secret read: the cache of the generation
     assert secrets.reads == reads
-    assert registry.handles() == {"MySQLServer/team-a/main": target}
+    assert registry.handles() == {"MySQLServer/team-a/main": handle}
 
 
-async def test_a_new_generation_with_the_same_connection_keeps_the_target(registry: ServerRegistry) -> None:
-    target = await registry.handle(server_resource())
+async def test_a_new_generation_with_the_same_connection_keeps_the_handle(registry: ServerRegistry) -> None:
+    handle = await registry.handle(server_resource())
     policy: dict[str, Any] = {"namespaces": [{"namespaceSelector": {}}]}
     assert (
-        await registry.handle(server_resource(2, policy=policy)) is target
+        await registry.handle(server_resource(2, policy=policy)) is handle
     )  # the policy is no connection matter
     assert len(made.calls) == 1  # type: ignore[attr-defined]
 
 
-async def test_a_changed_secret_rebuilds_the_target_and_retires_the_old_pool(
+async def test_a_changed_secret_rebuilds_the_handle_and_retires_the_old_pool(
     registry: ServerRegistry, secrets: Secrets, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     old = await registry.handle(server_resource())
@@ -152,13 +148,13 @@ async def test_a_changed_secret_rebuilds_the_target_and_retires_the_old_pool(
 
 async def test_idle_pools_are_closed_and_gone_servers_forgotten(secrets: Secrets) -> None:
     registry = ServerRegistry(None, DEFAULTS, secrets, made, idle_timeout=0.0)
-    target = await registry.handle(server_resource())
+    handle = await registry.handle(server_resource())
     await registry.sweep()
-    assert cast(RecordingDatabase, target.db).closed == 1
-    assert registry.cached(target.key) is target  # kept: the next statement reopens the pool
-    await registry.forget(target.key)
-    assert registry.cached(target.key) is None
-    assert cast(RecordingDatabase, target.db).closed == 2
+    assert cast(RecordingDatabase, handle.db).closed == 1
+    assert registry.cached(handle.key) is handle  # kept: the next statement reopens the pool
+    await registry.forget(handle.key)
+    assert registry.cached(handle.key) is None
+    assert cast(RecordingDatabase, handle.db).closed == 2
 
 
 @pytest.mark.parametrize(
@@ -188,9 +184,9 @@ async def test_a_cluster_servers_secrets_are_in_the_cluster_resource_namespace(
     registry: ServerRegistry, secrets: Secrets
 ) -> None:
     secrets.put("ops", "admin", user="admin", password=PASSWORD)
-    target = await registry.handle(server_resource(namespace=""))
-    assert target.key == "ClusterMySQLServer/main"
-    assert target.db.settings.user == "admin"
+    handle = await registry.handle(server_resource(namespace=""))
+    assert handle.key == "ClusterMySQLServer/main"
+    assert handle.db.settings.user == "admin"
 
 
 async def test_tls_material_lives_only_while_the_context_is_built(
@@ -199,10 +195,10 @@ async def test_tls_material_lives_only_while_the_context_is_built(
     ca = CertificateAuthority("registry-test-ca")
     secrets.put("team-a", "admin", user="root", password=PASSWORD, ca=ca.cert_pem)
     tls = {"mode": "VERIFY_CA", "ca": {"name": "admin", "key": "ca"}}
-    target = await registry.handle(server_resource(tls=tls))
-    assert target.db.settings.ca_file is not None
-    assert not target.db.settings.ca_file.exists()  # read into the TLS context, then removed
-    private = target.db.settings.ca_file.parent.parent
+    handle = await registry.handle(server_resource(tls=tls))
+    assert handle.db.settings.ca_file is not None
+    assert not handle.db.settings.ca_file.exists()  # read into the TLS context, then removed
+    private = handle.db.settings.ca_file.parent.parent
     assert os.stat(private).st_mode & 0o777 == 0o700
     assert list(private.iterdir()) == []
 
@@ -282,9 +278,9 @@ async def test_resolution_conditions_name_the_server(registry: ServerRegistry, t
         await resolver(registry, deleting).resolve(user_on("main"))
     assert raised.value.reason == "ServerDeleting"
     assert "MySQLServer team-a/main" in raised.value.message
-    bound, target = await resolver(registry, deleting).resolve(user_on("main"), deleting=True)
+    bound, handle = await resolver(registry, deleting).resolve(user_on("main"), deleting=True)
     assert bound is not None
-    assert target.key == "MySQLServer/team-a/main"  # a resource being deleted still reaches its server
+    assert handle.key == "MySQLServer/team-a/main"  # a resource being deleted still reaches its server
 
     failing = server("main")
     failing["status"] = {"conditions": [{"type": "Ready", "status": "False", "message": "db:3306: down"}]}
@@ -303,7 +299,7 @@ async def test_the_default_server_without_serverref(secrets: Secrets) -> None:
 
 async def test_a_server_resources_admin_and_bookkeeping_schema_are_protected() -> None:
     settings = ConnectionSettings(host="db", user="dba", password=SecretStr(PASSWORD))
-    target = ServerHandle(
+    handle = ServerHandle(
         Database(settings), "books", key="MySQLServer/team-a/main", name="MySQLServer team-a/main"
     )
     plain = DatabaseUserSpec.model_validate({"password": {"name": "s", "key": "k"}})
@@ -312,9 +308,9 @@ async def test_a_server_resources_admin_and_bookkeeping_schema_are_protected() -
         "privileges": [{"database": "Books", "privileges": ["SELECT"]}],
     }
     guard = Guard([], "dbuser_operator")  # its admin's name: the registry's (tests/unit/controllers/kit)
-    refusal = await guard.server_refusal(target, DatabaseUserSpec.model_validate(grants).privileges)
+    refusal = await guard.server_refusal(handle, DatabaseUserSpec.model_validate(grants).privileges)
     assert refusal == Refusal("PrivilegeNotAllowed", "grants on the Books schema are not allowed")
-    assert await guard.server_refusal(target, plain.privileges) is None
+    assert await guard.server_refusal(handle, plain.privileges) is None
     default = ServerHandle(Database(settings), "books")  # the settings' server: the guard's own lists apply
     assert await guard.server_refusal(default, DatabaseUserSpec.model_validate(grants).privileges) is None
 

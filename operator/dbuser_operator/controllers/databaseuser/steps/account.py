@@ -17,7 +17,9 @@ from typing import Any
 
 from dbuser_operator.controllers.databaseuser.context import Context, words
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import wanted_owner
+from dbuser_operator.controllers.databaseuser.steps.limits import created_limits
 from dbuser_operator.controllers.databaseuser.steps.ownership import FOREIGN_RETRY, record_own_fingerprint
+from dbuser_operator.controllers.databaseuser.steps.rotation import credential_version
 from dbuser_operator.controllers.kit.errors import mysql_condition
 from dbuser_operator.controllers.kit.ownership import not_ours, owner_of
 from dbuser_operator.mysql.accounts import (
@@ -25,6 +27,7 @@ from dbuser_operator.mysql.accounts import (
     account_metadata,
     accounts,
     authentication,
+    dual_password,
     new_password,
     sessions,
 )
@@ -34,16 +37,17 @@ from dbuser_operator.mysql.session.server import ServerInfo
 
 
 class AccountStep:
-    """Creates the account (with the Secret's password) when it does not exist; drops it on deletion if
-    we own it. An existing account's password is the credentials step's, after its grants and roles."""
+    """Creates the account (with the Secret's password; a workload's certificate-only, its REQUIRE in the
+    same statement) when it does not exist; drops it on deletion if we own it. An existing account's
+    password is the credentials step's, after its grants and roles."""
 
     name = "account"
-    after = ("password", "ownership", "authentication")
+    after = ("password", "workload", "ownership", "authentication")
 
     async def ensure(self, ctx: Context) -> None:
         if ctx.account_exists:
             return
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         try:
             server = await ctx.server.server()
             method = authentication.effective(ctx.authentication, server)
@@ -54,9 +58,12 @@ class AccountStep:
             ):
                 return  # somebody made it meanwhile, under our row: the credentials step sets it
             if expired:
-                await self._settle(ctx, user, host)
-            elif not ctx.fingerprint_claimed:
-                await record_own_fingerprint(ctx, ctx.password)
+                own = await self._settle(ctx, user, host)
+            else:
+                own = ctx.fingerprint_claimed or await record_own_fingerprint(ctx, ctx.password)
+            marker = (attributes or {}).get(dual_password.CREDENTIAL_ATTRIBUTE)
+            if own and marker is not None and ctx.password is not None:
+                ctx.server.known.remember(user, host, marker, ctx.password)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.created = True
@@ -68,24 +75,31 @@ class AccountStep:
     @staticmethod
     def _attributes(ctx: Context, server: ServerInfo) -> dict[str, Any] | None:
         """The owner entry and comment the new account is created with, where the server keeps attributes
-        (:mod:`.account_metadata`, whose step then finds them in place); None elsewhere."""
+        (:mod:`.account_metadata`, whose step then finds them in place), and the credential marker of its
+        password (the Secret's version, as every later change of it carries: :mod:`.dual_password`); None
+        elsewhere."""
         if not account_metadata.supports_attributes(server):
             return None
         changes = account_metadata.patch(
             account_metadata.AccountMetadata(), wanted_owner(ctx), ctx.user.spec.comment
         )
+        if ctx.secret is not None and dual_password.supports_dual_passwords(server):
+            changes[dual_password.CREDENTIAL_ATTRIBUTE] = credential_version(ctx.secret)
         return changes or None
 
     @staticmethod
-    async def _settle(ctx: Context, user: str, host: str) -> None:
+    async def _settle(ctx: Context, user: str, host: str) -> bool:
         """A new MySQL account's expiry lifted and its fingerprint recorded, its string not hashed on the
         client (:mod:`~dbuser_operator.mysql.accounts.new_password`); one changed by hand since ``CREATE
         USER`` is not taken for ours: the account shows drift, and a pass soon sets the Secret's password
         back."""
         server = await ctx.server.server()
-        if not await new_password.settle(ctx.server.db, ctx.server.schema, user, host, server):
+        db, schema, uid = ctx.server.db, ctx.server.schema, owner_of(ctx.obj).uid
+        if not await new_password.settle(db, schema, user, host, server, owner_uid=uid):
             ctx.password_intact = False
             ctx.requeue(FOREIGN_RETRY)
+            return False
+        return True
 
     async def _create(
         self,
@@ -105,10 +119,11 @@ class AccountStep:
         (not ours); under a row that was ours before this pass, the account is looked at again (False).
         """
         db, schema = ctx.server.db, ctx.server.schema
+        require = created_limits(ctx).tls_identity  # a workload's, from the account's first moment
         try:  # MariaDB: the hash, not the password
             json_attributes = None if attributes is None else json.dumps(attributes)
             await accounts.create(
-                db, user, host, password, method, expired=expired, attributes=json_attributes
+                db, user, host, password, method, expired=expired, attributes=json_attributes, require=require
             )
         except AccountExistsError:
             if ctx.claimed:  # claimed in this pass, for an account we did not create: not ours
@@ -117,9 +132,7 @@ class AccountStep:
             found = await account_lookup.lookup(db, schema, user, host, await ctx.server.server())
             if found.owner is None or found.owner.uid != owner_of(ctx.obj).uid:
                 raise not_ours(words(ctx), retry=True) from None  # our row went meanwhile: look again
-            ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
-            ctx.plugin = found.plugin
-            ctx.lock_policy, ctx.default_lifetime = found.policy, found.default_lifetime
+            ctx.saw(found)
             return False
         ctx.account_exists = True
         if attributes is not None:
@@ -130,7 +143,7 @@ class AccountStep:
         return True
 
     async def delete(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         db, schema = ctx.server.db, ctx.server.schema
         try:
             current = await ownership.owner_of(db, schema, ownership.account(user, host))

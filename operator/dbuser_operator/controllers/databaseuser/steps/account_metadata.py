@@ -81,7 +81,7 @@ class AccountMetadataStep:
     after = ("comment-check", "ownership", "account")
 
     async def ensure(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         try:
             server = await ctx.server.server()
             if not account_metadata.supports_attributes(server):
@@ -124,7 +124,7 @@ async def release(ctx: Context, *, host: str | None = None) -> int:
     return await account_metadata.release(
         server.db,
         ownership.table(server.schema),
-        ctx.user.effective_user(),
+        ctx.user.mysql_name(),
         owner_of(ctx.obj).uid,
         await server.server(),
         host=host,

@@ -1,19 +1,21 @@
 """The connection-Secret step: a Secret with everything an application needs to connect, kept in sync.
 
-It runs after the account has its password, so a Secret never offers a password that does not work yet.
-Keys: host, port, sslMode (of the endpoint selected: ``credentials/endpoints.py``), username, password (the
-one just applied), database, DATABASE_URL, JDBC_URL, the other endpoints' keys with their prefixes, then the
-user's templates rendered in the sandbox, shared fairly between namespaces (``credentials/render_pool.py``): a
-render that must wait for its turn ends the pass with ``TemplatesPending`` (nothing written, later steps
-wait too; ``Progressing=True``, and an account that serves stays Ready: ``progress.py``) and the resource
-comes back once it is done; a resource without templates never waits on the renderer. The
-Secret's annotation ``mysql.dbuser-operator.dev/credential-version`` counts the passwords it has held: it
-goes up by one whenever the password written changes (mirrored in ``status.credentialVersion``), so a
-rollout can key on it. The Secret is written only when something differs, conditionally on the
-resourceVersion it was computed from; labels and annotations removed from the spec are removed from it
-(``secret_metadata.py``). Its name is kept in ``status.connectionSecret``: once the spec renames or removes
-it, the Secret of that name is deleted if this DatabaseUser owns it. Under ``Delete`` it goes with the
-resource; under ``Retain`` it stays, no longer owned.
+It runs after the account has its password, so a Secret never offers a password that does not work yet. Keys:
+host, port, sslMode (of the endpoint selected: ``credentials/endpoints.py``), username, password (the one just
+applied; a workload's account has none, but sslCert and sslKey: where its pods mount their certificate),
+database, DATABASE_URL, JDBC_URL, the other endpoints' keys with their prefixes, then the user's templates
+rendered in the sandbox, shared fairly between namespaces (``credentials/render_pool.py``): a render that must
+wait for its turn ends the pass with ``TemplatesPending`` (nothing written, later steps wait too;
+``Progressing=True``, and an account that serves stays Ready: ``progress.py``) and the resource comes back
+once it is done; a resource without templates never waits on the renderer. With ``spec.tls.certificate``,
+tls.crt, tls.key and ca.crt of the certificate cert-manager issued come last (``client_certificate.py``: a
+template cannot stand in for them). The Secret's annotation ``mysql.dbuser-operator.dev/credential-version``
+counts the passwords it has held: it goes up by one whenever the password written changes (mirrored in
+``status.credentialVersion``), so a rollout can key on it. The Secret is written only when something differs,
+conditionally on the resourceVersion it was computed from; labels and annotations removed from the spec are
+removed from it (``secret_metadata.py``). Its name is kept in ``status.connectionSecret``: once the spec
+renames or removes it, the Secret of that name is deleted if this DatabaseUser owns it. Under ``Delete`` it
+goes with the resource; under ``Retain`` it stays, no longer owned.
 """
 
 from __future__ import annotations
@@ -38,7 +40,13 @@ from dbuser_operator.controllers.databaseuser.owned_secrets import (
 )
 from dbuser_operator.controllers.databaseuser.secret_metadata import metadata_patch, record
 from dbuser_operator.controllers.kit.errors import ConditionError, WorkPending
-from dbuser_operator.credentials.endpoints import SSL_MODE_KEY, EndpointNotFound, connection_values, select
+from dbuser_operator.credentials.endpoints import (
+    CREDENTIAL_BUNDLE,
+    SSL_MODE_KEY,
+    EndpointNotFound,
+    connection_values,
+    select,
+)
 from dbuser_operator.credentials.render_pool import Pending, RenderPool
 from dbuser_operator.credentials.templates import TemplateError
 from dbuser_operator.runtime.resources import ObjectKey
@@ -64,7 +72,8 @@ class ConnectionSecretStep:
     """Writes the connection Secret when it is missing or differs from what it should hold."""
 
     name = "connection-secret"
-    after = ("password", "hosts")  # a Secret never offers a password that does not work yet
+    # A Secret never offers a password that does not work yet, nor a certificate not issued yet.
+    after = ("password", "hosts", "client-certificate")
 
     def __init__(
         self,
@@ -78,23 +87,25 @@ class ConnectionSecretStep:
         self.endpoints = endpoints
         self.requeue = requeue  # puts a resource back in the work queue (its queued render is done)
 
-    def _values(self, ctx: Context, spec: ConnectionSecret, password: str) -> dict[str, str]:
-        """The keys for the endpoints ``spec`` selects among its server's; EndpointNotFound otherwise."""
+    def _values(self, ctx: Context, spec: ConnectionSecret, password: str | None) -> dict[str, str]:
+        """The keys for the endpoints ``spec`` selects among its server's; EndpointNotFound otherwise. A
+        workload's account offers the path of its pods' certificate instead of a password."""
         named, fallback, server = self.endpoints.of(ctx)
         try:
             chosen, more = select(named, fallback, spec.endpoint, spec.endpoints or ())
         except EndpointNotFound as error:
             message = f"{WHAT} {spec.name}: {server} has {error}"
             raise ConditionError("EndpointNotFound", message, retry=False) from None
-        user, database = ctx.user.effective_user(), connection_database(ctx.user, spec)
-        return connection_values(user, password, chosen, database, more)
+        user, database = ctx.user.mysql_name(), connection_database(ctx.user, spec)
+        certificate = CREDENTIAL_BUNDLE if ctx.workload is not None else None
+        return connection_values(user, password, chosen, database, more, certificate=certificate)
 
     async def ensure(self, ctx: Context) -> None:
         spec = ctx.user.spec.connection_secret
         if spec is None:
             await self._delete_left_over(ctx, None)
             return
-        if ctx.password is None:  # a plugin that takes none: there is nothing to connect with
+        if ctx.password is None and ctx.workload is None:  # a plugin that takes none: nothing to connect with
             raise ConditionError(
                 "ConnectionSecretInvalid",
                 f"{WHAT} {spec.name}: the account takes no password, so there is none to offer",
@@ -102,11 +113,11 @@ class ConnectionSecretStep:
             )
         values = self._values(ctx, spec, ctx.password)
         secret = self.secrets.cached(ctx, spec.name)
-        rendered = await self._render(ctx, spec.name, spec.templates or {}, values, secret)
-        data = values | rendered
+        rendered = await self._render(ctx, spec, values, secret)
+        data = values | rendered | (ctx.client_certificate or {})  # templates cannot stand in for it
         if secret is not None:
             secret = await self.secrets.claim(ctx, secret, WHAT)
-        version = self._version(ctx, secret, data["password"])
+        version = self._version(ctx, secret, data.get("password"))
         labels = {**(spec.labels or {}), MANAGED_BY_LABEL: MANAGED_BY}
         annotations = {**(spec.annotations or {}), CREDENTIAL_VERSION_ANNOTATION: str(version)}
         if (keys := record(spec.labels or {}, spec.annotations or {})) is not None:
@@ -122,7 +133,7 @@ class ConnectionSecretStep:
                 ctx.status.credential_version = version
                 await self._delete_left_over(ctx, spec.name)
                 return
-            version = self._version(ctx, secret, data["password"])
+            version = self._version(ctx, secret, data.get("password"))
             annotations[CREDENTIAL_VERSION_ANNOTATION] = str(version)
         patch = _patch(secret, encode(data), labels, annotations)
         if patch:
@@ -140,14 +151,10 @@ class ConnectionSecretStep:
         ctx.status.connection_secret = name
 
     async def _render(
-        self,
-        ctx: Context,
-        name: str,
-        templates: dict[str, str],
-        values: dict[str, str],
-        secret: dict[str, Any] | None,
+        self, ctx: Context, spec: ConnectionSecret, values: dict[str, str], secret: dict[str, Any] | None
     ) -> dict[str, str]:
-        """The templates rendered (or as the Secret holds them, when the same inputs rendered that)."""
+        """The spec's templates rendered (or as the Secret holds them, when the same inputs rendered that)."""
+        name, templates = spec.name, spec.templates or {}
         if not templates:
             return {}  # never waits on the renderer
         key = ObjectKey.of(ctx.obj)
@@ -167,14 +174,15 @@ class ConnectionSecretStep:
                 "TemplatesPending",
                 f"{WHAT} {name}: its templates are queued to render (renders are shared fairly between "
                 "namespaces); it is reconciled again once they are",
-                still_serves=_held_password_works(ctx, secret, values["password"]),
+                still_serves=_held_password_works(ctx, secret, values.get("password")),
             ) from None
         except TemplateError as error:
             raise ConditionError("TemplateInvalid", f"{WHAT} {name}: {error}", retry=False) from None
 
     @staticmethod
-    def _version(ctx: Context, secret: dict[str, Any] | None, password: str) -> int:
-        """The credential version the Secret should carry: the last one, plus one if the password changes."""
+    def _version(ctx: Context, secret: dict[str, Any] | None, password: str | None) -> int:
+        """The credential version the Secret should carry: the last one, plus one if the password changes
+        (a workload's Secret has none: it stays at 1)."""
         last = max(credential_version(secret), ctx.status.credential_version or 0)
         unchanged = secret is not None and decoded(secret, "password") == password
         return max(last, 1) if unchanged else last + 1
@@ -188,9 +196,10 @@ class ConnectionSecretStep:
             await self.secrets.release(ctx, name)
 
 
-def _held_password_works(ctx: Context, secret: dict[str, Any] | None, password: str) -> bool:
+def _held_password_works(ctx: Context, secret: dict[str, Any] | None, password: str | None) -> bool:
     """Whether the password the connection Secret holds logs in now: the account's, or the previous one
-    while a DualPassword rotation retains it (the Secret last written, at the version status records)."""
+    while a DualPassword rotation retains it (the Secret last written, at the version status records). A
+    workload's Secret holds none: it serves once written."""
     if secret is None:
         return False
     if decoded(secret, "password") == password:

@@ -7,6 +7,9 @@ come first, the password after them, and the sessions opened before (which keep 
 and the roles they logged in with) are ended last
 (:func:`~dbuser_operator.mysql.accounts.sessions.end_sessions`). A new account is created with its password
 by the account step: it holds nothing yet.
+
+A workload's account has no password: its empty one is set back, after its ``REQUIRE`` (the options step),
+when it is not the one the operator recorded (changed by hand, or an adopted account's).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dbuser_operator.controllers.databaseuser.steps import rotation
 from dbuser_operator.controllers.databaseuser.steps.ownership import record_own_fingerprint
 from dbuser_operator.controllers.kit.errors import mysql_condition
 from dbuser_operator.mysql.accounts import accounts, password_match, sessions
+from dbuser_operator.mysql.accounts.authentication import Method
 from dbuser_operator.mysql.errors import MySQLError
 
 
@@ -35,17 +39,19 @@ class CredentialsStep:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.applied_secret = ctx.secret
         # The plugin in force when the spec names one (set, or found in place by this pass's look). Without
-        # spec.authentication status does not say: a new account's plugin would cost a statement more.
-        ctx.status.authentication_plugin = (
-            ctx.authentication.plugin if ctx.authentication is not None else None
-        )
+        # spec.authentication status does not say: a new account's plugin would cost a statement more. A
+        # workload's account says status.workload instead.
+        method = None if ctx.workload is not None else ctx.authentication
+        ctx.status.authentication_plugin = method.plugin if method is not None else None
 
     async def _set_password(self, ctx: Context, password: str | None, secret: AppliedSecret | None) -> bool:
         """Set the password if the Secret changed, somebody changed it by hand or the plugin is to change;
         whether it was set (its fingerprint is then to be recorded)."""
         method = ctx.authentication
+        if method is not None and method.certificate_only:
+            return await self._certificate_only(ctx, method)
         if method is not None and ctx.plugin != method.plugin:
-            await accounts.set_password(ctx.server.db, ctx.user.effective_user(), ctx.host, password, method)
+            await accounts.set_password(ctx.server.db, ctx.user.mysql_name(), ctx.host, password, method)
             kept = ", same password" if method.takes_password else ""
             ctx.event(
                 "Normal",
@@ -76,16 +82,40 @@ class CredentialsStep:
         return True
 
     @staticmethod
+    async def _certificate_only(ctx: Context, method: Method) -> bool:
+        """A workload's account: its empty password set back unless the recorded one is in place; whether
+        it was set."""
+        if ctx.plugin == method.plugin and ctx.password_intact is True:
+            return False
+        await accounts.set_password(ctx.server.db, ctx.user.mysql_name(), ctx.host, None, method)
+        ctx.event(
+            "Warning" if ctx.password_intact is False else "Normal",
+            "PasswordRemoved",
+            f"{ctx.account} takes its workload's client certificate only: its password was removed",
+        )
+        return True
+
+    @staticmethod
     async def _unchanged(ctx: Context, password: str | None) -> bool:
         """Whether a new Secret version keeps the password the account has (a label or another key
-        changed): judged on the account's own hash of it
-        (:mod:`~dbuser_operator.mysql.accounts.password_match`), and only while the account's password is the
-        one the operator set (its fingerprint matches)."""
+        changed), and only while the account's password is the one the operator set (its fingerprint
+        matches). Judged without a statement where the pass's look tells (an unsalted hash's fingerprint,
+        or the marker of a password this process set:
+        :mod:`~dbuser_operator.mysql.accounts.known_passwords`), else on the account's own hash of it
+        (:mod:`~dbuser_operator.mysql.accounts.password_match`: on MySQL, its salted hash checked on the
+        client)."""
         if password is None or ctx.password_intact is not True:
             return False
-        server = await ctx.server.server()
-        user = ctx.user.effective_user()
-        return await password_match.holds_password(ctx.server.db, user, ctx.host, server, password)
+        user = ctx.user.mysql_name()
+        held = password_match.fingerprint_matches(ctx.plugin, ctx.auth_fingerprint, password)
+        if held is None:
+            marker = ctx.password_state.credential if ctx.password_state is not None else None
+            held = ctx.server.known.holds(user, ctx.host, marker, password)
+        if held is None:
+            server = await ctx.server.server()
+            held = await password_match.holds_password(ctx.server.db, user, ctx.host, server, password)
+        ctx.password_held = held
+        return held
 
     @staticmethod
     async def _apply(
@@ -94,7 +124,7 @@ class CredentialsStep:
         """Set the password with the rotation strategy in force (a plugin without one: its plugin)."""
         if password is None or secret is None:
             await accounts.set_password(
-                ctx.server.db, ctx.user.effective_user(), ctx.host, None, ctx.authentication
+                ctx.server.db, ctx.user.mysql_name(), ctx.host, None, ctx.authentication
             )
         else:
             await rotation.set_password(ctx.server, ctx, password, secret, restore=restore)
@@ -113,7 +143,7 @@ class SessionsStep:
         if not (ctx.adopted or ctx.reduced):
             return
         try:
-            ended = await sessions.end_sessions(ctx.server.db, ctx.user.effective_user(), ctx.host)
+            ended = await sessions.end_sessions(ctx.server.db, ctx.user.mysql_name(), ctx.host)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         if ended:

@@ -40,7 +40,7 @@ class GrantsStep:
     after = ("account",)
 
     async def ensure(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         try:
             wanted = desired_grants(ctx.user.spec.privileges)
             server = await ctx.server.server()

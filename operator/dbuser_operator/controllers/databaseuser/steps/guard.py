@@ -4,7 +4,6 @@ any SQL (a reserved account name was refused by the frame before the steps ran).
 from __future__ import annotations
 
 from dbuser_operator.controllers.databaseuser.context import Context
-from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.policy.guard import Guard
 
 
@@ -19,15 +18,9 @@ class GuardStep:
     async def ensure(self, ctx: Context) -> None:
         # The USER column of `kubectl get` shows the name for refused resources too (status.host, which
         # says an account was managed, is written by the ownership step only).
-        user, privileges = ctx.user.effective_user(), ctx.user.spec.privileges
+        user, privileges = ctx.user.mysql_name(), ctx.user.spec.privileges
         ctx.status.user = user
-        refusal = self.guard.grant_refusal(privileges)
-        if refusal is not None:
-            raise ConditionError("PrivilegeNotAllowed", f"{ctx.account}: {refusal}", retry=False)
-        server_refusal = await self.guard.server_refusal(ctx.server, privileges)
-        if server_refusal is not None:
-            message = f"{ctx.account}: {server_refusal.message}"
-            raise ConditionError(server_refusal.reason, message, retry=server_refusal.retry)
+        await self.guard.check(ctx.server, privileges, ctx.account)
 
     async def delete(self, ctx: Context) -> None:
         """Nothing to undo: refused grants were never given."""

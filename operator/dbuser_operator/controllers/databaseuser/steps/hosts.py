@@ -1,7 +1,7 @@
 """Several hosts: the account steps run once per host of the user, each with a context of its own.
 
 ``spec.host`` and ``spec.hosts`` name accounts ``'user'@'host'`` of one user. :class:`HostsStep` wraps the
-steps that act on one account (ownership, account, options, grants) and runs them for each host with a
+steps that act on one account (ownership, account, limits, grants) and runs them for each host with a
 per-host :class:`~.steps.Context` (:func:`for_host`: ``ctx.host`` set, the per-account facts fresh; the
 password, status and events shared). A refusal of one account (``AccountClaimed``, ``AccountExists``) does
 not stop the others: Ready then names each refused account. Any other failure stops the pass.
@@ -41,6 +41,11 @@ def for_host(ctx: Context, host: str) -> Context:
         host=host,
         account_exists=None,
         password_intact=None,
+        auth_fingerprint=None,
+        password_state=None,
+        dual_auth=None,
+        options=None,
+        password_held=None,
         claimed=False,
         created=False,
         adopted=False,
@@ -62,7 +67,7 @@ def merge_back(ctx: Context, per_host: Context) -> None:
 
 def accounts_of(ctx: Context) -> str:
     """``'user'@'a'`` or ``'user'@'a', 'user'@'b'``: the spec's accounts, for messages."""
-    user = ctx.user.effective_user()
+    user = ctx.user.mysql_name()
     return ", ".join(f"'{user}'@'{host}'" for host in ctx.user.spec.account_hosts())
 
 
@@ -147,7 +152,7 @@ class HostsStep:
                     errors.append(error)
                 else:
                     if self.on_release is not None:
-                        self.on_release(ctx.server.key, ctx.user.effective_user(), host)
+                        self.on_release(ctx.server.key, ctx.user.mysql_name(), host)
                     continue
             kept.append(host)
         return kept
@@ -168,7 +173,7 @@ class HostsStep:
 
     async def _owned(self, ctx: Context) -> list[str]:
         """The hosts of the user's accounts that this resource owns (the bookkeeping table's word)."""
-        user = ctx.user.effective_user()
+        user = ctx.user.mysql_name()
         try:
             await ctx.server.ensure_schema()
             return await ownership.owned_hosts(ctx.server.db, ctx.server.schema, user, owner_of(ctx.obj).uid)
@@ -185,7 +190,7 @@ class HostsStep:
             await ownership.forget(
                 ctx.server.db,
                 ctx.server.schema,
-                ownership.account(ctx.user.effective_user(), ctx.host),
+                ownership.account(ctx.user.mysql_name(), ctx.host),
                 owner_of(ctx.obj).uid,
             )
         except MySQLError as error:

@@ -43,7 +43,7 @@ async def record_own_fingerprint(ctx: Context, password: str | None) -> bool:
     back."""
     server = await ctx.server.server()
     method = authentication.effective(ctx.authentication, server)
-    user, host = ctx.user.effective_user(), ctx.host
+    user, host = ctx.user.mysql_name(), ctx.host
     own = await ownership.record_fingerprint(
         ctx.server.db, ctx.server.schema, user, host, server, password=password, method=method
     )
@@ -106,7 +106,7 @@ class OwnershipStep:
         )
 
     async def ensure(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         first = ctx.status.observed_generation is None  # the resource's first pass: no status written yet
         db, schema = ctx.server.db, ctx.server.schema
         try:
@@ -117,9 +117,7 @@ class OwnershipStep:
                 ctx.status.user, ctx.status.host = user, ctx.user.spec.host
                 return
             found = await account_lookup.lookup(db, schema, user, host, await ctx.server.server())
-            ctx.account_exists, ctx.password_intact = found.exists, found.password_intact
-            ctx.plugin, ctx.account_metadata = found.plugin, found.metadata
-            ctx.lock_policy, ctx.default_lifetime = found.policy, found.default_lifetime
+            ctx.saw(found)
 
             async def exists() -> bool:
                 return found.exists
@@ -159,11 +157,8 @@ class OwnershipStep:
         """A resource's first pass: claim an account that nobody owns and that does not exist, in one
         statement (no look first). False when either is there: then the usual look and claim."""
         server = await ctx.server.server()
-        expected = (
-            ownership.expected_fingerprint(server, ctx.password, ctx.authentication)
-            if ctx.password is not None
-            else None
-        )
+        # Known beforehand for an unsalted hash, and a workload's empty string (no password).
+        expected = ownership.expected_fingerprint(server, ctx.password, ctx.authentication)
         if not await ownership.claim_new(
             ctx.server.db,
             ctx.server.schema,
@@ -179,7 +174,7 @@ class OwnershipStep:
         return True
 
     async def delete(self, ctx: Context) -> None:
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         try:
             await ownership.forget(
                 ctx.server.db, ctx.server.schema, ownership.account(user, host), owner_of(ctx.obj).uid

@@ -12,8 +12,6 @@ granted nor revoked, and the condition names it. DatabaseRole events re-queue th
 
 from __future__ import annotations
 
-from typing import Any
-
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
 from dbuser_operator.controllers.databaseuser.context import Context
@@ -26,27 +24,6 @@ from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.runtime.conditions import is_true
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
-
-ROLE_INDEX = "role"
-
-
-def referenced_roles(obj: dict[str, Any]) -> list[str]:
-    """Index value: ``namespace/name`` of every DatabaseRole a DatabaseUser names in spec.roles."""
-    namespace = obj["metadata"].get("namespace", "")
-    names = (obj.get("spec") or {}).get("roles") or []
-    return [f"{namespace}/{name}" for name in names if isinstance(name, str)]
-
-
-def users_of_role(users: Informer) -> Any:
-    """Key mapper: a DatabaseRole event re-queues the DatabaseUsers naming it."""
-
-    def to_keys(role: dict[str, Any]) -> list[ObjectKey]:
-        key = ObjectKey.of(role)
-        return [
-            ObjectKey.of(user) for user in users.store.by_index(ROLE_INDEX, f"{key.namespace}/{key.name}")
-        ]
-
-    return to_keys
 
 
 class RolesStep:
@@ -62,7 +39,7 @@ class RolesStep:
         spec = ctx.user.spec
         if ctx.created and not spec.roles:  # made by this pass: it holds no role, and none is wanted
             return
-        user, host = ctx.user.effective_user(), ctx.host
+        user, host = ctx.user.mysql_name(), ctx.host
         namespace = ctx.user.metadata.namespace or ""
         try:
             server = await ctx.server.server()
@@ -119,7 +96,7 @@ class RolesStep:
                 f"DatabaseRole {name} is on {where}, this user on {here}: a role and the users granted it "
                 "must be on the same server"
             )
-        role_name = DatabaseRole.model_validate(obj).effective_role()
+        role_name = DatabaseRole.model_validate(obj).mysql_name()
         owner = await ownership.owner_of(handle.db, handle.schema, ownership.role(role_name))
         if owner is None or owner.uid != obj["metadata"].get("uid"):
             return None, f"DatabaseRole {name} does not own a role {role_name}"
@@ -146,7 +123,7 @@ class RoleAccountGuardStep:
         db, schema = ctx.server.db, ctx.server.schema
         try:
             await ctx.server.ensure_book(ownership.ROLES)
-            owner = await ownership.owner_of(db, schema, ownership.role(ctx.user.effective_user()))
+            owner = await ownership.owner_of(db, schema, ownership.role(ctx.user.mysql_name()))
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         if owner is not None and (await ctx.server.server()).flavour == "mysql":

@@ -124,14 +124,20 @@ async def set_password(
     a password somebody changed by hand. Only a current password the operator set itself (its fingerprint
     matches) is retained: never one changed by hand, nor the password of an account being adopted."""
     strategy = await strategy_for(handle, ctx)
-    db, user, host = handle.db, ctx.user.effective_user(), ctx.host
+    db, user, host = handle.db, ctx.user.mysql_name(), ctx.host
     previous = ctx.status.rotation or RotationStatus()
     moment = format_time(now())
     if strategy == "Immediate":
-        method = authentication.effective(ctx.authentication, await handle.server())
-        await accounts.set_password(db, user, host, password, method)  # MariaDB: the hash
-        if dual_password.supports_dual_passwords(await handle.server()):
-            await dual_password.discard_old_password(db, user, host)  # a secondary from before the switch
+        server = await handle.server()
+        method = authentication.effective(ctx.authentication, server)
+        if dual_password.supports_dual_passwords(server):
+            version = credential_version(secret)
+            await dual_password.set_password(db, user, host, password, version, retain=False, method=method)
+            handle.known.remember(user, host, version, password)
+            if ctx.password_state is None or ctx.password_state.retained:  # one from before the switch
+                await dual_password.discard_old_password(db, user, host)
+        else:
+            await accounts.set_password(db, user, host, password, method)  # MariaDB: the hash
         if restore:
             return  # drift repaired: no rotation
         ctx.status.rotation = previous.model_copy(
@@ -149,15 +155,13 @@ async def set_password(
         await _record_retained(handle, ctx, previous, moment, restore=restore)
         return
     version = credential_version(secret)
-    state = await dual_password.read_state(db, user, host)
+    state = ctx.password_state  # as the pass's look found it
+    if state is None:
+        state = await dual_password.read_state(db, user, host)
     if state is not None and state.credential == version and not restore:
         # A retried pass: this Secret version is the primary password already (its status was lost).
         retained = state.retained
-    elif (
-        state is not None
-        and not restore
-        and await password_match.holds_password(db, user, host, await handle.server(), password)
-    ):
+    elif state is not None and not restore and await _holds(handle, ctx, password):
         # The account has it already (a generated rotation set it, or a pass died before its record):
         # mark it with the Secret version, retain nothing.
         await dual_password.set_password(
@@ -171,9 +175,19 @@ async def set_password(
             db, user, host, password, version, retain=retain, method=ctx.authentication
         )
         retained = retain or (state is not None and state.retained)
+    handle.known.remember(user, host, version, password)
     if not retained:
         return
     await _record_retained(handle, ctx, previous, moment, restore=restore)
+
+
+async def _holds(handle: ServerHandle, ctx: Context, password: str) -> bool:
+    """Whether the account's primary password is ``password``: as this pass found already, else asked of
+    the account's own hash (:mod:`~dbuser_operator.mysql.accounts.password_match`)."""
+    if ctx.password_held is not None:
+        return ctx.password_held
+    user, server = ctx.user.mysql_name(), await handle.server()
+    return await password_match.holds_password(handle.db, user, ctx.host, server, password)
 
 
 async def set_on_mariadb(
@@ -184,16 +198,21 @@ async def set_on_mariadb(
     retain: bool,
     keep_older: bool = False,
     host: str | None = None,
+    state: mariadb_dual_auth.DualAuthState | None = None,
 ) -> bool:
     """MariaDB: ``password`` becomes the current entry of the account (of ``host``, else the pass's), the
     current one kept next to it with ``retain``, the older one with ``keep_older``
     (:mod:`..mysql.mariadb_dual_auth`); whether an older password still logs in. A password already
-    current is not set again: a retried pass retains nothing twice."""
-    db, user, host = ctx.server.db, ctx.user.effective_user(), host or ctx.host
+    current is not set again: a retried pass retains nothing twice. ``state``: the account's
+    authentications as a look of this pass read them (else the pass's own look's, or read now)."""
+    db, user = ctx.server.db, ctx.user.mysql_name()
+    if host is None:
+        host, state = ctx.host, ctx.dual_auth
     method = authentication.effective(ctx.authentication, server)
     if method is None:  # refused by strategy_for before: MariaDB's default plugin without its hash
         raise ConditionError("DualPasswordUnsupported", dual_passwords_lacking(server, None), retry=False)
-    state = await mariadb_dual_auth.read_state(db, user, host)
+    if state is None:
+        state = await mariadb_dual_auth.read_state(db, user, host)
     if state is not None and state.holds(method, password):
         return state.retained
     return await mariadb_dual_auth.set_password(
@@ -236,7 +255,7 @@ async def resume(handle: ServerHandle, ctx: Context) -> None:
     strategy = await strategy_for(handle, ctx)
     if strategy != "DualPassword":
         return
-    user, server = ctx.user.effective_user(), await handle.server()
+    user, server = ctx.user.mysql_name(), await handle.server()
     if server.flavour == "mariadb":
         entries = await mariadb_dual_auth.read_state(handle.db, user, ctx.host)
         retained = entries is not None and entries.retained
@@ -281,7 +300,7 @@ class DiscardStep:
                 mariadb_dual_auth.discard_old_password if mariadb else dual_password.discard_old_password
             )
             for host in self._hosts(ctx):  # every account the resource holds
-                await discard(ctx.server.db, ctx.user.effective_user(), host)
+                await discard(ctx.server.db, ctx.user.mysql_name(), host)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None
         ctx.status.rotation = rotation.model_copy(update={"phase": "Discarded"})
@@ -317,7 +336,7 @@ class DiscardStep:
             return 0
         try:
             found = await dual_password.sessions_up_to(
-                ctx.server.db, ctx.user.effective_user(), self._hosts(ctx), watermark
+                ctx.server.db, ctx.user.mysql_name(), self._hosts(ctx), watermark
             )
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None

@@ -143,7 +143,7 @@ class ScheduledRotationStep:
 
     @staticmethod
     def _accounts(ctx: Context) -> str:
-        user = ctx.user.effective_user()
+        user = ctx.user.mysql_name()
         return ", ".join(f"'{user}'@'{host}'" for host in ctx.user.spec.account_hosts())
 
     @staticmethod
@@ -156,7 +156,7 @@ class ScheduledRotationStep:
         retried pass); whether any keeps a previous password (retained). Only a password the operator set
         (its fingerprint matches) is retained: never one changed by hand, nor an unknown one a pass that
         died left behind."""
-        db, schema, user = ctx.server.db, ctx.server.schema, ctx.user.effective_user()
+        db, schema, user = ctx.server.db, ctx.server.schema, ctx.user.mysql_name()
         retained = False
         try:
             server = await ctx.server.server()
@@ -165,7 +165,12 @@ class ScheduledRotationStep:
                 if strategy == "DualPassword" and server.flavour == "mariadb":  # a second entry
                     found = await account_lookup.lookup(db, schema, user, host, server)
                     kept = await set_on_mariadb(
-                        ctx, server, password, retain=found.password_intact is True, host=host
+                        ctx,
+                        server,
+                        password,
+                        retain=found.password_intact is True,
+                        host=host,
+                        state=found.dual_auth,
                     )
                     retained = retained or kept
                     continue
@@ -174,13 +179,14 @@ class ScheduledRotationStep:
                         db, user, host, password, authentication.effective(method, server)
                     )
                     continue
-                state = await dual_password.read_state(db, user, host)
+                found = await account_lookup.lookup(db, schema, user, host, server)
+                state = found.password_state  # the marker and a retained password, with the fingerprint
                 if state is None or state.credential != nonce:
-                    found = await account_lookup.lookup(db, schema, user, host, server)
                     retain = strategy == "DualPassword" and found.password_intact is True
                     await dual_password.set_password(
                         db, user, host, password, nonce, retain=retain, method=method
                     )
+                    ctx.server.known.remember(user, host, nonce, password)
                     retained = retained or retain
                 retained = retained or (state is not None and state.retained)
         except MySQLError as error:
@@ -189,7 +195,7 @@ class ScheduledRotationStep:
 
     async def _record(self, ctx: Context, password: str) -> None:
         """Record the new password's fingerprint on every account (after the Secret has it: see above)."""
-        db, schema, user = ctx.server.db, ctx.server.schema, ctx.user.effective_user()
+        db, schema, user = ctx.server.db, ctx.server.schema, ctx.user.mysql_name()
         try:
             server = await ctx.server.server()
             method = self._method(ctx, server.flavour)

@@ -98,7 +98,7 @@ class WantedPolicy:
     failed_login_attempts: int = 0
     password_lock_time: int = 0
 
-    def target(self, live: LockPolicy, default_lifetime: int) -> LockPolicy:
+    def for_account(self, live: LockPolicy, default_lifetime: int) -> LockPolicy:
         """The policy to give an account that has ``live`` on a server whose default lifetime is
         ``default_lifetime``: equal to ``live`` when nothing needs to change."""
         lifetime = self.password_lifetime
@@ -173,23 +173,23 @@ async def read_policy(
 
 
 def alter_statement(
-    user: str, host: str, live: LockPolicy, target: LockPolicy, server: ServerInfo
+    user: str, host: str, live: LockPolicy, desired: LockPolicy, server: ServerInfo
 ) -> Statement:
     """``ALTER USER 'user'@'host' ACCOUNT LOCK|UNLOCK PASSWORD EXPIRE … FAILED_LOGIN_ATTEMPTS n
-    PASSWORD_LOCK_TIME n|UNBOUNDED``, naming only what differs between ``live`` and ``target``."""
+    PASSWORD_LOCK_TIME n|UNBOUNDED``, naming only what differs between ``live`` and ``desired``."""
     with checked_input():
         who = account(user, host)
     clauses: list[str] = []
-    if live.locked != target.locked:
-        clauses.append("ACCOUNT LOCK" if target.locked else "ACCOUNT UNLOCK")
-    if live.password_lifetime != target.password_lifetime:
-        clauses.append(_expire_clause(target.password_lifetime))
-    locking = (target.failed_login_attempts, target.password_lock_time)
+    if live.locked != desired.locked:
+        clauses.append("ACCOUNT LOCK" if desired.locked else "ACCOUNT UNLOCK")
+    if live.password_lifetime != desired.password_lifetime:
+        clauses.append(_expire_clause(desired.password_lifetime))
+    locking = (desired.failed_login_attempts, desired.password_lock_time)
     if locking != (live.failed_login_attempts, live.password_lock_time):
         if not failed_login_lock_supported(server):
             raise InvalidOptionsError(f"{server} has no FAILED_LOGIN_ATTEMPTS and PASSWORD_LOCK_TIME")
-        lock_time = "UNBOUNDED" if target.password_lock_time == UNBOUNDED else target.password_lock_time
-        attempts = unsigned_literal(target.failed_login_attempts)
+        lock_time = "UNBOUNDED" if desired.password_lock_time == UNBOUNDED else desired.password_lock_time
+        attempts = unsigned_literal(desired.failed_login_attempts)
         clauses.append(f"FAILED_LOGIN_ATTEMPTS {attempts} PASSWORD_LOCK_TIME {lock_time}")
     if not clauses:
         raise ValueError("nothing differs")
@@ -221,8 +221,8 @@ async def apply_policy(
     if found is None:
         raise InvalidAccountError(f"'{user}'@'{host}' does not exist", 1396)
     current, default_lifetime = found
-    target = wanted.target(current, default_lifetime)
-    if target == current:
+    desired = wanted.for_account(current, default_lifetime)
+    if desired == current:
         return None
-    await db.execute(alter_statement(user, host, current, target, server))
-    return current, target
+    await db.execute(alter_statement(user, host, current, desired, server))
+    return current, desired

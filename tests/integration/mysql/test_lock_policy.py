@@ -10,7 +10,7 @@ from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.mysql import Database, InvalidAccountError, InvalidOptionsError, ServerInfo
 from dbuser_operator.mysql.accounts import accounts
 from dbuser_operator.mysql.accounts.account_lookup import lookup
-from dbuser_operator.mysql.accounts.account_options import (
+from dbuser_operator.mysql.accounts.lock_policy import (
     DEFAULT_LIFETIME,
     NEVER,
     UNBOUNDED,
@@ -83,8 +83,8 @@ async def test_the_failed_login_lock_where_the_server_has_it(
         assert await read_policy(db, user, "%", server) == (LockPolicy(), 0)
         return
     await apply_policy(db, user, "%", wanted, server)
-    target = LockPolicy(failed_login_attempts=3, password_lock_time=UNBOUNDED)
-    assert await read_policy(db, user, "%", server) == (target, 0)
+    locking = LockPolicy(failed_login_attempts=3, password_lock_time=UNBOUNDED)
+    assert await read_policy(db, user, "%", server) == (locking, 0)
     await apply_policy(db, user, "%", WantedPolicy(), server)
     assert await read_policy(db, user, "%", server) == (LockPolicy(), 0)
 

@@ -1,7 +1,7 @@
 """spec.account: the model's validation, what the spec asks of the server at a moment, the ALTER USER that
 converges it, the rows it is read from, the namespace policy's maxPasswordLifetime and Observe's
 differences. Pure logic; the servers are tested in
-tests/integration/operator/databaseuser/test_account_options.py."""
+tests/integration/operator/databaseuser/test_lock_policy.py."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from dbuser_operator.api.v1alpha1.account import (
 )
 from dbuser_operator.api.v1alpha1.server_policy import MAX_PASSWORD_LIFETIME_MESSAGE, ServerPolicy
 from dbuser_operator.controllers.databaseuser.observe import policy_differences
-from dbuser_operator.controllers.databaseuser.steps.account_options import (
+from dbuser_operator.controllers.databaseuser.steps.lock_policy import (
     describe,
     expired,
     unsupported,
@@ -31,7 +31,8 @@ from dbuser_operator.controllers.databaseuser.steps.account_options import (
 )
 from dbuser_operator.controllers.policy.rules import user_violations
 from dbuser_operator.mysql import InvalidOptionsError
-from dbuser_operator.mysql.accounts.account_options import (
+from dbuser_operator.mysql.accounts.limits import Limits
+from dbuser_operator.mysql.accounts.lock_policy import (
     DEFAULT_LIFETIME,
     NEVER,
     UNBOUNDED,
@@ -40,7 +41,6 @@ from dbuser_operator.mysql.accounts.account_options import (
     alter_statement,
     column_list,
 )
-from dbuser_operator.mysql.accounts.limits import AccountOptions
 from dbuser_operator.mysql.accounts.observe import LiveAccount
 from dbuser_operator.mysql.grants import Grant
 from dbuser_operator.mysql.session.server import ServerInfo
@@ -144,7 +144,7 @@ def test_expires_at_locks_from_that_moment() -> None:
 
 
 @pytest.mark.parametrize(
-    ("live", "default", "target"),
+    ("live", "default", "desired"),
     [
         (DEFAULT_LIFETIME, 0, DEFAULT_LIFETIME),  # the server's default never expires: nothing to write
         (NEVER, 0, NEVER),
@@ -153,30 +153,30 @@ def test_expires_at_locks_from_that_moment() -> None:
         (30, 0, NEVER),  # an interval set by hand expires it
     ],
 )
-def test_an_unset_password_expire_never_expires_in_effect(live: int, default: int, target: int) -> None:
-    found = WantedPolicy().target(LockPolicy(password_lifetime=live), default)
-    assert found.password_lifetime == target
+def test_an_unset_password_expire_never_expires_in_effect(live: int, default: int, desired: int) -> None:
+    found = WantedPolicy().for_account(LockPolicy(password_lifetime=live), default)
+    assert found.password_lifetime == desired
 
 
 def test_a_set_password_expire_is_written_as_it_is() -> None:
     for lifetime in (NEVER, DEFAULT_LIFETIME, 90):
         wanted = WantedPolicy(password_lifetime=lifetime)
-        assert wanted.target(LockPolicy(password_lifetime=7), 0).password_lifetime == lifetime
+        assert wanted.for_account(LockPolicy(password_lifetime=7), 0).password_lifetime == lifetime
 
 
 def test_the_target_is_the_live_policy_when_nothing_differs() -> None:
     live = LockPolicy(
         locked=True, password_lifetime=90, failed_login_attempts=3, password_lock_time=UNBOUNDED
     )
-    assert WantedPolicy(True, 90, 3, UNBOUNDED).target(live, 0) == live
-    assert WantedPolicy(False, 90, 3, UNBOUNDED).target(live, 0) != live
+    assert WantedPolicy(True, 90, 3, UNBOUNDED).for_account(live, 0) == live
+    assert WantedPolicy(False, 90, 3, UNBOUNDED).for_account(live, 0) != live
 
 
 # --- the SQL ---
 
 
-def alter(live: LockPolicy, target: LockPolicy, server: ServerInfo = MYSQL) -> str:
-    statement = alter_statement("app", "10.0.%", live, target, server)
+def alter(live: LockPolicy, desired: LockPolicy, server: ServerInfo = MYSQL) -> str:
+    statement = alter_statement("app", "10.0.%", live, desired, server)
     assert statement.params == ()
     return statement.text
 
@@ -202,10 +202,10 @@ def test_the_alter_user_names_only_what_differs() -> None:
 
 
 def test_no_failed_login_lock_is_written_where_the_server_has_none() -> None:
-    target = LockPolicy(failed_login_attempts=3, password_lock_time=1)
+    desired = LockPolicy(failed_login_attempts=3, password_lock_time=1)
     for server in (MARIADB, MYSQL_8_0_18):
         with pytest.raises(InvalidOptionsError, match="FAILED_LOGIN_ATTEMPTS"):
-            alter(LockPolicy(), target, server)
+            alter(LockPolicy(), desired, server)
 
 
 def test_out_of_range_values_are_refused_before_any_sql() -> None:
@@ -305,7 +305,7 @@ def live(policy: LockPolicy, default_lifetime: int = 0) -> LiveAccount:
     return LiveAccount(
         plugin="caching_sha2_password",
         tls="NONE",
-        options=AccountOptions(),
+        limits=Limits(),
         grants=frozenset[Grant](),
         roles=(),
         policy=policy,

@@ -1,10 +1,10 @@
-"""The account-options step: spec.account (lock, password expiry, failed-login lock, expiry time), read
+"""The lock-policy step: spec.account (lock, password expiry, failed-login lock, expiry time), read
 back from the server and set when it differs.
 
 An account is locked when ``locked`` is true or ``expiresAt`` has passed (the operator's clock); a pass
 before ``expiresAt`` asks to be looked at again at that moment. ``ACCOUNT LOCK`` refuses new logins only:
 every pass that finds the account wanted locked ends its open sessions too (one processlist read when it
-has none). The failed-login lock exists on MySQL 8.0.19+ only: elsewhere :class:`AccountOptionsCheckStep`
+has none). The failed-login lock exists on MySQL 8.0.19+ only: elsewhere :class:`LockPolicyCheckStep`
 refuses it by name (``AccountOptionUnsupported``) before anything is written, the account included.
 """
 
@@ -23,8 +23,8 @@ from dbuser_operator.api.v1alpha1.account import (
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.rotation import now
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
-from dbuser_operator.mysql.accounts import account_options, sessions
-from dbuser_operator.mysql.accounts.account_options import (
+from dbuser_operator.mysql.accounts import lock_policy, sessions
+from dbuser_operator.mysql.accounts.lock_policy import (
     DEFAULT_LIFETIME,
     NEVER,
     UNBOUNDED,
@@ -43,40 +43,40 @@ EXPIRY_MARGIN: Final = 0.05  # seconds after expiresAt that the pass which locks
 
 def expired(spec: DatabaseUserSpec, moment: datetime) -> datetime | None:
     """``expiresAt`` if it has passed at ``moment``, else None."""
-    options = spec.account
-    if options is None or options.expires_at is None:
+    account = spec.account
+    if account is None or account.expires_at is None:
         return None
-    expires_at = parse_expires_at(options.expires_at)
+    expires_at = parse_expires_at(account.expires_at)
     return expires_at if expires_at <= moment else None
 
 
 def wanted_policy(spec: DatabaseUserSpec, moment: datetime) -> WantedPolicy:
     """What the spec asks of the account at ``moment`` (the model checked the values)."""
-    options = spec.account
-    if options is None:
+    account = spec.account
+    if account is None:
         return WantedPolicy()
     lifetime: int | None = None
-    expire = options.password_expire
+    expire = account.password_expire
     if expire is not None:
         days = password_lifetime_days(expire)
         lifetime = days if days is not None else NEVER if expire == PASSWORD_NEVER else DEFAULT_LIFETIME
     lock_time = 0
-    if options.password_lock_time is not None:
-        lock_time = lock_time_days(options.password_lock_time) or UNBOUNDED
+    if account.password_lock_time is not None:
+        lock_time = lock_time_days(account.password_lock_time) or UNBOUNDED
     return WantedPolicy(
-        locked=options.locked or expired(spec, moment) is not None,
+        locked=account.locked or expired(spec, moment) is not None,
         password_lifetime=lifetime,
-        failed_login_attempts=options.failed_login_attempts or 0,
+        failed_login_attempts=account.failed_login_attempts or 0,
         password_lock_time=lock_time,
     )
 
 
 def unsupported(spec: DatabaseUserSpec, server: ServerInfo) -> str | None:
     """Why the server cannot do what spec.account asks, or None."""
-    options = spec.account
-    if options is None or options.failed_login_attempts is None:
+    account = spec.account
+    if account is None or account.failed_login_attempts is None:
         return None
-    if account_options.failed_login_lock_supported(server):
+    if lock_policy.failed_login_lock_supported(server):
         return None
     what = "spec.account.failedLoginAttempts and passwordLockTime"
     lock = "per-account failed-login lock (FAILED_LOGIN_ATTEMPTS, PASSWORD_LOCK_TIME)"
@@ -87,11 +87,7 @@ def unsupported(spec: DatabaseUserSpec, server: ServerInfo) -> str | None:
 
 def password_expire_text(lifetime: int) -> str:
     """A lifetime as spec.account.passwordExpire writes it: Never, Default, 90d."""
-    if lifetime == NEVER:
-        return "Never"
-    if lifetime == DEFAULT_LIFETIME:
-        return "Default"
-    return f"{lifetime}d"
+    return {NEVER: "Never", DEFAULT_LIFETIME: "Default"}.get(lifetime, f"{lifetime}d")
 
 
 def lock_time_text(days: int) -> str:
@@ -141,11 +137,11 @@ def known_policy(ctx: Context, wanted: WantedPolicy, server: ServerInfo) -> tupl
     return ctx.lock_policy, ctx.default_lifetime
 
 
-class AccountOptionsCheckStep:
+class LockPolicyCheckStep:
     """Refuses what spec.account asks and the server cannot do, before anything is written (not even the
     account): Ready=False, reason AccountOptionUnsupported, naming the field and the server."""
 
-    name = "account-options-check"
+    name = "lock-policy-check"
 
     async def ensure(self, ctx: Context) -> None:
         try:
@@ -160,20 +156,20 @@ class AccountOptionsCheckStep:
         """Nothing was done."""
 
 
-class AccountOptionsStep:
+class LockPolicyStep:
     """ALTER USER … ACCOUNT LOCK|UNLOCK PASSWORD EXPIRE … only when the server's values differ from the
     spec; a locked account's sessions ended."""
 
-    name = "account-options"
-    after = ("account-options-check", "account")
+    name = "lock-policy"
+    after = ("lock-policy-check", "account")
 
     async def ensure(self, ctx: Context) -> None:
-        user, host, spec = ctx.user.effective_user(), ctx.host, ctx.user.spec
+        user, host, spec = ctx.user.mysql_name(), ctx.host, ctx.user.spec
         moment = now()
         try:
             server = await ctx.server.server()
             wanted = wanted_policy(spec, moment)
-            changed = await account_options.apply_policy(
+            changed = await lock_policy.apply_policy(
                 ctx.server.db, user, host, wanted, server, live=known_policy(ctx, wanted, server)
             )
             ended = await sessions.end_sessions(ctx.server.db, user, host) if wanted.locked else 0
