@@ -158,7 +158,9 @@ if [[ -n "$one_run" ]]; then
   testbin_ready
   run "" "$@"
 else
-  run none -m "not testbin"  # what needs no binary and no server, while they build
+  # What needs no binary and no server, while they build (in a shell of its own, as every run: its CPU
+  # seconds leave out the builds', which bash may reap meanwhile).
+  side_by_side "none -m 'not testbin'"
   # The MariaDB runs share the tests whose result is the same on both versions out between them
   # (tests/support/passes.py); the admission tests (api/) and the others that never touch the server run on
   # MySQL 9.7 only, as do those marked fleet or one_flavour.

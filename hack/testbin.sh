@@ -192,7 +192,8 @@ build_cert_manager() {
   local dest="$BIN/cert-manager-$CERT_MANAGER_VERSION" began=$SECONDS
   [[ -x "$dest/cert-manager-controller" ]] && cmp -s "$HACK/cert-manager/main.go" "$dest/main.go" && return
   need_go
-  local dir="$SRC/cert-manager-$CERT_MANAGER_VERSION" out="$dest.tmp" module
+  local dir="$SRC/cert-manager-$CERT_MANAGER_VERSION" out="$dest.tmp" module me cpu
+  me=$BASHPID cpu=$(cpu_of "$me")
   mkdir -p "$dir"
   cp "$HACK/cert-manager/main.go" "$dir/main.go"
   if [[ ! -f "$dir/go.sum" ]]; then
@@ -203,12 +204,13 @@ build_cert_manager() {
   log "building cert-manager's controller $CERT_MANAGER_VERSION (cold: about 2.5 minutes of both cores)"
   rm -rf "$out" && mkdir -p "$out/crds"
   # -mod=mod: the modules the build needs and no more (go mod tidy would fetch its tests' too, ~60 MB).
-  (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" go build -trimpath -ldflags "-s -w" -o "$out/cert-manager-controller" .)
+  (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" \
+    go build "${build_flags[@]}" -ldflags "-s -w" -o "$out/cert-manager-controller" .)
   module=$(cd "$dir" && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)
   install -m 0644 "$module"/deploy/crds/cert-manager.io_*.yaml "$out/crds/"
   cp "$dir/main.go" "$out/main.go"
   rm -rf "$dest" && mv "$out" "$dest"
-  log "cert-manager's controller ready in $dest ($((SECONDS - began)) s)"
+  built "cert-manager's controller (in $dest)" "$began" "$cpu"
 }
 
 start=$SECONDS
@@ -236,7 +238,7 @@ others+=($!)
 others+=($!)
 build_cert_manager &
 others+=($!)
-build_kube
+(build_kube)  # a shell of its own, as the others: its CPU seconds are its own (bash reaps theirs meanwhile)
 for pid in "${others[@]}"; do
   wait "$pid" || { log "a build failed (above)"; exit 1; }
 done
