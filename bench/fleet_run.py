@@ -419,7 +419,8 @@ async def tracemalloc_snapshot(implementation: processes.Implementation) -> dict
         await asyncio.sleep(0.5)
         found = _read_json(Path(path))
         if found is not None:
-            return {"total_kib": found["total_kib"], "blocks": found["blocks"], "lines": found["lines"]}
+            keep = ("total_kib", "blocks", "garbage_kib", "lines", "garbage")
+            return {key: found[key] for key in keep if key in found}
     return None
 
 

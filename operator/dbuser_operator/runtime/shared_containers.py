@@ -99,6 +99,7 @@ def _list(value: list[Any], containers: Containers) -> tuple[Any, Hashable]:
         shareable = shareable and frozen is not UNIQUE
         if shareable:
             parts.append(frozen)
+    elements = elements[:]  # a slice is allocated to size: an appended list keeps room to grow
     if not shareable:
         return elements, UNIQUE
     whole = (list, tuple(parts))
