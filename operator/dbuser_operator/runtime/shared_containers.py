@@ -7,6 +7,7 @@ short strings interned) and, for each container of at most :data:`MAX_ITEMS` ite
 short strings, numbers, booleans, null or such containers themselves, returns the equal container it has
 seen before instead, if :class:`Containers` still knows it. What it remembers is bounded (least recently
 seen goes first): containers seen often stay, one-offs (a user's own password reference) pass through.
+Every dict kept shares its key table with the others of its keys (:mod:`.shared_keys`).
 
 The key of a container is its content, frozen: atoms other than strings carry their type (``false`` is
 not ``0``), and a dict is told from a list. A container with a long string (a long message, Secret data)
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 import sys
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, Final
+
+from dbuser_operator.runtime.shared_keys import SHAPES_SEEN
 
 MAX_ITEMS: Final = 8
 SHARED_LENGTH: Final = 64  # strings up to this length are interned (names, UIDs, reasons, finalizers)
@@ -43,13 +46,13 @@ class Containers:
     def __len__(self) -> int:
         return len(self._known)
 
-    def share(self, container: Any, frozen: Hashable) -> Any:
-        """The container known under ``frozen``, else ``container`` (now known)."""
+    def share(self, container: Any, frozen: Hashable, keep: Callable[[Any], Any] = lambda kept: kept) -> Any:
+        """The container known under ``frozen``, else ``keep(container)`` (now known)."""
         known = self._known.get(frozen)
         if known is not None:
             self._known.move_to_end(frozen)
             return known
-        self._known[frozen] = container
+        container = self._known[frozen] = keep(container)
         if len(self._known) > self.size:
             self._known.popitem(last=False)
         return container
@@ -84,9 +87,9 @@ def _dict(value: dict[str, Any], containers: Containers) -> tuple[Any, Hashable]
         if shareable:
             parts.append((key, frozen))
     if not shareable:
-        return items, UNIQUE
+        return SHAPES_SEEN.share_keys(items), UNIQUE
     whole = (dict, tuple(parts))
-    return containers.share(items, whole), whole
+    return containers.share(items, whole, SHAPES_SEEN.share_keys), whole
 
 
 def _list(value: list[Any], containers: Containers) -> tuple[Any, Hashable]:
