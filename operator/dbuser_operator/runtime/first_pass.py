@@ -5,7 +5,8 @@ has been looked at once, what the cache says about them is unchecked. The first 
 last of those keys has been reconciled (whatever the result: an error is a look too, and is retried as
 usual): then ``dbuser_operator_first_pass_seconds{controller}`` is set to the seconds it took from the
 workers' start, and one log line says so with the count. ``dbuser_operator_first_pass_remaining`` counts
-the keys still unchecked meanwhile. Keys added later (new objects, requeues) are not part of it.
+the keys still unchecked meanwhile. Keys added later (new objects, requeues) are not part of it. The C
+allocator's free memory is then given back (:mod:`.malloc_trim`): the line says the RSS and how much.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Hashable, Iterable
 import structlog
 
 from dbuser_operator.runtime import metrics
+from dbuser_operator.runtime.malloc_trim import trim
 
 log = structlog.get_logger(__name__)
 
@@ -59,9 +61,15 @@ class FirstPass:
         self.seconds = self._clock() - self._started
         self._pending = set()  # a set keeps its table's size when emptied: give it back
         metrics.FIRST_PASS_SECONDS.labels(self.controller).set(self.seconds)
+        before, after = trim()  # what the pass freed, given back (malloc_trim)
         log.info(
             "first pass done: every resource checked once",
             controller=self.controller,
             resources=self._total,
             seconds=round(self.seconds, 3),
+            **({"rss_mib": _mib(after), "trimmed_mib": _mib(before - after)} if before and after else {}),
         )
+
+
+def _mib(size: int) -> float:
+    return round(size / 2**20, 1)
