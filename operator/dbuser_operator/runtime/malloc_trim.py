@@ -6,8 +6,9 @@ objects frees most of what it allocated, but glibc keeps freed memory for reuse:
 is returned, and a long-lived block above a free stretch holds it all; each thread (the metrics server's,
 the resolver's) has its own arena that keeps what its work freed. ``malloc_trim(0)`` returns the free pages
 of every arena. :func:`trim` calls it (glibc only; elsewhere it does nothing) and says what the resident
-memory was before and after. It is a process-wide call taking milliseconds: made once per controller, when
-its first pass ends (:mod:`~dbuser_operator.runtime.first_pass`), not on a timer.
+memory was before and after. It is a process-wide call taking milliseconds, made after the work that frees
+most: once per controller when its first pass ends (:mod:`~dbuser_operator.runtime.first_pass`), and after
+each periodic drift check (every account of every server read).
 """
 
 from __future__ import annotations

@@ -54,6 +54,7 @@ from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.session.server import ServerInfo
 from dbuser_operator.runtime.conditions import find_condition
 from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.runtime.malloc_trim import trim
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import ObjectKey
 from dbuser_operator.runtime.workqueue import RateLimitingQueue
@@ -94,7 +95,8 @@ def _note_default_lifetime(handle: ServerHandle, states: Iterable[AccountState])
 
 async def check_periodically(period: float, check: Callable[[], Awaitable[object]], what: str) -> None:
     """Run ``check`` every ``period`` seconds until cancelled (never when the period is 0); a MySQL error is
-    logged, and the next period tries again."""
+    logged, and the next period tries again. What a check freed (every account of every server read) is
+    given back to the system after it (:func:`~dbuser_operator.runtime.malloc_trim.trim`)."""
     if period <= 0:
         return
     while True:
@@ -103,6 +105,7 @@ async def check_periodically(period: float, check: Callable[[], Awaitable[object
             await check()
         except MySQLError as error:
             log.warning(f"{what} failed; trying again next period", error=str(error))
+        trim()
 
 
 class DriftCheck:
