@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 PROG = "kubectl dbu"
 DESCRIPTION = (
     "DatabaseUsers (dbuser-operator) as their owners see them, with your kubeconfig and RBAC: "
-    "status, rotate, consumers, connect, why, access."
+    "status, rotate, consumers, connect, why, certificates, access."
 )
 
 
@@ -31,7 +31,7 @@ def common_flags(parser: argparse.ArgumentParser, *, all_namespaces: bool = Fals
 
 
 def parser() -> argparse.ArgumentParser:
-    """The plugin's parser and its five commands."""
+    """The plugin's parser and its commands."""
     top = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     status = commands.add_parser(
@@ -94,6 +94,16 @@ def parser() -> argparse.ArgumentParser:
     )
     why.add_argument("name", metavar="NAME")
     common_flags(why)
+    issued = commands.add_parser(
+        "certificates",
+        help="the certificates issued for a user: its ServiceAccount's pod certificates, or cert-manager's",
+        description="The certificates issued for DatabaseUser NAME: for one bound to a ServiceAccount, "
+        "the operator's PodCertificateRequests of that ServiceAccount, newest first (pod, node, state, "
+        "validity); with spec.tls.certificate, its cert-manager Certificate (Ready, expiry, renewal).",
+    )
+    issued.add_argument("name", metavar="NAME")
+    common_flags(issued)
+    issued.add_argument("-o", "--output", choices=("json", "yaml"), help="json or yaml (every field)")
     completion = commands.add_parser(
         "completion",
         help="a shell completion script (bash, zsh) for kubectl-dbu typed on its own",
@@ -157,6 +167,11 @@ async def _run(args: argparse.Namespace, kube_context: KubeContext) -> int | dic
             from dbuser_operator.kubectl_dbu import why  # noqa: PLC0415
 
             _show(await why.run(kube, namespace, args.name))
+            return 0
+        if args.command == "certificates":
+            from dbuser_operator.kubectl_dbu import certificates  # noqa: PLC0415
+
+            _show(await certificates.run(kube, namespace, args.name, args.output))
             return 0
         from dbuser_operator.kubectl_dbu import connect as connect_command  # noqa: PLC0415
 

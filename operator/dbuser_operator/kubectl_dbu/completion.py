@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dbuser_operator.kubectl_dbu.output import FORMATS
 
 SHELLS = ("bash", "zsh")
-NAMED = ("rotate", "consumers", "connect", "why")  # commands whose argument is a DatabaseUser
+NAMED = ("rotate", "consumers", "connect", "why", "certificates")  # commands whose argument is a DatabaseUser
 VALUED = (
     "-n",
     "--namespace",

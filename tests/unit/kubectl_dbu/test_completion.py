@@ -12,7 +12,7 @@ import pytest
 from dbuser_operator.kubectl_dbu.cli import parser
 from dbuser_operator.kubectl_dbu.completion import candidates, script
 
-COMMANDS = ["status", "rotate", "consumers", "connect", "why", "completion", "access"]
+COMMANDS = ["status", "rotate", "consumers", "connect", "why", "certificates", "completion", "access"]
 
 
 @pytest.mark.parametrize(
