@@ -184,6 +184,8 @@ class RateLimitingQueue(Generic[K]):
         queued_at = self._queued_at.pop(item, None)
         if queued_at is not None:
             self._queue_duration_metric.observe(now - queued_at)
+        if not self._dirty and not self._queued_at:  # drained: an emptied set or dict keeps its table
+            self._dirty, self._queued_at = set(), {}  # (a first pass's 10 000 keys: 0.7 MB) until replaced
         self._processing_since[item] = now
         self._depth_metric.set(len(self._dirty))
         if self._ready_count:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import tracemalloc
 import uuid
 
 import pytest
@@ -532,3 +533,23 @@ async def test_many_workers_never_process_one_key_twice_at_the_same_time() -> No
     assert not undelivered
     assert handouts >= len(keys)
     assert max_parallel > 1  # the workers did run concurrently
+
+
+async def test_a_drained_queue_gives_back_the_tables_its_keys_filled() -> None:
+    """A first pass queues every key at once; once they are all handed out, what the queue holds for them
+    is given back (an emptied set or dict keeps its table), counted by tracemalloc."""
+    queue = new_queue()
+    keys = [f"u{number:05d}" for number in range(10_000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for key in keys:
+            queue.add(key)
+        filled = tracemalloc.get_traced_memory()[0]
+        for _ in keys:
+            queue.done(await get_soon(queue))
+        drained = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert filled - before > 1_000_000  # the queue's own tables for 10 000 keys (the keys are the test's)
+    assert drained - before < 100_000, drained - before
