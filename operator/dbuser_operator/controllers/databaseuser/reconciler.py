@@ -107,7 +107,7 @@ class DatabaseUserReconciler(Owning[Context]):
     async def observe(self, ctx: Context) -> Result:
         """The live accounts into status; Ready says Observed or Diverged."""
         ctx.server_resource, ctx.server = await self.bind(ctx)
-        self._resolve_refs(ctx)
+        self.resolve_refs(ctx)
         _clear_policy_status(ctx)
         if self.policy is not None:
             self.policy.check_user(ctx.server_resource, ctx.user)
@@ -124,7 +124,7 @@ class DatabaseUserReconciler(Owning[Context]):
         """The steps in order (the ownership step claims each account)."""
         ctx.status.user = ctx.user.mysql_name()  # the USER column, refused resources included
         ctx.server_resource, ctx.server = await self.bind(ctx)
-        self._resolve_refs(ctx)
+        self.resolve_refs(ctx)
         _clear_policy_status(ctx)
         for step in self.steps:
             await step.ensure(ctx)
@@ -136,7 +136,7 @@ class DatabaseUserReconciler(Owning[Context]):
     def in_progress(self, ctx: Context, error: ConditionError) -> bool:
         return progress.record(ctx, error)  # Progressing; pending work keeps a serving account Ready
 
-    def _resolve_refs(self, ctx: Context) -> None:
+    def resolve_refs(self, ctx: Context) -> None:
         """The grants' databaseRefs resolved into their Databases' names, before any step reads them."""
         if self.databases is not None:
             ctx.user = database_refs.resolve(self.databases, ctx.user, ctx.obj)
