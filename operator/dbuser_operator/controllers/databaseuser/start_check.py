@@ -61,6 +61,7 @@ CONVERGED_AT_START = Counter(
 CHECKS: Final = ("guard", "policy", "privilege-check", "comment-check", "lock-policy-check")
 """The steps a reconcile runs before any SQL statement of its own, run here as they are."""
 
+YIELD_EVERY: Final = 200  # resources looked at between two yields to the event loop
 _Read = tuple[ServerInfo, dict[tuple[str, str], AccountState], dict[Any, tuple[set[Any], set[Any]]]]
 
 
@@ -141,39 +142,39 @@ class StartCheck:
         return reason or why_reconcile_roles(obj, user, self.role_drift.roles.get)
 
     async def _read_all(self) -> dict[ObjectKey, Found]:
-        """Read every server the candidates use, at once; what each candidate's server holds for it."""
-        by_server: defaultdict[str, list[tuple[dict[str, Any], Context]]] = defaultdict(list)
-        reasons: Tally[str] = Tally()
+        """Read every server the resources use, at once; what each candidate's server holds for it."""
+        by_server: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
         for obj in list(self.users.store):
-            try:
-                ctx = self.reconciler.parse(obj)
-            except pydantic.ValidationError:
-                continue
-            reason = self._why_cached(obj, ctx)
-            if reason is not None:
-                reasons[reason] += 1
-                continue
-            by_server[server_key(obj)].append((obj, ctx))
+            by_server[server_key(obj)].append(obj)
         keys = list(by_server)
-        reads = await asyncio.gather(*(self._read(key, by_server[key]) for key in keys))
+        reads = await asyncio.gather(*(self._read(key, by_server[key][0]) for key in keys))
         found: dict[ObjectKey, Found] = {}
+        reasons: Tally[str] = Tally()
         for key, read in zip(keys, reads, strict=True):
-            if read is None:
-                reasons["server not read"] += len(by_server[key])
-                continue
-            for obj, ctx in by_server[key]:
+            for count, obj in enumerate(by_server.pop(key)):
+                if count % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # the lease's renewals, the probes and the watches go on meanwhile
+                try:
+                    ctx = self.reconciler.parse(obj)
+                except pydantic.ValidationError:
+                    reasons["invalid"] += 1
+                    continue
+                reason = self._why_cached(obj, ctx) or ("server not read" if read is None else None)
+                if reason is not None or read is None:
+                    reasons[reason or "server not read"] += 1
+                    continue
                 found[ObjectKey.of(obj)] = self._found_for(ctx, *read)
         log.info(
             "first pass: servers read", servers=len(keys), candidates=len(found), reconciled=dict(reasons)
         )
         return found
 
-    async def _read(self, key: str, candidates: list[tuple[dict[str, Any], Context]]) -> _Read | None:
+    async def _read(self, key: str, obj: dict[str, Any]) -> _Read | None:
         """One server's owned accounts and held roles (None: it did not answer, or does not resolve)."""
         if self.reconciler.servers is None:
             return None
         try:
-            handle: ServerHandle = (await self.reconciler.servers.resolve(candidates[0][0]))[1]
+            handle: ServerHandle = (await self.reconciler.servers.resolve(obj))[1]
             await handle.ensure_schema()
             server = await handle.server()
             states = await inventory(handle.db, handle.schema, server)
