@@ -18,6 +18,7 @@ as owned, so the drift check reports it as an orphan, and restoring the label re
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from dbuser_operator.api.v1alpha1 import (
@@ -42,7 +43,7 @@ from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.informer import Informer
-from dbuser_operator.runtime.resources import Resource
+from dbuser_operator.runtime.resources import ObjectKey, Resource
 
 
 class DatabaseUserReconciler(Owning[Context]):
@@ -74,6 +75,13 @@ class DatabaseUserReconciler(Owning[Context]):
         self.observe_period = observe_period  # seconds between two looks at an observed account (0: none)
         self.policy = policy  # checked before observing (the Manage path has it among the steps)
         self.databases = databases  # the Databases the grants' databaseRefs name (None: refs refused)
+        # Whether a key's turn may be skipped: its first, and found converged (setup: start_check.py).
+        self.converged: Callable[[ObjectKey], Awaitable[bool]] | None = None
+
+    async def __call__(self, key: ObjectKey) -> Result:
+        if self.converged is not None and await self.converged(key):
+            return Result()  # looked at: converged (the first pass of a new leader)
+        return await super().__call__(key)
 
     def new_pass(self, obj: dict[str, Any], model: DatabaseUser, status: DatabaseUserStatus) -> Context:
         return Context(obj=obj, user=model, status=status)

@@ -170,10 +170,10 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     period = settings.resync_period
     role_drift = RoleDriftCheck(handles, users, shared.roles, queue, period)
     # The first pass skips the reconcile of resources one inventory per server finds converged.
-    first_checked = StartCheck(reconciler, users, shared.secrets, role_drift).wrap(reconciler)
+    reconciler.converged = StartCheck(reconciler, users, shared.secrets, role_drift).converged
     controller = Controller(
         CONTROLLER_NAME,
-        first_checked,
+        reconciler,
         max_concurrent_reconciles=settings.max_concurrent_reconciles,
         queue=queue,
     )

@@ -46,7 +46,6 @@ from dbuser_operator.mysql.accounts import roles
 from dbuser_operator.mysql.bookkeeping.inventory import AccountState, inventory
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.session.server import ServerInfo
-from dbuser_operator.runtime.controller import Reconciler, Result
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import ObjectKey
@@ -82,16 +81,6 @@ class StartCheck:
         self._lock = asyncio.Lock()
         self._found: dict[ObjectKey, Found] | None = None  # None: not read yet
         self.skipped = 0
-
-    def wrap(self, reconcile: Reconciler) -> Reconciler:
-        """``reconcile``, with the first turn of a converged key skipped."""
-
-        async def first_checked(key: ObjectKey) -> Result:
-            if await self.converged(key):
-                return Result()
-            return await reconcile(key)
-
-        return first_checked
 
     async def converged(self, key: ObjectKey) -> bool:
         """Whether ``key``'s turn is its first and it is converged (then it counts as reconciled)."""
