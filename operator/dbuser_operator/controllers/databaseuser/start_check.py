@@ -87,7 +87,7 @@ class StartCheck:
         if self._found is None:
             async with self._lock:
                 if self._found is None:
-                    self._found = await self._read_all()
+                    self._found = await self._read_once()
         found = self._found.pop(key, None)
         if found is None:
             return False
@@ -99,6 +99,14 @@ class StartCheck:
         self.skipped += 1
         CONVERGED_AT_START.inc()
         return True
+
+    async def _read_once(self) -> dict[ObjectKey, Found]:
+        """:meth:`_read_all`; on an unexpected failure, nothing found: every resource is reconciled."""
+        try:
+            return await self._read_all()
+        except Exception:  # never worse than before: the first pass reconciles everything
+            log.exception("first pass: the servers could not be read; every resource is reconciled")
+            return {}
 
     async def _why(self, cached: dict[str, Any], found: Found) -> str | None:
         """Why this resource must be reconciled now, or None (the decision of :mod:`.converged`)."""

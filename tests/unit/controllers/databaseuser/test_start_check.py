@@ -91,13 +91,15 @@ class Setup:
         return not await self.check.converged(KEY)
 
 
-def setup(monkeypatch: pytest.MonkeyPatch, *, fails: bool = False) -> Setup:
+def setup(monkeypatch: pytest.MonkeyPatch, *, fails: bool = False, breaks: bool = False) -> Setup:
     obj = converged()
     user = DatabaseUser.model_validate(obj)
 
     async def inventory(*_: Any) -> dict[tuple[str, str], AccountState]:
         if fails:
             raise MySQLError("server down")
+        if breaks:
+            raise KeyError("a bug")
         return {("app", "%"): account(user)}
 
     async def every_grant(*_: Any) -> dict[Any, Any]:
@@ -142,3 +144,11 @@ async def test_a_spec_edited_after_the_read_is_applied(monkeypatch: pytest.Monke
     await running.check.converged(ObjectKey("team-a", "other"))
     running.users.objects[KEY]["metadata"]["generation"] = 4
     assert await running.turn()
+
+
+async def test_an_unexpected_failure_of_the_read_reconciles_everything(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    running = setup(monkeypatch, breaks=True)
+    assert await running.turn()
+    assert running.check.skipped == 0
