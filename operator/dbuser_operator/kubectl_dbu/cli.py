@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dbuser_operator.kubectl_dbu.errors import ApiFailure, CommandError, Forbidden, NotFound, Unavailable
 from dbuser_operator.kubectl_dbu.output import FORMATS
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 PROG = "kubectl dbu"
 DESCRIPTION = (
     "DatabaseUsers (dbuser-operator) as their owners see them, with your kubeconfig and RBAC: "
-    "status, rotate, consumers, connect, why, access."
+    "status, rotate, consumers, connect, why, certificates, access."
 )
 
 
@@ -30,8 +30,16 @@ def common_flags(parser: argparse.ArgumentParser, *, all_namespaces: bool = Fals
         parser.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
 
 
+def _named(commands: Any, command: str, help_: str, description: str) -> argparse.ArgumentParser:
+    """A command about one DatabaseUser: its NAME argument and kubectl's flags."""
+    parser_: argparse.ArgumentParser = commands.add_parser(command, help=help_, description=description)
+    parser_.add_argument("name", metavar="NAME")
+    common_flags(parser_)
+    return parser_
+
+
 def parser() -> argparse.ArgumentParser:
-    """The plugin's parser and its five commands."""
+    """The plugin's parser and its commands."""
     top = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     status = commands.add_parser(
@@ -54,46 +62,51 @@ def parser() -> argparse.ArgumentParser:
     status.add_argument(
         "-w", "--watch", action="store_true", help="after the status, a line for each change, until Ctrl-C"
     )
-    rotate = commands.add_parser(
+    rotate = _named(
+        commands,
         "rotate",
-        help="rotate a generated password now",
-        description="Rotate the generated password of DatabaseUser NAME now: sets the annotation "
+        "rotate a generated password now",
+        "Rotate the generated password of DatabaseUser NAME now: sets the annotation "
         "mysql.dbuser-operator.dev/rotate to the current time.",
     )
-    rotate.add_argument("name", metavar="NAME")
-    common_flags(rotate)
     rotate.add_argument(
         "--wait",
         action="store_true",
         help="wait for the new credential version in the connection Secret and Ready",
     )
     rotate.add_argument("--timeout", type=float, default=120.0, help="seconds --wait waits (default 120)")
-    consumers = commands.add_parser(
+    _named(
+        commands,
         "consumers",
-        help="what still holds a retained old password",
-        description="The pods that use the Secrets of DatabaseUser NAME and started before its old "
+        "what still holds a retained old password",
+        "The pods that use the Secrets of DatabaseUser NAME and started before its old "
         "password was retained, and where the operator reports the account's older sessions.",
     )
-    consumers.add_argument("name", metavar="NAME")
-    common_flags(consumers)
-    connect_ = commands.add_parser(
+    connect_ = _named(
+        commands,
         "connect",
-        help="a mysql shell with the credentials of the connection Secret",
-        description="Run the mysql (or mariadb) client as the account of DatabaseUser NAME, with the "
+        "a mysql shell with the credentials of the connection Secret",
+        "Run the mysql (or mariadb) client as the account of DatabaseUser NAME, with the "
         "credentials of its connection Secret; the password goes through a temporary 0600 option file. "
         "Arguments after NAME that are not the plugin's (e.g. -e 'SELECT 1') or after -- go to the client.",
     )
-    connect_.add_argument("name", metavar="NAME")
-    common_flags(connect_)
     connect_.add_argument("--client", help="the client program (default: mysql, else mariadb, on PATH)")
-    why = commands.add_parser(
+    _named(
+        commands,
         "why",
-        help="conditions, last Events and the operator's view in one screen",
-        description="The conditions of DatabaseUser NAME, its last 10 Events, and the operator's view: "
-        "account, hosts, rotation, credential version.",
+        "conditions, last Events and the operator's view in one screen",
+        "The conditions of DatabaseUser NAME, its last 10 Events, and the operator's view: "
+        "account, hosts, workload identity, rotation, credential version, the certificates issued.",
     )
-    why.add_argument("name", metavar="NAME")
-    common_flags(why)
+    issued = _named(
+        commands,
+        "certificates",
+        "the certificates issued for a user: its ServiceAccount's pod certificates, or cert-manager's",
+        "The certificates issued for DatabaseUser NAME: for one bound to a ServiceAccount, "
+        "the operator's PodCertificateRequests of that ServiceAccount, newest first (pod, node, state, "
+        "validity); with spec.tls.certificate, its cert-manager Certificate (Ready, expiry, renewal).",
+    )
+    issued.add_argument("-o", "--output", choices=("json", "yaml"), help="json or yaml (every field)")
     completion = commands.add_parser(
         "completion",
         help="a shell completion script (bash, zsh) for kubectl-dbu typed on its own",
@@ -157,6 +170,11 @@ async def _run(args: argparse.Namespace, kube_context: KubeContext) -> int | dic
             from dbuser_operator.kubectl_dbu import why  # noqa: PLC0415
 
             _show(await why.run(kube, namespace, args.name))
+            return 0
+        if args.command == "certificates":
+            from dbuser_operator.kubectl_dbu import certificates  # noqa: PLC0415
+
+            _show(await certificates.run(kube, namespace, args.name, args.output))
             return 0
         from dbuser_operator.kubectl_dbu import connect as connect_command  # noqa: PLC0415
 

@@ -7,10 +7,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from dbuser_operator.kubectl_dbu.output import FORMATS
-
 SHELLS = ("bash", "zsh")
-NAMED = ("rotate", "consumers", "connect", "why")  # commands whose argument is a DatabaseUser
+NAMED = ("rotate", "consumers", "connect", "why", "certificates")  # commands whose argument is a DatabaseUser
 VALUED = (
     "-n",
     "--namespace",
@@ -55,6 +53,14 @@ def _options(parser: argparse.ArgumentParser) -> list[str]:
     ]
 
 
+def _choices(parser: argparse.ArgumentParser, option: str) -> list[str]:
+    """The values ``option`` of this command takes (``-o``: each command's own formats)."""
+    for action in parser._actions:
+        if option in action.option_strings:
+            return [str(choice) for choice in action.choices or ()]
+    return []
+
+
 def _commands(top: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in top._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -71,7 +77,7 @@ def candidates(top: argparse.ArgumentParser, words: Sequence[str], names: Sequen
     if command is None:
         found = _options(top) if current.startswith("-") else list(commands)
     elif before[-1] in {"-o", "--output"}:
-        found = list(FORMATS)
+        found = _choices(commands[command], "--output")
     elif current.startswith("-"):
         found = _options(commands[command])
     elif command == "completion":

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dbuser_operator.runtime.resources import EVENTS, SECRETS, Resource
+from dbuser_operator.workload.identity import SIGNER_NAME
 
 GROUP = "mysql.dbuser-operator.dev"
 VERSION = "v1alpha1"
@@ -13,8 +14,13 @@ MYSQL_SERVER_KIND = "MySQLServer"
 ROTATE_ANNOTATION = f"{GROUP}/rotate"
 CREDENTIAL_VERSION_ANNOTATION = f"{GROUP}/credential-version"
 MERGE_PATCH = "application/merge-patch+json"
+POD_CERTIFICATE_REQUESTS = Resource(
+    "certificates.k8s.io", "v1", "podcertificaterequests", "PodCertificateRequest"
+)
+CERTIFICATES = Resource("cert-manager.io", "v1", "certificates", "Certificate")  # cert-manager's
 
 __all__ = [
+    "CERTIFICATES",
     "CREDENTIAL_VERSION_ANNOTATION",
     "DATABASE_USERS",
     "EVENTS",
@@ -22,7 +28,9 @@ __all__ = [
     "MERGE_PATCH",
     "MYSQL_SERVER_KIND",
     "PODS",
+    "POD_CERTIFICATE_REQUESTS",
     "ROTATE_ANNOTATION",
     "SECRETS",
+    "SIGNER_NAME",
     "VERSION",
 ]

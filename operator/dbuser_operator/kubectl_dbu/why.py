@@ -1,13 +1,14 @@
 """``kubectl dbu why NAME``: Ready (and Progressing, while work is underway), the conditions, the last
-Events, and the operator's view (account, hosts, workload identity, rotation, credential version) of one
-DatabaseUser, in one screen."""
+Events, and the operator's view (account, hosts, workload identity, rotation, credential version, the
+certificates issued) of one DatabaseUser, in one screen."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
-from dbuser_operator.kubectl_dbu import facts
+from dbuser_operator.kubectl_dbu import certificates, facts
+from dbuser_operator.kubectl_dbu.errors import Forbidden
 from dbuser_operator.kubectl_dbu.events import events_of, last_seen
 from dbuser_operator.kubectl_dbu.kube import Api
 from dbuser_operator.kubectl_dbu.names import DATABASE_USERS
@@ -17,8 +18,11 @@ LAST_EVENTS = 10
 ROTATION_FIELDS = ("phase", "strategy", "lastRotationTime", "retainedSince", "nextRotationTime", "trigger")
 
 
-def render(obj: dict[str, Any], events: list[dict[str, Any]], now: datetime) -> str:
-    """The screen for ``obj`` and its Events (oldest first; the last ten are shown)."""
+def render(
+    obj: dict[str, Any], events: list[dict[str, Any]], now: datetime, issued: str | None = None
+) -> str:
+    """The screen for ``obj``, its Events (oldest first; the last ten are shown) and the text of the
+    certificates ``issued`` for it (None: it has none to show)."""
     metadata, status = obj["metadata"], obj.get("status") or {}
     ready, reason = facts.ready(obj)
     underway = facts.progressing(obj)
@@ -59,6 +63,8 @@ def render(obj: dict[str, Any], events: list[dict[str, Any]], now: datetime) -> 
     secret = ((obj.get("spec") or {}).get("connectionSecret") or {}).get("name")
     connection = f"Secret {secret}, credential version {version or '-'}" if secret else "-"
     lines.append(f"Connection: {connection}")
+    if issued is not None:  # one line (RBAC forbids reading them) beside its title, a block under it
+        lines.append(f"Certificates: {issued}" if "\n" not in issued else f"Certificates:\n{_indent(issued)}")
     last = events[-LAST_EVENTS:]
     lines.append(f"Events (last {len(last)} of {len(events)}):" if events else "Events: none")
     if last:
@@ -83,4 +89,17 @@ def _indent(text: str) -> str:
 async def run(kube: Api, namespace: str, name: str) -> str:
     obj = await kube.get(DATABASE_USERS, name, namespace)
     events = await events_of(kube, namespace, name, obj["metadata"].get("uid"))
-    return render(obj, events, datetime.now(UTC))
+    now = datetime.now(UTC)
+    return render(obj, events, now, await _issued(kube, obj, now))
+
+
+async def _issued(kube: Api, obj: dict[str, Any], now: datetime) -> str | None:
+    """The certificates of a user bound to a ServiceAccount or with spec.tls.certificate (the newest ten
+    requests); one line when RBAC forbids reading them."""
+    if facts.service_account(obj) is None and certificates.certificate_name(obj) is None:
+        return None
+    try:
+        found = await certificates.look(kube, obj, now)
+    except Forbidden as error:
+        return f"? (Forbidden: {error.message})"
+    return certificates.text(found, obj, now, LAST_EVENTS)

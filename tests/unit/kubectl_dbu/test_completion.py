@@ -12,7 +12,7 @@ import pytest
 from dbuser_operator.kubectl_dbu.cli import parser
 from dbuser_operator.kubectl_dbu.completion import candidates, script
 
-COMMANDS = ["status", "rotate", "consumers", "connect", "why", "completion", "access"]
+COMMANDS = ["status", "rotate", "consumers", "connect", "why", "certificates", "completion", "access"]
 
 
 @pytest.mark.parametrize(
@@ -26,6 +26,7 @@ COMMANDS = ["status", "rotate", "consumers", "connect", "why", "completion", "ac
         (["completion", ""], ["bash", "zsh"]),
         (["why", "-n", "team", ""], []),
         (["status", "--w"], ["--watch"]),
+        (["certificates", "x", "-o", ""], ["json", "yaml"]),
     ],
 )
 def test_candidates(words: list[str], expected: list[str]) -> None:
@@ -34,7 +35,12 @@ def test_candidates(words: list[str], expected: list[str]) -> None:
 
 @pytest.mark.parametrize(
     "words",
-    [["why", "o"], ["why", "-n", "team", "o"], ["rotate", "--wait", "--context", "c", "o"]],
+    [
+        ["why", "o"],
+        ["why", "-n", "team", "o"],
+        ["rotate", "--wait", "--context", "c", "o"],
+        ["certificates", "o"],
+    ],
     ids=" ".join,
 )
 def test_a_command_that_takes_a_user_offers_the_names(words: list[str]) -> None:

@@ -12,8 +12,10 @@ import pytest
 
 from dbuser_operator.api.v1alpha1 import GROUP, KIND, PLURAL, VERSION, mysqlserver
 from dbuser_operator.api.v1alpha1.credentials import CREDENTIAL_VERSION_ANNOTATION, ROTATE_ANNOTATION
+from dbuser_operator.controllers.databaseuser.cert_manager import CERTIFICATES
 from dbuser_operator.kubectl_dbu import names
 from dbuser_operator.runtime.client import PatchType
+from dbuser_operator.workload.requests import POD_CERTIFICATE_REQUESTS
 
 HEAVY = ("kubernetes_asyncio", "aiohttp", "pydantic", "prometheus_client", "structlog")
 PLAIN_PATH = (
@@ -24,6 +26,7 @@ PLAIN_PATH = (
     "watch",
     "output",
     "why",
+    "certificates",
     "rotate",
     "consumers",
     "complete",
@@ -53,7 +56,15 @@ def loaded(code: str, *args: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "args", [("--help",), ("status", "--help"), ("why", "--help"), ("completion", "bash")], ids=" ".join
+    "args",
+    [
+        ("--help",),
+        ("status", "--help"),
+        ("why", "--help"),
+        ("certificates", "--help"),
+        ("completion", "bash"),
+    ],
+    ids=" ".join,
 )
 def test_help_and_completion_import_nothing_heavy(args: tuple[str, ...]) -> None:
     assert loaded(PROBE, *args) == []  # not even asyncio
@@ -73,3 +84,5 @@ def test_the_names_are_the_apis() -> None:
     assert names.ROTATE_ANNOTATION == ROTATE_ANNOTATION
     assert names.CREDENTIAL_VERSION_ANNOTATION == CREDENTIAL_VERSION_ANNOTATION
     assert PatchType.MERGE.value == names.MERGE_PATCH
+    assert names.POD_CERTIFICATE_REQUESTS == POD_CERTIFICATE_REQUESTS
+    assert names.CERTIFICATES == CERTIFICATES

@@ -39,7 +39,7 @@ pytestmark = pytest.mark.integration
 
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
-COMMANDS = ("status", "rotate", "consumers", "connect", "why", "access")
+COMMANDS = ("status", "rotate", "consumers", "connect", "why", "certificates", "access")
 
 
 @pytest.fixture
@@ -66,14 +66,22 @@ async def tenant_kubeconfig(kube: KubeCluster, kube_client: KubeClient, namespac
         {"apiGroups": [""], "resources": ["pods", "events"], "verbs": ["get", "list"]},
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
     ]
-    await kube_client.create(ROLES, {"metadata": {"name": "dbu-user"}, "rules": rules}, namespace)
+    await grant(kube_client, namespace, "dbu-user", rules)
+    return await kube.mint_kubeconfig(user, [], path)
+
+
+async def grant(kube_client: KubeClient, namespace: str, name: str, rules: list[dict[str, Any]]) -> None:
+    """A Role ``name`` with ``rules`` in ``namespace``, bound to its tenant (``tenant-<namespace>``,
+    the user of :func:`tenant_kubeconfig`)."""
+    await kube_client.create(ROLES, {"metadata": {"name": name}, "rules": rules}, namespace)
     binding = {
-        "metadata": {"name": "dbu-user"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "dbu-user"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": f"tenant-{namespace}"}
+        ],
     }
     await kube_client.create(ROLE_BINDINGS, binding, namespace)
-    return await kube.mint_kubeconfig(user, [], path)
 
 
 class Kubectl:
