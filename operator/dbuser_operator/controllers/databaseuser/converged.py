@@ -10,8 +10,10 @@ server holds for each of its accounts, (d) the DatabaseRoles and Databases it na
 resource's policy and the reserved names, and (f) time. Each is checked here, or the resource is
 reconciled:
 
-- (a) Ready=True for its current ``metadata.generation`` (status too), nothing Progressing, our finalizer
-  on, no deletion, managementPolicy Manage, no adopt annotation: the last pass applied this very spec;
+- (a) Ready=True for its current ``metadata.generation`` (status too), written by this operator version
+  (an upgrade may apply more, or record more in status: it reconciles everything once), nothing
+  Progressing, our finalizer on, no deletion, managementPolicy Manage, no adopt annotation: the last pass
+  applied this very spec;
 - (b) the Secret in the cache is the version ``status.appliedSecret`` records (uid and resourceVersion): a
   Secret edited while no leader watched is applied; generated passwords are always reconciled;
 - (c) the inventory's account of every host (``status.hosts`` is exactly the spec's) is present, owned by
@@ -36,6 +38,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from dbuser_operator import __version__
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, DatabaseUser, DatabaseUserStatus
 from dbuser_operator.controllers.databaseuser.progress import PROGRESSING
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import metadata_differs
@@ -84,6 +87,7 @@ def why_reconcile_spec(
         (ready.get("status") != "True", "not Ready"),
         (ready.get("observedGeneration") not in (generation, None), "not Ready at its generation"),
         (status.observed_generation != generation, "not Ready at its generation"),
+        (status.operator_version != __version__, "written by another operator version"),
         (progressing is not None and progressing.get("status") != "False", "progressing"),
         (spec.password is None, "no password Secret (generated, or none)"),
         (spec.authentication is not None, "authentication"),

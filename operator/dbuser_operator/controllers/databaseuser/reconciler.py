@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
+from dbuser_operator import __version__
 from dbuser_operator.api.v1alpha1 import (
     RELEASE_ANNOTATION,
     DatabaseUser,
@@ -137,6 +138,7 @@ class DatabaseUserReconciler(Owning[Context]):
         for step in self.steps:
             await step.ensure(ctx)
         progress.record(ctx)
+        ctx.status.operator_version = __version__  # a new leader of this version may trust this pass
         self.set_ready(ctx, "True", *ready_outcome(ctx, ready_message(ctx)))
         await self.write(ctx)
         return Result(requeue_after=ctx.requeue_after or 0.0)

@@ -2,20 +2,23 @@
 
 The operator runs without a periodic drift check (``resync_period=0``): only the restarted leader's first
 pass can find what was changed by hand while it was stopped. Three users are changed then (a password set
-by hand, a grant revoked by hand, a password Secret edited); a fourth is left alone. After the restart the
-three are repaired and the fourth is the one found converged (``dbuser_operator_converged_at_start_total``):
-not reconciled.
+by hand, a grant revoked by hand, a password Secret edited); a fourth's status is made to say another
+operator version wrote it (an upgrade); a fifth is left alone. After the restart the three are repaired, the
+fourth is reconciled and stamped with this version, and the fifth is the one found converged
+(``dbuser_operator_converged_at_start_total``): not reconciled.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from dbuser_operator import __version__
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import SECRETS
+from tests.integration.operator.support import wait
 from tests.integration.operator.support.builders import database_user, unique
 from tests.integration.operator.support.instances import Instances, forget_own
 from tests.integration.operator.support.kube import create_secret, wait_for_ready
@@ -44,7 +47,7 @@ async def test_a_restart_repairs_what_changed_while_stopped_and_skips_the_conver
     mysql_query(mysql, "CREATE DATABASE IF NOT EXISTS restartdb")
     first = await instances.start_own(resync_period=0)
     try:
-        names = {case: unique(case) for case in ("kept", "bypassword", "bygrant", "bysecret")}
+        names = {case: unique(case) for case in ("kept", "bypassword", "bygrant", "bysecret", "byversion")}
         secrets = {case: passwords.new() for case in names}
         for case, name in names.items():
             await create_secret(kube_client, namespace, name, {"password": secrets[case]})
@@ -61,6 +64,15 @@ async def test_a_restart_repairs_what_changed_while_stopped_and_skips_the_conver
         secrets["bysecret"] = passwords.new()
         patch = {"stringData": {"password": secrets["bysecret"]}}
         await kube_client.patch(SECRETS, names["bysecret"], patch, PatchType.MERGE, namespace=namespace)
+        older = {"status": {"operatorVersion": "0.0.1"}}  # as an older release left it
+        await kube_client.patch(
+            DATABASE_USERS,
+            names["byversion"],
+            older,
+            PatchType.MERGE,
+            namespace=namespace,
+            subresource="status",
+        )
         assert privileges_of(mysql, names["bygrant"]) == set()
         before = converged_at_start()
 
@@ -77,11 +89,18 @@ async def test_a_restart_repairs_what_changed_while_stopped_and_skips_the_conver
             )
 
         await eventually(repaired, timeout=60, interval=0.2, what="the three changes repaired")
+
+        async def stamped() -> bool:
+            obj = await kube_client.get(DATABASE_USERS, names["byversion"], namespace)
+            return bool(obj["status"].get("operatorVersion") == __version__)
+
+        unstamped = "the older version's user not reconciled"
+        await wait.eventually(stamped, limit=60, interval=0.2, message=unstamped)
         assert not can_log_in(mysql, names["bypassword"], "set-by-hand-1")
         await eventually(
             lambda: converged_at_start() - before >= 1, timeout=60, interval=0.2, what="one found converged"
         )
-        # Exactly the one left alone was skipped: the three changed ones were reconciled.
+        # Exactly the one left alone was skipped: the changed ones were reconciled.
         assert converged_at_start() - before == 1
         assert can_log_in(mysql, names["kept"], secrets["kept"])
         assert privileges_of(mysql, names["kept"]) == GRANTED

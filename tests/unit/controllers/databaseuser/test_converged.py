@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from dbuser_operator import __version__
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, DatabaseUser, DatabaseUserStatus
 from dbuser_operator.controllers.databaseuser.converged import (
     CONVERGED,
@@ -55,6 +56,7 @@ def converged() -> dict[str, Any]:
         "status": {
             "conditions": [ready, progressing],
             "observedGeneration": 3,
+            "operatorVersion": __version__,
             "user": "app",
             "host": "%",
             "hosts": ["%"],
@@ -134,6 +136,8 @@ def _ready(status: str = "True", generation: int = 3) -> Callable[[dict[str, Any
         (_ready(generation=2), "not Ready at its generation"),
         (_set("metadata.generation", 4), "not Ready at its generation"),  # a spec edited while down
         (_set("status.observedGeneration", 2), "not Ready at its generation"),
+        (_set("status.operatorVersion", "0.0.1"), "written by another operator version"),  # upgraded
+        (_set("status.operatorVersion", None), "written by another operator version"),
         (lambda obj: obj["status"]["conditions"][1].update(status="True"), "progressing"),
         (
             lambda obj: obj["spec"].update(
