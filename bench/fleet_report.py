@@ -48,8 +48,9 @@ def table(results: dict[str, Any]) -> str:
             "ended and for the window after):",
             "",
             "| N | ready probe s | every resource checked s | API writes (API server / its own) "
-            "| SQL writes | SQL statements per resource | CPU s | peak RSS MiB |",
-            "|---|---|---|---|---|---|---|---|",
+            "| SQL writes | SQL statements per resource | per server | found converged "
+            "| CPU s | peak RSS MiB |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for n, restart in restarts:
             lines.append(
@@ -57,6 +58,8 @@ def table(results: dict[str, Any]) -> str:
                 f"| {_number(restart['seconds_to_first_pass_done'])} "
                 f"| {_number(restart['apiserver_writes'], 0)} / {_number(restart['operator_api_writes'], 0)} "
                 f"| {_number(restart['sql_writes'], 0)} | {_number(restart['sql_statements_per_object'], 2)} "
+                f"| {_number(restart.get('sql_statements_per_server', math.nan), 0)} "
+                f"| {_number(restart.get('converged_at_start', math.nan), 0)} "
                 f"| {_number(restart['cpu_seconds'])} | {_number(restart['peak_rss_mib'])} |"
             )
     return "\n".join(lines) + "\n"

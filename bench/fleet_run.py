@@ -54,6 +54,7 @@ FIRST_PASS = "dbuser_operator_first_pass_seconds"  # noqa: S105 - a metric's nam
 STARTED = "controller_runtime_max_concurrent_reconciles"  # set by every controller as it starts
 REQUESTS = "rest_client_requests_total"
 RECONCILES = "controller_runtime_reconcile_total"
+CONVERGED = "dbuser_operator_converged_at_start_total"  # first-pass reconciles skipped: found converged
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 SCRAPE_PERIOD = 5.0  # seconds between two scrapes of the operator's metrics while waiting for its first pass
 
@@ -66,6 +67,7 @@ class OperatorReading:
     first_pass: dict[str, float]
     requests: dict[str, float]
     reconciles: dict[str, float]
+    converged: float = 0.0  # DatabaseUsers the first pass found converged (not reconciled)
 
     @classmethod
     async def of(cls, implementation: processes.Implementation) -> OperatorReading:
@@ -76,8 +78,12 @@ class OperatorReading:
         async with aiohttp.ClientSession() as session, session.get(url) as response:
             text = await response.text()
         reading = cls(set(), {}, {}, {})
-        for name, labels, value in parse_metrics(text, {FIRST_PASS, STARTED, REQUESTS, RECONCILES}):
-            if name == STARTED:
+        for name, labels, value in parse_metrics(
+            text, {FIRST_PASS, STARTED, REQUESTS, RECONCILES, CONVERGED}
+        ):
+            if name == CONVERGED:
+                reading.converged += value
+            elif name == STARTED:
                 reading.started.add(labels["controller"])
             elif name == FIRST_PASS:
                 reading.first_pass[labels["controller"]] = value
@@ -348,6 +354,8 @@ class FleetBench:
             "sql": sql,
             "sql_writes": sum(sql[name] for name in SQL_WRITE_COUNTERS),
             "sql_statements_per_object": sql["Questions"] / objects if objects else math.nan,
+            "sql_statements_per_server": sql["Questions"] / len(self.servers),
+            "converged_at_start": reading.converged,  # DatabaseUsers whose first-pass reconcile was skipped
             "cpu_seconds": sample.cpu_seconds,
             "peak_rss_mib": sample.hwm_mib,
             "rss_mib": sample.rss_mib,

@@ -13,6 +13,7 @@ resource was reconciled in that first pass.
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ from tests.integration.bench_support import bench_env, run_bench
 pytestmark = pytest.mark.integration
 
 N = 300
+SERVERS = 2
+PER_SERVER = 40  # statements per server, whatever N: 2 inventories, role grants, server and role controllers
 
 
 def audited_writes(kube: KubeCluster, window: list[str]) -> list[str]:
@@ -47,7 +50,7 @@ def test_a_restart_over_a_converged_fleet_writes_nothing(
     kube: KubeCluster, crds: list[str], tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    argv = ["--servers", "2", "--n", str(N), "--scenarios", "fleet,restart", "--restart-general-log"]
+    argv = ["--servers", str(SERVERS), "--n", str(N), "--scenarios", "fleet,restart", "--restart-general-log"]
     argv += ["--time-limit", "900", "--out", str(out), "--workdir", str(tmp_path / "work")]
     run_bench("bench", argv, bench_env(kube), timeout=1140)
     results = json.loads((out / "results.json").read_text())
@@ -75,3 +78,12 @@ def test_a_restart_over_a_converged_fleet_writes_nothing(
     assert restart["sql_writes"] == 0, restart["sql"]
     assert restart["general_log"]["writes"] == {"s0": [], "s1": []}
     assert all(count > 0 for count in restart["general_log"]["statements"].values())  # the log was on
+
+    # Found converged: every user but those with a connection Secret (their content needs a reconcile).
+    converged = restart["converged_at_start"]
+    reconciled = restart["reconciles"]["databaseuser"] - converged
+    assert converged == N - row["connection_secrets"], restart
+    assert reconciled >= row["connection_secrets"], restart  # (a retry counts again)
+    # Statements: a constant per server, and per reconciled user no more than a creation took.
+    per_reconcile = math.ceil(row["sql_statements_per_user"])
+    assert restart["sql"]["Questions"] <= PER_SERVER * SERVERS + per_reconcile * reconciled, restart["sql"]

@@ -6,6 +6,7 @@ import asyncio
 import random
 import tracemalloc
 import uuid
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -204,9 +205,13 @@ async def test_add_after_a_shorter_delay_brings_the_key_forward_and_delivers_it_
 
 async def test_delayed_keys_come_in_order_of_their_ready_times() -> None:
     queue = new_queue()
-    queue.add_after("late", 0.015)
-    queue.add_after("early", 0.005)
-    queue.add_after("middle", 0.01)
+    loop = asyncio.get_running_loop()
+    # The three delays count from one instant, so that a machine that stalls between the calls cannot
+    # reorder their ready times (the queue reads the loop's clock at each add).
+    with mock.patch.object(loop, "time", return_value=loop.time()):
+        queue.add_after("late", 0.015)
+        queue.add_after("early", 0.005)
+        queue.add_after("middle", 0.01)
     assert [await get_soon(queue) for _ in range(3)] == ["early", "middle", "late"]
 
 

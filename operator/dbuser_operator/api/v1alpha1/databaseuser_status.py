@@ -45,6 +45,11 @@ class DatabaseUserStatus(Model):
     observed_generation: int | None = Field(default=None, ge=0, json_schema_extra=INT64)
     """The metadata.generation that the operator last acted on."""
 
+    operator_version: str | None = None
+    """The operator version whose pass last wrote this status. A new leader skips the first-pass reconcile
+    of a converged resource only when its own version wrote it: after an upgrade every resource is
+    reconciled once."""
+
     user: str | None = None
     """MySQL user name of the account (spec.user, or metadata.name)."""
 

@@ -84,12 +84,12 @@ class RoleDriftCheck:
                 continue  # Observe and Paused: nothing is repaired
             for host in user.spec.account_hosts():
                 held, defaults = live.get((name, host.lower()), (set(), set()))
-                if self._drifted(user, held, defaults, server):
+                if self.drifted(user, held, defaults, server):
                     drifted.append(ObjectKey.of(obj))
                     break
         return drifted
 
-    def _drifted(
+    def drifted(
         self, user: DatabaseUser, held: set[roles.Role], defaults: set[roles.Role], info: ServerInfo
     ) -> bool:
         namespace = user.metadata.namespace or ""

@@ -25,6 +25,7 @@ from dbuser_operator.controllers.databaseuser.observe import Observer
 from dbuser_operator.controllers.databaseuser.owned_secrets import OwnedSecrets
 from dbuser_operator.controllers.databaseuser.reconciler import DatabaseUserReconciler
 from dbuser_operator.controllers.databaseuser.role_drift import RoleDriftCheck
+from dbuser_operator.controllers.databaseuser.start_check import StartCheck
 from dbuser_operator.controllers.databaseuser.steps.account import AccountStep
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import (
     AccountMetadataStep,
@@ -165,8 +166,16 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
         policy=shared.policy,
         databases=shared.databases,
     )
+    handles = shared.servers.registry.handles
+    period = settings.resync_period
+    role_drift = RoleDriftCheck(handles, users, shared.roles, queue, period)
+    # The first pass skips the reconcile of resources one inventory per server finds converged.
+    reconciler.converged = StartCheck(reconciler, users, shared.secrets, role_drift).converged
     controller = Controller(
-        CONTROLLER_NAME, reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles, queue=queue
+        CONTROLLER_NAME,
+        reconciler,
+        max_concurrent_reconciles=settings.max_concurrent_reconciles,
+        queue=queue,
     )
     # A user waits while a Secret it names is fetched; the fetch's event (through users_of) brings it back.
     settled = shared.secrets.settled(users, SECRET_INDEX)
@@ -181,8 +190,6 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
         controller.watch_owned(certificates, API_VERSION, KIND)
     manager.on_shutdown(renderer.close)
 
-    handles = shared.servers.registry.handles
-    period = settings.resync_period
     access = AccessStatus(shared.kube, shared.servers)  # the server resources' access reports
     drift = DriftCheck(
         handles, users, queue, period, databases=shared.databases, access=access, signing_ca=signing_ca
@@ -199,7 +206,5 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
             lambda: drift.orphaned_databases_by_server,
         ),
     )
-    manager.add_leader_task(
-        "role drift check", RoleDriftCheck(handles, users, shared.roles, queue, period).run
-    )
+    manager.add_leader_task("role drift check", role_drift.run)
     return controller

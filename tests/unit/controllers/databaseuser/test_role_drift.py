@@ -69,25 +69,25 @@ def mysql_role(name: str) -> Role:
 )
 def test_a_ready_role_is_compared_exactly(held: set[Role], defaults: set[Role], drifted: bool) -> None:
     assert (
-        check(role_object("reader"))._drifted(user(["reader"], ["reader"]), held, defaults, MYSQL) is drifted
+        check(role_object("reader")).drifted(user(["reader"], ["reader"]), held, defaults, MYSQL) is drifted
     )
 
 
 def test_a_role_not_ready_may_be_held_or_not() -> None:
     drift = check(role_object("reader", ready=False, role="app_reader"))
     for held in (set(), {mysql_role("app_reader")}):
-        assert not drift._drifted(user(["reader"], []), held, set(), MYSQL)
+        assert not drift.drifted(user(["reader"], []), held, set(), MYSQL)
 
 
 def test_a_missing_database_role_is_not_repaired_but_a_hand_granted_role_is() -> None:
     drift = check()
-    assert not drift._drifted(user(["gone"], []), set(), set(), MYSQL)
-    assert drift._drifted(user(["gone"], []), {mysql_role("byhand")}, set(), MYSQL)
+    assert not drift.drifted(user(["gone"], []), set(), set(), MYSQL)
+    assert drift.drifted(user(["gone"], []), {mysql_role("byhand")}, set(), MYSQL)
 
 
 def test_mariadb_roles_have_no_host_and_two_defaults_are_left_to_the_condition() -> None:
     drift = check(role_object("a"), role_object("b"))
     held = {("a", ""), ("b", "")}
-    assert not drift._drifted(user(["a", "b"], ["a", "b"]), held, set(), MARIADB)
-    assert drift._drifted(user(["a", "b"], ["a"]), held, set(), MARIADB)
-    assert not drift._drifted(user(["a", "b"], ["a"]), held, {("a", "")}, MARIADB)
+    assert not drift.drifted(user(["a", "b"], ["a", "b"]), held, set(), MARIADB)
+    assert drift.drifted(user(["a", "b"], ["a"]), held, set(), MARIADB)
+    assert not drift.drifted(user(["a", "b"], ["a"]), held, {("a", "")}, MARIADB)

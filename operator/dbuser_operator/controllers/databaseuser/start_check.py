@@ -1,0 +1,203 @@
+"""The leader's first look at its DatabaseUsers: one inventory per server instead of a reconcile each.
+
+When the controller's workers take their first key, this reads every server in use once: its owned accounts
+(:func:`~dbuser_operator.mysql.bookkeeping.inventory.inventory`, two queries) and the roles every account
+holds (:func:`~dbuser_operator.mysql.accounts.roles.every_grant`, two queries), concurrently, whatever the
+number of resources. Then each key of the first pass, at its turn, is decided by
+:mod:`.converged` from the caches as they are then and from that read: converged, it counts as reconciled
+(no step, no statement, no write); otherwise, and for any key after its first turn, the reconcile runs
+as always. The checks a reconcile makes before any SQL (the server's resolution, reserved names, databaseRefs,
+the guard, policy, privilege, comment and lock-policy checks) run first, on the same code: one that refuses
+leaves the resource to its reconcile.
+
+A server that does not answer (or whose resource does not resolve) is not read: its resources are
+reconciled. The departed sweep, the fence and Degraded conditions are untouched: this only reads, and
+only decides whether one reconcile is needed. ``dbuser_operator_converged_at_start_total`` counts the
+skipped reconciles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections import Counter as Tally
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any, Final
+
+import pydantic
+import structlog
+from prometheus_client import Counter
+
+from dbuser_operator.controllers.databaseuser.context import Context
+from dbuser_operator.controllers.databaseuser.converged import (
+    Found,
+    why_reconcile,
+    why_reconcile_roles,
+    why_reconcile_secret,
+    why_reconcile_spec,
+)
+from dbuser_operator.controllers.databaseuser.reconciler import DatabaseUserReconciler
+from dbuser_operator.controllers.databaseuser.role_drift import RoleDriftCheck
+from dbuser_operator.controllers.kit.errors import ConditionError
+from dbuser_operator.controllers.kit.resources import server_key
+from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.mysql.accounts import roles
+from dbuser_operator.mysql.bookkeeping.inventory import AccountState, inventory
+from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.runtime.informer import Informer
+from dbuser_operator.runtime.metrics import REGISTRY
+from dbuser_operator.runtime.resources import ObjectKey
+
+log = structlog.get_logger(__name__)
+
+CONVERGED_AT_START = Counter(
+    "dbuser_operator_converged_at_start_total",
+    "DatabaseUsers the leader's first pass found converged from one inventory per server (not reconciled)",
+    registry=REGISTRY,
+)
+CHECKS: Final = ("guard", "policy", "privilege-check", "comment-check", "lock-policy-check")
+"""The steps a reconcile runs before any SQL statement of its own, run here as they are."""
+
+YIELD_EVERY: Final = 200  # resources looked at between two yields to the event loop
+_Read = tuple[ServerInfo, dict[tuple[str, str], AccountState], dict[Any, tuple[set[Any], set[Any]]]]
+
+
+class StartCheck:
+    """Skips the first-pass reconcile of every DatabaseUser found converged at the leader's start."""
+
+    def __init__(
+        self,
+        reconciler: DatabaseUserReconciler,
+        users: Informer,
+        secrets: Informer,
+        role_drift: RoleDriftCheck,
+    ) -> None:
+        self.reconciler = reconciler
+        self.users = users
+        self.secrets = secrets
+        self.role_drift = role_drift
+        self._lock = asyncio.Lock()
+        self._found: dict[ObjectKey, Found] | None = None  # None: not read yet
+        self.skipped = 0
+
+    async def converged(self, key: ObjectKey) -> bool:
+        """Whether ``key``'s turn is its first and it is converged (then it counts as reconciled)."""
+        if self._found is None:
+            async with self._lock:
+                if self._found is None:
+                    self._found = await self._read_once()
+        found = self._found.pop(key, None)
+        if found is None:
+            return False
+        cached = self.users.get(key)
+        reason = "gone" if cached is None else await self._why(cached, found)
+        if reason is not None:
+            log.debug("first pass: reconciled", namespace=key.namespace, name=key.name, reason=reason)
+            return False
+        self.skipped += 1
+        CONVERGED_AT_START.inc()
+        return True
+
+    async def _read_once(self) -> dict[ObjectKey, Found]:
+        """:meth:`_read_all`; on an unexpected failure, nothing found: every resource is reconciled."""
+        try:
+            return await self._read_all()
+        except Exception:  # never worse than before: the first pass reconciles everything
+            log.exception("first pass: the servers could not be read; every resource is reconciled")
+            return {}
+
+    async def _why(self, cached: dict[str, Any], found: Found) -> str | None:
+        """Why this resource must be reconciled now, or None (the decision of :mod:`.converged`)."""
+        obj = copy.deepcopy(cached)
+        try:
+            ctx = self.reconciler.parse(obj)
+        except pydantic.ValidationError:
+            return "invalid"
+        reason = self._why_cached(obj, ctx)
+        if reason is not None:
+            return reason
+        try:
+            ctx.server_resource, ctx.server = await self.reconciler.bind(ctx)
+            self.reconciler.resolve_refs(ctx)
+            for step in self.reconciler.steps:
+                if step.name in CHECKS:
+                    await step.ensure(ctx)
+        except (ConditionError, MySQLError) as error:
+            return f"refused: {error}"
+        return why_reconcile(obj, ctx.user, found)
+
+    def _why_cached(self, obj: dict[str, Any], ctx: Context) -> str | None:
+        """The reasons the caches alone give (the resource, its Secret, its roles)."""
+        user = ctx.user
+        holds = self.reconciler.scope.holds(obj)
+        reason = why_reconcile_spec(obj, user, ctx.status, holds)
+        if reason is None and user.spec.password is not None:
+            secret = self.secrets.get(ObjectKey(user.metadata.namespace or "", user.spec.password.name))
+            reason = why_reconcile_secret(ctx.status, secret)
+        return reason or why_reconcile_roles(obj, user, self.role_drift.roles.get)
+
+    async def _read_all(self) -> dict[ObjectKey, Found]:
+        """Read every server the resources use, at once; what each candidate's server holds for it."""
+        by_server: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
+        for obj in list(self.users.store):
+            by_server[server_key(obj)].append(obj)
+        keys = list(by_server)
+        reads = await asyncio.gather(*(self._read(key, by_server[key][0]) for key in keys))
+        found: dict[ObjectKey, Found] = {}
+        reasons: Tally[str] = Tally()
+        for key, read in zip(keys, reads, strict=True):
+            for count, obj in enumerate(by_server.pop(key)):
+                if count % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # the lease's renewals, the probes and the watches go on meanwhile
+                try:
+                    ctx = self.reconciler.parse(obj)
+                except pydantic.ValidationError:
+                    reasons["invalid"] += 1
+                    continue
+                reason = self._why_cached(obj, ctx) or ("server not read" if read is None else None)
+                if reason is not None or read is None:
+                    reasons[reason or "server not read"] += 1
+                    continue
+                found[ObjectKey.of(obj)] = self._found_for(ctx, *read)
+        log.info(
+            "first pass: servers read", servers=len(keys), candidates=len(found), reconciled=dict(reasons)
+        )
+        return found
+
+    async def _read(self, key: str, obj: dict[str, Any]) -> _Read | None:
+        """One server's owned accounts and held roles (None: it did not answer, or does not resolve)."""
+        if self.reconciler.servers is None:
+            return None
+        try:
+            handle: ServerHandle = (await self.reconciler.servers.resolve(obj))[1]
+            await handle.ensure_schema()
+            server = await handle.server()
+            states = await inventory(handle.db, handle.schema, server)
+            held = await roles.every_grant(handle.db, server)
+        except (ConditionError, MySQLError) as error:
+            log.warning(
+                "first pass: a server not read; its resources are reconciled", server=key, error=str(error)
+            )
+            return None
+        return server, {(user, host.lower()): state for (user, host), state in states.items()}, held
+
+    def _found_for(
+        self,
+        ctx: Context,
+        server: ServerInfo,
+        states: dict[tuple[str, str], AccountState],
+        held: dict[Any, tuple[set[Any], set[Any]]],
+    ) -> Found:
+        name, hosts = ctx.user.mysql_name(), _lower(ctx.user.spec.account_hosts())
+        accounts = {host: states.get((name, host)) for host in hosts}
+        differ = any(
+            self.role_drift.drifted(ctx.user, *held.get((name, host), (set(), set())), server)
+            for host in hosts
+        )
+        return Found(server, accounts, differ)
+
+
+def _lower(hosts: Iterable[str]) -> list[str]:
+    return [host.lower() for host in hosts]
