@@ -100,7 +100,7 @@ def hints() -> Iterator[list[str]]:
     )
     assert process.stdout is not None
     lines: list[str] = []
-    deadline = time.monotonic() + 300  # a bound on a hang, as subprocess.run's timeout above
+    deadline = time.monotonic() + 240  # a bound on a hang, inside the test timeout: the lines are shown
     try:
         while RUNNING not in lines:
             assert process.poll() is None, "\n".join(lines)

@@ -60,6 +60,10 @@ CONVERGED_AT_START = Counter(
 CHECKS: Final = ("guard", "policy", "privilege-check", "comment-check", "lock-policy-check")
 """The steps a reconcile runs before any SQL statement of its own, run here as they are."""
 
+SERVER_READ_LIMIT: Final = 60.0
+"""Seconds one server's read may take (every first turn waits for the reads): past it, its resources are
+reconciled as any other (a stalled server then holds only its own, as it would without this check)."""
+
 YIELD_EVERY: Final = 200  # resources looked at between two yields to the event loop
 _Read = tuple[ServerInfo, dict[tuple[str, str], AccountState], dict[Any, tuple[set[Any], set[Any]]]]
 
@@ -139,26 +143,32 @@ class StartCheck:
         return reason or why_reconcile_roles(obj, user, self.role_drift.roles.get)
 
     async def _read_all(self) -> dict[ObjectKey, Found]:
-        """Read every server the resources use, at once; what each candidate's server holds for it."""
-        by_server: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
-        for obj in list(self.users.store):
-            by_server[server_key(obj)].append(obj)
-        keys = list(by_server)
-        reads = await asyncio.gather(*(self._read(key, by_server[key][0]) for key in keys))
-        found: dict[ObjectKey, Found] = {}
+        """Read, at once, every server that a candidate uses (a resource the caches alone do not send to
+        its reconcile); what each candidate's server holds for it."""
+        by_server: defaultdict[str, list[tuple[dict[str, Any], Context]]] = defaultdict(list)
         reasons: Tally[str] = Tally()
+        for count, obj in enumerate(list(self.users.store)):
+            if count % YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # the lease's renewals, the probes and the watches go on meanwhile
+            try:
+                ctx = self.reconciler.parse(obj)
+            except pydantic.ValidationError:
+                reasons["invalid"] += 1
+                continue
+            reason = self._why_cached(obj, ctx)
+            if reason is not None:
+                reasons[reason] += 1
+                continue
+            by_server[server_key(obj)].append((obj, ctx))
+        keys = list(by_server)
+        reads = await asyncio.gather(*(self._read(key, by_server[key][0][0]) for key in keys))
+        found: dict[ObjectKey, Found] = {}
         for key, read in zip(keys, reads, strict=True):
-            for count, obj in enumerate(by_server.pop(key)):
+            for count, (obj, ctx) in enumerate(by_server.pop(key)):
                 if count % YIELD_EVERY == 0:
-                    await asyncio.sleep(0)  # the lease's renewals, the probes and the watches go on meanwhile
-                try:
-                    ctx = self.reconciler.parse(obj)
-                except pydantic.ValidationError:
-                    reasons["invalid"] += 1
-                    continue
-                reason = self._why_cached(obj, ctx) or ("server not read" if read is None else None)
-                if reason is not None or read is None:
-                    reasons[reason or "server not read"] += 1
+                    await asyncio.sleep(0)
+                if read is None:
+                    reasons["server not read"] += 1
                     continue
                 found[ObjectKey.of(obj)] = self._found_for(ctx, *read)
         log.info(
@@ -171,14 +181,17 @@ class StartCheck:
         if self.reconciler.servers is None:
             return None
         try:
-            handle: ServerHandle = (await self.reconciler.servers.resolve(obj))[1]
-            await handle.ensure_schema()
-            server = await handle.server()
-            states = await inventory(handle.db, handle.schema, server)
-            held = await roles.every_grant(handle.db, server)
-        except (ConditionError, MySQLError) as error:
+            async with asyncio.timeout(SERVER_READ_LIMIT):  # a stalled server holds no other's users
+                handle: ServerHandle = (await self.reconciler.servers.resolve(obj))[1]
+                await handle.ensure_schema()
+                server = await handle.server()
+                states = await inventory(handle.db, handle.schema, server)
+                held = await roles.every_grant(handle.db, server)
+        except (ConditionError, MySQLError, TimeoutError) as error:
             log.warning(
-                "first pass: a server not read; its resources are reconciled", server=key, error=str(error)
+                "first pass: a server not read; its resources are reconciled",
+                server=key,
+                error=str(error) or f"no answer within {SERVER_READ_LIMIT:g} s",
             )
             return None
         return server, {(user, host.lower()): state for (user, host), state in states.items()}, held
