@@ -9,12 +9,14 @@ the server's flavour."""
 from __future__ import annotations
 
 import os
+import queue
 import re
-import select
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
+from typing import IO
 
 import pytest
 
@@ -87,6 +89,13 @@ def test_describe_shows_no_empty_list_nor_zero_limit(output: str) -> None:
     assert "Require TLS" not in spec  # not set: not shown
 
 
+def read_lines(stream: IO[str], into: queue.Queue[str | None]) -> None:
+    """Every line of ``stream`` into ``into`` as it comes, then None (the end)."""
+    for line in stream:
+        into.put(line.rstrip("\n"))
+    into.put(None)
+
+
 @pytest.fixture(scope="module")
 def hints() -> Iterator[list[str]]:
     """``hack/run-local.sh`` without --check, running: the lines it printed up to "running"; stopped
@@ -99,14 +108,22 @@ def hints() -> Iterator[list[str]]:
         start_new_session=True,
     )
     assert process.stdout is not None
+    # A thread reads the lines: select() on the pipe does not see what the text wrapper has buffered, so a
+    # loop of select and readline took a second per buffered line once the script fell quiet (hundreds of
+    # log lines: past the test's timeout on a busy machine).
+    received: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=read_lines, args=(process.stdout, received), daemon=True).start()
     lines: list[str] = []
     deadline = time.monotonic() + 240  # a bound on a hang, inside the test timeout: the lines are shown
     try:
         while RUNNING not in lines:
-            assert process.poll() is None, "\n".join(lines)
             assert time.monotonic() < deadline, "\n".join(lines)
-            if select.select([process.stdout], [], [], 1)[0]:
-                lines.append(process.stdout.readline().rstrip("\n"))
+            try:
+                line = received.get(timeout=1)
+            except queue.Empty:
+                continue
+            assert line is not None, "\n".join(lines)  # the script ended before it ran
+            lines.append(line)
         yield lines
     finally:
         process.send_signal(signal.SIGINT)
