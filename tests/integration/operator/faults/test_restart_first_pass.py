@@ -23,12 +23,11 @@ from tests.integration.operator.support.builders import database_user, unique
 from tests.integration.operator.support.instances import Instances, forget_own
 from tests.integration.operator.support.kube import create_secret, wait_for_ready
 from tests.integration.operator.support.mysql import can_log_in, mysql_query, privileges_of
-from tests.integration.operator.support.operator import PasswordLedger, stopped_within
+from tests.integration.operator.support.operator import SHUTDOWN_LIMIT, PasswordLedger, stopped_within
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration
 
-SHUTDOWN_LIMIT = 60.0
 GRANTS = [{"privileges": ["SELECT"], "database": "restartdb"}]
 GRANTED = {("restartdb", "*", "SELECT", False)}
 
