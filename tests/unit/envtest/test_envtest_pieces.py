@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ from dbuser_operator.envtest.flavours import (
     selected_flavour,
 )
 from dbuser_operator.envtest.pki import CertificateAuthority
+from dbuser_operator.envtest.ports import LOOPBACK, free_port
 from dbuser_operator.envtest.process import ManagedProcess, ProcessFailedError
 from tests.conftest import REPO
 from tests.integration.operator.support.wait import eventually
@@ -48,6 +50,18 @@ def test_serving_certificates_name_the_loopback_address() -> None:
     )
     assert sans.value.get_values_for_type(x509.DNSName) == ["localhost"]
     assert [str(ip) for ip in sans.value.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+
+
+def test_free_ports_lie_below_the_ephemeral_range_and_are_never_handed_out_twice() -> None:
+    """A port from the kernel's ephemeral range can be taken by any outgoing connection before the server
+    binds it (a cold CI run lost a restarted operator that way)."""
+    ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = [free_port() for _ in range(300)]
+    assert len(set(ports)) == len(ports)
+    assert all(port < ephemeral_low for port in ports)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind((LOOPBACK, ports[0]))  # nothing listened there
+        listener.listen()
 
 
 def test_mysql_url_is_parsed_and_the_password_never_shows() -> None:
