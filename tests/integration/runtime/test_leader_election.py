@@ -10,7 +10,6 @@ request): a busy machine never fails these tests, a late step-down or takeover d
 from __future__ import annotations
 
 import asyncio
-import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from dbuser_operator.envtest import KubeCluster
+from dbuser_operator.envtest.ports import free_port
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.fence import FenceLost
@@ -350,13 +350,6 @@ async def recreated(kube: KubeClient, namespace: str, lease_name: str) -> dict[s
     )
 
 
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
 @pytest.mark.parametrize("failure", ["hang", "refused"])
 async def test_paused_leader_steps_down_within_the_renew_deadline(
     kube: KubeCluster,
@@ -367,7 +360,7 @@ async def test_paused_leader_steps_down_within_the_renew_deadline(
     failure: str,
 ) -> None:
     async with kube.api_client() as own_api, kube.api_client() as dead_api:
-        dead_api.configuration.host = f"https://127.0.0.1:{closed_port()}"
+        dead_api.configuration.host = f"https://127.0.0.1:{free_port()}"
         pausable = PausableKubeClient(own_api)
         paused = elector(pausable, namespace, lease_name, "paused")
         standby_kube = TimedKubeClient(kube_api)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from dbuser_operator.controllers.kit.resources import (
     MYSQL_SERVERS,
 )
 from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.envtest.ports import free_port
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
@@ -248,7 +248,7 @@ async def test_server_kinds_healthy_unreachable_and_misconfigured(
 
     # Nothing listens on its port (a server still starting, an outage): Progressing, retried.
     await admin_secrets(kube_client, namespace, mysql, "admin")
-    spec = {**server_spec(mysql, "admin", schema), "host": "127.0.0.1", "port": closed_port()}
+    spec = {**server_spec(mysql, "admin", schema), "host": "127.0.0.1", "port": free_port()}
     await kube_client.create(MYSQL_SERVERS, server_object("MySQLServer", "down", spec), namespace)
     obj = await wait_for_server(kube_client, namespace, "down", "False", "Unreachable")
     assert assess("MySQLServer", obj, "Progressing", "server-unreachable").startswith("Unreachable: ")
@@ -292,13 +292,6 @@ async def test_roles_ready_and_refused(
 
 async def wait_cluster_server(kube: KubeClient, name: str) -> dict[str, Any]:
     return await wait_for_condition(kube, CLUSTER_MYSQL_SERVERS, None, name, limit=60)
-
-
-def closed_port() -> int:
-    """A local port nothing listens on (bound, then closed)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def test_databases_ready_and_refused(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -32,6 +31,7 @@ from kubernetes_asyncio import client
 
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from dbuser_operator.envtest.kubeconfig import current_cluster
+from dbuser_operator.envtest.ports import free_port
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import REPO, Runner
@@ -50,12 +50,6 @@ PASSWORD_PLACEHOLDER = "<the MySQL admin password>"
 TARGET_LABEL = "dbuser-operator.dev/target"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Walk:
     """The state of one walk through the README: what it installed, and the operator process it runs."""
 
@@ -67,7 +61,7 @@ class Walk:
         self.readme_target = ""
         self.rendered: Path | None = None
         self.process: subprocess.Popen[bytes] | None = None
-        self.health_port = _free_port()
+        self.health_port = free_port()
 
     def local(self, args: list[str]) -> list[str]:
         """The command with the test's namespace, and paths in the repository as absolute ones (the README's
