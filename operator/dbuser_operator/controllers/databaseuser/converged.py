@@ -19,15 +19,19 @@ reconciled:
 - (c) the inventory's account of every host (``status.hosts`` is exactly the spec's) is present, owned by
   this resource, with the password fingerprint recorded when it was set, the spec's limits and TLS
   requirement, owner metadata and comment, lock and password policy, and exactly the spec's grants: the
-  comparisons of the periodic drift check (:mod:`.drift`), which repairs what they find; the roles it holds
+  comparison of the periodic drift check (:mod:`.account_differs`, ``strict``), which repairs what it
+  finds; the roles it holds
   and its default roles are those of the role drift check (:mod:`.role_drift`), with every role it names
   Ready on its server;
 - (d, e) the checks a reconcile makes before any SQL (reserved names, guard, policy, privilege, comment and
   lock-policy checks, databaseRefs) run on the same code, by the caller;
 - (f) whatever needs a timer or a look of its own is reconciled: a scheduled rotation (``rotation.period``),
   a rotation in flight (phase Retained), ``account.expiresAt``, a workload identity or any
-  ``authentication``, a cert-manager certificate, a connection Secret (its content is rendered and compared
-  by the pass), managementPolicy Observe.
+  ``authentication``, a cert-manager certificate, a connection Secret with templates (they render in the
+  sandbox's workers) or renamed, managementPolicy Observe;
+- (g) a connection Secret without templates is rendered in memory and compared with the cached Secret by
+  the step's own code (:meth:`~.steps.connection_secret.ConnectionSecretStep.why_write`, by the caller):
+  one edited or deleted while no leader watched is written by the reconcile.
 
 A server that did not answer has no inventory here (``accounts`` None): its resources are reconciled.
 """
@@ -40,11 +44,8 @@ from typing import Any, Final
 
 from dbuser_operator import __version__
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, DatabaseUser, DatabaseUserStatus
+from dbuser_operator.controllers.databaseuser.account_differs import account_differs
 from dbuser_operator.controllers.databaseuser.progress import PROGRESSING
-from dbuser_operator.controllers.databaseuser.steps.account_metadata import metadata_differs
-from dbuser_operator.controllers.databaseuser.steps.limits import desired_limits
-from dbuser_operator.controllers.databaseuser.steps.lock_policy import unsupported, wanted_policy
-from dbuser_operator.controllers.databaseuser.steps.rotation import now
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.reconcile import READY
 from dbuser_operator.controllers.kit.resources import server_key
@@ -79,6 +80,8 @@ def why_reconcile_spec(
     generation = meta.get("generation")
     rotation = spec.rotation
     hosts = {host.lower() for host in spec.account_hosts()}
+    connection = spec.connection_secret.name if spec.connection_secret is not None else None
+    templates = spec.connection_secret.templates if spec.connection_secret is not None else None
     rules: list[tuple[bool, str]] = [
         (bool(meta.get("deletionTimestamp")), "deleting"),
         (not holds_finalizer, "no finalizer"),
@@ -95,7 +98,8 @@ def why_reconcile_spec(
         (status.rotation is not None and status.rotation.phase == "Retained", "rotation in flight"),
         (spec.account is not None and spec.account.expires_at is not None, "expiresAt"),
         (spec.tls is not None and spec.tls.certificate is not None, "client certificate"),
-        (spec.connection_secret is not None or status.connection_secret is not None, "connection Secret"),
+        (status.connection_secret != connection, "connection Secret renamed"),
+        (connection is not None and bool(templates), "connection Secret templates"),
         ({host.lower() for host in status.hosts or []} != hosts, "hosts changed"),
     ]
     return next((reason for broken, reason in rules if broken), CONVERGED)
@@ -127,27 +131,10 @@ def why_reconcile(obj: Mapping[str, Any], user: DatabaseUser, found: Found | Non
         state = found.accounts.get(host.lower())
         if state is None or state.owner.uid != uid:
             return "account not owned"
-        if _differs(state, user, found.server, wanted):
+        grants_differ = bool(grants.changes(state.grants, wanted, found.server))
+        if account_differs(state, user, found.server, grants_differ=grants_differ, strict=True):
             return "account drifted"
     return CONVERGED
-
-
-def _differs(state: AccountState, user: DatabaseUser, server: ServerInfo, wanted: set[grants.Grant]) -> bool:
-    """The drift check's comparisons (:meth:`.drift.DriftCheck._drifted`), strict where it is lenient:
-    what was not read (fingerprint, metadata, policy) counts as a difference."""
-    if not state.present or state.password_intact is not True or state.policy is None:
-        return True
-    if state.limits != desired_limits(user.spec, None):
-        return True
-    if state.metadata is None:
-        if user.spec.comment is not None:
-            return True  # a comment cannot be compared without the account's attributes
-    elif metadata_differs(state.metadata, state.owner, user.spec):
-        return True
-    wanted_policy_here = wanted_policy(user.spec, now()).for_account(state.policy, state.default_lifetime)
-    if unsupported(user.spec, server) is None and wanted_policy_here != state.policy:
-        return True
-    return bool(grants.changes(state.grants, wanted, server))
 
 
 def why_reconcile_roles(

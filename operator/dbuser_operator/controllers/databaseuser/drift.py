@@ -33,12 +33,9 @@ import structlog
 from prometheus_client import Counter, Gauge
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.controllers.databaseuser.account_differs import account_differs
 from dbuser_operator.controllers.databaseuser.database_refs import has_refs, resolve
-from dbuser_operator.controllers.databaseuser.steps.account_metadata import metadata_differs
-from dbuser_operator.controllers.databaseuser.steps.limits import desired_limits
-from dbuser_operator.controllers.databaseuser.steps.lock_policy import unsupported, wanted_policy
-from dbuser_operator.controllers.databaseuser.steps.rotation import now
-from dbuser_operator.controllers.databaseuser.workload import SigningCASource, Workload
+from dbuser_operator.controllers.databaseuser.workload import SigningCASource
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.grants import desired_grants
 from dbuser_operator.controllers.kit.resources import server_key
@@ -214,7 +211,9 @@ class DriftCheck:
                 continue  # a Database (or the signing CA) not usable: the controller retries the user
             changes = grants.changes(state.grants, desired_grants(resource.spec.privileges), server)
             extra[(user, host.lower())] = extra_grants(changes)
-            drifted = self._drifted(state, resource, server, bool(changes), workload)
+            drifted = account_differs(
+                state, resource, server, grants_differ=bool(changes), strict=False, workload=workload
+            )
             if drifted or not _wants(resource, host):
                 report.drifted.append(ObjectKey.of(obj))
         report.orphans += orphans
@@ -301,26 +300,6 @@ class DriftCheck:
                 await self.access.publish(server, build(accounts, full, found))
             except Exception:  # a report's failure never ends the drift check
                 log.exception("access report failed; next period tries again", server=server)
-
-    @staticmethod
-    def _drifted(
-        state: AccountState,
-        resource: DatabaseUser,
-        server: ServerInfo,
-        grants_differ: bool,
-        workload: Workload | None = None,
-    ) -> bool:
-        if not state.present or state.password_intact is False:
-            return True
-        if state.limits != desired_limits(resource.spec, workload):  # a workload's issuer and subject
-            return True
-        if state.metadata is not None and metadata_differs(state.metadata, state.owner, resource.spec):
-            return True
-        if state.policy is not None and unsupported(resource.spec, server) is None:
-            wanted = wanted_policy(resource.spec, now())
-            if wanted.for_account(state.policy, state.default_lifetime) != state.policy:
-                return True
-        return grants_differ
 
 
 def _in_namespaces(cache: Informer, namespace: str) -> bool:

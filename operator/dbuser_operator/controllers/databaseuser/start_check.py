@@ -39,6 +39,7 @@ from dbuser_operator.controllers.databaseuser.converged import (
 )
 from dbuser_operator.controllers.databaseuser.reconciler import DatabaseUserReconciler
 from dbuser_operator.controllers.databaseuser.role_drift import RoleDriftCheck
+from dbuser_operator.controllers.databaseuser.steps.connection_secret import ConnectionSecretStep
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.resources import server_key
 from dbuser_operator.controllers.servers.handle import ServerHandle
@@ -57,8 +58,9 @@ CONVERGED_AT_START = Counter(
     "DatabaseUsers the leader's first pass found converged from one inventory per server (not reconciled)",
     registry=REGISTRY,
 )
-CHECKS: Final = ("guard", "policy", "privilege-check", "comment-check", "lock-policy-check")
-"""The steps a reconcile runs before any SQL statement of its own, run here as they are."""
+CHECKS: Final = ("guard", "policy", "privilege-check", "comment-check", "lock-policy-check", "password")
+"""The steps a reconcile runs before any SQL statement of its own, run here as they are (the password step
+reads the password Secret from the cache, which the connection Secret's comparison needs)."""
 
 SERVER_READ_LIMIT: Final = 60.0
 """Seconds one server's read may take (every first turn waits for the reads): past it, its resources are
@@ -130,7 +132,17 @@ class StartCheck:
                     await step.ensure(ctx)
         except (ConditionError, MySQLError) as error:
             return f"refused: {error}"
-        return why_reconcile(obj, ctx.user, found)
+        connection = self._connection_secret()
+        if connection is None:
+            reason = "connection Secret" if ctx.user.spec.connection_secret is not None else None
+        else:
+            reason = connection.why_write(ctx)
+        return reason or why_reconcile(obj, ctx.user, found)
+
+    def _connection_secret(self) -> ConnectionSecretStep | None:
+        """The reconciler's connection-Secret step (None: it has none)."""
+        steps = (step for step in self.reconciler.steps if isinstance(step, ConnectionSecretStep))
+        return next(steps, None)
 
     def _why_cached(self, obj: dict[str, Any], ctx: Context) -> str | None:
         """The reasons the caches alone give (the resource, its Secret, its roles)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -13,12 +14,18 @@ from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.reconciler import DatabaseUserReconciler
 from dbuser_operator.controllers.databaseuser.role_drift import RoleDriftCheck
 from dbuser_operator.controllers.databaseuser.start_check import StartCheck
+from dbuser_operator.controllers.databaseuser.steps.password import PasswordStep
 from dbuser_operator.mysql.accounts import roles as mysql_roles
 from dbuser_operator.mysql.bookkeeping.inventory import AccountState
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.session.server import ServerInfo
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
+from tests.unit.controllers.databaseuser.test_connection_secret_converged import (
+    PASSWORD,
+    user_with_connection,
+    written,
+)
 from tests.unit.controllers.databaseuser.test_converged import account, converged, secret
 
 KEY = ObjectKey("team-a", "app")
@@ -150,5 +157,27 @@ async def test_an_unexpected_failure_of_the_read_reconciles_everything(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     running = setup(monkeypatch, breaks=True)
+    assert await running.turn()
+    assert running.check.skipped == 0
+
+
+async def test_a_connection_secret_in_line_is_skipped_and_one_deleted_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    step, secrets, obj = await written(user_with_connection())
+    running = setup(monkeypatch)
+    running.users.objects[KEY] = obj
+    password = running.secrets.objects[ObjectKey("team-a", "app-password")]
+    password["data"] = {"password": base64.b64encode(PASSWORD.encode()).decode()}
+    reconciler = cast(Reconciler, running.check.reconciler)
+    reconciler.steps = [PasswordStep(cast(Informer, running.secrets)), step]
+    assert not await running.turn()  # the password step read the password; the Secret holds it
+    assert running.check.skipped == 1
+
+    running = setup(monkeypatch)
+    running.users.objects[KEY] = obj
+    running.secrets.objects[ObjectKey("team-a", "app-password")]["data"] = password["data"]
+    cast(Reconciler, running.check.reconciler).steps = [PasswordStep(cast(Informer, running.secrets)), step]
+    del secrets.store["app-connection"]  # deleted while no leader watched
     assert await running.turn()
     assert running.check.skipped == 0

@@ -37,6 +37,7 @@ from dbuser_operator.controllers.databaseuser.owned_secrets import (
     OwnedSecrets,
     decoded,
     encode,
+    owned_by,
 )
 from dbuser_operator.controllers.databaseuser.secret_metadata import metadata_patch, record
 from dbuser_operator.controllers.kit.errors import ConditionError, WorkPending
@@ -117,11 +118,7 @@ class ConnectionSecretStep:
         data = values | rendered | (ctx.client_certificate or {})  # templates cannot stand in for it
         if secret is not None:
             secret = await self.secrets.claim(ctx, secret, WHAT)
-        version = self._version(ctx, secret, data.get("password"))
-        labels = {**(spec.labels or {}), MANAGED_BY_LABEL: MANAGED_BY}
-        annotations = {**(spec.annotations or {}), CREDENTIAL_VERSION_ANNOTATION: str(version)}
-        if (keys := record(spec.labels or {}, spec.annotations or {})) is not None:
-            annotations[MANAGED_METADATA_ANNOTATION] = keys
+        version, labels, annotations = self._metadata(ctx, spec, secret, data)
         if secret is None:
             secret, created = await self.secrets.create(
                 ctx, spec.name, data, WHAT, labels=labels, annotations=annotations
@@ -133,14 +130,52 @@ class ConnectionSecretStep:
                 ctx.status.credential_version = version
                 await self._delete_left_over(ctx, spec.name)
                 return
-            version = self._version(ctx, secret, data.get("password"))
-            annotations[CREDENTIAL_VERSION_ANNOTATION] = str(version)
+            version, labels, annotations = self._metadata(ctx, spec, secret, data)
         patch = _patch(secret, encode(data), labels, annotations)
         if patch:
             await self.secrets.patch(secret, patch)
             ctx.event("Normal", "ConnectionSecretUpdated", f"updated Secret {spec.name} (version {version})")
         ctx.status.credential_version = version
         await self._delete_left_over(ctx, spec.name)
+
+    def why_write(self, ctx: Context) -> str | None:
+        """Why this step would write now (the Secret, or status), judged from the caches alone; None when
+        it would write nothing: a new leader's first pass (:mod:`..converged`), after the password step.
+        Templates render in the sandbox's workers, never here: a Secret with templates is reconciled."""
+        spec, written = ctx.user.spec.connection_secret, ctx.status.connection_secret
+        if spec is None:
+            return None if written is None else "connection Secret removed"
+        if written != spec.name or spec.templates:
+            return "connection Secret renamed, or templates"
+        if ctx.password is None or ctx.workload is not None or ctx.client_certificate is not None:
+            return "connection Secret without a password Secret"
+        return self._why_write_content(ctx, spec)
+
+    def _why_write_content(self, ctx: Context, spec: ConnectionSecret) -> str | None:
+        """Why the cached Secret's data, labels, annotations or credential version would be written."""
+        secret = self.secrets.cached(ctx, spec.name)
+        if secret is None or not owned_by(secret, ctx.user.metadata.uid):
+            return "connection Secret missing or not owned"
+        try:
+            data = self._values(ctx, spec, ctx.password)
+            version, labels, annotations = self._metadata(ctx, spec, secret, data)
+            differs = bool(_patch(secret, encode(data), labels, annotations))
+        except ConditionError as error:
+            return f"connection Secret refused: {error.reason}"
+        if differs:
+            return "connection Secret differs"
+        return None if version == ctx.status.credential_version else "credential version differs"
+
+    def _metadata(
+        self, ctx: Context, spec: ConnectionSecret, secret: dict[str, Any] | None, data: dict[str, str]
+    ) -> tuple[int, dict[str, str], dict[str, str]]:
+        """The credential version ``secret`` should carry with ``data``, and its labels and annotations."""
+        version = self._version(ctx, secret, data.get("password"))
+        labels = {**(spec.labels or {}), MANAGED_BY_LABEL: MANAGED_BY}
+        annotations = {**(spec.annotations or {}), CREDENTIAL_VERSION_ANNOTATION: str(version)}
+        if (keys := record(spec.labels or {}, spec.annotations or {})) is not None:
+            annotations[MANAGED_METADATA_ANNOTATION] = keys
+        return version, labels, annotations
 
     async def _delete_left_over(self, ctx: Context, name: str | None) -> None:
         """Delete the connection Secret last written under another name (or none wanted now), if this

@@ -1,0 +1,90 @@
+"""A restart's first pass judges connection Secrets from the caches, and repairs those changed while stopped.
+
+Three users with a connection Secret are Ready; the operator stops (no periodic drift check:
+``resync_period=0``, so only the restarted leader's first pass can find what changed). While it is stopped,
+one connection Secret has its password and host edited by hand and a key added, another is deleted, the
+third is left alone. After the restart the edited one holds the working password and host again (the key
+added by hand removed), the deleted one is written again, and the third is found converged
+(``dbuser_operator_converged_at_start_total``): not reconciled, its Secret not written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
+from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.resources import SECRETS
+from tests.integration.operator.faults.test_restart_first_pass import GRANTS, converged_at_start
+from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.support.instances import Instances, forget_own
+from tests.integration.operator.support.kube import create_secret, wait_for_ready, wait_for_secret
+from tests.integration.operator.support.mysql import can_log_in, mysql_query
+from tests.integration.operator.support.operator import SHUTDOWN_LIMIT, PasswordLedger, stopped_within
+from tests.integration.operator.support.rotation import secret_password
+from tests.support.kube import eventually
+
+pytestmark = pytest.mark.integration
+
+
+async def test_a_connection_secret_changed_while_stopped_is_repaired_and_one_in_line_is_not_written(
+    instances: Instances,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    mysql_query(mysql, "CREATE DATABASE IF NOT EXISTS restartdb")
+    first = await instances.start_own(resync_period=0)
+    try:
+        names = {case: unique(case) for case in ("kept", "edited", "deleted")}
+        secrets = {case: passwords.new() for case in names}
+        for case, name in names.items():
+            await create_secret(kube_client, namespace, name, {"password": secrets[case]})
+            body = database_user(name, name, privileges=GRANTS, connectionSecret={"name": f"{name}-conn"})
+            await kube_client.create(DATABASE_USERS, body, namespace)
+        for name in names.values():
+            await wait_for_ready(kube_client, namespace, name)
+        written = {
+            case: await wait_for_secret(kube_client, namespace, f"{name}-conn")
+            for case, name in names.items()
+        }
+
+        first.stop.set()
+        await stopped_within(SHUTDOWN_LIMIT, [first.task])
+        # While no leader runs: one connection Secret edited by hand, another deleted.
+        edit = {"stringData": {"password": "typed-by-hand", "host": "elsewhere.example", "extra": "x"}}
+        edited = f"{names['edited']}-conn"
+        await kube_client.patch(SECRETS, edited, edit, PatchType.MERGE, namespace=namespace)
+        await kube_client.delete(SECRETS, f"{names['deleted']}-conn", namespace)
+        before = converged_at_start()
+
+        settings = first.settings
+        await instances.start(
+            target=settings.target, ownership_schema=settings.ownership_schema, resync_period=0
+        )
+
+        host = written["kept"]["data"]["host"]
+
+        def in_line(secret: dict[str, Any]) -> bool:
+            return "extra" not in secret["data"] and secret["data"].get("host") == host
+
+        repaired = await wait_for_secret(kube_client, namespace, edited, check=in_line, limit=60)
+        assert repaired["data"] == written["edited"]["data"]
+        await wait_for_secret(kube_client, namespace, f"{names['deleted']}-conn", limit=60)
+        for case in ("edited", "deleted"):
+            offered = await secret_password(kube_client, namespace, f"{names[case]}-conn")
+            assert offered == secrets[case]
+            assert can_log_in(mysql, names[case], offered)
+        await eventually(
+            lambda: converged_at_start() - before >= 1, timeout=60, interval=0.2, what="one found converged"
+        )
+        # Exactly the one left alone was skipped, and its Secret was not written.
+        assert converged_at_start() - before == 1
+        kept = await kube_client.get(SECRETS, f"{names['kept']}-conn", namespace)
+        assert kept["metadata"]["resourceVersion"] == written["kept"]["metadata"]["resourceVersion"]
+    finally:
+        forget_own()
