@@ -28,7 +28,10 @@ pytestmark = pytest.mark.integration
 
 N = 300
 SERVERS = 2
-PER_SERVER = 40  # statements per server, whatever N: 2 inventories, role grants, server and role controllers
+# Statements per server, whatever N: 2 inventories, role grants, the server and role controllers' first
+# passes, health probes, the harness's counter reads (45 measured with all 300 users found converged). One
+# statement per user would be 300 more.
+PER_SERVER = 50
 
 
 def audited_writes(kube: KubeCluster, window: list[str]) -> list[str]:
