@@ -14,15 +14,13 @@ from typing import Any
 
 import pytest
 
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.faults.test_restart_first_pass import GRANTS, converged_at_start
-from tests.integration.operator.support.builders import database_user, unique
+from tests.integration.operator.faults.test_restart_first_pass import converged_at_start, ready_users, restart
 from tests.integration.operator.support.instances import Instances, forget_own
-from tests.integration.operator.support.kube import create_secret, wait_for_ready, wait_for_secret
-from tests.integration.operator.support.mysql import can_log_in, mysql_query
+from tests.integration.operator.support.kube import wait_for_secret
+from tests.integration.operator.support.mysql import can_log_in
 from tests.integration.operator.support.operator import SHUTDOWN_LIMIT, PasswordLedger, stopped_within
 from tests.integration.operator.support.rotation import secret_password
 from tests.support.kube import eventually
@@ -32,22 +30,17 @@ pytestmark = pytest.mark.integration
 
 async def test_a_connection_secret_changed_while_stopped_is_repaired_and_one_in_line_is_not_written(
     instances: Instances,
-    kube_client: KubeClient,
     namespace: str,
-    mysql: MySQLServer,
+    kube_client: KubeClient,
     passwords: PasswordLedger,
+    mysql: MySQLServer,
 ) -> None:
-    mysql_query(mysql, "CREATE DATABASE IF NOT EXISTS restartdb")
     first = await instances.start_own(resync_period=0)
     try:
-        names = {case: unique(case) for case in ("kept", "edited", "deleted")}
-        secrets = {case: passwords.new() for case in names}
-        for case, name in names.items():
-            await create_secret(kube_client, namespace, name, {"password": secrets[case]})
-            body = database_user(name, name, privileges=GRANTS, connectionSecret={"name": f"{name}-conn"})
-            await kube_client.create(DATABASE_USERS, body, namespace)
-        for name in names.values():
-            await wait_for_ready(kube_client, namespace, name)
+        cases, connection = ("kept", "edited", "deleted"), {"name": "{name}-conn"}
+        names, secrets = await ready_users(
+            kube_client, namespace, mysql, passwords, cases, connectionSecret=connection
+        )
         written = {
             case: await wait_for_secret(kube_client, namespace, f"{name}-conn")
             for case, name in names.items()
@@ -62,10 +55,7 @@ async def test_a_connection_secret_changed_while_stopped_is_repaired_and_one_in_
         await kube_client.delete(SECRETS, f"{names['deleted']}-conn", namespace)
         before = converged_at_start()
 
-        settings = first.settings
-        await instances.start(
-            target=settings.target, ownership_schema=settings.ownership_schema, resync_period=0
-        )
+        await restart(instances, first)
 
         host = written["kept"]["data"]["host"]
 

@@ -10,6 +10,10 @@ fourth is reconciled and stamped with this version, and the fifth is the one fou
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+from typing import Any
+
 import pytest
 
 from dbuser_operator import __version__
@@ -23,7 +27,12 @@ from tests.integration.operator.support.builders import database_user, unique
 from tests.integration.operator.support.instances import Instances, forget_own
 from tests.integration.operator.support.kube import create_secret, wait_for_ready
 from tests.integration.operator.support.mysql import can_log_in, mysql_query, privileges_of
-from tests.integration.operator.support.operator import SHUTDOWN_LIMIT, PasswordLedger, stopped_within
+from tests.integration.operator.support.operator import (
+    SHUTDOWN_LIMIT,
+    PasswordLedger,
+    RunningOperator,
+    stopped_within,
+)
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration
@@ -36,6 +45,34 @@ def converged_at_start() -> float:
     return REGISTRY.get_sample_value("dbuser_operator_converged_at_start_total") or 0.0
 
 
+async def restart(instances: Instances, first: RunningOperator) -> None:
+    """A new operator in place of ``first`` (stopped): its target and schema, no periodic drift check."""
+    settings = first.settings
+    await instances.start(target=settings.target, ownership_schema=settings.ownership_schema, resync_period=0)
+
+
+async def ready_users(
+    kube: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+    cases: Iterable[str],
+    **spec: Any,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """A Ready DatabaseUser per case, each with a Secret of its own and the grants on restartdb (``spec``
+    added; ``{name}`` in a string value of it is the user's name): their names and passwords by case."""
+    mysql_query(mysql, "CREATE DATABASE IF NOT EXISTS restartdb")
+    names = {case: unique(case) for case in cases}
+    secrets = {case: passwords.new() for case in names}
+    for case, name in names.items():
+        await create_secret(kube, namespace, name, {"password": secrets[case]})
+        more = {key: json.loads(json.dumps(value).replace("{name}", name)) for key, value in spec.items()}
+        await kube.create(DATABASE_USERS, database_user(name, name, privileges=GRANTS, **more), namespace)
+    for name in names.values():
+        await wait_for_ready(kube, namespace, name)
+    return names, secrets
+
+
 async def test_a_restart_repairs_what_changed_while_stopped_and_skips_the_converged(
     instances: Instances,
     kube_client: KubeClient,
@@ -43,17 +80,10 @@ async def test_a_restart_repairs_what_changed_while_stopped_and_skips_the_conver
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
-    mysql_query(mysql, "CREATE DATABASE IF NOT EXISTS restartdb")
     first = await instances.start_own(resync_period=0)
     try:
-        names = {case: unique(case) for case in ("kept", "bypassword", "bygrant", "bysecret", "byversion")}
-        secrets = {case: passwords.new() for case in names}
-        for case, name in names.items():
-            await create_secret(kube_client, namespace, name, {"password": secrets[case]})
-            body = database_user(name, name, privileges=GRANTS)
-            await kube_client.create(DATABASE_USERS, body, namespace)
-        for name in names.values():
-            await wait_for_ready(kube_client, namespace, name)
+        cases = ("kept", "bypassword", "bygrant", "bysecret", "byversion")
+        names, secrets = await ready_users(kube_client, namespace, mysql, passwords, cases)
 
         first.stop.set()
         await stopped_within(SHUTDOWN_LIMIT, [first.task])
@@ -75,10 +105,7 @@ async def test_a_restart_repairs_what_changed_while_stopped_and_skips_the_conver
         assert privileges_of(mysql, names["bygrant"]) == set()
         before = converged_at_start()
 
-        settings = first.settings
-        await instances.start(
-            target=settings.target, ownership_schema=settings.ownership_schema, resync_period=0
-        )
+        await restart(instances, first)
 
         def repaired() -> bool:
             return (
