@@ -92,6 +92,11 @@ class DatabaseUserStatus(Model):
     """Name of the connection Secret the operator last wrote: once spec.connectionSecret is renamed or
     removed, the Secret of this name is deleted (if this DatabaseUser owns it)."""
 
+    connection_secret_version: AppliedSecret | None = None
+    """The version of the connection Secret (one with templates) that the last pass wrote or found in
+    line: a new leader's first pass takes the template keys of a Secret still at this version as they are,
+    without rendering them. Absent without templates."""
+
     client_certificate: ClientCertificateStatus | None = None
     """The client certificate cert-manager issued for spec.tls.certificate: its Certificate and Secret, the
     issuer and expiry of the one in use. Once spec.tls.certificate is removed, that Certificate and Secret

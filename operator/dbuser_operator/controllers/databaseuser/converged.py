@@ -27,11 +27,12 @@ reconciled:
   lock-policy checks, databaseRefs) run on the same code, by the caller;
 - (f) whatever needs a timer or a look of its own is reconciled: a scheduled rotation (``rotation.period``),
   a rotation in flight (phase Retained), ``account.expiresAt``, a workload identity or any
-  ``authentication``, a cert-manager certificate, a connection Secret with templates (they render in the
-  sandbox's workers) or renamed, managementPolicy Observe;
-- (g) a connection Secret without templates is rendered in memory and compared with the cached Secret by
-  the step's own code (:meth:`~.steps.connection_secret.ConnectionSecretStep.why_write`, by the caller):
-  one edited or deleted while no leader watched is written by the reconcile.
+  ``authentication``, a cert-manager certificate, a connection Secret renamed, managementPolicy Observe;
+- (g) a connection Secret is rendered in memory and compared with the cached Secret by the step's own code
+  (:meth:`~.steps.connection_secret.ConnectionSecretStep.why_write`, by the caller): one edited or deleted
+  while no leader watched is written by the reconcile. Its template keys are not rendered (only the
+  sandbox's workers do): they are taken as the Secret holds them while it is at the version the last pass
+  recorded (``status.connectionSecretVersion``), else the resource is reconciled.
 
 A server that did not answer has no inventory here (``accounts`` None): its resources are reconciled.
 """
@@ -81,7 +82,6 @@ def why_reconcile_spec(
     rotation = spec.rotation
     hosts = {host.lower() for host in spec.account_hosts()}
     connection = spec.connection_secret.name if spec.connection_secret is not None else None
-    templates = spec.connection_secret.templates if spec.connection_secret is not None else None
     rules: list[tuple[bool, str]] = [
         (bool(meta.get("deletionTimestamp")), "deleting"),
         (not holds_finalizer, "no finalizer"),
@@ -99,7 +99,6 @@ def why_reconcile_spec(
         (spec.account is not None and spec.account.expires_at is not None, "expiresAt"),
         (spec.tls is not None and spec.tls.certificate is not None, "client certificate"),
         (status.connection_secret != connection, "connection Secret renamed"),
-        (connection is not None and bool(templates), "connection Secret templates"),
         ({host.lower() for host in status.hosts or []} != hosts, "hosts changed"),
     ]
     return next((reason for broken, reason in rules if broken), CONVERGED)

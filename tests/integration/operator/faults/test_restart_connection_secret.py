@@ -1,11 +1,13 @@
 """A restart's first pass judges connection Secrets from the caches, and repairs those changed while stopped.
 
-Three users with a connection Secret are Ready; the operator stops (no periodic drift check:
-``resync_period=0``, so only the restarted leader's first pass can find what changed). While it is stopped,
-one connection Secret has its password and host edited by hand and a key added, another is deleted, the
-third is left alone. After the restart the edited one holds the working password and host again (the key
-added by hand removed), the deleted one is written again, and the third is found converged
-(``dbuser_operator_converged_at_start_total``): not reconciled, its Secret not written.
+Five users with a connection Secret are Ready, two of them with a template; the operator stops (no periodic
+drift check: ``resync_period=0``, so only the restarted leader's first pass can find what changed). While it
+is stopped, one connection Secret has its password and host edited by hand and a key added, another is
+deleted, a templated one has its template's key edited; one of each kind is left alone. After the restart
+the edited one holds the working password and host again (the key added by hand removed), the deleted one
+is written again, the template's key is rendered again, and the two left alone are found converged
+(``dbuser_operator_converged_at_start_total``; the template not rendered): not reconciled, their Secrets
+not written.
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ async def test_a_connection_secret_changed_while_stopped_is_repaired_and_one_in_
         names, secrets = await ready_users(
             kube_client, namespace, mysql, passwords, cases, connectionSecret=connection
         )
+        templated = connection | {"templates": {"dsn": "mysql://{{ username }}@{{ host }}/restartdb"}}
+        more = await ready_users(
+            kube_client, namespace, mysql, passwords, ("tkept", "tedited"), connectionSecret=templated
+        )
+        names |= more[0]
+        secrets |= more[1]
         written = {
             case: await wait_for_secret(kube_client, namespace, f"{name}-conn")
             for case, name in names.items()
@@ -53,6 +61,10 @@ async def test_a_connection_secret_changed_while_stopped_is_repaired_and_one_in_
         edited = f"{names['edited']}-conn"
         await kube_client.patch(SECRETS, edited, edit, PatchType.MERGE, namespace=namespace)
         await kube_client.delete(SECRETS, f"{names['deleted']}-conn", namespace)
+        dsn = {"stringData": {"dsn": "mysql://someone@elsewhere.example/restartdb"}}  # a template's key
+        await kube_client.patch(
+            SECRETS, f"{names['tedited']}-conn", dsn, PatchType.MERGE, namespace=namespace
+        )
         before = converged_at_start()
 
         await restart(instances, first)
@@ -69,12 +81,18 @@ async def test_a_connection_secret_changed_while_stopped_is_repaired_and_one_in_
             offered = await secret_password(kube_client, namespace, f"{names[case]}-conn")
             assert offered == secrets[case]
             assert can_log_in(mysql, names[case], offered)
-        await eventually(
-            lambda: converged_at_start() - before >= 1, timeout=60, interval=0.2, what="one found converged"
+        rendered = written["tedited"]["data"]["dsn"]
+        await wait_for_secret(
+            kube_client, namespace, f"{names['tedited']}-conn", check=lambda s: s["data"]["dsn"] == rendered
         )
-        # Exactly the one left alone was skipped, and its Secret was not written.
-        assert converged_at_start() - before == 1
-        kept = await kube_client.get(SECRETS, f"{names['kept']}-conn", namespace)
-        assert kept["metadata"]["resourceVersion"] == written["kept"]["metadata"]["resourceVersion"]
+        await eventually(
+            lambda: converged_at_start() - before >= 2, timeout=60, interval=0.2, what="two found converged"
+        )
+        # Exactly the two left alone were skipped (one with a template, not rendered), their Secrets not
+        # written.
+        assert converged_at_start() - before == 2
+        for case in ("kept", "tkept"):
+            kept = await kube_client.get(SECRETS, f"{names[case]}-conn", namespace)
+            assert kept["metadata"]["resourceVersion"] == written[case]["metadata"]["resourceVersion"]
     finally:
         forget_own()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import pytest
@@ -39,12 +39,27 @@ class Secrets:
         self, ctx: Context, name: str, data: dict[str, str], what: str, **metadata: Any
     ) -> tuple[dict[str, Any], bool]:
         encoded = {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
-        meta = {"name": name, "resourceVersion": "1", "ownerReferences": [owner_reference(ctx)]}
+        meta = {
+            "name": name,
+            "uid": "uid-conn",
+            "resourceVersion": "1",
+            "ownerReferences": [owner_reference(ctx)],
+        }
         self.store[name] = {"type": "Opaque", "metadata": meta | metadata, "data": encoded}
         return self.store[name], True
 
     async def delete(self, ctx: Context, name: str) -> None:
         """Nothing left over here."""
+
+
+class Renderer:
+    """A render pool's worker that names what it rendered."""
+
+    async def render(self, templates: Mapping[str, str], values: Mapping[str, str]) -> dict[str, str]:
+        return {key: f"rendered {key}" for key in templates}
+
+    async def close(self) -> None:
+        """Nothing to stop."""
 
 
 def user_with_connection(**connection: Any) -> dict[str, Any]:
@@ -63,7 +78,7 @@ def context(obj: dict[str, Any], password: str = PASSWORD) -> Context:
 async def written(obj: dict[str, Any]) -> tuple[ConnectionSecretStep, Secrets, dict[str, Any]]:
     """The step's Secret as a reconcile wrote it, and the resource with the status that reconcile left."""
     secrets = Secrets()
-    step = ConnectionSecretStep(cast("OwnedSecrets", secrets), RenderPool([]), ENDPOINTS)
+    step = ConnectionSecretStep(cast("OwnedSecrets", secrets), RenderPool([Renderer()]), ENDPOINTS)
     ctx = context(obj)
     await step.ensure(ctx)
     obj = copy.deepcopy(obj)
@@ -125,7 +140,9 @@ async def test_what_the_caches_say_now_is_compared_not_what_was_written() -> Non
     step, secrets, obj = await written(user_with_connection())
     assert step.why_write(context(obj, password="a-new-one")) == "connection Secret differs"
     elsewhere = ConnectionSecretStep(
-        cast("OwnedSecrets", secrets), RenderPool([]), DefaultServerEndpoints([], Endpoint("moved", 3306))
+        cast("OwnedSecrets", secrets),
+        RenderPool([Renderer()]),
+        DefaultServerEndpoints([], Endpoint("moved", 3306)),
     )
     assert elsewhere.why_write(context(obj)) == "connection Secret differs"  # the server's address moved
     named = user_with_connection(endpoint="replica") | {"status": obj["status"]}
@@ -145,12 +162,49 @@ async def test_the_credential_version_is_compared_with_status() -> None:
     assert step.why_write(context(obj)) == "credential version differs"  # raised by hand: status follows
 
 
-async def test_templates_renames_and_removals_are_reconciled() -> None:
+async def test_renames_and_removals_are_reconciled() -> None:
     step, _, obj = await written(user_with_connection())
-    templated = user_with_connection(templates={"dsn": "{{ host }}"}) | {"status": obj["status"]}
-    assert step.why_write(context(templated)) == "connection Secret renamed, or templates"
     renamed = user_with_connection(name="other") | {"status": obj["status"]}
-    assert step.why_write(context(renamed)) == "connection Secret renamed, or templates"
+    assert step.why_write(context(renamed)) == "connection Secret renamed"
     removed = converged() | {"status": obj["status"]}
     assert step.why_write(context(removed)) == "connection Secret removed"
     assert step.why_write(context(converged())) is None  # none wanted, none written
+
+
+TEMPLATES = {"dsn": "mysql://{{ username }}@{{ host }}", "note": "static"}
+
+
+async def test_template_keys_are_taken_as_held_at_the_version_the_last_pass_recorded() -> None:
+    step, secrets, obj = await written(user_with_connection(templates=TEMPLATES))
+    held = secrets.store["app-connection"]
+    assert base64.b64decode(held["data"]["dsn"]).decode() == "rendered dsn"
+    assert obj["status"]["connectionSecretVersion"] == {
+        "name": "app-connection",
+        "uid": "uid-conn",
+        "resourceVersion": "1",
+    }
+    assert step.why_write(context(obj)) is None  # no render: the Secret is the one the pass wrote
+
+
+async def test_template_keys_are_not_vouched_for_at_another_version_or_without_a_record() -> None:
+    step, secrets, obj = await written(user_with_connection(templates=TEMPLATES))
+    secret = secrets.store["app-connection"]
+    secret["data"]["dsn"] = base64.b64encode(b"edited by hand").decode()
+    secret["metadata"]["resourceVersion"] = "2"  # as the API server numbers any write
+    assert step.why_write(context(obj)) == "connection Secret templates not vouched for"
+    secret["metadata"]["resourceVersion"] = "1"
+    unrecorded = {key: value for key, value in obj["status"].items() if key != "connectionSecretVersion"}
+    assert (
+        step.why_write(context(obj | {"status": unrecorded})) == "connection Secret templates not vouched for"
+    )
+
+
+async def test_a_template_key_that_hides_an_input_is_not_vouched_for() -> None:
+    step, _, obj = await written(user_with_connection(templates={"host": "{{ host }}.internal"}))
+    assert step.why_write(context(obj)) == "connection Secret templates not vouched for"
+
+
+async def test_a_template_key_missing_from_the_secret_is_not_vouched_for() -> None:
+    step, secrets, obj = await written(user_with_connection(templates=TEMPLATES))
+    del secrets.store["app-connection"]["data"]["note"]
+    assert step.why_write(context(obj)) == "connection Secret templates not vouched for"

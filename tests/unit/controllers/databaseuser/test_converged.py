@@ -151,13 +151,6 @@ def _ready(status: str = "True", generation: int = 3) -> Callable[[dict[str, Any
         (_set("spec.account", {"expiresAt": "2030-01-01T00:00:00Z"}), "expiresAt"),
         (_set("spec.connectionSecret", {"name": "app-connection"}), "connection Secret renamed"),  # new
         (_set("status.connectionSecret", "app-connection"), "connection Secret renamed"),  # one to delete
-        (
-            lambda obj: (
-                obj["spec"].update(connectionSecret={"name": "c", "templates": {"dsn": "{{ host }}"}})
-                or obj["status"].update(connectionSecret="c")
-            ),
-            "connection Secret templates",  # rendered by the sandbox's workers, not in the first pass
-        ),
         (_set("spec.hosts", ["10.0.0.%"]), "hosts changed"),
         (_set("status.hosts", ["%", "old.example"]), "hosts changed"),  # a host still to drop
         (_set("status.appliedSecret.resourceVersion", "6"), "password Secret changed"),  # edited while down

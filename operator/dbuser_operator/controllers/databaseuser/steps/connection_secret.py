@@ -21,11 +21,12 @@ goes with the resource; under ``Retain`` it stays, no longer owned.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from dbuser_operator.api.v1alpha1 import (
     CREDENTIAL_VERSION_ANNOTATION,
     MANAGED_METADATA_ANNOTATION,
+    AppliedSecret,
     ConnectionSecret,
     DatabaseUser,
 )
@@ -104,6 +105,7 @@ class ConnectionSecretStep:
     async def ensure(self, ctx: Context) -> None:
         spec = ctx.user.spec.connection_secret
         if spec is None:
+            ctx.status.connection_secret_version = None
             await self._delete_left_over(ctx, None)
             return
         if ctx.password is None and ctx.workload is None:  # a plugin that takes none: nothing to connect with
@@ -128,25 +130,28 @@ class ConnectionSecretStep:
                     "Normal", "ConnectionSecretCreated", f"created Secret {spec.name} (version {version})"
                 )
                 ctx.status.credential_version = version
+                _record(ctx, spec, secret)
                 await self._delete_left_over(ctx, spec.name)
                 return
             version, labels, annotations = self._metadata(ctx, spec, secret, data)
         patch = _patch(secret, encode(data), labels, annotations)
         if patch:
-            await self.secrets.patch(secret, patch)
+            secret = await self.secrets.patch(secret, patch)
             ctx.event("Normal", "ConnectionSecretUpdated", f"updated Secret {spec.name} (version {version})")
         ctx.status.credential_version = version
+        _record(ctx, spec, secret)
         await self._delete_left_over(ctx, spec.name)
 
     def why_write(self, ctx: Context) -> str | None:
         """Why this step would write now (the Secret, or status), judged from the caches alone; None when
         it would write nothing: a new leader's first pass (:mod:`..converged`), after the password step.
-        Templates render in the sandbox's workers, never here: a Secret with templates is reconciled."""
+        Templates render only in the sandbox's workers, never here: their keys are taken as the Secret holds
+        them only while it is at the version status records (``connectionSecretVersion``)."""
         spec, written = ctx.user.spec.connection_secret, ctx.status.connection_secret
         if spec is None:
             return None if written is None else "connection Secret removed"
-        if written != spec.name or spec.templates:
-            return "connection Secret renamed, or templates"
+        if written != spec.name:
+            return "connection Secret renamed"
         if ctx.password is None or ctx.workload is not None or ctx.client_certificate is not None:
             return "connection Secret without a password Secret"
         return self._why_write_content(ctx, spec)
@@ -158,6 +163,10 @@ class ConnectionSecretStep:
             return "connection Secret missing or not owned"
         try:
             data = self._values(ctx, spec, ctx.password)
+            held = _vouched_outputs(ctx, spec, secret, data)
+            if held is None:
+                return "connection Secret templates not vouched for"
+            data |= held
             version, labels, annotations = self._metadata(ctx, spec, secret, data)
             differs = bool(_patch(secret, encode(data), labels, annotations))
         except ConditionError as error:
@@ -229,6 +238,36 @@ class ConnectionSecretStep:
     async def release(self, ctx: Context) -> None:
         for name in _names(ctx):
             await self.secrets.release(ctx, name)
+
+
+def _record(ctx: Context, spec: ConnectionSecret, secret: dict[str, Any]) -> None:
+    """Record the version of the Secret this pass wrote or found in line, if it has templates (what a new
+    leader's first pass takes their keys from without rendering them)."""
+    meta = secret["metadata"]
+    recorded = AppliedSecret(name=spec.name, uid=meta["uid"], resource_version=meta["resourceVersion"])
+    ctx.status.connection_secret_version = recorded if spec.templates else None
+
+
+def _vouched_outputs(
+    ctx: Context, spec: ConnectionSecret, secret: dict[str, Any], values: dict[str, str]
+) -> dict[str, str] | None:
+    """The template keys as ``secret`` holds them, when they need no render: the Secret is still at the
+    version status records (what the last pass wrote or found in line) and no template key hides one of
+    ``values`` (the templates' inputs, compared by the caller); {} without templates, None otherwise."""
+    templates = spec.templates or {}
+    if not templates:
+        return {}
+    recorded, meta = ctx.status.connection_secret_version, secret["metadata"]
+    if recorded is None or set(templates) & set(values):
+        return None
+    if (recorded.name, recorded.uid, recorded.resource_version) != (
+        spec.name,
+        meta.get("uid"),
+        meta.get("resourceVersion"),
+    ):
+        return None
+    held = {key: decoded(secret, key) for key in templates}
+    return None if None in held.values() else cast("dict[str, str]", held)
 
 
 def _held_password_works(ctx: Context, secret: dict[str, Any] | None, password: str | None) -> bool:
