@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -181,3 +182,12 @@ async def test_a_connection_secret_in_line_is_skipped_and_one_deleted_is_not(
     del secrets.store["app-connection"]  # deleted while no leader watched
     assert await running.turn()
     assert running.check.skipped == 0
+
+
+async def test_a_turn_decided_from_memory_lets_the_event_loop_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    running = setup(monkeypatch)
+    await running.check.converged(ObjectKey("team-a", "other"))  # the read happens at the first turn
+    ran: list[bool] = []
+    asyncio.get_running_loop().call_soon(ran.append, True)  # runs only once the turn gives the loop a go
+    assert not await running.turn()
+    assert ran  # a worker going through thousands of converged keys never holds the loop for all of them
