@@ -40,7 +40,8 @@ class Lookup:
     no account); ``password_state`` its credential marker and retained password on MySQL
     (:mod:`.dual_password`), ``dual_auth`` its authentications on MariaDB (:mod:`.mariadb_dual_auth`), and
     ``options`` its limits and TLS requirement (:mod:`.limits`); each None without account (or where the
-    server has none); not compared either.
+    server has none); not compared either. ``fingerprint_in_row``: the bookkeeping row holds a fingerprint
+    (which wins over the account's attribute: :func:`.new_password.recorded`).
     """
 
     owner: Owner | None
@@ -54,6 +55,7 @@ class Lookup:
     password_state: dual_password.PasswordState | None = dataclasses.field(default=None, compare=False)
     dual_auth: mariadb_dual_auth.DualAuthState | None = dataclasses.field(default=None, compare=False)
     options: limits.Limits | None = dataclasses.field(default=None, compare=False)
+    fingerprint_in_row: bool = dataclasses.field(default=False, compare=False)
 
 
 async def lookup(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> Lookup:
@@ -83,7 +85,7 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
     )
     uid, namespace, name, recorded, account, current, plugin, owner_entry, comment = rows[0][:9]
     owner = Owner(str(uid), str(namespace), str(name)) if uid is not None else None
-    exists = account is not None
+    exists, in_row = account is not None, recorded is not None
     if owner is not None:  # the bookkeeping row's fingerprint, or the one the account was created with
         recorded = new_password.recorded(recorded, rows[0][24], rows[0][25], owner.uid)
     intact = compare_fingerprints(recorded, current) if owner is not None and exists else None
@@ -101,6 +103,7 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
         dual_password.state_of(*state) if exists and dual_password.supports_dual_passwords(server) else None,
         mariadb_dual_auth.state_of(state[0]) if exists and server.flavour == "mariadb" else None,
         limits.Limits.from_columns(options) if exists else None,
+        in_row,
     )
 
 

@@ -46,6 +46,8 @@ def for_host(ctx: Context, host: str) -> Context:
         dual_auth=None,
         options=None,
         password_held=None,
+        fingerprint_in_row=True,
+        fingerprint_set=False,
         claimed=False,
         created=False,
         adopted=False,
