@@ -87,7 +87,7 @@ async def test_the_fingerprint_counts_for_the_owner_it_names_alone(
 
 
 @pytest.fixture
-def restored_globals(mysql: MySQLServer) -> Iterator[None]:
+def restored_globals(mysql: MySQLServer, mysql_server: ServerInfo) -> Iterator[None]:
     query = "SELECT @@global.password_history, @@global.password_reuse_interval"
     [(history, interval)] = admin_rows(mysql, query)
     yield

@@ -15,7 +15,7 @@ from dbuser_operator.runtime.client import KubeClient
 from tests.integration.operator.databaseuser.test_rotation import logs_in, make_user, rotate
 from tests.integration.operator.support.builders import unique
 from tests.integration.operator.support.kube import wait_for_event, wait_for_ready
-from tests.integration.operator.support.mysql import has_dual_passwords, mysql_query
+from tests.integration.operator.support.mysql import has_dual_passwords, is_mariadb, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.integration.operator.support.rotation import delete_users, poll
 
@@ -30,7 +30,7 @@ async def _cleanup(kube_client: KubeClient, namespace: str) -> AsyncIterator[Non
 
 @pytest.fixture(autouse=True)
 def _mysql_only(mysql: MySQLServer) -> None:
-    if not has_dual_passwords(mysql):
+    if is_mariadb(mysql) or not has_dual_passwords(mysql):
         pytest.skip("account attributes: MySQL 8.0.21+ (MariaDB records every rotation in the row)")
 
 
@@ -81,7 +81,7 @@ async def test_a_row_fingerprint_is_cleared_once_and_a_change_by_hand_is_still_s
 
 
 @pytest.fixture
-def validate_password(mysql: MySQLServer) -> Iterator[None]:
+def validate_password(mysql: MySQLServer, _mysql_only: None) -> Iterator[None]:
     mysql_query(mysql, "INSTALL COMPONENT 'file://component_validate_password'")
     yield
     mysql_query(mysql, "UNINSTALL COMPONENT 'file://component_validate_password'")
