@@ -12,6 +12,7 @@ import pytest
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database
 from dbuser_operator.mysql.accounts import accounts, dual_password, hashed_password, password_hashes
+from dbuser_operator.mysql.accounts.account_lookup import lookup
 from dbuser_operator.mysql.bookkeeping.ownership import Owner, account, claim, record_fingerprint
 from dbuser_operator.mysql.session.server import ServerInfo, read_server
 from tests.integration.mysql.support import Accounts, admin, admin_rows, login, login_error
@@ -97,26 +98,32 @@ def restored_globals(mysql: MySQLServer, mysql_server: ServerInfo) -> Iterator[N
 
 @pytest.mark.usefixtures("restored_globals")
 async def test_a_server_that_checks_passwords_itself_is_told_apart(
-    db: Database, mysql: MySQLServer, accounts_made: Accounts, mysql_server: ServerInfo
+    db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str, mysql_server: ServerInfo
 ) -> None:
     """A string given ``AS`` skips the server's own checks: where the server has any, the operator sends the
     password (and records the fingerprint in the row afterwards)."""
     user = accounts_made.track(accounts_made.name(), "%")
     await accounts.create(db, user, "%", "first-pw")
-    assert await hashed_password.server_checks_passwords(db, user, "%") is False
+    server = mysql_server
+
+    async def checks() -> bool:
+        own = (await lookup(db, owned_schema, user, "%", server)).own_reuse_policy
+        return await hashed_password.server_checks_passwords(db, own)
+
+    assert await checks() is False
     admin(mysql, "SET GLOBAL password_history = 3")
-    assert await hashed_password.server_checks_passwords(db, user, "%") is True
+    assert await checks() is True
     admin(mysql, "SET GLOBAL password_history = 0", "SET GLOBAL password_reuse_interval = 30")
-    assert await hashed_password.server_checks_passwords(db, user, "%") is True
+    assert await checks() is True
     admin(mysql, "SET GLOBAL password_reuse_interval = 0")
     admin(mysql, f"ALTER USER '{user}'@'%' PASSWORD HISTORY 2")  # the account's own
-    assert await hashed_password.server_checks_passwords(db, user, "%") is True
+    assert await checks() is True
     admin(mysql, f"ALTER USER '{user}'@'%' PASSWORD HISTORY DEFAULT")
-    assert await hashed_password.server_checks_passwords(db, user, "%") is False
+    assert await checks() is False
 
     admin(mysql, "INSTALL COMPONENT 'file://component_validate_password'")
     try:
-        assert await hashed_password.server_checks_passwords(db, user, "%") is True
+        assert await checks() is True
     finally:
         admin(mysql, "UNINSTALL COMPONENT 'file://component_validate_password'")
-    assert await hashed_password.server_checks_passwords(db, user, "%") is False
+    assert await checks() is False

@@ -38,6 +38,7 @@ class Context(ServerPass[DatabaseUserStatus]):
     options: Limits | None = None
     password_held: bool | None = None
     fingerprint_in_row: bool = True  # the bookkeeping row holds a fingerprint (True: not known otherwise)
+    own_reuse_policy: bool = True  # the account has a password history or reuse interval (True: not read)
     # This pass set the password with its fingerprint in the same statement (hashed_password): none to record.
     fingerprint_set: bool = False
     claimed: bool = False  # this pass recorded the resource as the account's owner
@@ -70,7 +71,7 @@ class Context(ServerPass[DatabaseUserStatus]):
         self.lock_policy, self.default_lifetime = found.policy, found.default_lifetime
         self.auth_fingerprint, self.password_state = found.fingerprint, found.password_state
         self.dual_auth, self.options = found.dual_auth, found.options
-        self.fingerprint_in_row = found.fingerprint_in_row
+        self.fingerprint_in_row, self.own_reuse_policy = found.fingerprint_in_row, found.own_reuse_policy
 
     @property
     def account(self) -> str:

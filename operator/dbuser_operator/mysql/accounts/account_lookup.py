@@ -12,6 +12,7 @@ from dbuser_operator.mysql.accounts import (
     account_metadata,
     catalog,
     dual_password,
+    hashed_password,
     limits,
     lock_policy,
     mariadb_dual_auth,
@@ -41,7 +42,8 @@ class Lookup:
     (:mod:`.dual_password`), ``dual_auth`` its authentications on MariaDB (:mod:`.mariadb_dual_auth`), and
     ``options`` its limits and TLS requirement (:mod:`.limits`); each None without account (or where the
     server has none); not compared either. ``fingerprint_in_row``: the bookkeeping row holds a fingerprint
-    (which wins over the account's attribute: :func:`.new_password.recorded`).
+    (which wins over the account's attribute: :func:`.new_password.recorded`); ``own_reuse_policy``: the
+    account has a password history or reuse interval of its own (:mod:`.hashed_password`).
     """
 
     owner: Owner | None
@@ -56,6 +58,7 @@ class Lookup:
     dual_auth: mariadb_dual_auth.DualAuthState | None = dataclasses.field(default=None, compare=False)
     options: limits.Limits | None = dataclasses.field(default=None, compare=False)
     fingerprint_in_row: bool = dataclasses.field(default=False, compare=False)
+    own_reuse_policy: bool = dataclasses.field(default=False, compare=False)
 
 
 async def lookup(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> Lookup:
@@ -65,7 +68,7 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
     rows = await db.fetch(
         Statement(
             "SELECT o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User, SHA2({auth}, 256),"
-            " {plugin}, {metadata}, {policy}, {state}, {options}, {created} FROM (SELECT 1) AS one"
+            " {plugin}, {metadata}, {policy}, {state}, {options}, {created}, {reuse} FROM (SELECT 1) AS one"
             " LEFT JOIN {table} o ON o.user = %s AND o.host = %s"
             " LEFT JOIN {accounts} u ON u.User = %s AND u.Host = %s",
             user,
@@ -81,6 +84,7 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
             state=_state_columns(server),
             options=catalog.options_columns(server, "u"),
             created=new_password.attribute_columns(server, "u"),
+            reuse=hashed_password.reuse_columns(server, "u"),
         )
     )
     uid, namespace, name, recorded, account, current, plugin, owner_entry, comment = rows[0][:9]
@@ -104,6 +108,7 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
         mariadb_dual_auth.state_of(state[0]) if exists and server.flavour == "mariadb" else None,
         limits.Limits.from_columns(options) if exists else None,
         in_row,
+        any(value is not None and int(str(value)) for value in rows[0][26:28]),
     )
 
 

@@ -14,20 +14,20 @@ older version of the operator, or a path that records there) is cleared once, by
 
 A hash is not a password to the server's own checks: ``validate_password`` (component or plugin) and the
 password history and reuse interval skip a string given ``AS``. Where any of them is in force
-(:func:`server_checks_passwords`, read with the account in one statement) the password goes ``IDENTIFIED
-BY`` as before, and its fingerprint to the row: the server's policy is worth the second write.
+(:func:`server_checks_passwords`: the server's variables, and the account's own history as the look read
+it) the password goes ``IDENTIFIED BY`` as before, and its fingerprint to the row: the server's policy is
+worth the second write.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from dbuser_operator.mysql.accounts import account_metadata, password_hashes
+from dbuser_operator.mysql.accounts import account_metadata, catalog, password_hashes
 from dbuser_operator.mysql.accounts.authentication import Method
 from dbuser_operator.mysql.accounts.dual_password import Hashed
 from dbuser_operator.mysql.bookkeeping.ownership import table, valid_account
-from dbuser_operator.mysql.errors import checked_input
-from dbuser_operator.mysql.identifiers import validate_host, validate_user
+from dbuser_operator.mysql.identifiers import SQL
 from dbuser_operator.mysql.session.connection import Database
 from dbuser_operator.mysql.session.server import ServerInfo
 from dbuser_operator.mysql.session.statement import Statement
@@ -35,8 +35,6 @@ from dbuser_operator.mysql.session.statement import Statement
 DEFAULT_ROUNDS: Final = 5000
 """``caching_sha2_password_digest_rounds`` where the server has no such variable (before 8.0.24)."""
 
-VALIDATE_COMPONENT: Final = "file://component_validate_password"
-VALIDATE_PLUGIN: Final = "validate_password"  # the plugin that came before the component (MySQL 8.0)
 _PLUGINS: Final = (password_hashes.CACHING_SHA2, password_hashes.NATIVE)
 
 
@@ -71,28 +69,32 @@ async def digest_rounds(db: Database, server: ServerInfo) -> int:
     return int(str(rows[0][1])) if rows else DEFAULT_ROUNDS
 
 
-async def server_checks_passwords(db: Database, user: str, host: str) -> bool:
-    """Whether the server checks a new password of ``'user'@'host'`` itself, which it does not for a string
-    given ``AS``: the ``validate_password`` component or plugin is loaded, or a password history or reuse
-    interval applies to the account (its own, else the server's)."""
-    with checked_input():
-        key = validate_user(user), validate_host(host).lower()
+def reuse_columns(server: ServerInfo, alias: str) -> SQL:
+    """Two columns of the accounts table aliased ``alias`` (a constant): the account's own password history
+    and reuse interval (NULL: the server's), for the look (NULL, NULL on a server without attributes)."""
+    present = account_metadata.supports_attributes(server)
+    return catalog.columns_or_nulls(alias, present, "{a}.Password_reuse_history", "{a}.Password_reuse_time")
+
+
+async def server_checks_passwords(db: Database, own_policy: bool) -> bool:
+    """Whether the server checks a new password itself, which it does not for a string given ``AS``: the
+    ``validate_password`` component or plugin is loaded (its variables exist), a password history or reuse
+    interval is set for the server, or (``own_policy``, as the look read it) for the account. ``SHOW``: no
+    privilege needed."""
+    if own_policy:
+        return True
     rows = await db.fetch(
         Statement(
-            "SELECT (SELECT COUNT(*) FROM mysql.component WHERE component_urn = %s)"
-            " + (SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = %s"
-            " AND PLUGIN_STATUS = 'ACTIVE'),"
-            " IFNULL(u.Password_reuse_history, @@global.password_history),"
-            " IFNULL(u.Password_reuse_time, @@global.password_reuse_interval)"
-            " FROM mysql.user u WHERE u.User = %s AND u.Host = %s",
-            VALIDATE_COMPONENT,
-            VALIDATE_PLUGIN,
-            *key,
+            "SHOW GLOBAL VARIABLES WHERE Variable_name LIKE %s OR Variable_name IN (%s, %s)",
+            "validate\\_password%",
+            "password_history",
+            "password_reuse_interval",
         )
     )
-    if not rows:
-        return True  # no account: the usual way, which reports it
-    return any(int(str(value or 0)) for value in rows[0])
+    for name, value in rows:
+        if str(name).startswith("validate_password") or str(value or "0") not in ("0", ""):
+            return True
+    return False
 
 
 async def clear_row_fingerprint(db: Database, schema: str, user: str, host: str) -> None:

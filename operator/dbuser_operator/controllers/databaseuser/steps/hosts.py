@@ -47,6 +47,7 @@ def for_host(ctx: Context, host: str) -> Context:
         options=None,
         password_held=None,
         fingerprint_in_row=True,
+        own_reuse_policy=True,
         fingerprint_set=False,
         claimed=False,
         created=False,

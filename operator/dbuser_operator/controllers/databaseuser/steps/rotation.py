@@ -201,7 +201,7 @@ async def _hashed(
     plugin = hashed_password.plugin_of(method, ctx.plugin)
     if plugin is None or not hashed_password.applies(server, plugin):
         return None
-    if await hashed_password.server_checks_passwords(handle.db, ctx.user.mysql_name(), ctx.host):
+    if await hashed_password.server_checks_passwords(handle.db, ctx.own_reuse_policy):
         return None
     if handle.digest_rounds is None:
         handle.digest_rounds = await hashed_password.digest_rounds(handle.db, server)
