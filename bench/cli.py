@@ -84,6 +84,12 @@ def parser() -> argparse.ArgumentParser:
         "(restart; taxes every statement)",
     )
     arguments.add_argument(
+        "--clean-last-fleet",
+        action="store_true",
+        help="remove the largest fleet too when the run ends (by default it stays for inspection; a "
+        "shared API server, as the test suite's, wants it gone)",
+    )
+    arguments.add_argument(
         "--restart-window",
         type=float,
         default=10.0,
@@ -196,6 +202,7 @@ def options_from(arguments: argparse.Namespace) -> Options:
         floor_events=arguments.floor_events,
         restart_window=arguments.restart_window,
         restart_general_log=arguments.restart_general_log,
+        clean_last_fleet=arguments.clean_last_fleet,
     )
 
 
@@ -294,7 +301,8 @@ class Runner:
                         self.results["backlog"].append(row)
 
     async def _fleet(self, n: int, position: int) -> None:
-        """The fleet (and its restart) at ``n``; removed afterwards when a larger one follows."""
+        """The fleet (and its restart) at ``n``; removed afterwards when a larger one follows (or always:
+        ``--clean-last-fleet``)."""
         fleet = FleetBench(self.bench)
         row = await self.attempt(
             f"fleet N={n}",
@@ -302,7 +310,7 @@ class Runner:
                 n,
                 f"f{self.bench.run_id}{position}",
                 restart="restart" in self.options.scenarios,
-                clean=position < len(self.options.sizes) - 1,
+                clean=self.options.clean_last_fleet or position < len(self.options.sizes) - 1,
                 window=self.options.restart_window,
                 general_log=self.options.restart_general_log,
             ),
