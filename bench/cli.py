@@ -84,6 +84,13 @@ def parser() -> argparse.ArgumentParser:
         "(restart; taxes every statement)",
     )
     arguments.add_argument(
+        "--settled-after-pass",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="fleet: read the settled RSS only after a whole periodic drift check that started once every "
+        "user was Ready (default: on; bench.periodic_pass)",
+    )
+    arguments.add_argument(
         "--restart-window",
         type=float,
         default=10.0,
@@ -196,6 +203,7 @@ def options_from(arguments: argparse.Namespace) -> Options:
         floor_events=arguments.floor_events,
         restart_window=arguments.restart_window,
         restart_general_log=arguments.restart_general_log,
+        settled_after_pass=arguments.settled_after_pass,
     )
 
 
@@ -439,6 +447,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "concurrency": options.concurrency,
             "create_concurrency": options.create_concurrency,
             "resync_period": options.resync_period,
+            "settled_after_pass": options.settled_after_pass,
             "time_limit": options.time_limit,
             "servers": arguments.servers,
             "floor_events": options.floor_events,

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import processes
+from bench import periodic_pass, processes
 from bench.common import (
     SQL_WRITE_COUNTERS,
     MySQLAddress,
@@ -185,6 +185,10 @@ class FleetBench:
         sampling = asyncio.create_task(timeline.run())
         try:
             converged = await bench.wait_all_ready(watch, names, implementation)
+            period, wait = self.bench.options.resync_period, self.bench.options.settled_after_pass
+            ready = (
+                await periodic_pass.Passes.of(implementation) if converged and wait and period > 0 else None
+            )
         finally:
             sampling.cancel()
             await asyncio.gather(sampling, return_exceptions=True)
@@ -197,6 +201,7 @@ class FleetBench:
         api = changed_counters(api_before, await apiserver_writes(bench.api))
         reads = changed_counters(reads_before, await apiserver_reads(bench.api))
         reading = await OperatorReading.of(implementation)
+        periodic = await periodic_pass.whole_pass(implementation, ready, period, timeline.run, self.say)
         settled = await quiet_rss(implementation)
         traced = await tracemalloc_snapshot(implementation)
         logins = await self._logins(fleet)
@@ -239,6 +244,7 @@ class FleetBench:
             "ready_servers": await self._ready_count(MYSQL_SERVERS)
             + await self._ready_count(CLUSTER_MYSQL_SERVERS),
             "timeline": timeline.points,
+            "periodic_pass_before_settled": periodic,
             "login_ms_by_flavour": login_ms,
             **({"tracemalloc": traced} if traced else {}),
             "servers_rss_mib": rss_of(bench.servers),
