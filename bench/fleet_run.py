@@ -71,15 +71,9 @@ class OperatorReading:
 
     @classmethod
     async def of(cls, implementation: processes.Implementation) -> OperatorReading:
-        import aiohttp  # noqa: PLC0415
-
-        assert implementation.metrics_port is not None
-        url = f"http://127.0.0.1:{implementation.metrics_port}/metrics"
-        async with aiohttp.ClientSession() as session, session.get(url) as response:
-            text = await response.text()
         reading = cls(set(), {}, {}, {})
         for name, labels, value in parse_metrics(
-            text, {FIRST_PASS, STARTED, REQUESTS, RECONCILES, CONVERGED}
+            await implementation.metrics_text(), {FIRST_PASS, STARTED, REQUESTS, RECONCILES, CONVERGED}
         ):
             if name == CONVERGED:
                 reading.converged += value

@@ -16,8 +16,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-
 from bench import processes
 from bench.common import parse_metrics
 
@@ -35,15 +33,9 @@ class Passes:
 
     @classmethod
     async def of(cls, implementation: processes.Implementation) -> Passes:
-        assert implementation.metrics_port is not None
-        url = f"http://{processes.LOOPBACK}:{implementation.metrics_port}/metrics"
-        async with aiohttp.ClientSession() as session, session.get(url) as response:
-            text = await response.text()
-        found = {
-            name: value
-            for name, labels, value in parse_metrics(text, {f"{CHECK_SECONDS}_count", f"{CHECK_SECONDS}_sum"})
-            if labels.get("check") == "drift"
-        }
+        names = {f"{CHECK_SECONDS}_count", f"{CHECK_SECONDS}_sum"}
+        samples = parse_metrics(await implementation.metrics_text(), names)
+        found = {name: value for name, labels, value in samples if labels.get("check") == "drift"}
         return cls(
             found.get(f"{CHECK_SECONDS}_count", 0.0), found.get(f"{CHECK_SECONDS}_sum", 0.0), time.monotonic()
         )
