@@ -91,6 +91,12 @@ def parser() -> argparse.ArgumentParser:
         "user was Ready (default: on; bench.periodic_pass)",
     )
     arguments.add_argument(
+        "--clean-last-fleet",
+        action="store_true",
+        help="remove the largest fleet too when the run ends (by default it stays for inspection; a "
+        "shared API server, as the test suite's, wants it gone)",
+    )
+    arguments.add_argument(
         "--restart-window",
         type=float,
         default=10.0,
@@ -204,6 +210,7 @@ def options_from(arguments: argparse.Namespace) -> Options:
         restart_window=arguments.restart_window,
         restart_general_log=arguments.restart_general_log,
         settled_after_pass=arguments.settled_after_pass,
+        clean_last_fleet=arguments.clean_last_fleet,
     )
 
 
@@ -302,7 +309,8 @@ class Runner:
                         self.results["backlog"].append(row)
 
     async def _fleet(self, n: int, position: int) -> None:
-        """The fleet (and its restart) at ``n``; removed afterwards when a larger one follows."""
+        """The fleet (and its restart) at ``n``; removed afterwards when a larger one follows (or always:
+        ``--clean-last-fleet``)."""
         fleet = FleetBench(self.bench)
         row = await self.attempt(
             f"fleet N={n}",
@@ -310,7 +318,7 @@ class Runner:
                 n,
                 f"f{self.bench.run_id}{position}",
                 restart="restart" in self.options.scenarios,
-                clean=position < len(self.options.sizes) - 1,
+                clean=self.options.clean_last_fleet or position < len(self.options.sizes) - 1,
                 window=self.options.restart_window,
                 general_log=self.options.restart_general_log,
             ),
