@@ -84,6 +84,13 @@ def parser() -> argparse.ArgumentParser:
         "(restart; taxes every statement)",
     )
     arguments.add_argument(
+        "--settled-after-pass",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="fleet: read the settled RSS only after a whole periodic drift check that started once every "
+        "user was Ready (default: on; bench.periodic_pass)",
+    )
+    arguments.add_argument(
         "--clean-last-fleet",
         action="store_true",
         help="remove the largest fleet too when the run ends (by default it stays for inspection; a "
@@ -202,6 +209,7 @@ def options_from(arguments: argparse.Namespace) -> Options:
         floor_events=arguments.floor_events,
         restart_window=arguments.restart_window,
         restart_general_log=arguments.restart_general_log,
+        settled_after_pass=arguments.settled_after_pass,
         clean_last_fleet=arguments.clean_last_fleet,
     )
 
@@ -447,6 +455,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "concurrency": options.concurrency,
             "create_concurrency": options.create_concurrency,
             "resync_period": options.resync_period,
+            "settled_after_pass": options.settled_after_pass,
             "time_limit": options.time_limit,
             "servers": arguments.servers,
             "floor_events": options.floor_events,
