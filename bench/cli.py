@@ -84,6 +84,19 @@ def parser() -> argparse.ArgumentParser:
         "(restart; taxes every statement)",
     )
     arguments.add_argument(
+        "--settled-after-pass",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="fleet: read the settled RSS only after a whole periodic drift check that started once every "
+        "user was Ready (default: on; bench.periodic_pass)",
+    )
+    arguments.add_argument(
+        "--clean-last-fleet",
+        action="store_true",
+        help="remove the largest fleet too when the run ends (by default it stays for inspection; a "
+        "shared API server, as the test suite's, wants it gone)",
+    )
+    arguments.add_argument(
         "--restart-window",
         type=float,
         default=10.0,
@@ -196,6 +209,8 @@ def options_from(arguments: argparse.Namespace) -> Options:
         floor_events=arguments.floor_events,
         restart_window=arguments.restart_window,
         restart_general_log=arguments.restart_general_log,
+        settled_after_pass=arguments.settled_after_pass,
+        clean_last_fleet=arguments.clean_last_fleet,
     )
 
 
@@ -294,7 +309,8 @@ class Runner:
                         self.results["backlog"].append(row)
 
     async def _fleet(self, n: int, position: int) -> None:
-        """The fleet (and its restart) at ``n``; removed afterwards when a larger one follows."""
+        """The fleet (and its restart) at ``n``; removed afterwards when a larger one follows (or always:
+        ``--clean-last-fleet``)."""
         fleet = FleetBench(self.bench)
         row = await self.attempt(
             f"fleet N={n}",
@@ -302,7 +318,7 @@ class Runner:
                 n,
                 f"f{self.bench.run_id}{position}",
                 restart="restart" in self.options.scenarios,
-                clean=position < len(self.options.sizes) - 1,
+                clean=self.options.clean_last_fleet or position < len(self.options.sizes) - 1,
                 window=self.options.restart_window,
                 general_log=self.options.restart_general_log,
             ),
@@ -439,6 +455,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "concurrency": options.concurrency,
             "create_concurrency": options.create_concurrency,
             "resync_period": options.resync_period,
+            "settled_after_pass": options.settled_after_pass,
             "time_limit": options.time_limit,
             "servers": arguments.servers,
             "floor_events": options.floor_events,

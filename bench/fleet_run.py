@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import processes
+from bench import periodic_pass, processes
 from bench.common import (
     SQL_WRITE_COUNTERS,
     MySQLAddress,
@@ -71,15 +71,9 @@ class OperatorReading:
 
     @classmethod
     async def of(cls, implementation: processes.Implementation) -> OperatorReading:
-        import aiohttp  # noqa: PLC0415
-
-        assert implementation.metrics_port is not None
-        url = f"http://127.0.0.1:{implementation.metrics_port}/metrics"
-        async with aiohttp.ClientSession() as session, session.get(url) as response:
-            text = await response.text()
         reading = cls(set(), {}, {}, {})
         for name, labels, value in parse_metrics(
-            text, {FIRST_PASS, STARTED, REQUESTS, RECONCILES, CONVERGED}
+            await implementation.metrics_text(), {FIRST_PASS, STARTED, REQUESTS, RECONCILES, CONVERGED}
         ):
             if name == CONVERGED:
                 reading.converged += value
@@ -185,6 +179,10 @@ class FleetBench:
         sampling = asyncio.create_task(timeline.run())
         try:
             converged = await bench.wait_all_ready(watch, names, implementation)
+            period, wait = self.bench.options.resync_period, self.bench.options.settled_after_pass
+            ready = (
+                await periodic_pass.Passes.of(implementation) if converged and wait and period > 0 else None
+            )
         finally:
             sampling.cancel()
             await asyncio.gather(sampling, return_exceptions=True)
@@ -197,6 +195,7 @@ class FleetBench:
         api = changed_counters(api_before, await apiserver_writes(bench.api))
         reads = changed_counters(reads_before, await apiserver_reads(bench.api))
         reading = await OperatorReading.of(implementation)
+        periodic = await periodic_pass.whole_pass(implementation, ready, period, timeline.run, self.say)
         settled = await quiet_rss(implementation)
         traced = await tracemalloc_snapshot(implementation)
         logins = await self._logins(fleet)
@@ -239,6 +238,7 @@ class FleetBench:
             "ready_servers": await self._ready_count(MYSQL_SERVERS)
             + await self._ready_count(CLUSTER_MYSQL_SERVERS),
             "timeline": timeline.points,
+            "periodic_pass_before_settled": periodic,
             "login_ms_by_flavour": login_ms,
             **({"tracemalloc": traced} if traced else {}),
             "servers_rss_mib": rss_of(bench.servers),

@@ -130,15 +130,19 @@ class Implementation:
                 await asyncio.sleep(0.1)
         raise TimeoutError(f"{self.kind} not ready within {limit} s (log: {self.log_path})")
 
-    async def metrics(self) -> OperatorMetrics:
-        """The operator's own counters from ``/metrics``."""
+    async def metrics_text(self) -> str:
+        """The operator's ``/metrics``, as Prometheus text."""
         assert self.metrics_port is not None
         async with (
             aiohttp.ClientSession() as session,
             session.get(f"http://{LOOPBACK}:{self.metrics_port}/metrics") as response,
         ):
-            text = await response.text()
-        return OperatorMetrics.parse(text, self.controller)
+            text: str = await response.text()
+        return text
+
+    async def metrics(self) -> OperatorMetrics:
+        """The operator's own counters from ``/metrics``."""
+        return OperatorMetrics.parse(await self.metrics_text(), self.controller)
 
 
 def _pythonpath() -> str:

@@ -77,6 +77,8 @@ class Options:
     floor_events: bool = False  # the floor posts the operator's one Event per new user
     restart_window: float = 10.0  # seconds the restarted operator is watched after its first pass
     restart_general_log: bool = False  # the servers' general logs on while the operator restarts
+    settled_after_pass: bool = True  # fleet: settled RSS after a whole drift check (bench.periodic_pass)
+    clean_last_fleet: bool = False  # the largest fleet removed too (a shared API server)
 
 
 def percentile(values: list[float], fraction: float) -> float:

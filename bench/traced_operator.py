@@ -21,6 +21,8 @@ import tracemalloc
 from pathlib import Path
 from types import FrameType
 
+from bench import traced_periodic
+
 OUT_ENV = "BENCH_TRACEMALLOC_OUT"
 FRAMES_ENV = "BENCH_TRACEMALLOC_FRAMES"
 
@@ -55,6 +57,8 @@ def dump(signum: int, frame: FrameType | None) -> None:
 def main() -> None:
     tracemalloc.start(int(os.environ.get(FRAMES_ENV, "1")))
     signal.signal(signal.SIGUSR1, dump)
+    if os.environ.get(traced_periodic.ENV):  # what each periodic check allocates, a line per call
+        traced_periodic.install()
     sys.argv = ["dbuser_operator", *sys.argv[1:]]
     runpy.run_module("dbuser_operator", run_name="__main__", alter_sys=True)
 

@@ -12,6 +12,7 @@ import pytest
 
 from dbuser_operator.mysql.accounts.password_hashes import (
     caching_sha2_matches,
+    caching_sha2_string,
     ed25519_hash,
     fingerprint,
     matches,
@@ -106,3 +107,23 @@ def test_the_fingerprint_is_the_server_s_sha2() -> None:
     stored = bytes.fromhex(MYSQL_97["secret-pw"])
     expected = "4b7de2e1f954939ad580e28fdde4cc199d08a05422b8d1780078fcd86283b37b"
     assert fingerprint(stored) == fingerprint(stored.decode()) == expected
+
+
+@pytest.mark.parametrize("rounds", [5000, 10000])
+def test_a_caching_sha2_string_made_on_the_client_is_its_password_s_alone(rounds: int) -> None:
+    """What the operator sends ``AS`` (mysql.accounts.hashed_password): MySQL's format, a fresh salt each
+    time, of crypt's alphabet (never ``$``), checked as a server's own string is."""
+    first, second = caching_sha2_string("pw-1", rounds), caching_sha2_string("pw-1", rounds)
+    assert first != second  # salted
+    for string in (first, second):
+        assert len(string) == 70
+        assert string.startswith(f"$A${rounds // 1000:03X}$")
+        assert "$" not in string[7:]
+        assert caching_sha2_matches(string, "pw-1") is True
+        assert caching_sha2_matches(string, "pw-2") is False
+
+
+@pytest.mark.parametrize("rounds", [0, 4500, 0x1000 * 1000])
+def test_rounds_a_server_cannot_read_are_refused(rounds: int) -> None:
+    with pytest.raises(ValueError, match="rounds"):
+        caching_sha2_string("pw", rounds)

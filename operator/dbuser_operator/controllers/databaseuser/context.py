@@ -37,6 +37,10 @@ class Context(ServerPass[DatabaseUserStatus]):
     dual_auth: DualAuthState | None = field(default=None, repr=False)
     options: Limits | None = None
     password_held: bool | None = None
+    fingerprint_in_row: bool = True  # the bookkeeping row holds a fingerprint (True: not known otherwise)
+    own_reuse_policy: bool = True  # the account has a password history or reuse interval (True: not read)
+    # This pass set the password with its fingerprint in the same statement (hashed_password): none to record.
+    fingerprint_set: bool = False
     claimed: bool = False  # this pass recorded the resource as the account's owner
     # The claim recorded the fingerprint the account gets from this pass's CREATE USER (known beforehand).
     fingerprint_claimed: bool = False
@@ -67,6 +71,7 @@ class Context(ServerPass[DatabaseUserStatus]):
         self.lock_policy, self.default_lifetime = found.policy, found.default_lifetime
         self.auth_fingerprint, self.password_state = found.fingerprint, found.password_state
         self.dual_auth, self.options = found.dual_auth, found.options
+        self.fingerprint_in_row, self.own_reuse_policy = found.fingerprint_in_row, found.own_reuse_policy
 
     @property
     def account(self) -> str:

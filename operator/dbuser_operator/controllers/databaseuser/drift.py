@@ -14,15 +14,23 @@ per period): a recorded database whose Database resource (by UID) is no longer i
 database, counted by server and owner's namespace and logged once, never dropped.
 
 Given an :class:`~dbuser_operator.controllers.servers.access_status.AccessStatus`, the check also reads every
-account and role of each server resource (one query per server per period) and, once the drifted resources
-are queued, publishes the server's access report (:mod:`dbuser_operator.controllers.servers.access`) built
-from that and from the inventory's privilege rows of every account. A failure there is logged and left to
-the next period: it never holds up a repair.
+account and role of each server resource (one query per server per period) and builds the server's access
+report (:mod:`dbuser_operator.controllers.servers.access`) from that and from the inventory's privilege rows
+of every account; once the drifted resources of every server are queued, it publishes the reports. A failure
+there is logged and left to the next period: it never holds up a repair.
+
+Memory: one server at a time. What a server's check reads (its inventory, its accounts) is released before
+the next server is read: the report of a server is built as soon as its check is done, and only the bounded
+reports (:data:`~dbuser_operator.api.v1alpha1.access_report.MAX_ENTRIES` entries each) wait for the others.
+Held until the end of the pass, every server's inventory made the high-water mark of the process (4.4 KB
+per account by tracemalloc, +16 to +40 MiB of RSS at 10 000 accounts over 10 servers), which the allocator
+keeps.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter as Tally
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -30,9 +38,10 @@ from typing import Any
 
 import pydantic
 import structlog
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter, Gauge, Histogram
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser
+from dbuser_operator.api.v1alpha1.access_report import AccessSummary
 from dbuser_operator.controllers.databaseuser.account_differs import account_differs
 from dbuser_operator.controllers.databaseuser.database_refs import has_refs, resolve
 from dbuser_operator.controllers.databaseuser.workload import SigningCASource
@@ -68,6 +77,13 @@ DRIFTED = Counter(
     "Owned accounts found changed outside the operator by the periodic check",
     registry=REGISTRY,
 )
+CHECK_SECONDS = Histogram(
+    "dbuser_operator_periodic_check_seconds",
+    "Seconds each pass of a periodic check over every server took (check: drift, role_drift)",
+    ["check"],
+    buckets=(0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
+    registry=REGISTRY,
+)
 
 
 @dataclass
@@ -77,8 +93,9 @@ class DriftReport:
     drifted: list[ObjectKey] = field(default_factory=list)
     orphans: list[tuple[str, str]] = field(default_factory=list)
     orphaned_databases: list[str] = field(default_factory=list)
-    access: list[tuple[str, ServerAccounts, Inventory, DriftFound]] = field(default_factory=list)
-    """What each server resource's access report is built from (published after the repairs are queued)."""
+    access: list[tuple[str, AccessSummary]] = field(default_factory=list)
+    """Each server resource's access report, built when its server was checked (published after the
+    repairs of every server are queued)."""
 
 
 def _note_default_lifetime(handle: ServerHandle, states: Iterable[AccountState]) -> None:
@@ -93,15 +110,19 @@ def _note_default_lifetime(handle: ServerHandle, states: Iterable[AccountState])
 async def check_periodically(period: float, check: Callable[[], Awaitable[object]], what: str) -> None:
     """Run ``check`` every ``period`` seconds until cancelled (never when the period is 0); a MySQL error is
     logged, and the next period tries again. What a check freed (every account of every server read) is
-    given back to the system after it (:func:`~dbuser_operator.runtime.malloc_trim.trim`)."""
+    given back to the system after it (:func:`~dbuser_operator.runtime.malloc_trim.trim`). Each pass that
+    ends, failed or not, is observed in :data:`CHECK_SECONDS` under ``what`` without its `` check``."""
     if period <= 0:
         return
+    seconds = CHECK_SECONDS.labels(what.removesuffix(" check").replace(" ", "_"))
     while True:
         await asyncio.sleep(period)
+        started = time.monotonic()
         try:
             await check()
         except MySQLError as error:
             log.warning(f"{what} failed; trying again next period", error=str(error))
+        seconds.observe(time.monotonic() - started)  # not when cancelled: that pass did not end
         trim()
 
 
@@ -210,16 +231,30 @@ class DriftCheck:
             except ConditionError:
                 continue  # a Database (or the signing CA) not usable: the controller retries the user
             changes = grants.changes(state.grants, desired_grants(resource.spec.privileges), server)
-            extra[(user, host.lower())] = extra_grants(changes)
+            revoking = extra_grants(changes)
+            if revoking:  # the report's look-up defaults to none
+                extra[(user, host.lower())] = revoking
             drifted = account_differs(
                 state, resource, server, grants_differ=bool(changes), strict=False, workload=workload
             )
             if drifted or not _wants(resource, host):
                 report.drifted.append(ObjectKey.of(obj))
         report.orphans += orphans
-        if full is not None and accounts is not None:
+        if full is not None and accounts is not None:  # built now: what it is built from is released
             found = DriftFound(extra, frozenset((user, host.lower()) for user, host in orphans))
-            report.access.append((key, accounts, full, found))
+            summary = _summary(key, accounts, full, found)
+            if summary is not None:
+                report.access.append((key, summary))
+        self._log_orphans(key, handle, states, orphans)
+
+    def _log_orphans(
+        self,
+        key: str,
+        handle: ServerHandle,
+        states: Mapping[tuple[str, str], AccountState],
+        orphans: list[tuple[str, str]],
+    ) -> None:
+        """Log the orphans of server ``key`` not logged by the last check (those gone are forgotten)."""
         logged = {(user, host) for server, user, host in self._orphans_logged if server == key}
         self._orphans_logged -= {(key, user, host) for user, host in logged - set(orphans)}
         for user, host in orphans:
@@ -295,11 +330,22 @@ class DriftCheck:
         """Build and publish each server resource's access report (after the repairs are queued)."""
         if self.access is None:
             return
-        for server, accounts, full, found in report.access:
+        for server, summary in report.access:
             try:
-                await self.access.publish(server, build(accounts, full, found))
+                await self.access.publish(server, summary)
             except Exception:  # a report's failure never ends the drift check
                 log.exception("access report failed; next period tries again", server=server)
+
+
+def _summary(
+    server: str, accounts: ServerAccounts, full: Inventory, found: DriftFound
+) -> AccessSummary | None:
+    """The access report of ``server``; None when building it failed (logged: next period tries again)."""
+    try:
+        return build(accounts, full, found)
+    except Exception:  # a report's failure never ends the drift check
+        log.exception("access report failed; next period tries again", server=server)
+        return None
 
 
 def _in_namespaces(cache: Informer, namespace: str) -> bool:

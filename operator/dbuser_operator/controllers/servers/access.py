@@ -9,7 +9,8 @@ authentication string: none was read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import heapq
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Final
@@ -89,17 +90,18 @@ def _role(name: str, host: str) -> str:
     return f"{name}@{host}" if host else name
 
 
+def _cut_any(items: Iterable[str]) -> bool:
+    """Whether :func:`_bounded` would leave any of ``items`` out."""
+    return len({_cut(item) for item in items}) > MAX_ITEMS
+
+
 def _entry(
     account: ServerAccount, grants: frozenset[Grant], state: AccessState, owner: str | None, drift: list[str]
-) -> tuple[AccessEntry, bool, bool]:
-    """The entry, whether it holds global privileges, and whether any list was cut."""
+) -> AccessEntry:
+    """The entry of one account."""
     privileges, databases = _reach(grants)
-    shown_privileges, cut_privileges = _bounded(privileges)
-    shown_databases, cut_databases = _bounded(databases)
-    shown_roles, cut_roles = _bounded(_role(*role) for role in account.roles)
-    shown_drift, cut_drift = _bounded(drift)
     changed = account.password_changed
-    entry = AccessEntry(
+    return AccessEntry(
         user=_cut(account.user),
         host=_cut(account.host),
         role=account.role,
@@ -109,47 +111,60 @@ def _entry(
         password_changed=changed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if changed else None,
         tls=account.tls or None,
         tls_subject=_cut(account.subject) or None,
-        global_privileges=shown_privileges,
-        databases=shown_databases,
-        roles=shown_roles,
-        drift=shown_drift,
+        global_privileges=_bounded(privileges)[0],
+        databases=_bounded(databases)[0],
+        roles=_bounded(_role(*role) for role in account.roles)[0],
+        drift=_bounded(drift)[0],
     )
-    return entry, bool(privileges), cut_privileges or cut_databases or cut_roles or cut_drift
+
+
+_Ranked = tuple[int, str, str, ServerAccount, frozenset[Grant], AccessState, str | None, list[str]]
+"""An account's place in the order of attention (rank, user, host), and what its entry is made from."""
 
 
 def build(accounts: ServerAccounts, inventory: Inventory, found: DriftFound) -> AccessSummary:
     """The report of one server: every account and role in ``accounts``, their grants from
-    ``inventory``, their owners from its bookkeeping rows (roles: ``accounts.role_owners``)."""
+    ``inventory``, their owners from its bookkeeping rows (roles: ``accounts.role_owners``).
+
+    Every account is counted, but only the first :data:`MAX_ENTRIES` in the order of attention are kept
+    while the others are looked at (a heap): the entries are made for those alone, so what the build holds
+    does not grow with the server's accounts."""
     owners = {(user, host.lower()): state.owner for (user, host), state in inventory.owned.items()}
     summary = AccessSummary()
-    ranked: list[tuple[int, str, str, AccessEntry]] = []
     truncated = False
-    for key, account in accounts.accounts.items():
-        owner = accounts.role_owners.get(account.user) if account.role else owners.get(key)
-        drift = [_change(change) for change in found.extra.get(key, ())]
-        state: AccessState
-        if owner is None:
-            state = "Unmanaged"
-        elif key in found.orphans:
-            state = "Orphaned"
-        else:
-            state = "Drifted" if drift else "Managed"
-        who = f"{owner.namespace}/{owner.name}" if owner is not None else None
-        try:
-            held = inventory.grants_of(*key)
-        except InvalidGrantError:  # a name no grant of ours can have: listed, its grants shown as '?'
-            held, truncated = frozenset({_UNREADABLE}), True
-        entry, powerful, cut = _entry(account, held, state, who, drift)
-        truncated |= cut
-        summary.accounts += 1
-        summary.roles += account.role
-        summary.unmanaged += state == "Unmanaged"
-        summary.managed += state in {"Managed", "Drifted"}
-        summary.drifted += state == "Drifted"
-        summary.orphaned += state == "Orphaned"
-        rank = _RANK[state] + (state == "Unmanaged" and not powerful)
-        ranked.append((rank, account.user, account.host, entry))
-    ranked.sort(key=lambda item: item[:3])
-    summary.entries = [entry for *_, entry in ranked[:MAX_ENTRIES]]
-    summary.truncated = truncated or len(ranked) > MAX_ENTRIES
+
+    def ranked() -> Iterator[_Ranked]:
+        nonlocal truncated
+        for key, account in accounts.accounts.items():
+            owner = accounts.role_owners.get(account.user) if account.role else owners.get(key)
+            drift = [_change(change) for change in found.extra.get(key, ())]
+            state: AccessState
+            if owner is None:
+                state = "Unmanaged"
+            elif key in found.orphans:
+                state = "Orphaned"
+            else:
+                state = "Drifted" if drift else "Managed"
+            who = f"{owner.namespace}/{owner.name}" if owner is not None else None
+            try:
+                held = inventory.grants_of(*key)
+            except InvalidGrantError:  # a name no grant of ours can have: listed, its grants shown as '?'
+                held, truncated = frozenset({_UNREADABLE}), True
+            privileges, databases = _reach(held)
+            roles = [_role(*role) for role in account.roles]
+            truncated |= any(_cut_any(items) for items in (privileges, databases, roles, drift))
+            summary.accounts += 1
+            summary.roles += account.role
+            summary.unmanaged += state == "Unmanaged"
+            summary.managed += state in {"Managed", "Drifted"}
+            summary.drifted += state == "Drifted"
+            summary.orphaned += state == "Orphaned"
+            rank = _RANK[state] + (state == "Unmanaged" and not privileges)
+            yield rank, account.user, account.host, account, held, state, who, drift
+
+    first = heapq.nsmallest(MAX_ENTRIES, ranked(), key=lambda item: item[:3])
+    summary.entries = [
+        _entry(account, held, state, who, drift) for *_, account, held, state, who, drift in first
+    ]
+    summary.truncated = truncated or summary.accounts > MAX_ENTRIES
     return summary

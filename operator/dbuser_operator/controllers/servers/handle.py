@@ -38,6 +38,7 @@ class ServerHandle:
         self._books_ready = {TABLE}  # the schema's own table (ensure_schema)
         self._lock = asyncio.Lock()
         self.known = KnownPasswords()
+        self.digest_rounds: int | None = None  # caching_sha2_password's, once read (mysql.hashed_password)
 
     async def server(self) -> ServerInfo:
         """Flavour, version and privilege names of the server, read (and logged) on first use."""

@@ -12,6 +12,7 @@ from dbuser_operator.mysql.accounts import (
     account_metadata,
     catalog,
     dual_password,
+    hashed_password,
     limits,
     lock_policy,
     mariadb_dual_auth,
@@ -40,7 +41,9 @@ class Lookup:
     no account); ``password_state`` its credential marker and retained password on MySQL
     (:mod:`.dual_password`), ``dual_auth`` its authentications on MariaDB (:mod:`.mariadb_dual_auth`), and
     ``options`` its limits and TLS requirement (:mod:`.limits`); each None without account (or where the
-    server has none); not compared either.
+    server has none); not compared either. ``fingerprint_in_row``: the bookkeeping row holds a fingerprint
+    (which wins over the account's attribute: :func:`.new_password.recorded`); ``own_reuse_policy``: the
+    account has a password history or reuse interval of its own (:mod:`.hashed_password`).
     """
 
     owner: Owner | None
@@ -54,6 +57,8 @@ class Lookup:
     password_state: dual_password.PasswordState | None = dataclasses.field(default=None, compare=False)
     dual_auth: mariadb_dual_auth.DualAuthState | None = dataclasses.field(default=None, compare=False)
     options: limits.Limits | None = dataclasses.field(default=None, compare=False)
+    fingerprint_in_row: bool = dataclasses.field(default=False, compare=False)
+    own_reuse_policy: bool = dataclasses.field(default=False, compare=False)
 
 
 async def lookup(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> Lookup:
@@ -63,7 +68,7 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
     rows = await db.fetch(
         Statement(
             "SELECT o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User, SHA2({auth}, 256),"
-            " {plugin}, {metadata}, {policy}, {state}, {options}, {created} FROM (SELECT 1) AS one"
+            " {plugin}, {metadata}, {policy}, {state}, {options}, {created}, {reuse} FROM (SELECT 1) AS one"
             " LEFT JOIN {table} o ON o.user = %s AND o.host = %s"
             " LEFT JOIN {accounts} u ON u.User = %s AND u.Host = %s",
             user,
@@ -79,11 +84,12 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
             state=_state_columns(server),
             options=catalog.options_columns(server, "u"),
             created=new_password.attribute_columns(server, "u"),
+            reuse=hashed_password.reuse_columns(server, "u"),
         )
     )
     uid, namespace, name, recorded, account, current, plugin, owner_entry, comment = rows[0][:9]
     owner = Owner(str(uid), str(namespace), str(name)) if uid is not None else None
-    exists = account is not None
+    exists, in_row = account is not None, recorded is not None
     if owner is not None:  # the bookkeeping row's fingerprint, or the one the account was created with
         recorded = new_password.recorded(recorded, rows[0][24], rows[0][25], owner.uid)
     intact = compare_fingerprints(recorded, current) if owner is not None and exists else None
@@ -101,6 +107,8 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
         dual_password.state_of(*state) if exists and dual_password.supports_dual_passwords(server) else None,
         mariadb_dual_auth.state_of(state[0]) if exists and server.flavour == "mariadb" else None,
         limits.Limits.from_columns(options) if exists else None,
+        in_row,
+        any(value is not None and int(str(value)) for value in rows[0][26:28]),
     )
 
 

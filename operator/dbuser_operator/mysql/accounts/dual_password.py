@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, LiteralString
 
 from pydantic import SecretStr
@@ -58,15 +58,25 @@ class PasswordState:
     retained: bool
 
 
+@dataclass(frozen=True)
+class Hashed:
+    """A password sent as the string the server stores (``IDENTIFIED WITH plugin AS``), made on the client
+    (:mod:`.hashed_password`), and what goes into ``ATTRIBUTE`` with it (its fingerprint)."""
+
+    plugin: str
+    string: str = field(repr=False)
+    attribute: dict[str, object] = field(repr=False)
+
+
 def _key(user: str, host: str) -> tuple[str, str]:
     with checked_input():
         return validate_user(user), validate_host(host).lower()
 
 
-def _credential(version: str) -> str:
+def _credential(version: str) -> dict[str, str]:
     if not isinstance(version, str) or not 0 < len(version) <= _VERSION_MAX or not version.isprintable():
         raise ValueError(f"a credential version must be 1 to {_VERSION_MAX} printable characters")
-    return json.dumps({CREDENTIAL_ATTRIBUTE: version})
+    return {CREDENTIAL_ATTRIBUTE: version}
 
 
 def state_columns(server: ServerInfo, alias: str) -> SQL:
@@ -109,9 +119,12 @@ async def set_password(
     *,
     retain: bool,
     method: Method | None = None,
+    hashed: Hashed | None = None,
 ) -> None:
     """Set the primary password and mark it as credential ``version``, in one statement; with ``method``,
-    ``IDENTIFIED WITH`` its plugin (the account's already: RETAIN refuses a change of plugin).
+    ``IDENTIFIED WITH`` its plugin (the account's already: RETAIN refuses a change of plugin); with
+    ``hashed``, ``IDENTIFIED WITH`` its plugin ``AS`` its string, and its fingerprint in the same
+    ``ATTRIBUTE`` (:mod:`.hashed_password`).
 
     ``retain``: the current primary becomes the secondary (RETAIN CURRENT PASSWORD); else the secondary, if
     any, stays as it is. Callers that retain check :func:`read_state` first: never retain a credential that
@@ -120,13 +133,17 @@ async def set_password(
     with checked_input():
         identified: LiteralString = "IDENTIFIED WITH {plugin} BY %s" if method else "IDENTIFIED BY %s"
         keep: LiteralString = " RETAIN CURRENT PASSWORD" if retain else ""
-        if method is not None:
-            known(method.plugin)  # one of the known plugins' names: letters, digits and '_'
-        plugin = {"plugin": SQL(method.plugin)} if method is not None else {}
+        named = hashed.plugin if hashed is not None else method.plugin if method is not None else None
+        if named is not None:
+            known(named)  # one of the known plugins' names: letters, digits and '_'
+        plugin = {"plugin": SQL(named)} if named is not None else {}
+        sent = validate_password(password)
+        if hashed is not None:
+            identified, sent = "IDENTIFIED WITH {plugin} AS %s", SecretStr(hashed.string)
         statement = Statement(
             "ALTER USER {account} " + identified + keep + " ATTRIBUTE %s",
-            validate_password(password),
-            _credential(version),
+            sent,
+            json.dumps({**_credential(version), **(hashed.attribute if hashed is not None else {})}),
             account=account(user, host),
             **plugin,
         )

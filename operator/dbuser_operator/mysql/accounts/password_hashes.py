@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import secrets
 from typing import Final
 
 from nacl.bindings import crypto_scalarmult_ed25519_base
@@ -72,6 +73,17 @@ def sha256_crypt(password: bytes, salt: bytes, rounds: int) -> str:
         current = sha256(before + current + after).digest()
     encoded = [_crypt64(current[a], current[b], current[c], 4) for a, b, c in (*_ORDER, *_ORDER_REST)]
     return "".join(encoded) + _crypt64(0, current[31], current[30], 3)
+
+
+def caching_sha2_string(password: str, rounds: int) -> str:
+    """A ``caching_sha2_password`` authentication string of ``password`` with a fresh random salt (of crypt's
+    alphabet: never the ``$`` or NUL a server's own salts avoid too), as the server would store it with
+    ``rounds`` (a multiple of 1000)."""
+    if rounds <= 0 or rounds % 1000 or rounds // 1000 > 0xFFF:
+        raise ValueError(f"caching_sha2_password rounds must be a multiple of 1000, not {rounds}")
+    salt = "".join(secrets.choice(_CRYPT64) for _ in range(_SALT_LENGTH))
+    digest = sha256_crypt(password.encode(), salt.encode("ascii"), rounds)
+    return f"$A${rounds // 1000:03X}${salt}{digest}"
 
 
 def caching_sha2_matches(auth_string: str | bytes, password: str) -> bool:

@@ -163,30 +163,28 @@ async def read_inventory(db: Database, schema: str, server: ServerInfo | None = 
     privileges: list[Row] = await db.fetch(Statement(_PRIVILEGES, table=owned))
 
     # A GRANTEE names an owned account when its user is the same (case-sensitive) and its host the same
-    # without regard to case: the rule of grants.is_grantee, as a look-up key.
-    owned_rows = [dict(zip(_ACCOUNTS_ROW, row, strict=True)) for row in accounts]
-    claimed = {
-        (str(row["user"]), str(row["host"]).lower()): (str(row["user"]), str(row["host"]))
-        for row in owned_rows
-    }
+    # without regard to case: the rule of grants.is_grantee, as a look-up key. (user and host are the first
+    # two columns of _ACCOUNTS; a row is made a dict only when its state is, one at a time.)
+    claimed = {(str(row[0]), str(row[1]).lower()): (str(row[0]), str(row[1])) for row in accounts}
     rows_by_account: defaultdict[tuple[str, str], list[Row]] = defaultdict(list)
     everyone: defaultdict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in privileges:
+        grant = row[3:]  # one tuple, listed for the account and for everyone
         if row[3] == ROUTINE_RANK:
-            rows_by_account[(str(row[0]), str(row[1]))].append(row[3:])
-            everyone[(str(row[0]), str(row[1]).lower())].append(row[3:])
+            rows_by_account[(str(row[0]), str(row[1]))].append(grant)
+            everyone[(str(row[0]), str(row[1]).lower())].append(grant)
             continue
         grantee = split_grantee(str(row[2]))
         if grantee is None:
             continue
         lowered = (grantee[0], grantee[1].lower())
-        everyone[lowered].append(row[3:])
+        everyone[lowered].append(grant)
         account = claimed.get(lowered)
         if account is not None:
-            rows_by_account[account].append(row[3:])
+            rows_by_account[account].append(grant)
 
     result: dict[tuple[str, str], AccountState] = {}
-    for owned_row in owned_rows:
+    for owned_row in (dict(zip(_ACCOUNTS_ROW, row, strict=True)) for row in accounts):
         user, host = str(owned_row["user"]), str(owned_row["host"])
         owner = Owner(str(owned_row["owner_uid"]), str(owned_row["namespace"]), str(owned_row["name"]))
         present = owned_row["User"] is not None

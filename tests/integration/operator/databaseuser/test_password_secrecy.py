@@ -14,7 +14,7 @@ import pytest
 from dbuser_operator.api.v1alpha1 import ROTATE_ANNOTATION
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
-from dbuser_operator.mysql.accounts import accounts
+from dbuser_operator.mysql.accounts import accounts, dual_password
 from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
@@ -103,15 +103,19 @@ async def test_the_general_log_shows_no_password(
     assert leaks == [], f"{len(leaks)} password(s) of the ledger in the general log"
     mine = [text for text in statements if any(name in text for name in (plain, named, generated))]
     if flavour == "mysql":
-        # A new account is created expired and given back the hash it stored (mysql.accounts.new_password):
-        # the hash, as MariaDB is always sent, never the password; every other change is BY <secret>.
-        settled = [text for text in mine if text.startswith("ALTER USER") and " AS '$A$" in text]
-        assert len(settled) == 3, settled
+        # A new account is created expired and given back the hash it stored (mysql.accounts.new_password),
+        # and a Secret's new password is sent as the hash made on the client with its fingerprint
+        # (mysql.accounts.hashed_password): hashes, as MariaDB is always sent, never the password. The
+        # generated password's rotation is BY <secret>.
+        hashed = [text for text in mine if text.startswith("ALTER USER") and " AS '$A$" in text]
+        rotations = [text for text in hashed if "dbuser-operator.dev/credential" in text]
+        assert len(hashed) - len(rotations) == 3, hashed
+        assert len(rotations) == 2, rotations  # the Secret's change, on both of its accounts
+        assert any("RETAIN CURRENT PASSWORD" in text for text in rotations)  # DualPassword
         assert all(" PASSWORD EXPIRE" in text for text in creates)
-        altered = [t for t in mine if t.startswith("ALTER USER") and " IDENTIFIED " in t and t not in settled]
+        altered = [t for t in mine if t.startswith("ALTER USER") and " IDENTIFIED " in t and t not in hashed]
         assert altered, "no password change of the test's accounts in the general log"
         assert all(" BY <secret>" in text for text in altered), altered
-        assert any("RETAIN CURRENT PASSWORD" in text for text in altered)  # DualPassword
     else:
         assert any("IDENTIFIED BY PASSWORD '*" in text for text in mine if text.startswith("ALTER USER"))
         assert any("IDENTIFIED VIA ed25519 USING '" in text for text in mine)
@@ -127,24 +131,34 @@ async def test_a_password_changed_by_hand_right_after_the_operator_s_own_is_set_
 ) -> None:
     """Somebody changes the password between the operator's ``ALTER USER`` and its fingerprint record (a
     fault injected there): the operator does not take that password for its own; the next look sees drift
-    and sets the Secret's password back (PasswordRestored)."""
+    and sets the Secret's password back (PasswordRestored). Where the fingerprint goes in the ``ALTER USER``
+    itself (:mod:`~dbuser_operator.mysql.accounts.hashed_password`: MySQL) the change comes right after it."""
     name = unique("race")
     first, second, by_hand = passwords.new(), passwords.new(), passwords.new("by-hand")
     await create_secret(kube_client, namespace, "race-pw", {"password": first})
     await kube_client.create(DATABASE_USERS, database_user(name, "race-pw", rotation=IMMEDIATE), namespace)
     await wait_for_ready(kube_client, namespace, name)
 
-    record = ownership.record_fingerprint
+    record, set_password = ownership.record_fingerprint, dual_password.set_password
     raced: list[float] = []
 
-    async def racing(db: Any, schema: str, user: str, host: str, *args: Any, **kwargs: Any) -> Any:
+    async def by_hand_once(user: str) -> None:
         if user == name and not raced:
             raced.append(time.monotonic())
             query = f"ALTER USER `{name}`@'%%' IDENTIFIED BY %s"
             await asyncio.to_thread(mysql_query, mysql, query, by_hand)
+
+    async def racing(db: Any, schema: str, user: str, host: str, *args: Any, **kwargs: Any) -> Any:
+        await by_hand_once(user)
         return await record(db, schema, user, host, *args, **kwargs)
 
+    async def racing_set(db: Any, user: str, *args: Any, **kwargs: Any) -> None:
+        await set_password(db, user, *args, **kwargs)
+        if kwargs.get("hashed") is not None:  # its fingerprint recorded with it: nothing comes between
+            await by_hand_once(user)
+
     monkeypatch.setattr(ownership, "record_fingerprint", racing)
+    monkeypatch.setattr(dual_password, "set_password", racing_set)
     await kube_client.patch(
         SECRETS, "race-pw", {"stringData": {"password": second}}, PatchType.MERGE, namespace=namespace
     )

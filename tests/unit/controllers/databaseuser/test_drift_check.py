@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, cast
 
 import pytest
@@ -14,6 +15,7 @@ from dbuser_operator.mysql.bookkeeping import ownership as mysql_ownership
 from dbuser_operator.mysql.bookkeeping.access import ServerAccount, ServerAccounts
 from dbuser_operator.mysql.bookkeeping.inventory import AccountState, Inventory
 from dbuser_operator.mysql.bookkeeping.ownership import Owner
+from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.session.server import ServerInfo
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.informer import Informer
@@ -194,4 +196,33 @@ async def test_a_failing_access_report_neither_stops_nor_delays_a_repair(
     assert [entry["server"] for entry in logs if entry["event"].startswith("access report failed")] == [
         "MySQLServer/a/main"
     ]
-    assert report.access[0][1].accounts == {("dba", "%"): ServerAccount("dba", "%")}
+    summary = report.access[0][1]  # built when its server was checked, published after the repairs
+    assert (summary.accounts, [entry.user for entry in summary.entries]) == (1, ["dba"])
+
+
+async def test_every_pass_that_ends_is_observed_failed_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    passes: list[int] = []
+    third = asyncio.Event()
+
+    async def check() -> None:
+        passes.append(len(passes))
+        if len(passes) == 2:
+            raise MySQLError("server down")  # logged; the pass is over all the same
+        if len(passes) == 3:
+            third.set()
+            await asyncio.Event().wait()  # cancelled in the middle: that pass never ends
+
+    drift_logs(monkeypatch)
+    observed = drift.CHECK_SECONDS.labels("unit_test")
+    before = sample(observed)
+    task = asyncio.create_task(drift.check_periodically(0.001, check, "unit test check"))
+    await third.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert sample(observed) == before + 2
+
+
+def sample(histogram: Any) -> float:
+    """How many observations a histogram's child holds."""
+    return float(next(s.value for m in histogram.collect() for s in m.samples if s.name.endswith("_count")))

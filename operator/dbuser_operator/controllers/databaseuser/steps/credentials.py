@@ -33,7 +33,8 @@ class CredentialsStep:
 
     async def ensure(self, ctx: Context) -> None:
         try:
-            if not ctx.created and await self._set_password(ctx, ctx.password, ctx.secret):
+            set_now = not ctx.created and await self._set_password(ctx, ctx.password, ctx.secret)
+            if set_now and not ctx.fingerprint_set:  # else in the ALTER USER itself (hashed_password)
                 await record_own_fingerprint(ctx, ctx.password)
         except MySQLError as error:
             raise mysql_condition(error, ctx.account) from None

@@ -25,11 +25,13 @@ from dbuser_operator.controllers.databaseuser.consumers import consumed_secrets,
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.authentication import wanted_plugin
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
+from dbuser_operator.controllers.kit.ownership import owner_of
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.mysql.accounts import (
     accounts,
     authentication,
     dual_password,
+    hashed_password,
     mariadb_dual_auth,
     password_hashes,
     password_match,
@@ -132,7 +134,11 @@ async def set_password(
         method = authentication.effective(ctx.authentication, server)
         if dual_password.supports_dual_passwords(server):
             version = credential_version(secret)
-            await dual_password.set_password(db, user, host, password, version, retain=False, method=method)
+            hashed = await _hashed(handle, ctx, password, method)
+            await dual_password.set_password(
+                db, user, host, password, version, retain=False, method=method, hashed=hashed
+            )
+            await _fingerprint_set(handle, ctx, hashed)
             handle.known.remember(user, host, version, password)
             if ctx.password_state is None or ctx.password_state.retained:  # one from before the switch
                 await dual_password.discard_old_password(db, user, host)
@@ -164,21 +170,53 @@ async def set_password(
     elif state is not None and not restore and await _holds(handle, ctx, password):
         # The account has it already (a generated rotation set it, or a pass died before its record):
         # mark it with the Secret version, retain nothing.
+        hashed = await _hashed(handle, ctx, password, ctx.authentication)
         await dual_password.set_password(
-            db, user, host, password, version, retain=False, method=ctx.authentication
+            db, user, host, password, version, retain=False, method=ctx.authentication, hashed=hashed
         )
+        await _fingerprint_set(handle, ctx, hashed)
         retained = state.retained
     else:
         # Only a password the operator set is kept valid: not one changed by hand, nor an adopted one.
         retain = not restore and ctx.password_intact is True
+        hashed = await _hashed(handle, ctx, password, ctx.authentication)
         await dual_password.set_password(
-            db, user, host, password, version, retain=retain, method=ctx.authentication
+            db, user, host, password, version, retain=retain, method=ctx.authentication, hashed=hashed
         )
+        await _fingerprint_set(handle, ctx, hashed)
         retained = retain or (state is not None and state.retained)
     handle.known.remember(user, host, version, password)
     if not retained:
         return
     await _record_retained(handle, ctx, previous, moment, restore=restore)
+
+
+async def _hashed(
+    handle: ServerHandle, ctx: Context, password: str, method: authentication.Method | None
+) -> dual_password.Hashed | None:
+    """The password as the string the account will store, with its fingerprint for this resource, where
+    it can be set so (:mod:`~dbuser_operator.mysql.accounts.hashed_password`: MySQL, the server checks no
+    password of its own); None: ``IDENTIFIED BY``, and the fingerprint recorded in the row after it."""
+    server = await handle.server()
+    plugin = hashed_password.plugin_of(method, ctx.plugin)
+    if plugin is None or not hashed_password.applies(server, plugin):
+        return None
+    if await hashed_password.server_checks_passwords(handle.db, ctx.own_reuse_policy):
+        return None
+    if handle.digest_rounds is None:
+        handle.digest_rounds = await hashed_password.digest_rounds(handle.db, server)
+    return hashed_password.hashed(plugin, password, handle.digest_rounds, owner_of(ctx.obj).uid)
+
+
+async def _fingerprint_set(handle: ServerHandle, ctx: Context, hashed: dual_password.Hashed | None) -> None:
+    """After a password set with its fingerprint (``hashed``): nothing left to record but, once, the row's
+    fingerprint cleared (it would win over the attribute's)."""
+    if hashed is None:
+        return
+    ctx.fingerprint_set = True
+    if ctx.fingerprint_in_row:
+        await hashed_password.clear_row_fingerprint(handle.db, handle.schema, ctx.user.mysql_name(), ctx.host)
+        ctx.fingerprint_in_row = False
 
 
 async def _holds(handle: ServerHandle, ctx: Context, password: str) -> bool:
