@@ -330,6 +330,7 @@ class FleetBench:
                 await asyncio.sleep(window)
                 reading = await OperatorReading.of(implementation)
                 sample = implementation.sample()
+                traced = await tracemalloc_snapshot(implementation)  # BENCH_TRACEMALLOC: what it holds
             finally:
                 await implementation.stop()
         window_end = datetime.now(UTC).isoformat()
@@ -361,6 +362,8 @@ class FleetBench:
             "rss_mib": sample.rss_mib,
             "window_utc": [window_start, window_end],  # the new operator's life: for the audit log
         }
+        if traced:
+            result["tracemalloc"] = traced
         if logged is not None:
             result["general_log"] = {
                 "writes": logged.writes,
