@@ -22,7 +22,8 @@ import asyncio
 import copy
 from collections import Counter as Tally
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import pydantic
@@ -67,7 +68,19 @@ SERVER_READ_LIMIT: Final = 60.0
 reconciled as any other (a stalled server then holds only its own, as it would without this check)."""
 
 YIELD_EVERY: Final = 200  # resources looked at between two yields to the event loop
-_Read = tuple[ServerInfo, dict[tuple[str, str], AccountState], dict[Any, tuple[set[Any], set[Any]]]]
+_Roles = tuple[set[Any], set[Any]]  # the roles an account holds, and its default roles
+_Read = tuple[ServerInfo, dict[tuple[str, str], AccountState], dict[Any, _Roles]]
+_NO_ROLES: Final[_Roles] = (set(), set())
+
+
+@dataclass(frozen=True)
+class _Held:
+    """What one server holds for one candidate, until its turn: each wanted host's account and roles (the
+    roles are compared with the spec at the turn, which parses the resource anyway)."""
+
+    server: ServerInfo
+    accounts: Mapping[str, AccountState | None]  # by host, lower case
+    roles: Mapping[str, _Roles]  # by host, lower case
 
 
 class StartCheck:
@@ -85,7 +98,7 @@ class StartCheck:
         self.secrets = secrets
         self.role_drift = role_drift
         self._lock = asyncio.Lock()
-        self._found: dict[ObjectKey, Found] | None = None  # None: not read yet
+        self._found: dict[ObjectKey, _Held] | None = None  # None: not read yet
         self.skipped = 0
 
     async def converged(self, key: ObjectKey) -> bool:
@@ -110,7 +123,7 @@ class StartCheck:
         CONVERGED_AT_START.inc()
         return True
 
-    async def _read_once(self) -> dict[ObjectKey, Found]:
+    async def _read_once(self) -> dict[ObjectKey, _Held]:
         """:meth:`_read_all`; on an unexpected failure, nothing found: every resource is reconciled."""
         try:
             return await self._read_all()
@@ -118,7 +131,7 @@ class StartCheck:
             log.exception("first pass: the servers could not be read; every resource is reconciled")
             return {}
 
-    async def _why(self, cached: dict[str, Any], found: Found) -> str | None:
+    async def _why(self, cached: dict[str, Any], held: _Held) -> str | None:
         """Why this resource must be reconciled now, or None (the decision of :mod:`.converged`)."""
         obj = copy.deepcopy(cached)
         try:
@@ -141,7 +154,7 @@ class StartCheck:
             reason = "connection Secret" if ctx.user.spec.connection_secret is not None else None
         else:
             reason = connection.why_write(ctx)
-        return reason or why_reconcile(obj, ctx.user, found)
+        return reason or why_reconcile(obj, ctx.user, self._found_for(ctx, held))
 
     def _connection_secret(self) -> ConnectionSecretStep | None:
         """The reconciler's connection-Secret step (None: it has none)."""
@@ -158,10 +171,13 @@ class StartCheck:
             reason = why_reconcile_secret(ctx.status, secret)
         return reason or why_reconcile_roles(obj, user, self.role_drift.roles.get)
 
-    async def _read_all(self) -> dict[ObjectKey, Found]:
+    async def _read_all(self) -> dict[ObjectKey, _Held]:
         """Read, at once, every server that a candidate uses (a resource the caches alone do not send to
-        its reconcile); what each candidate's server holds for it."""
-        by_server: defaultdict[str, list[tuple[dict[str, Any], Context]]] = defaultdict(list)
+        its reconcile); what each candidate's server holds for it. Across the reads a candidate is its key,
+        account name and hosts, not its parsed context (the models of every resource at once were the
+        restart's peak memory)."""
+        by_server: defaultdict[str, list[tuple[ObjectKey, str, list[str]]]] = defaultdict(list)
+        first: dict[str, dict[str, Any]] = {}  # a candidate of each server: how its server resolves
         reasons: Tally[str] = Tally()
         for count, obj in enumerate(list(self.users.store)):
             if count % YIELD_EVERY == 0:
@@ -175,18 +191,26 @@ class StartCheck:
             if reason is not None:
                 reasons[reason] += 1
                 continue
-            by_server[server_key(obj)].append((obj, ctx))
+            server = server_key(obj)
+            first.setdefault(server, obj)
+            hosts = _lower(ctx.user.spec.account_hosts())
+            by_server[server].append((ObjectKey.of(obj), ctx.user.mysql_name(), hosts))
         keys = list(by_server)
-        reads = await asyncio.gather(*(self._read(key, by_server[key][0][0]) for key in keys))
-        found: dict[ObjectKey, Found] = {}
+        reads = await asyncio.gather(*(self._read(key, first.pop(key)) for key in keys))
+        found: dict[ObjectKey, _Held] = {}
         for key, read in zip(keys, reads, strict=True):
-            for count, (obj, ctx) in enumerate(by_server.pop(key)):
+            for count, (resource, name, hosts) in enumerate(by_server.pop(key)):
                 if count % YIELD_EVERY == 0:
                     await asyncio.sleep(0)
                 if read is None:
                     reasons["server not read"] += 1
                     continue
-                found[ObjectKey.of(obj)] = self._found_for(ctx, *read)
+                info, states, held = read
+                found[resource] = _Held(
+                    info,
+                    {host: states.get((name, host)) for host in hosts},
+                    {host: held.get((name, host), _NO_ROLES) for host in hosts},
+                )
         log.info(
             "first pass: servers read", servers=len(keys), candidates=len(found), reconciled=dict(reasons)
         )
@@ -212,20 +236,14 @@ class StartCheck:
             return None
         return server, {(user, host.lower()): state for (user, host), state in states.items()}, held
 
-    def _found_for(
-        self,
-        ctx: Context,
-        server: ServerInfo,
-        states: dict[tuple[str, str], AccountState],
-        held: dict[Any, tuple[set[Any], set[Any]]],
-    ) -> Found:
-        name, hosts = ctx.user.mysql_name(), _lower(ctx.user.spec.account_hosts())
-        accounts = {host: states.get((name, host)) for host in hosts}
+    def _found_for(self, ctx: Context, held: _Held) -> Found:
+        """What the server holds for the resource ``ctx`` parsed at its turn, its roles compared now (a
+        host the reads did not look for holds no role: its account is not there either)."""
+        hosts = _lower(ctx.user.spec.account_hosts())
         differ = any(
-            self.role_drift.drifted(ctx.user, *held.get((name, host), (set(), set())), server)
-            for host in hosts
+            self.role_drift.drifted(ctx.user, *held.roles.get(host, _NO_ROLES), held.server) for host in hosts
         )
-        return Found(server, accounts, differ)
+        return Found(held.server, held.accounts, differ)
 
 
 def _lower(hosts: Iterable[str]) -> list[str]:
