@@ -41,6 +41,16 @@ def compact(value: Any) -> Any:
     return compact_shared(value, SHARED_CONTAINERS)[0]
 
 
+def thaw(value: Any) -> Any:
+    """A private copy of a cached JSON value that its holder may change: every dict and list new, the
+    scalars (immutable) shared. A third of ``copy.deepcopy``'s time: no memo, no dispatch by type."""
+    if type(value) is dict:
+        return {key: thaw(item) for key, item in value.items()}
+    if type(value) is list:
+        return [thaw(item) for item in value]
+    return value
+
+
 def strip_unread_compact(obj: dict[str, Any]) -> dict[str, Any]:
     """:func:`strip_unread`, then :func:`compact`: the informers' default transform."""
     result: dict[str, Any] = compact(strip_unread(obj))

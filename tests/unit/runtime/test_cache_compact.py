@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dbuser_operator.runtime.cache import LAST_APPLIED, strip_unread_compact
+from dbuser_operator.runtime.cache import LAST_APPLIED, compact, strip_unread_compact, thaw
 
 
 def parsed(name: str) -> dict:  # type: ignore[type-arg]
@@ -98,3 +98,18 @@ def test_equal_small_containers_of_different_objects_are_one_and_unique_ones_are
         compact_shared({"name": f"pw-{n}"}, containers)
     assert len(containers) == 16
     assert compact_shared({"x": "y" * 80}, containers)[1] is UNIQUE
+
+
+def test_a_thawed_object_is_equal_and_shares_no_container_with_the_cached_one() -> None:
+    labels = {"app": "shop"}
+    first = compact({"metadata": {"name": "a", "labels": labels}, "spec": {"hosts": ["%"]}})
+    second = compact({"metadata": {"name": "b", "labels": dict(labels)}, "spec": {"hosts": ["%"]}})
+    assert first["metadata"]["labels"] is second["metadata"]["labels"]  # shared by the cache
+
+    thawed = thaw(first)
+    assert thawed == first
+    thawed["metadata"]["labels"]["app"] = "changed"
+    thawed["spec"]["hosts"].append("10.0.0.%")
+    assert first == {"metadata": {"name": "a", "labels": {"app": "shop"}}, "spec": {"hosts": ["%"]}}
+    assert second["metadata"]["labels"] == {"app": "shop"}
+    assert second["spec"]["hosts"] == ["%"]

@@ -26,7 +26,6 @@ and the management and deletion policies. The frame does the rest, the same way 
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -42,6 +41,7 @@ from dbuser_operator.controllers.kit.resources import FIELD_MANAGER
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.controllers.kit.steps import EventType
 from dbuser_operator.mysql.bookkeeping.books import NameClass
+from dbuser_operator.runtime.cache import thaw
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import set_condition
 from dbuser_operator.runtime.controller import Result
@@ -140,8 +140,9 @@ class Reconciler(Generic[P]):
 
     # --- what a kind supplies ---------------------------------------------------------------------------
 
-    def parse(self, obj: dict[str, Any]) -> P:
-        """The pass for ``obj``; raises ``pydantic.ValidationError`` for a spec the models reject."""
+    def parse(self, obj: dict[str, Any], *, read_only: bool = False) -> P:
+        """The pass for ``obj``; raises ``pydantic.ValidationError`` for a spec the models reject.
+        ``read_only``: a pass that only looks (its status is not a copy to change)."""
         raise NotImplementedError
 
     def unparsed(self, obj: dict[str, Any]) -> P:
@@ -201,7 +202,7 @@ class Reconciler(Generic[P]):
         if self.written.stale(key, cached["metadata"].get("resourceVersion")):
             log.debug("the cache has not seen the last pass's writes yet; waiting for it")
             return Result(requeue_after=STALE_RETRY)
-        obj = copy.deepcopy(cached)
+        obj = thaw(cached)
         try:
             ctx = self.parse(obj)
         except pydantic.ValidationError as error:

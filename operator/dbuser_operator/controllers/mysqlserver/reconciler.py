@@ -10,7 +10,6 @@ annotation lets go at once, with a Warning Event, leaving whatever they made in 
 from __future__ import annotations
 
 import contextlib
-import copy
 from typing import Any
 
 import structlog
@@ -29,6 +28,7 @@ from dbuser_operator.controllers.servers.connection import ServerConfigError
 from dbuser_operator.controllers.servers.health import Health, check
 from dbuser_operator.controllers.servers.liveness import SERVER_UP
 from dbuser_operator.controllers.servers.resolver import ServerResolver
+from dbuser_operator.runtime.cache import thaw
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.conditions import set_condition
 from dbuser_operator.runtime.controller import Result
@@ -95,7 +95,7 @@ class ServerReconciler:
         if cached is None:
             await self._forget(server)
             return Result()
-        obj = copy.deepcopy(cached)
+        obj = thaw(cached)
         if obj["metadata"].get("deletionTimestamp"):
             return await self._finalize(server, obj)
         obj = await add_finalizer(self.kube, self.resource, obj, self.finalizer, field_manager=FIELD_MANAGER)
