@@ -36,6 +36,7 @@ from typing import Any
 
 import structlog
 
+from dbuser_operator.runtime import gc_policy
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.controller import Controller
 from dbuser_operator.runtime.fence import Fence, open_fence
@@ -135,7 +136,9 @@ class Manager:
                 for name, i in zip(_informer_names(self.informers), self.informers, strict=True)
             ]
             everywhere += [self._spawn(runnable) for runnable in self.runnables]
-            if await self._until(stop, [server, *everywhere], _all_synced(self.informers)):
+            with gc_policy.paused_then_frozen():  # a collection would scan all that is listed so far
+                synced = await self._until(stop, [server, *everywhere], _all_synced(self.informers))
+            if synced:
                 log.info("caches synced", informers=len(self.informers))
             if not stop.is_set():
                 name = "leader election" if self.elector is not None else "controllers"
