@@ -19,9 +19,6 @@ skipped reconciles.
 from __future__ import annotations
 
 import asyncio
-import copy
-from collections import Counter as Tally
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -48,6 +45,7 @@ from dbuser_operator.mysql.accounts import roles
 from dbuser_operator.mysql.bookkeeping.inventory import AccountState, inventory
 from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.session.server import ServerInfo
+from dbuser_operator.runtime.cache import thaw
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import ObjectKey
@@ -69,18 +67,17 @@ reconciled as any other (a stalled server then holds only its own, as it would w
 
 YIELD_EVERY: Final = 200  # resources looked at between two yields to the event loop
 _Roles = tuple[set[Any], set[Any]]  # the roles an account holds, and its default roles
-_Read = tuple[ServerInfo, dict[tuple[str, str], AccountState], dict[Any, _Roles]]
 _NO_ROLES: Final[_Roles] = (set(), set())
 
 
 @dataclass(frozen=True)
-class _Held:
-    """What one server holds for one candidate, until its turn: each wanted host's account and roles (the
-    roles are compared with the spec at the turn, which parses the resource anyway)."""
+class _Read:
+    """What one server holds: its owned accounts and the roles each account holds, by (user, host) with
+    the host in lower case."""
 
     server: ServerInfo
-    accounts: Mapping[str, AccountState | None]  # by host, lower case
-    roles: Mapping[str, _Roles]  # by host, lower case
+    accounts: Mapping[tuple[str, str], AccountState]
+    roles: Mapping[Any, _Roles]
 
 
 class StartCheck:
@@ -98,24 +95,27 @@ class StartCheck:
         self.secrets = secrets
         self.role_drift = role_drift
         self._lock = asyncio.Lock()
-        self._found: dict[ObjectKey, _Held] | None = None  # None: not read yet
+        self._pending: set[ObjectKey] | None = None  # keys yet to take their first turn (None: not read)
+        self._reads: dict[str, _Read | None] = {}  # by server key (None: not read); kept while keys wait
         self.skipped = 0
 
     async def converged(self, key: ObjectKey) -> bool:
         """Whether ``key``'s turn is its first and it is converged (then it counts as reconciled)."""
-        if self._found is None:
+        if self._pending is None:
             async with self._lock:
-                if self._found is None:
-                    self._found = await self._read_once()
-        found = self._found.pop(key, None)
-        if found is None:
+                if self._pending is None:
+                    self._pending, self._reads = await self._read_once()
+        if key not in self._pending:
             return False
+        self._pending.discard(key)
         # A turn decided from memory never suspends, nor does the work queue's get while keys wait: without
         # this, one worker runs through every converged key while the lease's renewals, the probes, the
         # watches and the other controllers' logins wait (15 s at N=10 000, past a login's 5 s).
         await asyncio.sleep(0)
         cached = self.users.get(key)
-        reason = "gone" if cached is None else await self._why(cached, found)
+        reason = "gone" if cached is None else await self._why(cached)
+        if not self._pending:
+            self._reads = {}  # every first turn taken: the servers' reads go
         if reason is not None:
             log.debug("first pass: reconciled", namespace=key.namespace, name=key.name, reason=reason)
             return False
@@ -123,24 +123,27 @@ class StartCheck:
         CONVERGED_AT_START.inc()
         return True
 
-    async def _read_once(self) -> dict[ObjectKey, _Held]:
+    async def _read_once(self) -> tuple[set[ObjectKey], dict[str, _Read | None]]:
         """:meth:`_read_all`; on an unexpected failure, nothing found: every resource is reconciled."""
         try:
             return await self._read_all()
         except Exception:  # never worse than before: the first pass reconciles everything
             log.exception("first pass: the servers could not be read; every resource is reconciled")
-            return {}
+            return set(), {}
 
-    async def _why(self, cached: dict[str, Any], held: _Held) -> str | None:
+    async def _why(self, cached: dict[str, Any]) -> str | None:
         """Why this resource must be reconciled now, or None (the decision of :mod:`.converged`)."""
-        obj = copy.deepcopy(cached)
+        obj = thaw(cached)
         try:
-            ctx = self.reconciler.parse(obj)
+            ctx = self.reconciler.parse(obj, read_only=True)
         except pydantic.ValidationError:
             return "invalid"
         reason = self._why_cached(obj, ctx)
         if reason is not None:
             return reason
+        read = self._reads.get(server_key(obj))
+        if read is None:
+            return "server not read"
         try:
             ctx.server_resource, ctx.server = await self.reconciler.bind(ctx)
             self.reconciler.resolve_refs(ctx)
@@ -154,7 +157,7 @@ class StartCheck:
             reason = "connection Secret" if ctx.user.spec.connection_secret is not None else None
         else:
             reason = connection.why_write(ctx)
-        return reason or why_reconcile(obj, ctx.user, self._found_for(ctx, held))
+        return reason or why_reconcile(obj, ctx.user, self._found_for(ctx, read))
 
     def _connection_secret(self) -> ConnectionSecretStep | None:
         """The reconciler's connection-Secret step (None: it has none)."""
@@ -171,50 +174,27 @@ class StartCheck:
             reason = why_reconcile_secret(ctx.status, secret)
         return reason or why_reconcile_roles(obj, user, self.role_drift.roles.get)
 
-    async def _read_all(self) -> dict[ObjectKey, _Held]:
-        """Read, at once, every server that a candidate uses (a resource the caches alone do not send to
-        its reconcile); what each candidate's server holds for it. Across the reads a candidate is its key,
-        account name and hosts, not its parsed context (the models of every resource at once were the
-        restart's peak memory)."""
-        by_server: defaultdict[str, list[tuple[ObjectKey, str, list[str]]]] = defaultdict(list)
-        first: dict[str, dict[str, Any]] = {}  # a candidate of each server: how its server resolves
-        reasons: Tally[str] = Tally()
+    async def _read_all(self) -> tuple[set[ObjectKey], dict[str, _Read | None]]:
+        """The keys of the first pass, and a read, at once, of every server one of them names. Nothing is
+        parsed here: each resource is parsed and decided at its turn, against its server's read (parsing
+        every resource here too cost as much as the turns; holding the parsed models of every resource at
+        once was the restart's peak memory)."""
+        pending: set[ObjectKey] = set()
+        first: dict[str, dict[str, Any]] = {}  # a resource of each server: how its server resolves
         for count, obj in enumerate(list(self.users.store)):
             if count % YIELD_EVERY == 0:
                 await asyncio.sleep(0)  # the lease's renewals, the probes and the watches go on meanwhile
-            try:
-                ctx = self.reconciler.parse(obj)
-            except pydantic.ValidationError:
-                reasons["invalid"] += 1
-                continue
-            reason = self._why_cached(obj, ctx)
-            if reason is not None:
-                reasons[reason] += 1
-                continue
-            server = server_key(obj)
-            first.setdefault(server, obj)
-            hosts = _lower(ctx.user.spec.account_hosts())
-            by_server[server].append((ObjectKey.of(obj), ctx.user.mysql_name(), hosts))
-        keys = list(by_server)
+            pending.add(ObjectKey.of(obj))
+            first.setdefault(server_key(obj), obj)
+        keys = list(first)
         reads = await asyncio.gather(*(self._read(key, first.pop(key)) for key in keys))
-        found: dict[ObjectKey, _Held] = {}
-        for key, read in zip(keys, reads, strict=True):
-            for count, (resource, name, hosts) in enumerate(by_server.pop(key)):
-                if count % YIELD_EVERY == 0:
-                    await asyncio.sleep(0)
-                if read is None:
-                    reasons["server not read"] += 1
-                    continue
-                info, states, held = read
-                found[resource] = _Held(
-                    info,
-                    {host: states.get((name, host)) for host in hosts},
-                    {host: held.get((name, host), _NO_ROLES) for host in hosts},
-                )
         log.info(
-            "first pass: servers read", servers=len(keys), candidates=len(found), reconciled=dict(reasons)
+            "first pass: servers read",
+            servers=len(keys),
+            not_read=sum(read is None for read in reads),
+            resources=len(pending),
         )
-        return found
+        return pending, dict(zip(keys, reads, strict=True))
 
     async def _read(self, key: str, obj: dict[str, Any]) -> _Read | None:
         """One server's owned accounts and held roles (None: it did not answer, or does not resolve)."""
@@ -234,16 +214,19 @@ class StartCheck:
                 error=str(error) or f"no answer within {SERVER_READ_LIMIT:g} s",
             )
             return None
-        return server, {(user, host.lower()): state for (user, host), state in states.items()}, held
+        accounts = {(user, host.lower()): state for (user, host), state in states.items()}
+        return _Read(server, accounts, held)
 
-    def _found_for(self, ctx: Context, held: _Held) -> Found:
+    def _found_for(self, ctx: Context, read: _Read) -> Found:
         """What the server holds for the resource ``ctx`` parsed at its turn, its roles compared now (a
-        host the reads did not look for holds no role: its account is not there either)."""
+        host the server does not hold holds no role: its account is not there either)."""
+        name = ctx.user.mysql_name()
         hosts = _lower(ctx.user.spec.account_hosts())
         differ = any(
-            self.role_drift.drifted(ctx.user, *held.roles.get(host, _NO_ROLES), held.server) for host in hosts
+            self.role_drift.drifted(ctx.user, *read.roles.get((name, host), _NO_ROLES), read.server)
+            for host in hosts
         )
-        return Found(held.server, held.accounts, differ)
+        return Found(read.server, {host: read.accounts.get((name, host)) for host in hosts}, differ)
 
 
 def _lower(hosts: Iterable[str]) -> list[str]:

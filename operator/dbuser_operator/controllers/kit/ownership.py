@@ -261,9 +261,12 @@ class Owning(Reconciler[P]):
     def mysql_name(self, ctx: P) -> str:
         return ctx.name
 
-    def parse(self, obj: dict[str, Any]) -> P:
+    def parse(self, obj: dict[str, Any], *, read_only: bool = False) -> P:
         model = self.model.model_validate(obj)
-        status = model.status.model_copy(deep=True) if model.status else self.status_model()
+        if model.status is None:
+            status = self.status_model()
+        else:  # a pass changes its status and compares it with the model's at the end
+            status = model.status if read_only else model.status.model_copy(deep=True)
         ctx = self.new_pass(obj, model, status)
         ctx.name = model.mysql_name()
         return ctx

@@ -63,7 +63,7 @@ class Reconciler:
     def __init__(self) -> None:
         self.scope, self.servers = Scope(), Servers()
 
-    def parse(self, obj: dict[str, Any]) -> Context:
+    def parse(self, obj: dict[str, Any], *, read_only: bool = False) -> Context:
         status = DatabaseUserStatus.model_validate(obj.get("status") or {})
         return Context(obj=obj, user=DatabaseUser.model_validate(obj), status=status)
 

@@ -81,7 +81,7 @@ class ToyReconciler(Reconciler[ToyPass]):
         self.failure = failure
         self.finalized = 0
 
-    def parse(self, obj: dict[str, Any]) -> ToyPass:
+    def parse(self, obj: dict[str, Any], *, read_only: bool = False) -> ToyPass:
         return ToyPass(obj=obj, status=ToyStatus(), spec=ToySpec.model_validate(obj["spec"]))
 
     def unparsed(self, obj: dict[str, Any]) -> ToyPass:
