@@ -159,41 +159,58 @@ class Informer:
     async def _list(self, namespace: str | None) -> str:
         """List page by page, replace this scope's objects in the cache, and return the resourceVersion.
 
-        Each page is filtered (:meth:`_keep`) before the next one is read, so that objects the cache does
-        not keep are never all in memory at once.
+        Each page is filtered (:meth:`_keep`) before the one after it is parsed, so that objects the cache
+        does not keep are never all in memory at once; the next page is asked for as soon as a page's
+        continue token is known, so the API server prepares it while this one is filtered (at 100 000
+        objects, a page of 500 takes it about as long as the filtering does here).
         """
         listed: dict[ObjectKey, dict[str, Any]] = {}
         continue_token: str | None = None
-        while True:
-            try:
-                page = await self.kube.list(
-                    self.resource,
-                    namespace,
-                    label_selector=self.label_selector,
-                    field_selector=self.field_selector,
-                    limit=LIST_PAGE_SIZE,
-                    continue_token=continue_token,
+        following: asyncio.Task[dict[str, Any]] | None = None
+        try:
+            while True:
+                try:
+                    page = await (following or self._page(namespace, continue_token))
+                except Gone:
+                    if not continue_token:
+                        raise
+                    listed, continue_token = {}, None  # the continue token expired: start over
+                    following = None
+                    continue
+                continue_token = page["metadata"].get("continue") or None
+                following = (
+                    asyncio.ensure_future(self._page(namespace, continue_token)) if continue_token else None
                 )
-            except Gone:
-                if not continue_token:
-                    raise
-                listed, continue_token = {}, None  # the continue token expired: start over
-                continue
-            for item in page.get("items") or []:
-                # List items omit kind and apiVersion; handlers expect whole objects.
-                item.setdefault("kind", self.resource.kind)
-                item.setdefault("apiVersion", self.resource.api_version)
-                if self._keep(item):
-                    obj = self._transform(item)
-                    listed[ObjectKey.of(obj)] = obj
-                else:
-                    self._dropped(item)
-            del page["items"]
-            continue_token = page["metadata"].get("continue") or None
-            if not continue_token:
-                resource_version: str = page["metadata"]["resourceVersion"]
-                self._replace(namespace, listed, resource_version)
-                return resource_version
+                if following is not None:
+                    await asyncio.sleep(0)  # the next page's request goes out before this page is filtered
+                for item in page.get("items") or []:
+                    # List items omit kind and apiVersion; handlers expect whole objects.
+                    item.setdefault("kind", self.resource.kind)
+                    item.setdefault("apiVersion", self.resource.api_version)
+                    if self._keep(item):
+                        obj = self._transform(item)
+                        listed[ObjectKey.of(obj)] = obj
+                    else:
+                        self._dropped(item)
+                del page["items"]
+                if following is None:
+                    resource_version: str = page["metadata"]["resourceVersion"]
+                    self._replace(namespace, listed, resource_version)
+                    return resource_version
+        finally:
+            if following is not None and not following.done():
+                following.cancel()
+
+    async def _page(self, namespace: str | None, continue_token: str | None) -> dict[str, Any]:
+        """One page of the list, from ``continue_token`` (None: the first)."""
+        return await self.kube.list(
+            self.resource,
+            namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            limit=LIST_PAGE_SIZE,
+            continue_token=continue_token,
+        )
 
     def _keep(self, obj: dict[str, Any]) -> bool:
         """Whether the cache keeps ``obj`` (a listed object, or one of a watch event): all, here."""

@@ -12,6 +12,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from dbuser_operator.envtest import KubeCluster
+from dbuser_operator.runtime import informer as informer_module
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.metrics import REGISTRY
@@ -201,3 +202,35 @@ def _merge() -> Any:
     from dbuser_operator.runtime.client import PatchType  # noqa: PLC0415
 
     return PatchType.MERGE
+
+
+async def test_lists_page_by_page_asking_for_the_next_page_while_filtering_one(
+    kube_api: client.ApiClient, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kube = KubeClient(kube_api)
+    for n in range(7):
+        await kube.create(CONFIG_MAPS, config_map(f"cm-{n}"), namespace)
+    monkeypatch.setattr(informer_module, "LIST_PAGE_SIZE", 3)
+    asked: list[str | None] = []
+    filtered: list[str] = []
+
+    class Recording(Informer):
+        async def _page(self, namespace: str | None, continue_token: str | None) -> dict[str, Any]:
+            asked.append(continue_token)
+            return await super()._page(namespace, continue_token)
+
+        def _keep(self, obj: dict[str, Any]) -> bool:
+            filtered.append(f"{obj['metadata']['name']} after {len(asked)} pages asked")
+            return True
+
+    informer = Recording(kube, CONFIG_MAPS, namespaces=[namespace])
+    async with running(informer):
+        assert sorted(key.name for key in informer.store.object_keys()) == [f"cm-{n}" for n in range(7)]
+    assert len(asked) == 3  # 3 + 3 + 1
+    assert asked[0] is None
+    assert all(asked[1:])
+    # the second page was asked for before the first page's objects were filtered, the third before the
+    # second's: at most one page ahead
+    assert filtered[:3] == [f"cm-{n} after 2 pages asked" for n in range(3)]
+    assert filtered[3:6] == [f"cm-{n} after 3 pages asked" for n in range(3, 6)]
+    assert filtered[6] == "cm-6 after 3 pages asked"
