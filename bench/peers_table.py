@@ -21,8 +21,9 @@ def summary_line(row: dict[str, Any]) -> str:
 
 TABLE_HEAD = (
     "| round | implementation | time to all Ready s | CPU s | CPU ratio | peak RSS MiB | API writes/user "
-    "| SQL statements/user | SQL writes/user | rotation p50 / p99 ms | API / SQL writes per rotation |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|"
+    "| SQL statements/user | SQL writes/user | rotation p50 / p99 ms | API / SQL writes per rotation "
+    "| CPU ms per rotation |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -50,6 +51,7 @@ def table(runs: Sequence[dict[str, Any]]) -> str:
             f"{row['sql_writes_per_user']:.2f}",
             f"{rotation['p50_ms']:.0f} / {rotation['p99_ms']:.0f}",
             f"{rotation['api_writes_per_rotation']:.2f} / {rotation['sql_writes_per_rotation']:.2f}",
+            f"{1000 * rotation['cpu_seconds'] / max(1, rotation['samples']):.1f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

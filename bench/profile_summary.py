@@ -4,9 +4,9 @@
 stack, outermost frame first, ``;``-separated, then a space and its sample count; a frame reads
 ``function (file:line)``. With ``--gil`` (how the bench records) a sample is Python running on the CPU.
 
-Three views: the leaf function (where the CPU was spent), the innermost frame of the process's own code
-(``--own``: which of its functions the time is charged to, the libraries it called included), and the
-leaf's library (its top-level module).
+Four views: the leaf function (where the CPU was spent), the task the event loop was running, the innermost
+frame of the process's own code (``--own``: which of its functions the time is charged to, the libraries it
+called included), and the leaf's library (its top-level package).
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ class Frame:
         ``asyncio`` of ``…/python3.12/asyncio/x.py``, ``dbuser_operator`` of ``…/operator/dbuser_operator/…``;
         else the file's folder."""
         parts = self.file.split("/")
+        if not self.file.startswith("/") and len(parts) > 1:  # py-spy's short form: aiohttp/client.py
+            return parts[0]
         for roots in (SOURCE_ROOTS, STANDARD_LIBRARY):
             for index, part in enumerate(parts[:-1]):
                 if part in roots:
@@ -72,6 +74,20 @@ def by_own(stacks: Sequence[tuple[list[Frame], int]], own: str = OWN) -> Counter
     )
 
 
+def by_task(stacks: Sequence[tuple[list[Frame], int]]) -> Counter[str]:
+    """Samples by the coroutine or callback the event loop was running (the frame after its last
+    ``Handle._run``): which task the time went to; ``(outside the event loop)``: start-up, imports, the
+    loop's own select and scheduling."""
+    return _count((_task(frames), count) for frames, count in stacks)
+
+
+def _task(frames: list[Frame]) -> str:
+    runs = [
+        index for index, f in enumerate(frames) if f.function == "Handle._run" and index + 1 < len(frames)
+    ]
+    return str(frames[runs[-1] + 1]) if runs else "(outside the event loop)"
+
+
 def by_library(stacks: Sequence[tuple[list[Frame], int]]) -> Counter[str]:
     return _count((frames[-1].library, count) for frames, count in stacks)
 
@@ -90,6 +106,7 @@ def summarise(text: str, top: int = 15, own: str = OWN) -> str:
     out = [f"{total} samples"]
     views = (
         ("leaf function", by_leaf(stacks)),
+        ("task", by_task(stacks)),
         ("innermost own function", by_own(stacks, own)),
         ("leaf library", by_library(stacks)),
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from bench.common import parse_metrics
 from bench.peers_table import table
-from bench.profile_summary import by_library, by_own, parse, summarise
+from bench.profile_summary import by_library, by_own, by_task, parse, summarise
 from bench.tally import Reading, difference
 
 APISERVER_METRICS = """\
@@ -57,6 +57,7 @@ STACKS = "\n".join(
         f"{RUN};{RECONCILE.format(line=40)};{EXECUTE} 7",
         f"{RUN};{RECONCILE.format(line=41)} 2",
         "<module> (runpy.py:198);_run_once (/usr/lib/python3.12/asyncio/base_events.py:1999) 1",
+        f"{RUN};Handle._run (asyncio/events.py:84);_work (dbuser_operator/runtime/controller.py:9) 3",
         "",
     ]
 )
@@ -64,14 +65,19 @@ STACKS = "\n".join(
 
 def test_profile_samples_by_own_function_and_library() -> None:
     stacks = parse(STACKS)
-    assert sum(count for _, count in stacks) == 10
+    assert sum(count for _, count in stacks) == 13
     own = by_own(stacks)
     assert own["reconcile (/w/operator/dbuser_operator/controllers/user.py)"] == 9  # line numbers merged
     assert own["(outside)"] == 1
-    assert by_library(stacks) == {"aiomysql": 7, "dbuser_operator": 2, "asyncio": 1}
+    assert own["_work (dbuser_operator/runtime/controller.py)"] == 3
+    assert by_library(stacks) == {"aiomysql": 7, "dbuser_operator": 5, "asyncio": 1}
+    assert by_task(stacks) == {
+        "(outside the event loop)": 10,
+        "_work (dbuser_operator/runtime/controller.py)": 3,
+    }
     text = summarise(STACKS, top=2)
-    assert text.startswith("10 samples")
-    assert "| `execute (/w/.venv/lib/python3.12/site-packages/aiomysql/cursors.py)` | 7 | 70.0 % |" in text
+    assert text.startswith("13 samples")
+    assert "| `execute (/w/.venv/lib/python3.12/site-packages/aiomysql/cursors.py)` | 7 | 53.8 % |" in text
 
 
 def _row(implementation: str, cpu: float) -> dict[str, object]:
@@ -80,6 +86,8 @@ def _row(implementation: str, cpu: float) -> dict[str, object]:
         "p99_ms": 80.0,
         "api_writes_per_rotation": 2.0,
         "sql_writes_per_rotation": 1.0,
+        "cpu_seconds": 0.5,
+        "samples": 100,
     }
     return {
         "round": 1,
@@ -99,4 +107,4 @@ def test_the_table_gives_dbuser_operator_cpu_over_the_peer_of_its_round() -> Non
     lines = table([_row("dbuser-operator", 5.0), _row("mariadb-operator", 10.0)]).splitlines()
     assert lines[2].split(" | ")[4] == "0.50"
     assert lines[3].split(" | ")[4] == ""
-    assert "| 30 / 80 | 2.00 / 1.00 |" in lines[2]
+    assert lines[2].endswith("| 30 / 80 | 2.00 / 1.00 | 5.0 |")
