@@ -214,12 +214,12 @@ build_cert_manager() {
 }
 
 # The drivers of the connection examples of docs/workload-identity.md, which
-# tests/integration/operator/workload/test_documented_clients.py compiles and runs as the page shows them: the
-# Go module (downloaded, and its packages compiled into Go's build cache with the flags the test builds the
-# example with, so that the test only compiles the page's code and links) and Connector/J's jar (mvn, from
-# Maven Central, its local repository in the cache). In $BIN/clients: go/go.mod and go.sum, the jar.
+# tests/integration/operator/workload/test_documented_clients.py compiles and runs as the page shows them:
+# the Go module (downloaded only: its packages compile in about a second once the standard library is in Go's
+# build cache, which the other builds fill, so the test's first build does it) and Connector/J's jar (mvn,
+# from Maven Central, its local repository in the cache). In $BIN/clients: go/go.mod and go.sum, the jar.
 fetch_client_drivers() {
-  local dir="$BIN/clients" began=$SECONDS me cpu tool
+  local dir="$BIN/clients" began=$SECONDS me cpu tool out
   local jar="$dir/mysql-connector-j-$MYSQL_CONNECTOR_J_VERSION.jar"
   grep -qs "github.com/go-sql-driver/mysql $GO_MYSQL_DRIVER_VERSION" "$dir/go/go.mod" && [[ -f "$jar" ]] && return
   need_go
@@ -231,10 +231,16 @@ fetch_client_drivers() {
   rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/go"
   (cd "$dir.tmp/go" && go mod init dbuser-operator.local/testbin/clients 2>/dev/null \
     && go get "github.com/go-sql-driver/mysql@$GO_MYSQL_DRIVER_VERSION" 2>&1 | grep -v '^go: \(downloading\|added\)' >&2 || true)
-  (cd "$dir.tmp/go" && go build "${build_flags[@]}" github.com/go-sql-driver/mysql)
-  mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$CACHE/m2" dependency:copy \
-    -Dartifact="com.mysql:mysql-connector-j:$MYSQL_CONNECTOR_J_VERSION" -DoutputDirectory="$dir.tmp" >&2
-  [[ -f "$dir.tmp/${jar##*/}" ]] || { log "mvn did not fetch ${jar##*/}"; exit 1; }
+  grep -q "github.com/go-sql-driver/mysql $GO_MYSQL_DRIVER_VERSION" "$dir.tmp/go/go.mod" \
+    || { log "go get github.com/go-sql-driver/mysql@$GO_MYSQL_DRIVER_VERSION failed (above)"; exit 1; }
+  # Its output only when it fails (-q still writes colour codes).
+  if ! out=$(mvn -B -q -Dmaven.repo.local="$CACHE/m2" dependency:copy \
+    -Dartifact="com.mysql:mysql-connector-j:$MYSQL_CONNECTOR_J_VERSION" -DoutputDirectory="$dir.tmp" 2>&1) \
+    || [[ ! -f "$dir.tmp/${jar##*/}" ]]; then
+    printf '%s\n' "$out" >&2
+    log "mvn did not fetch ${jar##*/}"
+    exit 1
+  fi
   rm -rf "$dir" && mv "$dir.tmp" "$dir"
   built "the examples' drivers (in $dir)" "$began" "$cpu"
 }
