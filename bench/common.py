@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from dbuser_operator.envtest import LocalMySQLServer
 from dbuser_operator.mysql import ConnectionSettings
 from dbuser_operator.runtime import client as runtime_client
 from dbuser_operator.runtime.client import KubeClient
-from dbuser_operator.runtime.resources import Resource
+from dbuser_operator.runtime.resources import SECRETS, Resource
 
 TARGET_LABEL = "dbuser-operator.dev/target"
 TARGET = "bench"
@@ -277,6 +278,32 @@ async def can_log_in(server: MySQLAddress, user: str, password: str) -> bool:
         raise
     connection.close()
     return True
+
+
+async def rotate_password(
+    kube: KubeClient,
+    namespace: str,
+    secret_name: str,
+    server: MySQLAddress,
+    user: str,
+    *,
+    limit: float = 30.0,
+) -> tuple[float | None, int, str]:
+    """Give ``secret_name`` a new password (a merge patch), then try it every 2 ms until ``user`` logs in with
+    it: (the seconds from the patch to the first login or None after ``limit``, the logins tried, the
+    password)."""
+    password = secrets.token_urlsafe(16)
+    started = time.monotonic()
+    patch = {"stringData": {PASSWORD_KEY: password}}
+    await kube.patch(SECRETS, secret_name, patch, runtime_client.PatchType.MERGE, namespace=namespace)
+    tries = 0
+    while True:
+        tries += 1
+        if await can_log_in(server, user, password):
+            return time.monotonic() - started, tries, password
+        if time.monotonic() - started > limit:
+            return None, tries, password
+        await asyncio.sleep(0.002)
 
 
 # --- processes --------------------------------------------------------------------------------------------

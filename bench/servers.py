@@ -48,7 +48,9 @@ def provide_servers(workdir: Path, count: int) -> Iterator[tuple[list[MySQLAddre
             addresses.append(
                 MySQLAddress(admin.host, admin.port, admin.user, admin.password, server_name(index), flavour)
             )
-            pids.append(server.process.pid)
+            pid = server.process.pid
+            assert pid is not None, f"{folder}: the server is not running"
+            pids.append(pid)
         yield addresses, pids
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepare this machine for the tests and the local run; idempotent, quick when nothing is missing.
 #   1. system packages: MariaDB server and client, zsh, debootstrap for the MySQL 9.7 and MariaDB 11.8 roots
-#      (unless MYSQL_URL names a server), via apt-get as root or sudo
+#      (unless MYSQL_URL names a server), a JDK and Maven (the Java example's test), via apt-get as root or sudo
 #   2. the Python environment: .venv with the project and its dev extras, refreshed when pyproject.toml changes
 #   3. the test binaries and server roots: hack/testbin.sh (a cold build takes about 10 minutes, the roots
 #      about a minute each; cached outside the repo); not with --no-testbin
@@ -20,6 +20,10 @@ packages=()
 [[ -n "${MYSQL_URL:-}" ]] || found mariadbd mysqld || packages+=(mariadb-server)
 found mariadb mysql || packages+=(mariadb-client)
 found zsh || packages+=(zsh)  # the plugin's zsh completion runs in the real zsh
+# The Java example of docs/workload-identity.md is compiled and run by a test (javac, java) against the driver
+# hack/testbin.sh fetches with mvn.
+found javac || packages+=(openjdk-17-jdk-headless)
+found mvn || packages+=(maven)
 [[ -n "${MYSQL_URL:-}" || "${DBUSER_OPERATOR_MYSQL_FLAVOUR:-}" == mariadb-10.11 ]] || found debootstrap \
   || packages+=(debootstrap)
 if ((${#packages[@]})); then

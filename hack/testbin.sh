@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Obtain the test binaries at the versions pinned in hack/versions.env:
-# etcd, kube-apiserver, kubectl, helm, actionlint and cert-manager's controller (with its CRDs); and the
-# MySQL server roots (hack/mysqlroots.sh).
+# etcd, kube-apiserver, kubectl, helm, actionlint and cert-manager's controller (with its CRDs); the drivers of
+# the documented connection examples (Go module, Connector/J's jar); and the MySQL server roots (hack/mysqlroots.sh).
 #
 #   hack/testbin.sh             build what is missing; print the directory that holds the binaries
 #   hack/testbin.sh --no-roots  the same, without the server roots (hack/test.sh builds those on its own)
@@ -213,6 +213,38 @@ build_cert_manager() {
   built "cert-manager's controller (in $dest)" "$began" "$cpu"
 }
 
+# The drivers of the connection examples of docs/workload-identity.md, which
+# tests/integration/operator/workload/test_documented_clients.py compiles and runs as the page shows them:
+# the Go module (downloaded only: its packages compile in about a second once the standard library is in Go's
+# build cache, which the other builds fill, so the test's first build does it) and Connector/J's jar (mvn,
+# from Maven Central, its local repository in the cache). In $BIN/clients: go/go.mod and go.sum, the jar.
+fetch_client_drivers() {
+  local dir="$BIN/clients" began=$SECONDS me cpu tool out
+  local jar="$dir/mysql-connector-j-$MYSQL_CONNECTOR_J_VERSION.jar"
+  grep -qs "github.com/go-sql-driver/mysql $GO_MYSQL_DRIVER_VERSION" "$dir/go/go.mod" && [[ -f "$jar" ]] && return
+  need_go
+  for tool in javac java mvn; do
+    command -v "$tool" >/dev/null || { log "$tool is required for the test of the Java example (hack/setup.sh installs it: openjdk-17-jdk-headless, maven)"; exit 1; }
+  done
+  me=$BASHPID cpu=$(cpu_of "$me")
+  log "fetching the examples' drivers: go-sql-driver/mysql $GO_MYSQL_DRIVER_VERSION, Connector/J $MYSQL_CONNECTOR_J_VERSION"
+  rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/go"
+  (cd "$dir.tmp/go" && go mod init dbuser-operator.local/testbin/clients 2>/dev/null \
+    && go get "github.com/go-sql-driver/mysql@$GO_MYSQL_DRIVER_VERSION" 2>&1 | grep -v '^go: \(downloading\|added\)' >&2 || true)
+  grep -q "github.com/go-sql-driver/mysql $GO_MYSQL_DRIVER_VERSION" "$dir.tmp/go/go.mod" \
+    || { log "go get github.com/go-sql-driver/mysql@$GO_MYSQL_DRIVER_VERSION failed (above)"; exit 1; }
+  # Its output only when it fails (-q still writes colour codes).
+  if ! out=$(mvn -B -q -Dmaven.repo.local="$CACHE/m2" dependency:copy \
+    -Dartifact="com.mysql:mysql-connector-j:$MYSQL_CONNECTOR_J_VERSION" -DoutputDirectory="$dir.tmp" 2>&1) \
+    || [[ ! -f "$dir.tmp/${jar##*/}" ]]; then
+    printf '%s\n' "$out" >&2
+    log "mvn did not fetch ${jar##*/}"
+    exit 1
+  fi
+  rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  built "the examples' drivers (in $dir)" "$began" "$cpu"
+}
+
 start=$SECONDS
 # The MySQL server roots download and unpack packages while Go compiles: built alongside, waited for below.
 roots_pid=
@@ -237,6 +269,8 @@ others+=($!)
 ) &
 others+=($!)
 build_cert_manager &
+others+=($!)
+fetch_client_drivers &
 others+=($!)
 (build_kube)  # a shell of its own, as the others: its CPU seconds are its own (bash reaps theirs meanwhile)
 for pid in "${others[@]}"; do

@@ -32,7 +32,7 @@ from tests.integration.operator.support.mysql import account_exists, is_mariadb,
 from tests.integration.operator.support.operator import RunningOperator
 from tests.integration.operator.support.workload import (
     account_columns,
-    documented_python_client,
+    documented_example,
     workload_user,
 )
 from tests.support.kube import eventually
@@ -111,7 +111,7 @@ async def test_a_bound_account_takes_its_workloads_certificate_only_and_goes_wit
     # the page's Python example, run as it is, with the Secret's keys as its environment.
     assert mysql.ca_file is not None
     example: dict[str, Any] = {}
-    exec(documented_python_client(mysql.ca_file), example)  # the documentation's own code
+    exec(documented_example("python", mysql.ca_file), example)  # the documentation's own code
     with monkeypatch.context() as env:
         for key, value in (data | {"sslCert": str(bundle)}).items():
             env.setenv(key, value)

@@ -110,6 +110,13 @@ class Credentials:
         key.chmod(0o600)
         return cert, key
 
+    def write_bundle(self, path: Path) -> Path:
+        """The volume's ``credentialBundlePath`` file: the PKCS#8 key, then the chain, in one PEM file."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(key_pem(self.key) + self.chain_pem.encode())
+        path.chmod(0o600)
+        return path
+
     @property
     def leaf(self) -> x509.Certificate:
         return x509.load_pem_x509_certificates(self.chain_pem.encode())[0]

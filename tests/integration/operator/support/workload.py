@@ -16,12 +16,12 @@ SSL_TYPES = {0: "", 1: "ANY", 2: "X509", 3: "SPECIFIED"}  # MariaDB's global_pri
 PAGE = Path(__file__).resolve().parents[4] / "docs" / "workload-identity.md"
 
 
-def documented_python_client(server_ca: Path) -> str:
-    """The Python example of docs/workload-identity.md, as code to run (the server's CA where it is here)."""
-    section = PAGE.read_text().split("### Python", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert code is not None, "the page has a Python example"
-    return code.group(1).replace("/etc/mysql-ca/ca.crt", str(server_ca))
+def documented_example(name: str, server_ca: Path) -> str:
+    """The connection example marked ``<!-- example: NAME -->`` in docs/workload-identity.md, as code to run
+    (the server's CA where it is here): the page's own code, so that it cannot drift from what is tested."""
+    found = re.search(rf"<!-- example: {name} -->\n```\w+\n(.*?)```", PAGE.read_text(), re.DOTALL)
+    assert found is not None, f"the page has an example marked {name}"
+    return found.group(1).replace("/etc/mysql-ca/ca.crt", str(server_ca))
 
 
 def workload_user(
