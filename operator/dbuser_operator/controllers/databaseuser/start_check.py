@@ -97,6 +97,7 @@ class StartCheck:
         self._lock = asyncio.Lock()
         self._pending: set[ObjectKey] | None = None  # keys yet to take their first turn (None: not read)
         self._reads: dict[str, _Read | None] = {}  # by server key (None: not read); kept while keys wait
+        self._deciding = 0  # first turns being decided now (they read ``_reads``)
         self.skipped = 0
 
     async def converged(self, key: ObjectKey) -> bool:
@@ -108,14 +109,19 @@ class StartCheck:
         if key not in self._pending:
             return False
         self._pending.discard(key)
-        # A turn decided from memory never suspends, nor does the work queue's get while keys wait: without
-        # this, one worker runs through every converged key while the lease's renewals, the probes, the
-        # watches and the other controllers' logins wait (15 s at N=10 000, past a login's 5 s).
-        await asyncio.sleep(0)
-        cached = self.users.get(key)
-        reason = "gone" if cached is None else await self._why(cached)
-        if not self._pending:
-            self._reads = {}  # every first turn taken: the servers' reads go
+        self._deciding += 1
+        try:
+            # A turn decided from memory never suspends, nor does the work queue's get while keys wait:
+            # without this, one worker runs through every converged key while the lease's renewals, the
+            # probes, the watches and the other controllers' logins wait (15 s at N=10 000, past a
+            # login's 5 s).
+            await asyncio.sleep(0)
+            cached = self.users.get(key)
+            reason = "gone" if cached is None else await self._why(cached)
+        finally:
+            self._deciding -= 1
+        if not self._pending and not self._deciding:
+            self._reads = {}  # every first turn taken and decided: the servers' reads go
         if reason is not None:
             log.debug("first pass: reconciled", namespace=key.namespace, name=key.name, reason=reason)
             return False
