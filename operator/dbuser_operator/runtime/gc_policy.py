@@ -8,7 +8,9 @@ objects are JSON, which holds no reference cycles: reference counting frees them
 nothing among them. So the collector waits until the caches have synced, and what is alive then is frozen
 (``gc.freeze``): later collections never scan the caches' first contents again, only what changes after.
 Cyclic garbage made while the caches filled (none from JSON; a full collection to look for it would take
-seconds at that size) stays, once.
+seconds at that size) stays until the manager stops: then :func:`unfrozen` gives every frozen object back
+to the collector, so a process that runs managers one after another (the test suite) does not keep each
+stopped one's objects.
 """
 
 from __future__ import annotations
@@ -29,3 +31,8 @@ def paused_then_frozen() -> Iterator[None]:
         gc.freeze()
         if enabled:
             gc.enable()
+
+
+def unfrozen() -> None:
+    """Give every frozen object back to the collector (a stopped manager's caches and tasks can go)."""
+    gc.unfreeze()

@@ -153,6 +153,7 @@ class Manager:
                 task.cancel()
             await asyncio.gather(*everywhere, return_exceptions=True)
             await _cancel(server)
+            gc_policy.unfrozen()
             log.info("shut down")
 
     def _spawn(self, runnable: Runnable) -> asyncio.Task[None]:

@@ -25,3 +25,11 @@ def test_collection_stays_off_after_when_it_was_off_before() -> None:
     finally:
         gc.unfreeze()
         gc.enable()
+
+
+def test_what_was_frozen_goes_back_to_the_collector() -> None:
+    with gc_policy.paused_then_frozen():
+        pass
+    assert gc.get_freeze_count() > 0
+    gc_policy.unfrozen()
+    assert gc.get_freeze_count() == 0
