@@ -198,8 +198,8 @@ class Informer:
                     self._replace(namespace, listed, resource_version)
                     return resource_version
         finally:
-            if following is not None and not following.done():
-                following.cancel()
+            if following is not None:
+                _abandon(following)
 
     async def _page(self, namespace: str | None, continue_token: str | None) -> dict[str, Any]:
         """One page of the list, from ``continue_token`` (None: the first)."""
@@ -322,6 +322,13 @@ class Informer:
     def _dispatch_delete(self, obj: dict[str, Any]) -> None:
         for handler in self._handlers:
             _safely(handler.on_delete, obj)
+
+
+def _abandon(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task``; when it has ended already, read its outcome (its error is the list's to lose, not
+    one to log as never retrieved)."""
+    if not task.cancel() and not task.cancelled():
+        task.exception()
 
 
 def _safely(callback: Callable[..., None], *objects: dict[str, Any]) -> None:

@@ -7,7 +7,10 @@ operator's Secret tests run it against a real one.
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import Any
+
+import pytest
 
 from dbuser_operator.runtime.errors import NotFound
 from dbuser_operator.runtime.informer import Informer
@@ -308,3 +311,33 @@ async def test_objects_named_by_any_of_several_sources_are_kept() -> None:
     servers.store.remove(ObjectKey("ns", "s"))
     servers._dispatch_delete(widget("s", "admin"))
     assert sorted(key.name for key in cache.store.object_keys()) == ["user-pw"]
+
+
+async def test_a_list_cut_short_leaves_no_page_asked_ahead_unread() -> None:
+    """The next page is asked for before a page is filtered: when the filtering fails, that request is
+    abandoned and its error read (asyncio would otherwise log it as never retrieved)."""
+    kube = FakeKube(*(secret(f"s{n}", n) for n in range(4)), page=2)
+    original = kube.list
+
+    async def second_page_fails(resource: Resource, namespace: str | None = None, **query: Any) -> Any:
+        if query.get("continue_token"):
+            raise NotFound(404, "NotFound")
+        return await original(resource, namespace, **query)
+
+    class Refusing(Informer):
+        def _keep(self, obj: dict[str, Any]) -> bool:
+            raise ValueError("a filter that fails")
+
+    unretrieved: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: unretrieved.append(context))
+    kube.list = second_page_fails  # type: ignore[method-assign]
+    informer = Refusing(kube, SECRETS)  # type: ignore[arg-type]
+    try:
+        with pytest.raises(ValueError, match="a filter that fails"):
+            await informer._list(None)
+        await asyncio.sleep(0)
+        gc.collect()  # a task's unread error is logged when the task is collected
+    finally:
+        loop.set_exception_handler(None)
+    assert unretrieved == []
