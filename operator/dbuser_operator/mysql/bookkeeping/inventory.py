@@ -20,7 +20,7 @@ case-sensitively.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -42,7 +42,7 @@ QUERIES: Final = 2
 """The number of queries :func:`inventory` sends, whatever the number of accounts."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AccountState:
     """An owned account as the server has it.
 
@@ -141,11 +141,14 @@ async def inventory(
 
     Sends :data:`QUERIES` queries in all.
     """
-    return (await read_inventory(db, schema, server)).owned
+    return (await read_inventory(db, schema, server, keep_everyone=False)).owned
 
 
-async def read_inventory(db: Database, schema: str, server: ServerInfo | None = None) -> Inventory:
-    """:func:`inventory`, with the privilege rows of every account kept (the same :data:`QUERIES`)."""
+async def read_inventory(
+    db: Database, schema: str, server: ServerInfo | None = None, *, keep_everyone: bool = True
+) -> Inventory:
+    """:func:`inventory`, with the privilege rows of every account kept (the same :data:`QUERIES`; none
+    kept but the owned accounts' without ``keep_everyone``)."""
     owned = table(schema)
     metadata = account_metadata.columns(server, "u") if server is not None else SQL("NULL, NULL")
     read_metadata = server is not None and account_metadata.supports_attributes(server)
@@ -164,47 +167,134 @@ async def read_inventory(db: Database, schema: str, server: ServerInfo | None = 
 
     # A GRANTEE names an owned account when its user is the same (case-sensitive) and its host the same
     # without regard to case: the rule of grants.is_grantee, as a look-up key. (user and host are the first
-    # two columns of _ACCOUNTS; a row is made a dict only when its state is, one at a time.)
-    claimed = {(str(row[0]), str(row[1]).lower()): (str(row[0]), str(row[1])) for row in accounts}
+    # two columns of _ACCOUNTS.)
+    keys = [(str(row[0]), str(row[1])) for row in accounts]
+    claimed = {(user, host.lower()): (user, host) for user, host in keys}
+    rows_by_account, everyone = _by_account(privileges, claimed, keep_everyone=keep_everyone)
+    parse = _States(server, read_metadata)
+    no_rows: list[Row] = []
+    result = {
+        key: parse.state(row, rows_by_account.get(key, no_rows))
+        for key, row in zip(keys, accounts, strict=True)
+    }
+    return Inventory(result, everyone)
+
+
+def _by_account(
+    privileges: list[Row], claimed: Mapping[tuple[str, str], tuple[str, str]], *, keep_everyone: bool
+) -> tuple[dict[tuple[str, str], list[Row]], dict[tuple[str, str], list[Row]]]:
+    """The privilege rows ``(rank, schema, table, privilege, is_grantable, detail)`` of each owned account
+    (as claimed), and of every account (the host lower-cased; empty unless ``keep_everyone``). Rows are
+    grouped by their GRANTEE first: each account's is split once, not once per row."""
     rows_by_account: defaultdict[tuple[str, str], list[Row]] = defaultdict(list)
     everyone: defaultdict[tuple[str, str], list[Row]] = defaultdict(list)
+    by_grantee: defaultdict[object, list[Row]] = defaultdict(list)
     for row in privileges:
-        grant = row[3:]  # one tuple, listed for the account and for everyone
         if row[3] == ROUTINE_RANK:
+            grant = row[3:]
             rows_by_account[(str(row[0]), str(row[1]))].append(grant)
-            everyone[(str(row[0]), str(row[1]).lower())].append(grant)
-            continue
-        grantee = split_grantee(str(row[2]))
+            if keep_everyone:
+                everyone[(str(row[0]), str(row[1]).lower())].append(grant)
+        else:
+            by_grantee[row[2]].append(row[3:])
+    for value, grants in by_grantee.items():
+        grantee = split_grantee(str(value))
         if grantee is None:
             continue
         lowered = (grantee[0], grantee[1].lower())
-        everyone[lowered].append(grant)
+        if keep_everyone:
+            everyone[lowered].extend(grants)
         account = claimed.get(lowered)
         if account is not None:
-            rows_by_account[account].append(grant)
+            rows_by_account[account].extend(grants)
+    return rows_by_account, everyone
 
-    result: dict[tuple[str, str], AccountState] = {}
-    for owned_row in (dict(zip(_ACCOUNTS_ROW, row, strict=True)) for row in accounts):
-        user, host = str(owned_row["user"]), str(owned_row["host"])
-        owner = Owner(str(owned_row["owner_uid"]), str(owned_row["namespace"]), str(owned_row["name"]))
-        present = owned_row["User"] is not None
-        result[(user, host)] = AccountState(
-            owner=owner,
-            present=present,
-            limits=Limits.from_columns(owned_row) if present else None,
-            password_intact=(
-                compare_fingerprints(recorded(owned_row), owned_row["fingerprint"]) if present else None
-            ),
-            grants=grants_from_rows(rows_by_account.get((user, host), [])) if present else frozenset(),
-            metadata=(
-                AccountMetadata.from_columns(owned_row["owner_entry"], owned_row["comment"])
-                if present and read_metadata
-                else None
-            ),
-            policy=LockPolicy.from_row(owned_row) if present and server is not None else None,
-            default_lifetime=int(owned_row["default_lifetime"] or 0),
+
+def _index(column: str) -> int:
+    return _ACCOUNTS_ROW.index(column)
+
+
+_USER, _LIMITS, _LIMITS_END = _index("User"), _index(COLUMNS[0]), _index(COLUMNS[-1]) + 1
+_POLICY, _POLICY_END = _index(POLICY_COLUMNS[0]), _index(POLICY_COLUMNS[-1]) + 1
+_UID, _NAMESPACE, _NAME = _index("owner_uid"), _index("namespace"), _index("name")
+_FINGERPRINT, _RECORDED = _index("fingerprint"), _index("auth_fingerprint")
+_CREATED_OWNER, _CREATED_FINGERPRINT = _index("created_owner"), _index("created_fingerprint")
+_OWNER_ENTRY, _COMMENT, _DEFAULT_LIFETIME = (
+    _index("owner_entry"),
+    _index("comment"),
+    _index("default_lifetime"),
+)
+
+
+class _States:
+    """Turns :data:`_ACCOUNTS` rows into :class:`AccountState` (as a parse by column name would), building
+    each distinct limits, policy and set of grants once per inventory: most accounts share them, and these
+    values are immutable (a column's values have one type in a result set; the types are in the keys all
+    the same)."""
+
+    def __init__(self, server: ServerInfo | None, read_metadata: bool) -> None:
+        self.server = server
+        self.read_metadata = read_metadata
+        self._limits: dict[tuple[object, ...], Limits] = {}
+        self._policies: dict[tuple[object, ...], LockPolicy] = {}
+        self._grants: dict[tuple[Row, ...], frozenset[Grant]] = {}
+        self._comments: dict[object, object] = {}
+
+    def state(self, row: Row, grant_rows: Sequence[Row]) -> AccountState:
+        """The state of the account of ``row`` (an :data:`_ACCOUNTS` row), its privilege rows
+        ``grant_rows``."""
+        owner = Owner(str(row[_UID]), str(row[_NAMESPACE]), str(row[_NAME]))
+        lifetime = int(row[_DEFAULT_LIFETIME] or 0)
+        if row[_USER] is None:
+            return AccountState(owner, False, None, None, frozenset(), None, None, lifetime)
+        recorded = new_password.recorded(
+            row[_RECORDED], row[_CREATED_OWNER], row[_CREATED_FINGERPRINT], owner.uid
         )
-    return Inventory(result, everyone)
+        return AccountState(
+            owner=owner,
+            present=True,
+            limits=self._shared_limits(row[_LIMITS:_LIMITS_END]),
+            password_intact=compare_fingerprints(recorded, row[_FINGERPRINT]),
+            grants=self._shared_grants(tuple(grant_rows)),
+            metadata=self._metadata(row[_OWNER_ENTRY], row[_COMMENT]) if self.read_metadata else None,
+            policy=self._shared_policy(row[_POLICY:_POLICY_END]) if self.server is not None else None,
+            default_lifetime=lifetime,
+        )
+
+    def _shared_limits(self, values: tuple[object, ...]) -> Limits:
+        key = (*values, *map(type, values))
+        found = self._limits.get(key)
+        if found is None:
+            found = self._limits[key] = Limits.from_columns(dict(zip(COLUMNS, values, strict=True)))
+        return found
+
+    def _shared_policy(self, values: tuple[object, ...]) -> LockPolicy:
+        key = (*values, *map(type, values))
+        found = self._policies.get(key)
+        if found is None:
+            found = self._policies[key] = LockPolicy.from_row(dict(zip(POLICY_COLUMNS, values, strict=True)))
+        return found
+
+    def _shared_grants(self, rows: tuple[Row, ...]) -> frozenset[Grant]:
+        found = self._grants.get(rows)
+        if found is None:
+            found = self._grants[rows] = grants_from_rows(rows)
+        return found
+
+    def _metadata(self, owner_entry: object, comment: object) -> AccountMetadata:
+        """The owner entry parsed for each account (a dict: its own); the same comment text parsed once."""
+        found = AccountMetadata.from_columns(owner_entry, None)
+        if comment is None:
+            return found
+        parsed = self._comments.get(comment, _UNPARSED)
+        if parsed is _UNPARSED:
+            parsed = AccountMetadata.from_columns(None, comment).comment
+            if isinstance(parsed, str):  # immutable (a hand edit may leave an object there: not shared)
+                self._comments[comment] = parsed
+        return AccountMetadata(found.owner, parsed)
+
+
+_UNPARSED: Final = object()
 
 
 def recorded(row: Mapping[str, object]) -> object:
