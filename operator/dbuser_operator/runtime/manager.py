@@ -2,6 +2,9 @@
 
 Like controller-runtime's manager: every replica keeps its caches warm; only the leader runs the
 controllers. ``/readyz`` passes once the caches are synced and, on the leader, the controllers run.
+Leader election starts with the caches' listing, not after it: the controllers and leader tasks start once
+this replica leads *and* every cache has synced, but a leader task added with ``before_sync`` starts as soon
+as the lease is held (the DatabaseUser first pass's server reads, overlapped with the listing).
 Losing the lease — a failed renewal, or the :class:`~.fence.Fence` found stale by a side effect or
 revoked because the data layer saw a newer leader — stops all reconciling at once (in-flight reconciles
 are cancelled, not drained; the shutdown hooks are told the fence is closed, so unsent Events are dropped)
@@ -70,6 +73,7 @@ class Manager:
         self.informers: list[Informer] = []
         self.runnables: list[Runnable] = []
         self.leader_runnables: list[Runnable] = []
+        self.early_leader_runnables: list[Runnable] = []  # started before the caches have synced
         self.supervisor = Supervisor()
         self._serving = asyncio.Event()
         self.shutdown_hooks: list[Callable[[], Coroutine[Any, Any, None]]] = []
@@ -93,12 +97,20 @@ class Manager:
         for informer in controller.informers:
             self.add_informer(informer)
 
-    def add_leader_task(self, name: str, run: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    def add_leader_task(
+        self, name: str, run: Callable[[], Coroutine[Any, Any, None]], *, before_sync: bool = False
+    ) -> None:
         """Run ``run()`` on the leader alongside the controllers (e.g. a periodic resync).
 
-        It may return when its work is done; if it raises, it is restarted with backoff.
+        It may return when its work is done; if it raises, it is restarted with backoff. ``before_sync``:
+        start it as soon as this replica leads, while the caches may still be listing (it waits for
+        those it reads itself); otherwise it starts with the controllers, once every cache has synced.
         """
-        self.add_runnable(Runnable(name, run, Policy.RESTART, finite=True), leader_only=True)
+        runnable = Runnable(name, run, Policy.RESTART, finite=True)
+        if before_sync:
+            self.early_leader_runnables.append(runnable)
+        else:
+            self.add_runnable(runnable, leader_only=True)
 
     def add_runnable(self, runnable: Runnable, *, leader_only: bool = False) -> None:
         """Supervise ``runnable`` on every replica (e.g. the event recorder), or only on the leader."""
@@ -136,14 +148,15 @@ class Manager:
                 for name, i in zip(_informer_names(self.informers), self.informers, strict=True)
             ]
             everywhere += [self._spawn(runnable) for runnable in self.runnables]
+            # Elected while the caches list; the controllers wait for them (_run_controllers).
+            name = "leader election" if self.elector is not None else "controllers"
+            leading = self._spawn(Runnable(name, self._lead, Policy.EXIT))
+            watched = [server, *everywhere, leading]
             with gc_policy.paused_then_frozen():  # a collection would scan all that is listed so far
-                synced = await self._until(stop, [server, *everywhere], _all_synced(self.informers))
+                synced = await self._until(stop, watched, _all_synced(self.informers))
             if synced:
                 log.info("caches synced", informers=len(self.informers))
-            if not stop.is_set():
-                name = "leader election" if self.elector is not None else "controllers"
-                leading = self._spawn(Runnable(name, self._lead, Policy.EXIT))
-                await self._until(stop, [server, *everywhere, leading], None)
+                await self._until(stop, watched, None)
         finally:
             log.info("shutting down")
             self.supervisor.stopping()
@@ -200,13 +213,18 @@ class Manager:
             await self.elector.run(self._run_controllers)
 
     async def _run_controllers(self) -> None:
-        runnables = [
-            Runnable(f"controller {c.name}", functools.partial(c.run, self.shutdown_timeout), Policy.EXIT)
-            for c in self.controllers
-        ]
-        runnables += self.leader_runnables
-        tasks = [self._spawn(runnable) for runnable in runnables]
+        """Lead: the early leader tasks at once; the controllers and the other leader tasks once every cache
+        has synced (a controller never starts on a cache still listing)."""
+        tasks = [self._spawn(runnable) for runnable in self.early_leader_runnables]
         try:
+            if self.early_leader_runnables:
+                log.info("leading: early leader tasks started", tasks=len(tasks))
+            await _all_synced(self.informers)
+            runnables = [
+                Runnable(f"controller {c.name}", functools.partial(c.run, self.shutdown_timeout), Policy.EXIT)
+                for c in self.controllers
+            ]
+            tasks += [self._spawn(runnable) for runnable in [*runnables, *self.leader_runnables]]
             # wait(), not gather(): cancellation must reach the controllers only after abort() was decided.
             if tasks:
                 done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
