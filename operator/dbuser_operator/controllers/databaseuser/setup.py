@@ -170,7 +170,10 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     period = settings.resync_period
     role_drift = RoleDriftCheck(handles, users, shared.roles, queue, period)
     # The first pass skips the reconcile of resources one inventory per server finds converged.
-    reconciler.converged = StartCheck(reconciler, users, shared.secrets, role_drift).converged
+    start = StartCheck(reconciler, users, shared.secrets, role_drift, servers=shared.servers)
+    reconciler.converged = start.converged
+    # Its server reads start as soon as this process leads, overlapped with the listing of the users.
+    manager.add_leader_task("first pass server reads", start.read_early, before_sync=True)
     controller = Controller(
         CONTROLLER_NAME,
         reconciler,

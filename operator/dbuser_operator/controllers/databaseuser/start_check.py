@@ -1,19 +1,24 @@
 """The leader's first look at its DatabaseUsers: one inventory per server instead of a reconcile each.
 
-When the controller's workers take their first key, this reads every server in use once: its owned accounts
+Every server in use is read once: its owned accounts
 (:func:`~dbuser_operator.mysql.bookkeeping.inventory.inventory`, two queries) and the roles every account
 holds (:func:`~dbuser_operator.mysql.accounts.roles.every_grant`, two queries), concurrently, whatever the
-number of resources. Then each key of the first pass, at its turn, is decided by
+number of resources. The reads start early (:meth:`StartCheck.read_early`, a leader task started as soon as
+this process leads, while the DatabaseUsers and Secrets are still listing): once the server resources'
+caches have synced, every server a resource may name is read. The first turn awaits those reads, and reads
+then only the servers the DatabaseUsers name that were not read early (all of them when there was no early
+read). Then each key of the first pass, at its turn, is decided by
 :mod:`.converged` from the caches as they are then and from that read: converged, it counts as reconciled
 (no step, no statement, no write); otherwise, and for any key after its first turn, the reconcile runs
 as always. The checks a reconcile makes before any SQL (the server's resolution, reserved names, databaseRefs,
 the guard, policy, privilege, comment and lock-policy checks) run first, on the same code: one that refuses
 leaves the resource to its reconcile.
 
-A server that does not answer (or whose resource does not resolve) is not read: its resources are
-reconciled. The departed sweep, the fence and Degraded conditions are untouched: this only reads, and
-only decides whether one reconcile is needed. ``dbuser_operator_converged_at_start_total`` counts the
-skipped reconciles.
+A server that does not answer (or whose resource does not resolve) is not read, early or not: its resources
+are reconciled. A server read early that no DatabaseUser names is dropped. The departed sweep, the fence and
+Degraded conditions are untouched: this only reads (and creates the bookkeeping schema where it is missing,
+as any reconcile would), and only decides whether one reconcile is needed.
+``dbuser_operator_converged_at_start_total`` counts the skipped reconciles.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from dbuser_operator.controllers.databaseuser.steps.connection_secret import Con
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.resources import server_key
 from dbuser_operator.controllers.servers.handle import ServerHandle
+from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.mysql.accounts import roles
 from dbuser_operator.mysql.bookkeeping.inventory import AccountState, inventory
 from dbuser_operator.mysql.errors import MySQLError
@@ -89,11 +95,18 @@ class StartCheck:
         users: Informer,
         secrets: Informer,
         role_drift: RoleDriftCheck,
+        *,
+        servers: ServerResolver | None = None,
     ) -> None:
+        """``servers``: the server resources, for :meth:`read_early` (None: the servers are read at the
+        first turn only)."""
         self.reconciler = reconciler
         self.users = users
         self.secrets = secrets
         self.role_drift = role_drift
+        self.servers = servers
+        self._early: asyncio.Future[dict[str, _Read | None]] | None = None  # the early reads, until taken
+        self._early_started = False
         self._lock = asyncio.Lock()
         self._pending: set[ObjectKey] | None = None  # keys yet to take their first turn (None: not read)
         self._reads: dict[str, _Read | None] = {}  # by server key (None: not read); kept while keys wait
@@ -128,6 +141,25 @@ class StartCheck:
         self.skipped += 1
         CONVERGED_AT_START.inc()
         return True
+
+    async def read_early(self) -> None:
+        """Read every server a resource may name (:meth:`.ServerResolver.keys`) once the server resources'
+        caches have synced, before the DatabaseUsers' has: a leader task started as soon as this process
+        leads (the reads may write: :meth:`.ServerHandle.ensure_schema`). Once per process; nothing when
+        the first turn came first."""
+        if self.servers is None or self._early_started or self._pending is not None or self._lock.locked():
+            return
+        self._early_started = True
+        servers = self.servers
+        self._early = early = asyncio.get_running_loop().create_future()
+        reads: dict[str, _Read | None] = {}
+        try:
+            await asyncio.gather(*(informer.wait_for_sync() for informer in servers.informers.values()))
+            keys = servers.keys()
+            log.info("first pass: reading the servers early", servers=len(keys), users=len(self.users.store))
+            reads = dict(zip(keys, await asyncio.gather(*(self._read(key) for key in keys)), strict=True))
+        finally:  # the first turn never waits for a read that ended (cancelled: it reads them itself)
+            early.set_result(reads)
 
     async def _read_once(self) -> tuple[set[ObjectKey], dict[str, _Read | None]]:
         """:meth:`_read_all`; on an unexpected failure, nothing found: every resource is reconciled."""
@@ -192,23 +224,31 @@ class StartCheck:
                 await asyncio.sleep(0)  # the lease's renewals, the probes and the watches go on meanwhile
             pending.add(ObjectKey.of(obj))
             first.setdefault(server_key(obj), obj)
-        keys = list(first)
+        early, self._early = (await self._early if self._early is not None else {}), None
+        found = {key: early[key] for key in first if key in early}  # the others' reads go
+        keys = [key for key in first if key not in found]
         reads = await asyncio.gather(*(self._read(key, first.pop(key)) for key in keys))
+        found.update(zip(keys, reads, strict=True))
         log.info(
             "first pass: servers read",
-            servers=len(keys),
-            not_read=sum(read is None for read in reads),
+            servers=len(found),
+            early=len(found) - len(keys),
+            not_read=sum(read is None for read in found.values()),
             resources=len(pending),
         )
-        return pending, dict(zip(keys, reads, strict=True))
+        return pending, found
 
-    async def _read(self, key: str, obj: dict[str, Any]) -> _Read | None:
-        """One server's owned accounts and held roles (None: it did not answer, or does not resolve)."""
-        if self.reconciler.servers is None:
-            return None
+    async def _read(self, key: str, obj: dict[str, Any] | None = None) -> _Read | None:
+        """One server's owned accounts and held roles (None: it did not answer, or does not resolve):
+        the server of the resource ``obj``, or without it the server of ``key``."""
         try:
             async with asyncio.timeout(SERVER_READ_LIMIT):  # a stalled server holds no other's users
-                handle: ServerHandle = (await self.reconciler.servers.resolve(obj))[1]
+                if obj is None and self.servers is not None:
+                    handle: ServerHandle = (await self.servers.resolve_key(key))[1]
+                elif obj is not None and self.reconciler.servers is not None:
+                    handle = (await self.reconciler.servers.resolve(obj))[1]
+                else:
+                    return None
                 await handle.ensure_schema()
                 server = await handle.server()
                 states = await inventory(handle.db, handle.schema, server)

@@ -81,7 +81,23 @@ class ServerResolver:
         self, obj: dict[str, Any], *, deleting: bool = False
     ) -> tuple[ServerResource | None, ServerHandle]:
         """The server of ``obj`` and its ServerHandle. Raises :class:`ConditionError` naming the server."""
-        key = server_key(obj)
+        return await self.resolve_key(server_key(obj), deleting=deleting)
+
+    def keys(self) -> list[str]:
+        """The key of every server a resource may name now: the default server (if any) and each cached
+        server resource."""
+        found = [DEFAULT_SERVER] if self.registry.default is not None else []
+        for kind, informer in self.informers.items():
+            for server in informer.store:
+                meta = server["metadata"]
+                where = f"{meta.get('namespace', '')}/" if kind == KIND else ""
+                found.append(f"{kind}/{where}{meta['name']}")
+        return found
+
+    async def resolve_key(
+        self, key: str, *, deleting: bool = False
+    ) -> tuple[ServerResource | None, ServerHandle]:
+        """:meth:`resolve` by the server's key (:func:`~.resources.server_key`)."""
         if key == DEFAULT_SERVER:
             if self.registry.default is None:
                 raise ConditionError("ServerNotFound", NO_DEFAULT_SERVER, retry=False)
