@@ -20,9 +20,9 @@ case-sensitively.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from dbuser_operator.mysql.accounts import account_metadata, new_password
 from dbuser_operator.mysql.accounts.account_metadata import AccountMetadata
@@ -253,27 +253,17 @@ class _States:
         return AccountState(
             owner=owner,
             present=True,
-            limits=self._shared_limits(row[_LIMITS:_LIMITS_END]),
+            limits=_shared(self._limits, row[_LIMITS:_LIMITS_END], COLUMNS, Limits.from_columns),
             password_intact=compare_fingerprints(recorded, row[_FINGERPRINT]),
             grants=self._shared_grants(tuple(grant_rows)),
             metadata=self._metadata(row[_OWNER_ENTRY], row[_COMMENT]) if self.read_metadata else None,
-            policy=self._shared_policy(row[_POLICY:_POLICY_END]) if self.server is not None else None,
+            policy=(
+                _shared(self._policies, row[_POLICY:_POLICY_END], POLICY_COLUMNS, LockPolicy.from_row)
+                if self.server is not None
+                else None
+            ),
             default_lifetime=lifetime,
         )
-
-    def _shared_limits(self, values: tuple[object, ...]) -> Limits:
-        key = (*values, *map(type, values))
-        found = self._limits.get(key)
-        if found is None:
-            found = self._limits[key] = Limits.from_columns(dict(zip(COLUMNS, values, strict=True)))
-        return found
-
-    def _shared_policy(self, values: tuple[object, ...]) -> LockPolicy:
-        key = (*values, *map(type, values))
-        found = self._policies.get(key)
-        if found is None:
-            found = self._policies[key] = LockPolicy.from_row(dict(zip(POLICY_COLUMNS, values, strict=True)))
-        return found
 
     def _shared_grants(self, rows: tuple[Row, ...]) -> frozenset[Grant]:
         found = self._grants.get(rows)
@@ -295,6 +285,24 @@ class _States:
 
 
 _UNPARSED: Final = object()
+
+
+_T = TypeVar("_T")
+
+
+def _shared(
+    built: dict[tuple[object, ...], _T],
+    values: tuple[object, ...],
+    columns: Sequence[str],
+    build: Callable[[Mapping[str, object]], _T],
+) -> _T:
+    """What ``build`` makes of ``values`` (the row's ``columns``), made once for equal values of equal
+    types and kept in ``built``."""
+    key = (*values, *map(type, values))
+    found = built.get(key)
+    if found is None:
+        found = built[key] = build(dict(zip(columns, values, strict=True)))
+    return found
 
 
 def recorded(row: Mapping[str, object]) -> object:
