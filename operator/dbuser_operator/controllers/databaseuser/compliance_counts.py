@@ -123,12 +123,14 @@ class Bucket:
         "global_privileges",
         "grant_option",
         "locked",
+        "pair",
         "retained",
         "users",
         "without_tls",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, pair: Pair) -> None:
+        self.pair = pair
         self.users = self.accounts = self.certificate_only = self.without_tls = 0
         self.global_privileges = self.grant_option = self.locked = 0
         self.expires = SortedBag()  # one expiresAt per account
@@ -304,5 +306,6 @@ class UserCounts:
             self._retained.setdefault(entry.uid, set()).add(key)
         bucket = self._buckets.get(entry.pair)
         if bucket is None:
-            bucket = self._buckets[entry.pair] = Bucket()
+            bucket = self._buckets[entry.pair] = Bucket(entry.pair)
+        entry.pair = bucket.pair  # one tuple (and server key) per pair, not per resource
         bucket.add(entry, 1)
