@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import pytest
 
+from dbuser_operator.controllers.databaseuser import compliance, compliance_counts
 from dbuser_operator.controllers.databaseuser.compliance import ComplianceCollector, RetainedHolders, tally
 from dbuser_operator.controllers.databaseuser.compliance_counts import UserCounts
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
@@ -215,3 +216,18 @@ def test_a_holders_change_moves_a_retained_password_to_its_reason() -> None:
     assert reasons() == {"pods_and_sessions": 1}
     holders.prune(set())
     assert reasons() == {"unknown": 1}
+
+
+def test_a_scrape_reads_no_resource(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once attached, a scrape asks the counts only: no resource's facts are computed again, however many."""
+    informer = Informer(cast(Any, None), DATABASE_USERS)
+    rng = random.Random(7)
+    for _ in range(50):
+        informer._apply({"type": "ADDED", "object": random_user(rng)}, "1")
+    collector = ComplianceCollector(clock=lambda: BASE, holders=RetainedHolders())
+    collector.attach(informer)
+    read: list[object] = []
+    monkeypatch.setattr(compliance_counts, "entry_of", read.append)
+    monkeypatch.setattr(compliance, "tally", lambda *args, **kwargs: read.append(args))
+    assert any(family.samples for family in collector.collect())
+    assert read == []
