@@ -14,8 +14,9 @@ as always. The checks a reconcile makes before any SQL (the server's resolution,
 the guard, policy, privilege, comment and lock-policy checks) run first, on the same code: one that refuses
 leaves the resource to its reconcile.
 
-A server that does not answer (or whose resource does not resolve) is not read, early or not: its resources
-are reconciled. A server read early that no DatabaseUser names is dropped. The departed sweep, the fence and
+A server that does not answer (or whose resource does not resolve) at the first turn is not read: its
+resources are reconciled. One whose early read failed is read again then; one read early that no
+DatabaseUser names is dropped. The departed sweep, the fence and
 Degraded conditions are untouched: this only reads (and creates the bookkeeping schema where it is missing,
 as any reconcile would), and only decides whether one reconcile is needed.
 ``dbuser_operator_converged_at_start_total`` counts the skipped reconciles.
@@ -70,6 +71,11 @@ reads the password Secret from the cache, which the connection Secret's comparis
 SERVER_READ_LIMIT: Final = 60.0
 """Seconds one server's read may take (every first turn waits for the reads): past it, its resources are
 reconciled as any other (a stalled server then holds only its own, as it would without this check)."""
+
+EARLY_READS_AT_ONCE: Final = 2
+"""Servers read at once before the caches have synced: the reads share the one core with the listing, and
+each statement must answer within its read timeout (10 s), which ten concurrent inventories and the
+listing on one event loop could exceed at 10 000 accounts a server."""
 
 YIELD_EVERY: Final = 200  # resources looked at between two yields to the event loop
 _Roles = tuple[set[Any], set[Any]]  # the roles an account holds, and its default roles
@@ -157,8 +163,16 @@ class StartCheck:
             await asyncio.gather(*(informer.wait_for_sync() for informer in servers.informers.values()))
             keys = servers.keys()
             log.info("first pass: reading the servers early", servers=len(keys), users=len(self.users.store))
-            reads = dict(zip(keys, await asyncio.gather(*(self._read(key) for key in keys)), strict=True))
-        finally:  # the first turn never waits for a read that ended (cancelled: it reads them itself)
+            at_once = asyncio.Semaphore(EARLY_READS_AT_ONCE)
+
+            async def read(key: str) -> None:
+                async with at_once:
+                    found = await self._read(key)
+                if found is not None:  # one that failed is read again at the first turn, as without this
+                    reads[key] = found
+
+            await asyncio.gather(*(read(key) for key in keys))
+        finally:  # the first turn never waits for a read that ended (cancelled: it reads the rest itself)
             early.set_result(reads)
 
     async def _read_once(self) -> tuple[set[ObjectKey], dict[str, _Read | None]]:

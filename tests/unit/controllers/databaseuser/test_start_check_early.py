@@ -119,14 +119,36 @@ async def test_a_first_turn_waits_for_the_early_reads_under_way(monkeypatch: pyt
     assert case.reads == [1]
 
 
-async def test_a_server_whose_early_read_failed_is_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_server_whose_early_read_failed_is_read_again_at_the_first_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     case = early(monkeypatch, ["", DOWN], fails=True)
     case.servers_synced()
     await case.running.check.read_early()
     case.listed()
-    assert await case.running.turn()  # not read: reconciled
+    assert await case.running.turn()  # failed again: not read, reconciled
     assert case.running.check.skipped == 0
-    assert case.reads == [0]  # DOWN did not resolve; "" failed once and was not read again
+    assert case.reads == [0, 1]  # DOWN did not resolve; "" failed early and once more at the first turn
+
+
+async def test_the_early_reads_go_two_servers_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = early(monkeypatch, [f"MySQLServer/team-a/s{index}" for index in range(5)])
+    reading, most = 0, 0
+    resolve = case.resolver.resolve_key
+
+    async def counted(key: str, *, deleting: bool = False) -> tuple[None, Handle]:
+        nonlocal reading, most
+        reading += 1
+        most = max(most, reading)
+        await asyncio.sleep(0)
+        reading -= 1
+        return await resolve(key)
+
+    monkeypatch.setattr(case.resolver, "resolve_key", counted)
+    case.servers_synced()
+    await case.running.check.read_early()
+    assert len(case.reads) == 5
+    assert most == start_check.EARLY_READS_AT_ONCE == 2
 
 
 async def test_a_server_named_but_not_read_early_is_read_at_the_first_turn(
