@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
+import orjson
 from kubernetes_asyncio import client
 from prometheus_client import Counter
 
@@ -312,7 +313,7 @@ class KubeClient:
                     raise error
             if method != "GET":
                 self.denials.succeeded(method, path)
-            data: dict[str, Any] = json.loads(content)
+            data: dict[str, Any] = decode(content)
             return data
         except (aiohttp.ClientError, TimeoutError) as error:
             raise _unavailable(error) from error
@@ -382,7 +383,18 @@ def _authorise(headers: dict[str, str], setting: Mapping[str, Any]) -> None:
         headers["Cookie"] = setting["value"]
 
 
+def decode(content: bytes) -> Any:
+    """A response body or watch line (JSON as the API server writes it: UTF-8, integers within 64 bits)."""
+    return orjson.loads(content)
+
+
 def _encode(body: Any, api: client.ApiClient) -> bytes:
     """A request body as compact JSON. Anything but JSON's own types (dates, kubernetes-asyncio models)
-    becomes what ``call_api`` makes of it (``sanitize_for_serialization``)."""
-    return json.dumps(body, separators=(",", ":"), default=api.sanitize_for_serialization).encode()
+    becomes what ``call_api`` makes of it (``sanitize_for_serialization``). A body orjson refuses (a key
+    that is no ``str``, an integer beyond 64 bits) goes through ``json.dumps``, as before. (A float NaN,
+    which ``json.dumps`` writes as ``NaN``, not JSON, becomes ``null``: the operator writes no floats.)"""
+    sanitize = api.sanitize_for_serialization
+    try:
+        return orjson.dumps(body, default=sanitize, option=orjson.OPT_PASSTHROUGH_DATETIME)
+    except orjson.JSONEncodeError:
+        return json.dumps(body, separators=(",", ":"), default=sanitize).encode()

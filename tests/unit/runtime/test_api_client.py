@@ -1,8 +1,10 @@
-"""The API client reads the proxy environment once (no per-request ``~/.netrc`` or proxy lookups), and a
-fenced one sends no write its fence refuses."""
+"""The API client reads the proxy environment once (no per-request ``~/.netrc`` or proxy lookups), a
+fenced one sends no write its fence refuses, and its requests carry what ``call_api`` would send."""
 
 from __future__ import annotations
 
+import datetime
+import enum
 import json
 
 import pytest
@@ -12,7 +14,9 @@ from dbuser_operator.runtime.client import (
     DEFAULT_TIMEOUT,
     KubeClient,
     PatchType,
+    _encode,
     api_client,
+    decode,
     environment_proxy,
 )
 from dbuser_operator.runtime.fence import Fence, FenceLost
@@ -165,3 +169,32 @@ async def test_requests_are_sent_as_call_api_sends_them() -> None:
         "User-Agent": api.default_headers["User-Agent"],
         "authorization": "Bearer t0ken",
     }
+
+
+class Key(enum.StrEnum):
+    READY = "Ready"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"status": {"conditions": [{"type": "Ready", "status": "True"}], "gone": None, "n": 2}},
+        {"message": "compte créé ✓", "list": [1, 2.5, True, False]},
+        {Key.READY: "a key orjson refuses: through json.dumps"},
+        {"big": 2**70},
+        {
+            "at": datetime.datetime(2026, 11, 29, 16, 0, 1, 5, tzinfo=datetime.UTC),
+            "on": datetime.date(2026, 1, 2),
+        },
+        {"model": client.V1ObjectMeta(name="n", labels={"a": "b"})},
+        [{"op": "test", "path": "/metadata/resourceVersion", "value": "7"}],
+    ],
+)
+async def test_bodies_encode_to_what_call_api_sends(body: object) -> None:
+    async with api_client(configuration()) as api:
+        assert json.loads(_encode(body, api)) == json.loads(json.dumps(api.sanitize_for_serialization(body)))
+
+
+def test_responses_decode_as_json_does() -> None:
+    text = '{"kind":"Status","code":404,"details":{"name":"ü","causes":[]},"x":null,"f":1.5,"t":true}'
+    assert decode(text.encode()) == json.loads(text)
