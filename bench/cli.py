@@ -27,10 +27,18 @@ from typing import Any
 from bench import fleet_report, report
 from bench.common import MySQLAddress, admin_sql
 from bench.databases import DatabaseBench
-from bench.fleet_run import FleetBench
+from bench.fleet_run import RESTART_USER, FleetBench
 from bench.scenarios import Bench, Options
 from bench.servers import provide_servers
-from dbuser_operator.envtest import Binaries, LocalMySQLServer, connect_cluster, install_crds, provide_mysql
+from dbuser_operator.envtest import (
+    Binaries,
+    KubeCluster,
+    LocalMySQLServer,
+    connect_cluster,
+    install_crds,
+    provide_mysql,
+)
+from dbuser_operator.envtest.kube import ADMIN_GROUPS
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.settings import Settings
 
@@ -95,6 +103,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="remove the largest fleet too when the run ends (by default it stays for inspection; a "
         "shared API server, as the test suite's, wants it gone)",
+    )
+    arguments.add_argument(
+        "--restart-gate",
+        type=Path,
+        help="restart: wait with the fleet converged until this file exists (e.g. until the machine is "
+        "quiet, or the operator's code to restart is in place)",
     )
     arguments.add_argument(
         "--restart-window",
@@ -209,9 +223,24 @@ def options_from(arguments: argparse.Namespace) -> Options:
         floor_events=arguments.floor_events,
         restart_window=arguments.restart_window,
         restart_general_log=arguments.restart_general_log,
+        restart_gate=arguments.restart_gate,
         settled_after_pass=arguments.settled_after_pass,
         clean_last_fleet=arguments.clean_last_fleet,
     )
+
+
+def bench_cluster(binaries: Binaries, workdir: Path, options: Options) -> KubeCluster:
+    """The API server, with no audit log and no general log: test instrumentation that would tax every
+    write measured. The restarted operator alone is audited, under an identity of its own
+    (:data:`bench.fleet_run.RESTART_USER`; ``options`` gets its kubeconfig and the log's path)."""
+    audited = (RESTART_USER,) if "restart" in options.scenarios else ()
+    cluster = connect_cluster(binaries, workdir, audit=False, audit_users=audited)
+    if audited and cluster.control_plane is not None:
+        options.restart_kubeconfig = cluster.control_plane.issue_kubeconfig(
+            RESTART_USER, ADMIN_GROUPS, workdir / "restart.kubeconfig"
+        )
+        options.restart_audit_log = cluster.control_plane.audit_log
+    return cluster
 
 
 def say(message: str) -> None:
@@ -469,8 +498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     testbin = os.environ.get("DBUSER_OPERATOR_TESTBIN")
     binaries = Binaries.from_environment(*([Path(testbin)] if testbin else []))
     started = time.monotonic()
-    # No audit log, no general log: test instrumentation that would tax every write measured.
-    cluster = connect_cluster(binaries, workdir / "kube", audit=False)
+    cluster = bench_cluster(binaries, workdir / "kube", options)
     failed = True
     try:
         with measured_servers(workdir / "mysql", arguments.servers) as (mysql, fleet, pids):

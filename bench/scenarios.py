@@ -80,6 +80,9 @@ class Options:
     restart_general_log: bool = False  # the servers' general logs on while the operator restarts
     settled_after_pass: bool = True  # fleet: settled RSS after a whole drift check (bench.periodic_pass)
     clean_last_fleet: bool = False  # the largest fleet removed too (a shared API server)
+    restart_gate: Path | None = None  # the restart waits until this file exists (the fleet kept meanwhile)
+    restart_kubeconfig: Path | None = None  # the restarted operator's identity, the one the audit log records
+    restart_audit_log: Path | None = None  # the API server's audit log of that identity's requests
 
 
 def percentile(values: list[float], fraction: float) -> float:

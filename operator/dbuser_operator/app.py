@@ -207,8 +207,12 @@ def build_manager(
     )
     if settings.workload_signing_ca is not None:  # the pod certificate signer, on the leader
         signer.setup(manager, shared, signing_ca.load(settings.workload_signing_ca))
-    stores = {kind: informer.store for kind, informer in resolver.informers.items()}
-    stores.update(DatabaseUser=users.store, DatabaseRole=roles.store, Database=dbs.store)
+    stores: degraded.Stores = {
+        **resolver.informers,
+        "DatabaseUser": users,
+        "DatabaseRole": roles,
+        "Database": dbs,
+    }
     manager.add_leader_task(
         "degraded metrics", lambda: degraded.export_while_leading(stores, degraded.DEGRADED)
     )

@@ -58,15 +58,31 @@ rules:
     verbs: ["create", "update", "patch", "delete", "deletecollection"]
   - level: None
 """
+
+
+def audit_policy(users: Sequence[str] = ()) -> str:
+    """:data:`AUDIT_POLICY`; with ``users``, every request of those users at Metadata level and nobody
+    else's instead (a benchmark: one client's requests, at no cost to the others')."""
+    if not users:
+        return AUDIT_POLICY
+    return (
+        'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: ["RequestReceived"]\nrules:\n'
+        f"  - level: Metadata\n    users: {json.dumps(list(users))}\n  - level: None\n"
+    )
+
+
 _REQUEST_TIMEOUT = 30
 
 
 class LocalControlPlane:
     """etcd and kube-apiserver on free loopback ports, with all state under ``workdir``."""
 
-    def __init__(self, binaries: Binaries, workdir: Path, *, audit: bool = True) -> None:
+    def __init__(
+        self, binaries: Binaries, workdir: Path, *, audit: bool = True, audit_users: Sequence[str] = ()
+    ) -> None:
         self.workdir = workdir
-        self.audit = audit  # False: no audit log (benchmarks: it costs every write some time)
+        self.audit = audit or bool(audit_users)  # False: no audit log (benchmarks: it taxes every write)
+        self.audit_users = tuple(audit_users)  # only these users' requests, all of them (audit_policy)
         self._pki = workdir / "pki"
         self._ca = CertificateAuthority()
         self.etcd_url = f"http://{LOOPBACK}:{free_port()}"
@@ -88,7 +104,7 @@ class LocalControlPlane:
         the API server bound it is traded for another (:func:`~.process.on_free_ports`); the admin
         kubeconfig names the port the API server got."""
         self._write_pki()
-        (self._pki / "audit-policy.yaml").write_text(AUDIT_POLICY)
+        (self._pki / "audit-policy.yaml").write_text(audit_policy(self.audit_users))
         on_free_ports(self._start_etcd, self._repick_etcd)
         on_free_ports(self.start_apiserver, self._repick_apiserver)
         self.issue_kubeconfig(ADMIN_USER, ADMIN_GROUPS, self.admin_kubeconfig)
@@ -321,13 +337,15 @@ def apiserver_binary_version(binary: Path) -> str:
     return output.split()[-1]
 
 
-def connect_cluster(binaries: Binaries, workdir: Path, *, audit: bool = True) -> KubeCluster:
+def connect_cluster(
+    binaries: Binaries, workdir: Path, *, audit: bool = True, audit_users: Sequence[str] = ()
+) -> KubeCluster:
     """The cluster that ``KUBECONFIG`` names, or else a local control plane started under ``workdir``
-    (``audit``: with its audit log)."""
+    (``audit``: with its audit log; ``audit_users``: of those users' requests only, :func:`audit_policy`)."""
     external = os.environ.get("KUBECONFIG")
     if external:
         return KubeCluster(kubeconfig=Path(external.split(os.pathsep)[0]))
-    control_plane = LocalControlPlane(binaries, workdir, audit=audit)
+    control_plane = LocalControlPlane(binaries, workdir, audit=audit, audit_users=audit_users)
     try:
         control_plane.start()
     except BaseException:

@@ -108,6 +108,10 @@ class Informer:
         for obj in self.store:
             handler.on_add(obj)
 
+    def remove_handler(self, handler: EventHandler) -> None:
+        """Deliver no more changes to ``handler`` (one added before)."""
+        self._handlers.remove(handler)
+
     def add_index(self, name: str, func: IndexFunc) -> None:
         """Index the cache by ``func`` (for example, the Secrets an object references)."""
         self.store.add_index(name, func)

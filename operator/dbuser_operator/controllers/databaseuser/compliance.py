@@ -1,95 +1,59 @@
-"""Compliance metrics, computed at scrape time from the DatabaseUsers in the cache and the drift check's last
-inventory: no bookkeeping per event, and series per server and namespace only (never per user), so their
-number does not grow with the users.
+"""Compliance metrics: series per server and namespace only (never per user), so their number does not grow
+with the users, from the DatabaseUsers in the cache and the drift check's last inventory.
 
-Password facts count resources (one password each, whatever its hosts); TLS and privilege facts count
-accounts (``user@host``, the hosts of ``status.hosts``). A workload's account (certificate-only: its
-client certificate is its one credential) is counted as such, never as one without TLS nor among the
-passwords. Resources under managementPolicy Observe, being
-deleted, or without an account yet (no ``status.hosts``) are not counted.
+An informer's cache is counted as its events come (:class:`~dbuser_operator.controllers.databaseuser.
+compliance_counts.UserCounts`): a scrape costs the (server, namespace) pairs, not the users. Any other
+iterable of objects (a snapshot: tests, benches) is counted whole at each scrape by
+:func:`~dbuser_operator.controllers.databaseuser.compliance_facts.tally`, which the per-event counts equal.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from functools import lru_cache
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from dbuser_operator.api.duration import parse_days, parse_duration
-from dbuser_operator.api.v1alpha1.account import PASSWORD_LIFETIME_MAX, password_lifetime_days
+from dbuser_operator.api.duration import parse_days
+from dbuser_operator.api.v1alpha1.account import PASSWORD_LIFETIME_MAX
+from dbuser_operator.controllers.databaseuser.compliance_counts import UserCounts
+from dbuser_operator.controllers.databaseuser.compliance_facts import (
+    DAY,
+    RETAINED_HOLDERS,
+    RETAINED_REASONS,
+    Key,
+    LifetimeCap,
+    RetainedHolders,
+    Tally,
+    no_cap,
+    tally,
+)
 from dbuser_operator.controllers.kit.errors import ConditionError
-from dbuser_operator.controllers.kit.resources import server_key
 from dbuser_operator.controllers.policy.namespaces import NamespaceLabels
 from dbuser_operator.controllers.policy.rules import entry_for
-from dbuser_operator.controllers.servers.liveness import server_label
 from dbuser_operator.controllers.servers.resolver import ServerResolver
+from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.metrics import REGISTRY
+
+__all__ = [
+    "COMPLIANCE",
+    "RETAINED_HOLDERS",
+    "ComplianceCollector",
+    "RetainedHolders",
+    "Tally",
+    "export_while_leading",
+    "no_cap",
+    "policy_lifetime_cap",
+    "tally",
+]
 
 PREFIX: Final = "dbuser_operator_"
 LABELS: Final = ("server", "namespace")
-RETAINED_REASONS: Final = ("pods", "sessions", "pods_and_sessions", "unknown")
-"""Why an old password outlives its grace period: pods started before the rotation, sessions opened before
-it, both, or not known (no discard pass has looked since this process started, consumers are not awaited,
-or the discard itself fails)."""
-DEFAULT_GRACE_PERIOD: Final = "5m"  # spec.rotation.gracePeriod's default
-DAY: Final = 86400.0
-
-Key = tuple[str, str]  # (server label, namespace)
-
-
-class RetainedHolders:
-    """What the discard step last found holding on to each retained password (pods, sessions), by the
-    resource's uid: the one fact the status does not keep. Forgotten when the password is discarded."""
-
-    def __init__(self) -> None:
-        self._reasons: dict[str, str] = {}
-        self._lock = threading.Lock()  # the scrape runs in another thread than the discard step
-
-    def record(self, uid: str, *, pods: bool, sessions: bool) -> None:
-        """The discard step waits on ``pods`` and/or ``sessions`` of the resource ``uid``."""
-        reason = (
-            "pods_and_sessions" if pods and sessions else "pods" if pods else "sessions" if sessions else ""
-        )
-        with self._lock:
-            if reason:
-                self._reasons[uid] = reason
-            else:
-                self._reasons.pop(uid, None)
-
-    def forget(self, uid: str) -> None:
-        """The old password of ``uid`` is gone."""
-        with self._lock:
-            self._reasons.pop(uid, None)
-
-    def reason(self, uid: str) -> str:
-        """One of :data:`RETAINED_REASONS`."""
-        return self._reasons.get(uid, "unknown")
-
-    def prune(self, uids: set[str]) -> None:
-        """Forget every resource but ``uids`` (those deleted while their old password was retained)."""
-        with self._lock:
-            for uid in set(self._reasons) - uids:
-                del self._reasons[uid]
-
-
-RETAINED_HOLDERS = RetainedHolders()
-
-
-LifetimeCap = Callable[[str, str], float | None]
-"""The longest a password may live, in seconds, on a server (by its key) for a namespace; None: no bound."""
-
-
-def no_cap(server: str, namespace: str) -> float | None:
-    """No server has a policy."""
-    return None
 
 
 def policy_lifetime_cap(servers: ServerResolver, namespaces: NamespaceLabels) -> LifetimeCap:
@@ -113,145 +77,20 @@ def policy_lifetime_cap(servers: ServerResolver, namespaces: NamespaceLabels) ->
     return cap
 
 
-@dataclass
-class Tally:
-    """The compliance facts of one server and namespace."""
-
-    users: int = 0  # resources counted
-    accounts: int = 0  # their accounts (user@host)
-    oldest_password_age: float = 0.0  # seconds
-    passwords_over_max_lifetime: int = 0
-    rotations_overdue: int = 0
-    accounts_without_tls: int = 0
-    accounts_certificate_only: int = 0
-    accounts_with_global_privileges: int = 0
-    accounts_with_grant_option: int = 0
-    accounts_locked: int = 0
-    accounts_expiring: int = 0
-    passwords_expired: int = 0
-    retained_past_grace: Counter[str] = field(default_factory=Counter)
-
-
-def tally(
-    objects: Iterable[dict[str, Any]],
-    now: datetime,
-    holders: RetainedHolders = RETAINED_HOLDERS,
-    cap: LifetimeCap = no_cap,
-) -> dict[Key, Tally]:
-    """The compliance facts of ``objects`` (DatabaseUsers as the API returns them) at ``now``; ``cap``
-    gives the namespace policies' maximum password lifetime."""
-    tallies: dict[Key, Tally] = {}
-    caps: dict[tuple[str, str], float | None] = {}
-    stamp = now.timestamp()
-    for obj in objects:
-        metadata, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
-        hosts = status.get("hosts") or []
-        if not hosts or metadata.get("deletionTimestamp") or spec.get("managementPolicy") == "Observe":
-            continue
-        server, namespace = server_key(obj), str(metadata.get("namespace") or "")
-        key = (server_label(server), namespace)
-        if (server, namespace) not in caps:
-            caps[(server, namespace)] = cap(server, namespace)
-        counts = tallies.get(key)
-        if counts is None:
-            counts = tallies[key] = Tally()
-        counts.users += 1
-        _account_facts(spec, len(hosts), stamp, counts)
-        rotation = status.get("rotation") or {}
-        if "password" in spec or "generatedPassword" in spec:
-            _password_facts(obj, rotation, stamp, counts, caps[(server, namespace)])
-        if rotation.get("phase") == "Retained":
-            since = _timestamp(rotation.get("retainedSince"))
-            grace = _seconds((spec.get("rotation") or {}).get("gracePeriod") or DEFAULT_GRACE_PERIOD)
-            if since is not None and grace is not None and stamp - since > grace:
-                counts.retained_past_grace[holders.reason(str(metadata.get("uid") or ""))] += 1
-    return tallies
-
-
-def _account_facts(spec: Mapping[str, Any], accounts: int, stamp: float, counts: Tally) -> None:
-    """The facts of a resource's ``accounts`` (its hosts), as its spec makes them."""
-    counts.accounts += accounts
-    if (spec.get("authentication") or {}).get("workload"):  # REQUIRE ISSUER and SUBJECT: TLS too
-        counts.accounts_certificate_only += accounts
-    elif not (spec.get("requireTLS") or spec.get("tls")):
-        counts.accounts_without_tls += accounts
-    grants = spec.get("privileges") or []
-    if any(grant.get("database") == "*" for grant in grants):
-        counts.accounts_with_global_privileges += accounts
-    if any(grant.get("grantOption") for grant in grants):
-        counts.accounts_with_grant_option += accounts
-    account = spec.get("account") or {}
-    expires = _timestamp(account.get("expiresAt"))
-    if account.get("locked") or (expires is not None and stamp >= expires):
-        counts.accounts_locked += accounts
-    elif expires is not None:
-        counts.accounts_expiring += accounts
-
-
-def _password_facts(
-    obj: Mapping[str, Any], rotation: Mapping[str, Any], stamp: float, counts: Tally, cap: float | None
-) -> None:
-    born = _timestamp(rotation.get("lastRotationTime")) or _timestamp(
-        obj["metadata"].get("creationTimestamp")
-    )
-    if born is not None:
-        age = max(stamp - born, 0.0)
-        counts.oldest_password_age = max(counts.oldest_password_age, age)
-        if cap is not None and age > cap:
-            counts.passwords_over_max_lifetime += 1
-        lifetime = _lifetime(((obj.get("spec") or {}).get("account") or {}).get("passwordExpire"))
-        if lifetime is not None and age > lifetime:
-            counts.passwords_expired += 1
-    due = _timestamp(rotation.get("nextRotationTime"))
-    if due is not None and stamp > due:
-        counts.rotations_overdue += 1
-
-
-@lru_cache(maxsize=4096)
-def _timestamp(value: object) -> float | None:
-    """Seconds since the epoch of an RFC 3339 time (times repeat across resources: cached); None when absent
-    or malformed."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
-
-
-@lru_cache(maxsize=256)
-def _lifetime(value: object) -> float | None:
-    """Seconds of a passwordExpire interval; None for Never, Default (the server's), unset or malformed."""
-    if not isinstance(value, str):
-        return None
-    try:
-        days = password_lifetime_days(value)
-    except ValueError:
-        return None
-    return days * DAY if days is not None else None
-
-
-@lru_cache(maxsize=256)
-def _seconds(value: str) -> float | None:
-    try:
-        return parse_duration(value)
-    except ValueError:
-        return None
-
-
 OrphanSource = Callable[[], Mapping[Key, int]]
 """The drift check's last count of orphaned accounts (or databases), by (server label, owner's namespace)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Source:
-    """One attached cache and what the drift check found beside it."""
+    """One attached cache (``counts`` kept by its events), or snapshot (no ``counts``: counted per scrape),
+    and what the drift check found beside it."""
 
-    users: Iterable[dict[str, Any]]
+    users: Iterable[dict[str, Any]] | Informer
     orphans: OrphanSource | None
     cap: LifetimeCap
     orphaned_databases: OrphanSource | None
+    counts: UserCounts | None
 
 
 # name, help, Tally attribute
@@ -298,22 +137,40 @@ ORPHANED_DATABASES: Final = "server_orphaned_databases"
 class ComplianceCollector(Collector):
     """Collects the compliance metrics of every attached cache (one per manager in this process)."""
 
-    def __init__(self, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        holders: RetainedHolders = RETAINED_HOLDERS,
+    ) -> None:
         self.clock = clock
+        self.holders = holders
         self._sources: list[Source] = []
 
     def attach(
         self,
-        users: Iterable[dict[str, Any]],
+        users: Iterable[dict[str, Any]] | Informer,
         orphans: OrphanSource | None = None,
         cap: LifetimeCap = no_cap,
         orphaned_databases: OrphanSource | None = None,
     ) -> Callable[[], None]:
-        """Count ``users`` (an informer's store), with ``orphans`` (accounts), ``orphaned_databases`` and the
-        policies' ``cap``; returns what detaches them."""
-        source = Source(users, orphans, cap, orphaned_databases)
+        """Count ``users`` (an informer: by its events from now on; else a snapshot, whole at each scrape),
+        with ``orphans`` (accounts), ``orphaned_databases`` and the policies' ``cap``; returns what detaches
+        them."""
+        counts = UserCounts(self.holders) if isinstance(users, Informer) else None
+        source = Source(users, orphans, cap, orphaned_databases, counts)
+        if isinstance(users, Informer) and counts is not None:
+            stop = self.holders.listen(counts.on_holders)
+            users.add_handler(counts)  # the cached objects as adds, then every change
         self._sources.append(source)
-        return lambda: self._sources.remove(source) if source in self._sources else None
+
+        def detach() -> None:
+            if source in self._sources:
+                self._sources.remove(source)
+                if isinstance(users, Informer) and counts is not None:
+                    users.remove_handler(counts)
+                    stop()
+
+        return detach
 
     def describe(self) -> Iterator[Metric]:
         """The families, without samples (registering does not compute them)."""
@@ -321,22 +178,14 @@ class ComplianceCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         """Every family, computed now."""
-        now = self.clock()
-        tallies: dict[Key, Tally] = {}
+        tallies = self._tallies(self.clock())
         orphans: Counter[Key] = Counter()
         orphaned_databases: Counter[Key] = Counter()
-        uids: set[str] = set()
         for source in list(self._sources):
-            objects = list(source.users)
-            uids.update(str((obj.get("metadata") or {}).get("uid")) for obj in objects)
-            for key, found in tally(objects, now, cap=source.cap).items():
-                tallies[key] = _merge(tallies[key], found) if key in tallies else found
             if source.orphans is not None:
                 orphans.update(source.orphans())
             if source.orphaned_databases is not None:
                 orphaned_databases.update(source.orphaned_databases())
-        if self._sources:
-            RETAINED_HOLDERS.prune(uids)
         families = self._families()
         for (_, _, attribute), family in zip(_GAUGES, families, strict=False):
             for key, counts in sorted(tallies.items()):
@@ -350,6 +199,27 @@ class ComplianceCollector(Collector):
         for key, count in sorted(orphaned_databases.items()):
             databases.add_metric(list(key), float(count))
         yield from families
+
+    def _tallies(self, now: datetime) -> dict[Key, Tally]:
+        """The facts of every source at ``now``, merged by key; then the holders of resources no source
+        holds any more are forgotten."""
+        tallies: dict[Key, Tally] = {}
+        uids: set[str] = set()  # of the snapshots
+        counted: list[UserCounts] = []  # of the caches
+        sources = list(self._sources)
+        for source in sources:
+            if source.counts is not None:
+                found = source.counts.tallies(now, source.cap)
+                counted.append(source.counts)
+            else:
+                objects = list(cast(Iterable[dict[str, Any]], source.users))
+                uids.update(str((obj.get("metadata") or {}).get("uid")) for obj in objects)
+                found = tally(objects, now, self.holders, source.cap)
+            for key, counts in found.items():
+                tallies[key] = _merge(tallies[key], counts) if key in tallies else counts
+        if sources:
+            self.holders.prune_unless(lambda uid: uid in uids or any(counts.knows(uid) for counts in counted))
+        return tallies
 
     @staticmethod
     def _families() -> list[GaugeMetricFamily]:
@@ -382,7 +252,7 @@ class ComplianceCollector(Collector):
 
 
 async def export_while_leading(
-    users: Iterable[dict[str, Any]],
+    users: Iterable[dict[str, Any]] | Informer,
     orphans: OrphanSource,
     cap: LifetimeCap,
     collector: ComplianceCollector,

@@ -199,7 +199,7 @@ def setup(manager: Manager, shared: Shared, queue: RateLimitingQueue[ObjectKey])
     manager.add_leader_task(
         "compliance metrics",
         lambda: export_while_leading(
-            users.store,
+            users,
             lambda: drift.orphans_by_server,
             cap,
             COMPLIANCE,

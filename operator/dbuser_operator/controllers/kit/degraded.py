@@ -1,6 +1,7 @@
 """``dbuser_operator_resources_degraded{kind, namespace}``: resources the operator stopped trying on until
 something changes — ``Ready=False`` with a reason of the kind's Degraded list, as the Argo CD health checks
-read them (:mod:`dbuser_operator.api.argocd_health`) — counted at scrape time from the informers' caches.
+read them (:mod:`dbuser_operator.api.argocd_health`) — counted as the informers' events come (a scrape costs
+the kinds and namespaces, not the resources); any other iterable of objects (a snapshot) at each scrape.
 
 Exported by the leader only (a leader task attaches the caches while it leads), so that replicas never count
 a resource twice. A series per kind and namespace with resources in the cache, zeros included."""
@@ -8,6 +9,7 @@ a resource twice. A series per kind and namespace with resources in the cache, z
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
@@ -16,11 +18,13 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from dbuser_operator.api.argocd_health import DEGRADED_REASONS
+from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.metrics import REGISTRY
+from dbuser_operator.runtime.resources import ObjectKey
 
 NAME: Final = "dbuser_operator_resources_degraded"
 
-Stores = Mapping[str, Iterable[dict[str, Any]]]  # kind → the objects of its informer's cache
+Stores = Mapping[str, Iterable[dict[str, Any]] | Informer]  # kind → its informer, or a snapshot of objects
 
 
 def is_degraded(kind: str, obj: dict[str, Any]) -> bool:
@@ -39,24 +43,87 @@ def is_degraded(kind: str, obj: dict[str, Any]) -> bool:
     return ready.get("reason") in DEGRADED_REASONS.get(kind, frozenset())
 
 
+class DegradedCounts:
+    """The resources and the Degraded ones of one kind's cache by namespace, kept by its informer's events;
+    read by a scrape in another thread (one lock)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._degraded: dict[ObjectKey, bool] = {}  # each cached resource: whether it is Degraded
+        self._totals: Counter[str] = Counter()  # by namespace
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def on_add(self, obj: dict[str, Any]) -> None:
+        """Count ``obj``."""
+        self._put(ObjectKey.of(obj), is_degraded(self.kind, obj))
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """Count ``new`` instead of what its key counted before."""
+        self._put(ObjectKey.of(new), is_degraded(self.kind, new))
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        """Take back what the key of ``obj`` counted."""
+        self._put(ObjectKey.of(obj), None)
+
+    def counts(self) -> dict[str, int]:
+        """The Degraded resources by namespace, zeros included for namespaces with resources."""
+        with self._lock:
+            return {namespace: self._counts[namespace] for namespace in self._totals}
+
+    def _put(self, key: ObjectKey, degraded: bool | None) -> None:
+        with self._lock:
+            was = self._degraded.pop(key, None)
+            if was is not None:
+                self._totals[key.namespace] -= 1
+                self._counts[key.namespace] -= was
+                if not self._totals[key.namespace]:
+                    del self._totals[key.namespace], self._counts[key.namespace]
+            if degraded is not None:
+                self._degraded[key] = degraded
+                self._totals[key.namespace] += 1
+                self._counts[key.namespace] += degraded
+
+
 class DegradedCollector(Collector):
     """Counts the Degraded resources of every attached set of caches (one per manager in this process)."""
 
     def __init__(self) -> None:
-        self._sources: list[Stores] = []
+        self._sources: list[tuple[Stores, list[DegradedCounts]]] = []
 
     def attach(self, stores: Stores) -> Callable[[], None]:
-        """Count the objects of ``stores``; returns what detaches them."""
-        self._sources.append(stores)
-        return lambda: self._sources.remove(stores) if stores in self._sources else None
+        """Count the objects of ``stores`` (an informer's by its events from now on); returns what detaches
+        them."""
+        handlers = [
+            (informer, DegradedCounts(kind))
+            for kind, informer in stores.items()
+            if isinstance(informer, Informer)
+        ]
+        for informer, counts in handlers:
+            informer.add_handler(counts)  # the cached objects as adds, then every change
+        source = (stores, [counts for _, counts in handlers])
+        self._sources.append(source)
+
+        def detach() -> None:
+            if source in self._sources:
+                self._sources.remove(source)
+                for informer, counts in handlers:
+                    informer.remove_handler(counts)
+
+        return detach
 
     def describe(self) -> Iterator[Metric]:
         yield self._family()
 
     def collect(self) -> Iterator[Metric]:
         counts: Counter[tuple[str, str]] = Counter()
-        for stores in list(self._sources):
+        for stores, counted in list(self._sources):
+            for kind_counts in counted:
+                for namespace, count in kind_counts.counts().items():
+                    counts[(kind_counts.kind, namespace)] += count
             for kind, objects in stores.items():
+                if isinstance(objects, Informer):
+                    continue
                 for obj in list(objects):
                     key = (kind, str((obj.get("metadata") or {}).get("namespace") or ""))
                     counts[key] += is_degraded(kind, obj)

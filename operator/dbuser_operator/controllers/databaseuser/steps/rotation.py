@@ -20,7 +20,7 @@ from typing import Final
 
 from dbuser_operator.api.duration import parse_duration
 from dbuser_operator.api.v1alpha1 import AppliedSecret, Rotation, RotationStatus, RotationStrategy
-from dbuser_operator.controllers.databaseuser.compliance import RETAINED_HOLDERS
+from dbuser_operator.controllers.databaseuser.compliance_facts import RETAINED_HOLDERS
 from dbuser_operator.controllers.databaseuser.consumers import consumed_secrets, holding_pods
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.authentication import wanted_plugin
