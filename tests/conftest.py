@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from kubernetes_asyncio import client
 
 from dbuser_operator.envtest import (
@@ -43,6 +44,11 @@ REPO = Path(__file__).resolve().parent.parent
 _KEPT_LOGS = pytest.StashKey[Path]()
 
 Runner = Callable[..., subprocess.CompletedProcess[str]]
+
+# Hypothesis's per-example deadline (200 ms by default) and its "too slow" health check are wall-clock
+# bounds: a busy machine misses them (DESIGN.md §7). The number of examples stays bounded.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 def read_pins() -> dict[str, str]:

@@ -3,6 +3,9 @@
 kubernetes-asyncio's generated APIs are one class per group and default to JSON Patch for dict bodies;
 this client speaks plain JSON for every resource, always bounds a request by a timeout, names the patch
 type explicitly, and counts requests (``rest_client_requests_total``) so API economy can be measured.
+It sends on the ``ApiClient``'s aiohttp session itself, with the URL, headers and credentials ``call_api``
+would use: ``call_api``'s generic work (walking the body to sanitise it, the header and parameter tuples,
+the content-type regex) was about a tenth of the client's CPU per request, and the body is plain JSON here.
 Failures are typed (``runtime.errors``): an error status raises ``NotFound``, ``Conflict``, ``Gone``, … and
 a timeout or a connection error ``Unavailable``.
 A client made with ``before_write`` (a fence's ``check``) calls it before every request that is not a GET,
@@ -24,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
+import orjson
 from kubernetes_asyncio import client
 from prometheus_client import Counter
 
@@ -42,6 +46,16 @@ REQUESTS = Counter(
     registry=REGISTRY,
 )
 
+
+def _counted(method: str, code: str) -> Counter:
+    """``REQUESTS``'s child for ``method`` and ``code``, looked up once (``labels`` locks and validates)."""
+    child = _COUNTERS.get((method, code))
+    if child is None:
+        child = _COUNTERS[method, code] = REQUESTS.labels(method, code)
+    return child
+
+
+_COUNTERS: dict[tuple[str, str], Counter] = {}
 
 Items = list[dict[str, Any]]  # a list's items (a name, as ``KubeClient.list`` shadows ``list``)
 
@@ -116,6 +130,7 @@ class KubeClient:
     ) -> None:
         self.api = api
         self.timeout = timeout
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
         self.before_write = before_write
         self.denials = denials if denials is not None else WriteDenials()  # shared by fenced copies
 
@@ -202,22 +217,18 @@ class KubeClient:
             fieldSelector=field_selector,
         )
         try:
-            response: aiohttp.ClientResponse = await self.api.call_api(
-                resource.path(namespace),
+            response = await self._send(
                 "GET",
-                query_params=query,
-                header_params={"Accept": "application/json"},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-                _request_timeout=aiohttp.ClientTimeout(
-                    total=None, connect=self.timeout, sock_connect=self.timeout
-                ),
+                resource.path(namespace),
+                query=query,
+                headers={"Accept": "application/json"},
+                data=None,
+                bounds=aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_connect=self.timeout),
             )
         except (aiohttp.ClientError, TimeoutError) as error:
-            REQUESTS.labels("WATCH", "error").inc()
+            _counted("WATCH", "error").inc()
             raise _unavailable(error) from error
-        REQUESTS.labels("WATCH", str(response.status)).inc()
+        _counted("WATCH", str(response.status)).inc()
         if response.status != 200:
             async with response:
                 raise _api_exception(response, await response.read())
@@ -284,16 +295,13 @@ class KubeClient:
         before_send = _BEFORE_SEND.set(check)
         code = "error"
         try:
-            response: aiohttp.ClientResponse = await self.api.call_api(
-                path,
+            response = await self._send(
                 method,
-                query_params=list(query),
-                header_params={"Accept": "application/json", "Content-Type": content_type},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-                _request_timeout=self.timeout,
+                path,
+                query=query,
+                headers={"Accept": "application/json", "Content-Type": content_type},
+                data=None if body is None or method == "GET" else _encode(body, self.api),
+                bounds=self._timeout,
             )
             code = str(response.status)
             async with response:
@@ -305,13 +313,52 @@ class KubeClient:
                     raise error
             if method != "GET":
                 self.denials.succeeded(method, path)
-            data: dict[str, Any] = json.loads(content)
+            data: dict[str, Any] = decode(content)
             return data
         except (aiohttp.ClientError, TimeoutError) as error:
             raise _unavailable(error) from error
         finally:
             _BEFORE_SEND.reset(before_send)
-            REQUESTS.labels(method, code).inc()
+            _counted(method, code).inc()
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]],
+        headers: dict[str, str],
+        data: bytes | None,
+        bounds: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        """Send one request on the ``ApiClient``'s session, as its ``call_api`` would, minus its generic work.
+
+        The same URL, headers (``default_headers``, the cookie, the configuration's credentials, refreshed
+        as it refreshes them), proxy and TLS server name; the body already encoded (:func:`_encode`), the
+        response not read.
+        """
+        api = self.api
+        rest = api.rest_client
+        headers.update(api.default_headers)
+        if api.cookie:
+            headers["Cookie"] = api.cookie
+        setting = (await api.configuration.auth_settings()).get("BearerToken")
+        if setting:
+            _authorise(headers, setting)
+        url = f"{api.configuration.host}{path}"
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        options: dict[str, Any] = {}
+        if rest.proxy:
+            options["proxy"] = rest.proxy
+        if rest.proxy_headers:
+            options["proxy_headers"] = rest.proxy_headers
+        if rest.server_hostname:
+            options["server_hostname"] = rest.server_hostname
+        response: aiohttp.ClientResponse = await rest.pool_manager.request(
+            method, url, headers=headers, data=data, timeout=bounds, **options
+        )
+        return response
 
 
 def _api_exception(response: aiohttp.ClientResponse, content: bytes) -> ApiError:
@@ -326,3 +373,28 @@ def _unavailable(error: aiohttp.ClientError | TimeoutError) -> Unavailable:
 
 def _query(**parameters: object) -> list[tuple[str, str]]:
     return [(key, str(value)) for key, value in parameters.items() if value is not None]
+
+
+def _authorise(headers: dict[str, str], setting: Mapping[str, Any]) -> None:
+    """Put one of the configuration's credentials (``auth_settings``) in the request, as ``call_api`` does."""
+    if setting["in"] == "header" and setting.get("value"):
+        headers[setting["key"]] = setting["value"]
+    elif setting["in"] == "cookie" and setting.get("value"):
+        headers["Cookie"] = setting["value"]
+
+
+def decode(content: bytes) -> Any:
+    """A response body or watch line (JSON as the API server writes it: UTF-8, integers within 64 bits)."""
+    return orjson.loads(content)
+
+
+def _encode(body: Any, api: client.ApiClient) -> bytes:
+    """A request body as compact JSON. Anything but JSON's own types (dates, kubernetes-asyncio models)
+    becomes what ``call_api`` makes of it (``sanitize_for_serialization``). A body orjson refuses (a key
+    that is no ``str``, an integer beyond 64 bits) goes through ``json.dumps``, as before. (A float NaN,
+    which ``json.dumps`` writes as ``NaN``, not JSON, becomes ``null``: the operator writes no floats.)"""
+    sanitize = api.sanitize_for_serialization
+    try:
+        return orjson.dumps(body, default=sanitize, option=orjson.OPT_PASSTHROUGH_DATETIME)
+    except orjson.JSONEncodeError:
+        return json.dumps(body, separators=(",", ":"), default=sanitize).encode()

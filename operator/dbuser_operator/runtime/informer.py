@@ -23,7 +23,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime.backoff import Backoff
 from dbuser_operator.runtime.cache import IndexFunc, Store, strip_unread_compact
-from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.client import KubeClient, decode
 from dbuser_operator.runtime.errors import Gone, api_error, describe
 from dbuser_operator.runtime.resources import ObjectKey, Resource
 
@@ -282,7 +282,7 @@ class Informer:
             buffer = bytearray(rest)
             for line in lines:
                 if line.strip():
-                    yield json.loads(line)
+                    yield decode(line)
 
     def _apply(self, event: dict[str, Any], resource_version: str) -> str:
         kind, obj = event.get("type"), event.get("object") or {}

@@ -1,12 +1,24 @@
-"""The API client reads the proxy environment once (no per-request ``~/.netrc`` or proxy lookups), and a
-fenced one sends no write its fence refuses."""
+"""The API client reads the proxy environment once (no per-request ``~/.netrc`` or proxy lookups), a
+fenced one sends no write its fence refuses, and its requests carry what ``call_api`` would send."""
 
 from __future__ import annotations
+
+import datetime
+import enum
+import json
 
 import pytest
 from kubernetes_asyncio import client
 
-from dbuser_operator.runtime.client import KubeClient, api_client, environment_proxy
+from dbuser_operator.runtime.client import (
+    DEFAULT_TIMEOUT,
+    KubeClient,
+    PatchType,
+    _encode,
+    api_client,
+    decode,
+    environment_proxy,
+)
 from dbuser_operator.runtime.fence import Fence, FenceLost
 from dbuser_operator.runtime.resources import SECRETS
 
@@ -65,21 +77,29 @@ class Reached(Exception):
     """The request got as far as the HTTP call."""
 
 
-class RecordingApi:
-    """Stands in for the ApiClient: records the methods of the requests that reach it."""
+class RecordingSession:
+    """Stands in for the ApiClient's aiohttp session: records the methods of the requests that reach it."""
 
     def __init__(self) -> None:
         self.methods: list[str] = []
 
-    async def call_api(self, path: str, method: str, **_: object) -> None:
+    async def request(self, method: str, url: str, **_: object) -> None:
         self.methods.append(method)
         raise Reached
 
 
 async def test_a_fenced_client_sends_no_write_the_fence_refuses() -> None:
-    api = RecordingApi()
+    async with api_client(configuration()) as real:
+        session, real.rest_client.pool_manager = real.rest_client.pool_manager, RecordingSession()
+        try:
+            await _writes_refused(real, real.rest_client.pool_manager)
+        finally:
+            real.rest_client.pool_manager = session
+
+
+async def _writes_refused(real: client.ApiClient, api: RecordingSession) -> None:
     fence = Fence(4.0, 0.4)  # never acquired: closed
-    kube = KubeClient(api, before_write=fence.check)  # type: ignore[arg-type]
+    kube = KubeClient(real, before_write=fence.check)
     for write in (
         kube.create(SECRETS, {}, "ns"),
         kube.delete(SECRETS, "s", "ns"),
@@ -91,3 +111,90 @@ async def test_a_fenced_client_sends_no_write_the_fence_refuses() -> None:
     with pytest.raises(Reached):  # reads are not fenced
         await kube.get(SECRETS, "s", "ns")
     assert api.methods == ["GET"]
+
+
+class CapturingSession:
+    """Stands in for the ApiClient's aiohttp session: keeps what each request would send."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, object]] = []
+
+    async def request(self, method: str, url: str, **options: object) -> None:
+        self.sent.append({"method": method, "url": url, **options})
+        raise Reached
+
+
+async def test_requests_are_sent_as_call_api_sends_them() -> None:
+    """The client builds its requests itself (``call_api``'s generic work costs CPU per request): the same
+    method, URL, headers (the token refreshed through the configuration), proxy, timeout and JSON body."""
+    settings = configuration()
+    settings.api_key = {"BearerToken": "t0ken"}
+    settings.api_key_prefix = {"BearerToken": "Bearer"}
+    settings.proxy = "http://proxy.example:3128"
+    body = {"metadata": {"resourceVersion": "7"}, "status": {"gone": None, "list": [1, "ü"], "n": 1.5}}
+    async with api_client(settings) as api:
+        session, api.rest_client.pool_manager = api.rest_client.pool_manager, CapturingSession()
+        try:
+            sent = api.rest_client.pool_manager.sent
+            with pytest.raises(Reached):
+                await KubeClient(api).patch(
+                    SECRETS,
+                    "s",
+                    body,
+                    PatchType.MERGE,
+                    namespace="ns",
+                    subresource="status",
+                    field_manager="m",
+                )
+            with pytest.raises(Reached):
+                await api.call_api(
+                    SECRETS.path("ns", "s", "status"),
+                    "PATCH",
+                    query_params=[("fieldManager", "m")],
+                    header_params={"Accept": "application/json", "Content-Type": PatchType.MERGE.value},
+                    body=body,
+                    auth_settings=["BearerToken"],
+                    _preload_content=False,
+                    _return_http_data_only=True,
+                    _request_timeout=DEFAULT_TIMEOUT,
+                )
+        finally:
+            api.rest_client.pool_manager = session
+    ours, theirs = sent
+    assert json.loads(ours.pop("data")) == json.loads(theirs.pop("data")) == body
+    assert ours == theirs
+    assert ours["headers"] == {
+        "Accept": "application/json",
+        "Content-Type": "application/merge-patch+json",
+        "User-Agent": api.default_headers["User-Agent"],
+        "authorization": "Bearer t0ken",
+    }
+
+
+class Key(enum.StrEnum):
+    READY = "Ready"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"status": {"conditions": [{"type": "Ready", "status": "True"}], "gone": None, "n": 2}},
+        {"message": "compte créé ✓", "list": [1, 2.5, True, False]},
+        {Key.READY: "a key orjson refuses: through json.dumps"},
+        {"big": 2**70},
+        {
+            "at": datetime.datetime(2026, 11, 29, 16, 0, 1, 5, tzinfo=datetime.UTC),
+            "on": datetime.date(2026, 1, 2),
+        },
+        {"model": client.V1ObjectMeta(name="n", labels={"a": "b"})},
+        [{"op": "test", "path": "/metadata/resourceVersion", "value": "7"}],
+    ],
+)
+async def test_bodies_encode_to_what_call_api_sends(body: object) -> None:
+    async with api_client(configuration()) as api:
+        assert json.loads(_encode(body, api)) == json.loads(json.dumps(api.sanitize_for_serialization(body)))
+
+
+def test_responses_decode_as_json_does() -> None:
+    text = '{"kind":"Status","code":404,"details":{"name":"ü","causes":[]},"x":null,"f":1.5,"t":true}'
+    assert decode(text.encode()) == json.loads(text)
