@@ -44,13 +44,13 @@ def is_degraded(kind: str, obj: dict[str, Any]) -> bool:
 
 class DegradedCounts:
     """The resources and the Degraded ones of one kind's cache by namespace, kept by its informer's events;
-    read by a scrape in another thread (one lock). A namespace keeps its cached names (the objects' own
-    strings) and, apart, the names of its Degraded ones: no flag per resource."""
+    read by a scrape in another thread (one lock). A namespace keeps whether each of its cached names (the
+    objects' own strings) is Degraded: a dict by name (a set, sparser, costs more), no key object."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
-        self._names: dict[str, set[str]] = {}  # namespace → its cached resources' names
-        self._degraded: dict[str, set[str]] = {}  # namespace → its Degraded resources' names
+        self._degraded: dict[str, dict[str, bool]] = {}  # namespace → name → whether it is Degraded
+        self._counts: Counter[str] = Counter()  # the Degraded ones by namespace
         self._lock = threading.Lock()
 
     def on_add(self, obj: dict[str, Any]) -> None:
@@ -68,28 +68,23 @@ class DegradedCounts:
     def counts(self) -> dict[str, int]:
         """The Degraded resources by namespace, zeros included for namespaces with resources."""
         with self._lock:
-            return {namespace: len(self._degraded.get(namespace, ())) for namespace in self._names}
+            return {namespace: self._counts[namespace] for namespace in self._degraded}
 
     def _put(self, obj: dict[str, Any], degraded: bool | None) -> None:
         metadata = obj["metadata"]
         namespace, name = metadata.get("namespace") or "", metadata["name"]
         with self._lock:
-            _change(self._names, namespace, name, degraded is not None)
-            _change(self._degraded, namespace, name, bool(degraded))
-
-
-def _change(names: dict[str, set[str]], namespace: str, name: str, member: bool) -> None:
-    """Make ``name`` of ``namespace`` a member of ``names`` or not (a member holds the newest object's
-    string, not a replaced one's); no empty set is kept."""
-    held = names.get(namespace)
-    if held is not None:
-        held.discard(name)
-    if member:
-        if held is None:
-            held = names[namespace] = set()
-        held.add(name)
-    elif held is not None and not held:
-        del names[namespace]
+            names = self._degraded.get(namespace)
+            was = names.pop(name, None) if names is not None else None  # popped: the newest name kept
+            if was is not None:
+                self._counts[namespace] -= was
+            if degraded is not None:
+                if names is None:
+                    names = self._degraded[namespace] = {}
+                names[name] = degraded
+                self._counts[namespace] += degraded
+            elif names is not None and not names:
+                del self._degraded[namespace], self._counts[namespace]
 
 
 class DegradedCollector(Collector):
