@@ -87,7 +87,7 @@ class Pass(Generic[S]):
             before = (self.__dict__["obj"].get("metadata") or {}).get("resourceVersion")
             if before and before != (value.get("metadata") or {}).get("resourceVersion"):
                 self.replaced.append(before)
-        super().__setattr__(name, value)
+        object.__setattr__(self, name, value)  # not super(): every field of every pass is set here
 
     def requeue(self, seconds: float) -> None:
         """Ask for another look after ``seconds`` (at least 0.1 s); the earliest request wins."""

@@ -127,6 +127,7 @@ class Database:
         on_connect: OnConnect | None = None,
     ) -> None:
         self._settings = settings
+        self._requires_tls = settings.mode.requires_tls  # settings are frozen: not worked out per statement
         self._before_write = before_write
         self._on_connect = on_connect
         self._connected: weakref.WeakSet[Any] = weakref.WeakSet()  # connections on_connect accepted
@@ -335,7 +336,7 @@ class Database:
         """
         # A connection that requires TLS refuses a server without it before authenticating (.tls); checked
         # once more here, so that no statement ever goes out in plain text then.
-        if self._settings.mode.requires_tls and not getattr(connection, "_secure", False):
+        if self._requires_tls and not getattr(connection, "_secure", False):
             connection.close()
             return _Failure(TLSError("TLS is required but the server does not offer it"), pool, reused)
         if self._on_connect is not None and connection not in self._connected:
