@@ -3,11 +3,13 @@ in O(log n + n / LOAD) — what per-event bookkeeping needs to answer "how many 
 without walking the values.
 
 Blocks of at most ``2 * LOAD`` sorted values, each known by its largest one; the running counts of the
-blocks are summed again only when a count is asked after a change (one pass over the block lengths).
+blocks are summed again only when a count is asked after a change (one pass over the block lengths). A block
+is an ``array('d')``: 8 bytes a value, where a list holds a pointer to a float object (8 + 24 bytes).
 """
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from itertools import accumulate
@@ -22,7 +24,7 @@ class SortedBag:
     __slots__ = ("_blocks", "_counts", "_length", "_maxes")
 
     def __init__(self) -> None:
-        self._blocks: list[list[float]] = []
+        self._blocks: list[array[float]] = []
         self._maxes: list[float] = []
         self._counts: list[int] | None = None  # blocks' running lengths; None: to sum again
         self._length = 0
@@ -39,13 +41,13 @@ class SortedBag:
         if times <= 0:
             return
         if not self._blocks:
-            self._blocks.append([value] * times)
+            self._blocks.append(array("d", [value]) * times)
             self._maxes.append(value)
         else:
             index = min(bisect_left(self._maxes, value), len(self._blocks) - 1)
             block = self._blocks[index]
             at = bisect_right(block, value)
-            block[at:at] = [value] * times
+            block[at:at] = array("d", [value]) * times
             self._maxes[index] = block[-1]
             if len(block) > 2 * LOAD:
                 self._blocks[index : index + 1] = [block[:LOAD], block[LOAD:]]
@@ -58,7 +60,7 @@ class SortedBag:
         if times <= 0:
             return
         index = bisect_left(self._maxes, value)
-        block = self._blocks[index] if index < len(self._blocks) else []
+        block = self._blocks[index] if index < len(self._blocks) else array("d")
         at = bisect_left(block, value)
         if bisect_right(block, value) - at < times:  # duplicates straddling blocks are split at LOAD only
             if sum(1 for item in self if item == value) < times:

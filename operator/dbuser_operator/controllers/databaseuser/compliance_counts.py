@@ -33,7 +33,6 @@ from dbuser_operator.controllers.databaseuser.compliance_facts import (
 )
 from dbuser_operator.controllers.kit.resources import server_key
 from dbuser_operator.controllers.servers.liveness import server_label
-from dbuser_operator.runtime.resources import ObjectKey
 from dbuser_operator.runtime.sorted_bag import SortedBag
 
 K = TypeVar("K")
@@ -41,7 +40,8 @@ Pair = tuple[str, str]  # (server key, namespace): the policy's cap is looked up
 
 
 class Entry:
-    """What one cached DatabaseUser adds to its pair's counts (nothing when ``pair`` is None)."""
+    """What one cached DatabaseUser adds to its pair's counts (nothing when ``pair`` is None): made when it
+    is counted or taken back, never kept."""
 
     __slots__ = (
         "accounts",
@@ -215,14 +215,18 @@ def _change_in(bags: dict[K, SortedBag], key: K, value: float, sign: int) -> Non
 
 class UserCounts:
     """The counts of one cache of DatabaseUsers, as an informer's event handler: current after each event,
-    read by a scrape in another thread (one lock)."""
+    read by a scrape in another thread (one lock).
+
+    Each key keeps the object it last counted (the cache's own, unchanged: a reference, not a copy), so that
+    what it added is computed again to take it back; only a retained password's holders' reason, which the
+    object does not hold, is kept beside it."""
 
     def __init__(self, holders: RetainedHolders = RETAINED_HOLDERS) -> None:
         self.holders = holders
         self._buckets: dict[Pair, Bucket] = {}
-        self._entries: dict[ObjectKey, Entry] = {}
+        self._objects: dict[str, dict[str, dict[str, Any]]] = {}  # namespace → name → the object counted
         self._uids: dict[str, int] = {}  # every cached resource's uid, counted or not (holders' pruning)
-        self._retained: dict[str, set[ObjectKey]] = {}  # uid → its resources with a retained password
+        self._retained: dict[str, list[tuple[dict[str, Any], str]]] = {}  # uid → (object, reason counted)
         self._lock = threading.Lock()
 
     @classmethod
@@ -235,15 +239,15 @@ class UserCounts:
 
     def on_add(self, obj: dict[str, Any]) -> None:
         """Count ``obj``."""
-        self._put(ObjectKey.of(obj), obj)
+        self._put(obj, obj)
 
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         """Count ``new`` instead of what its key added before."""
-        self._put(ObjectKey.of(new), new)
+        self._put(new, new)
 
     def on_delete(self, obj: dict[str, Any]) -> None:
         """Take back what the key of ``obj`` added."""
-        self._put(ObjectKey.of(obj), None)
+        self._put(obj, None)
 
     def knows(self, uid: str) -> bool:
         """Whether a cached resource (counted or not) has ``uid``."""
@@ -261,23 +265,31 @@ class UserCounts:
     def on_holders(self, uid: str) -> None:
         """The holders' reason of ``uid`` changed (a :class:`RetainedHolders` listener)."""
         with self._lock:
-            for key in list(self._retained.get(uid, ())):
-                entry = self._entries[key]
-                self._take(key, entry)
-                self._give(key, entry)
+            for obj, _ in list(self._retained.get(uid, ())):
+                self._take(obj)
+                self._give(obj, entry_of(obj))
 
-    def _put(self, key: ObjectKey, obj: dict[str, Any] | None) -> None:
+    def _put(self, keyed: dict[str, Any], obj: dict[str, Any] | None) -> None:
+        """Count ``obj`` (None: nothing) as the key of ``keyed``."""
+        metadata = keyed["metadata"]
+        namespace, name = metadata.get("namespace") or "", metadata["name"]
         entry = entry_of(obj) if obj is not None else None  # outside the lock: the scrape waits less
         with self._lock:
-            gone = self._entries.get(key)
+            names = self._objects.get(namespace)
+            gone = names.pop(name, None) if names is not None else None
             if gone is not None:
-                self._take(key, gone)
-            if entry is not None:
-                self._give(key, entry)
+                self._take(gone)
+            if obj is not None and entry is not None:
+                if names is None:
+                    names = self._objects[namespace] = {}
+                names[name] = obj
+                self._give(obj, entry)
+            elif names is not None and not names:
+                del self._objects[namespace]
 
-    def _take(self, key: ObjectKey, entry: Entry) -> None:
-        """Take back what ``entry`` (of ``key``) added (the lock held)."""
-        del self._entries[key]
+    def _take(self, obj: dict[str, Any]) -> None:
+        """Take back what ``obj`` added (the lock held): its entry computed again, with the reason it had."""
+        entry = entry_of(obj)
         left = self._uids[entry.known] - 1
         if left:
             self._uids[entry.known] = left
@@ -285,27 +297,26 @@ class UserCounts:
             del self._uids[entry.known]
         if entry.pair is None:
             return
+        if entry.since is not None:
+            held = self._retained[entry.uid]
+            at = next(index for index, (counted, _) in enumerate(held) if counted is obj)
+            entry.reason = held.pop(at)[1]
+            if not held:
+                del self._retained[entry.uid]
         bucket = self._buckets[entry.pair]
         bucket.add(entry, -1)
         if not bucket.users:
             del self._buckets[entry.pair]
-        if entry.since is not None:
-            keys = self._retained[entry.uid]
-            keys.discard(key)
-            if not keys:
-                del self._retained[entry.uid]
 
-    def _give(self, key: ObjectKey, entry: Entry) -> None:
-        """Count ``entry`` as ``key``'s (the lock held), with its holders' reason as it is now."""
-        self._entries[key] = entry
+    def _give(self, obj: dict[str, Any], entry: Entry) -> None:
+        """Count ``entry`` of ``obj`` (the lock held), with its holders' reason as it is now."""
         self._uids[entry.known] = self._uids.get(entry.known, 0) + 1
         if entry.pair is None:
             return
         if entry.since is not None:
             entry.reason = self.holders.reason(entry.uid)
-            self._retained.setdefault(entry.uid, set()).add(key)
+            self._retained.setdefault(entry.uid, []).append((obj, entry.reason))
         bucket = self._buckets.get(entry.pair)
         if bucket is None:
             bucket = self._buckets[entry.pair] = Bucket(entry.pair)
-        entry.pair = bucket.pair  # one tuple (and server key) per pair, not per resource
         bucket.add(entry, 1)

@@ -20,7 +20,6 @@ from prometheus_client.registry import Collector
 from dbuser_operator.api.argocd_health import DEGRADED_REASONS
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.metrics import REGISTRY
-from dbuser_operator.runtime.resources import ObjectKey
 
 NAME: Final = "dbuser_operator_resources_degraded"
 
@@ -45,44 +44,47 @@ def is_degraded(kind: str, obj: dict[str, Any]) -> bool:
 
 class DegradedCounts:
     """The resources and the Degraded ones of one kind's cache by namespace, kept by its informer's events;
-    read by a scrape in another thread (one lock)."""
+    read by a scrape in another thread (one lock). A namespace keeps whether each of its cached names (the
+    objects' own strings) is Degraded: a dict by name (a set, sparser, costs more), no key object."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
-        self._degraded: dict[ObjectKey, bool] = {}  # each cached resource: whether it is Degraded
-        self._totals: Counter[str] = Counter()  # by namespace
-        self._counts: Counter[str] = Counter()
+        self._degraded: dict[str, dict[str, bool]] = {}  # namespace → name → whether it is Degraded
+        self._counts: Counter[str] = Counter()  # the Degraded ones by namespace
         self._lock = threading.Lock()
 
     def on_add(self, obj: dict[str, Any]) -> None:
         """Count ``obj``."""
-        self._put(ObjectKey.of(obj), is_degraded(self.kind, obj))
+        self._put(obj, is_degraded(self.kind, obj))
 
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         """Count ``new`` instead of what its key counted before."""
-        self._put(ObjectKey.of(new), is_degraded(self.kind, new))
+        self._put(new, is_degraded(self.kind, new))
 
     def on_delete(self, obj: dict[str, Any]) -> None:
         """Take back what the key of ``obj`` counted."""
-        self._put(ObjectKey.of(obj), None)
+        self._put(obj, None)
 
     def counts(self) -> dict[str, int]:
         """The Degraded resources by namespace, zeros included for namespaces with resources."""
         with self._lock:
-            return {namespace: self._counts[namespace] for namespace in self._totals}
+            return {namespace: self._counts[namespace] for namespace in self._degraded}
 
-    def _put(self, key: ObjectKey, degraded: bool | None) -> None:
+    def _put(self, obj: dict[str, Any], degraded: bool | None) -> None:
+        metadata = obj["metadata"]
+        namespace, name = metadata.get("namespace") or "", metadata["name"]
         with self._lock:
-            was = self._degraded.pop(key, None)
+            names = self._degraded.get(namespace)
+            was = names.pop(name, None) if names is not None else None  # popped: the newest name kept
             if was is not None:
-                self._totals[key.namespace] -= 1
-                self._counts[key.namespace] -= was
-                if not self._totals[key.namespace]:
-                    del self._totals[key.namespace], self._counts[key.namespace]
+                self._counts[namespace] -= was
             if degraded is not None:
-                self._degraded[key] = degraded
-                self._totals[key.namespace] += 1
-                self._counts[key.namespace] += degraded
+                if names is None:
+                    names = self._degraded[namespace] = {}
+                names[name] = degraded
+                self._counts[namespace] += degraded
+            elif names is not None and not names:
+                del self._degraded[namespace], self._counts[namespace]
 
 
 class DegradedCollector(Collector):
