@@ -316,11 +316,7 @@ class FleetBench:
         """Stop the converged operator and start it again; what the new one writes (none expected).
         ``general_log``: the servers' general logs on meanwhile (:mod:`bench.general_log`)."""
         await self.wait_server_status(fleet)
-        gate = self.bench.options.restart_gate
-        if gate is not None and not gate.exists():
-            self.say(f"  restart: waiting until {gate} exists")
-            while not gate.exists():  # noqa: ASYNC110 - a file someone else creates: nothing to wait on
-                await asyncio.sleep(2.0)
+        await self._gate()
         await running.stop()
         self.say(f"  restart: the operator stopped over {fleet.size} Ready users; starting it again")
         await asyncio.sleep(1.0)
@@ -329,9 +325,7 @@ class FleetBench:
         reads_before = await apiserver_reads(self.bench.api)
         audit_log = self.bench.options.restart_audit_log
         audited_from = audit_log.stat().st_size if audit_log is not None and audit_log.exists() else 0
-        implementation = self.operator(
-            fleet, f"fleet-{fleet.size}-restart", self.bench.options.restart_kubeconfig
-        )
+        implementation = self._restarted(fleet)
         logged = GeneralLog(self.servers) if general_log else None
         window_start = datetime.now(UTC).isoformat()
         async with logged or contextlib.nullcontext():
@@ -402,6 +396,24 @@ class FleetBench:
             )
         )
         return result
+
+    async def _gate(self) -> None:
+        """Until ``--restart-gate``'s file exists (at once without one)."""
+        gate = self.bench.options.restart_gate
+        if gate is not None and not gate.exists():
+            self.say(f"  restart: waiting until {gate} exists")
+            while not gate.exists():  # noqa: ASYNC110 - a file someone else creates: nothing to wait on
+                await asyncio.sleep(2.0)
+
+    def _restarted(self, fleet: Fleet) -> processes.Implementation:
+        """The operator to start again: as :data:`RESTART_USER` where audited; under py-spy with
+        ``--profile``."""
+        options = self.bench.options
+        implementation = self.operator(fleet, f"fleet-{fleet.size}-restart", options.restart_kubeconfig)
+        if options.profile_dir is not None:
+            options.profile_dir.mkdir(parents=True, exist_ok=True)
+            implementation.profile_path = options.profile_dir / f"fleet-{fleet.size}-restart.txt"
+        return implementation
 
     async def wait_server_status(self, fleet: Fleet, limit: float = 120.0) -> None:
         """Until every server resource's ``status.accounts`` is what its server records (the periodic

@@ -29,6 +29,7 @@ from dbuser_operator.envtest.ports import LOOPBACK, free_port
 
 USER_CONTROLLER = "databaseuser"
 TRACEMALLOC_ENV = "BENCH_TRACEMALLOC"  # set: the operator runs under tracemalloc (bench.traced_operator)
+LOG_LEVEL_ENV = "BENCH_OPERATOR_LOG_LEVEL"  # diagnosis: the operator's log level (default warning)
 TRACEMALLOC_OUT_ENV = "BENCH_TRACEMALLOC_OUT"  # the controller label of the DatabaseUser controller's metrics
 
 
@@ -219,7 +220,7 @@ def operator(
         f"--metrics-bind-address={LOOPBACK}:{metrics_port}",
         f"--health-probe-bind-address={LOOPBACK}:{health_port}",
         "--shutdown-timeout=5",
-        "--log-level=warning",
+        f"--log-level={os.environ.get(LOG_LEVEL_ENV, 'warning')}",
     ]
     if concurrency is not None:
         argv.append(f"--max-concurrent-reconciles={concurrency}")
