@@ -77,10 +77,12 @@ async def make_user(
     passwords: PasswordLedger,
     name: str,
     authentication: dict[str, str] | None = None,
+    password: str | None = None,
     **rotation: object,
 ) -> tuple[str, str]:
-    """A DatabaseUser ``name`` with its own Secret (named like it), Ready; (its Secret, its password)."""
-    first = passwords.new()
+    """A DatabaseUser ``name`` with its own Secret (named like it), Ready; (its Secret, its password:
+    ``password``, or a new one)."""
+    first = password or passwords.new()
     await create_secret(kube, namespace, name, {"password": first})
     body = database_user(name, name, rotation=rotation)
     if authentication is not None:
