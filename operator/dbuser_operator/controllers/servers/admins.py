@@ -35,7 +35,7 @@ from dbuser_operator.controllers.kit.reserved import (
 )
 from dbuser_operator.controllers.servers.connection import ServerConfigError
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.controllers.servers.resolver import ServerResolver
+from dbuser_operator.controllers.servers.resolver import ServerResolver, resource_key
 from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.mysql.bookkeeping.ownership import DEFAULT_SCHEMA
 from dbuser_operator.mysql.errors import MySQLError
@@ -88,9 +88,7 @@ class Reservations:
             found.append(Admin(FLAGS_SERVER, default.db.settings.user, default.schema, default))
         for kind, informer in self.resolver.informers.items():
             for obj in list(informer.store):
-                meta = obj["metadata"]
-                namespace = meta.get("namespace") or ""
-                key = f"{kind}/{namespace}/{meta['name']}" if namespace else f"{kind}/{meta['name']}"
+                key = resource_key(kind, obj)
                 try:
                     handle = await registry.current(self.resolver.resource(key, obj))
                 except (ConditionError, ServerConfigError):  # no admin name to reserve (yet)

@@ -88,10 +88,7 @@ class ServerResolver:
         server resource."""
         found = [DEFAULT_SERVER] if self.registry.default is not None else []
         for kind, informer in self.informers.items():
-            for server in informer.store:
-                meta = server["metadata"]
-                where = f"{meta.get('namespace', '')}/" if kind == KIND else ""
-                found.append(f"{kind}/{where}{meta['name']}")
+            found += [resource_key(kind, server) for server in informer.store]
         return found
 
     async def resolve_key(
@@ -123,3 +120,11 @@ class ServerResolver:
             return resource, await self.registry.handle(resource)
         except ServerConfigError as error:
             raise ConditionError("ServerNotReady", f"{resource}: {error.message}") from None
+
+
+def resource_key(kind: str, obj: dict[str, Any]) -> str:
+    """The key of the server resource ``obj`` of ``kind``: ``kind/namespace/name``, or ``kind/name`` for a
+    cluster-scoped one (as :func:`~.resources.server_key` names it from a resource's reference)."""
+    meta = obj["metadata"]
+    namespace = meta.get("namespace") or ""
+    return f"{kind}/{namespace}/{meta['name']}" if namespace else f"{kind}/{meta['name']}"
