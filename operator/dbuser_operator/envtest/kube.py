@@ -78,9 +78,16 @@ class LocalControlPlane:
     """etcd and kube-apiserver on free loopback ports, with all state under ``workdir``."""
 
     def __init__(
-        self, binaries: Binaries, workdir: Path, *, audit: bool = True, audit_users: Sequence[str] = ()
+        self,
+        binaries: Binaries,
+        workdir: Path,
+        *,
+        audit: bool = True,
+        audit_users: Sequence[str] = (),
+        feature_gates: Sequence[str] = (),
     ) -> None:
         self.workdir = workdir
+        self.feature_gates = tuple(feature_gates)  # the API server's, e.g. "WatchList=false"
         self.audit = audit or bool(audit_users)  # False: no audit log (benchmarks: it taxes every write)
         self.audit_users = tuple(audit_users)  # only these users' requests, all of them (audit_policy)
         self._pki = workdir / "pki"
@@ -203,6 +210,7 @@ class LocalControlPlane:
             "--enable-admission-plugins=NodeRestriction",
             "--allow-privileged=true",
             *self._audit_argv(),
+            *([f"--feature-gates={','.join(self.feature_gates)}"] if self.feature_gates else []),
             "--v=1",
         ]
 

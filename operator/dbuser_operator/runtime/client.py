@@ -198,15 +198,19 @@ class KubeClient:
         resource: Resource,
         namespace: str | None,
         *,
-        resource_version: str,
+        resource_version: str | None,
         timeout_seconds: int,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        initial_events: bool = False,
     ) -> aiohttp.ClientResponse:
         """Open a watch stream with bookmarks; the caller reads its lines and closes it.
 
         The request itself has no total timeout (the server ends the watch after ``timeout_seconds``);
-        the caller bounds each read instead, which is how a half-open connection is detected.
+        the caller bounds each read instead, which is how a half-open connection is detected. With
+        ``initial_events`` (and no ``resource_version``: a consistent read) the stream starts with every
+        current object as an ADDED event, then a bookmark annotated ``k8s.io/initial-events-end`` (the
+        API server's WatchList; a server without it refuses the request as invalid).
         """
         query = _query(
             watch="true",
@@ -215,6 +219,8 @@ class KubeClient:
             timeoutSeconds=timeout_seconds,
             labelSelector=label_selector,
             fieldSelector=field_selector,
+            sendInitialEvents="true" if initial_events else None,
+            resourceVersionMatch="NotOlderThan" if initial_events else None,
         )
         try:
             response = await self._send(

@@ -7,6 +7,14 @@ status of the watch request itself —, synthesising deletes for objects that va
 0.8 s → 30 s on errors, which are logged, never swallowed. A client-side inactivity timeout catches
 half-open connections: the server sends a bookmark about once a minute, so a watch that is silent for
 longer is dead and is reopened.
+
+The list is streamed, as client-go's reflector does with WatchListClient: one watch that first sends every
+current object (``sendInitialEvents``, a consistent read from the API server's watch cache), then a bookmark
+that ends them, then the changes, on the same stream. A paginated LIST costs the API server more with
+every page: its watch cache collects every object after a page's continue key to serve the page's 500, so
+a list of N objects scans about N²/1000 of them (bench/README.md, "The listing's growth"). A server that
+refuses the stream (before Kubernetes 1.27, or with the WatchList feature off) is listed page by page, as
+is a scope whose stream ended before its initial events did.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from dbuser_operator.runtime.backoff import Backoff
 from dbuser_operator.runtime.cache import IndexFunc, Store, strip_unread_compact
 from dbuser_operator.runtime.client import KubeClient, decode
-from dbuser_operator.runtime.errors import Gone, api_error, describe
+from dbuser_operator.runtime.errors import Gone, Invalid, api_error, describe
 from dbuser_operator.runtime.resources import ObjectKey, Resource
 
 log = structlog.get_logger(__name__)
@@ -34,6 +42,8 @@ Transform = Callable[[dict[str, Any]], dict[str, Any]]
 LIST_PAGE_SIZE = 500
 WATCH_TIMEOUT_RANGE = (300, 600)  # seconds the server keeps one watch open, chosen at random per watch
 INACTIVITY_TIMEOUT = 70.0  # kopf's figure: the API server sends a bookmark about once a minute
+STREAM_LISTS = True  # list by a watch with initial events (WatchList) where the server serves it
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # the annotation of the bookmark that ends a streamed list
 
 
 class EventHandler(Protocol):
@@ -57,6 +67,10 @@ class WatchStalledError(Exception):
     """No byte arrived on a watch within the inactivity timeout."""
 
 
+class StreamRefusedError(Exception):
+    """The API server refused a watch with initial events (no WatchList): list page by page."""
+
+
 class Informer:
     """A cache of one resource in some namespaces (or all), optionally filtered by a label selector."""
 
@@ -71,6 +85,7 @@ class Informer:
         transform: Transform = strip_unread_compact,
         inactivity_timeout: float = INACTIVITY_TIMEOUT,
         watch_timeout_range: tuple[int, int] = WATCH_TIMEOUT_RANGE,
+        stream_lists: bool | None = None,
     ) -> None:
         self.kube = kube
         self.resource = resource
@@ -80,6 +95,8 @@ class Informer:
         self.store = Store()
         self.inactivity_timeout = inactivity_timeout
         self.watch_timeout_range = watch_timeout_range
+        # None: STREAM_LISTS; False once the server refused a streamed list
+        self.stream_lists = STREAM_LISTS if stream_lists is None else stream_lists
         self._transform = transform
         self._handlers: list[EventHandler] = []
         self._scopes: tuple[str | None, ...] = self.namespaces or (None,)
@@ -136,13 +153,25 @@ class Informer:
         backoff = Backoff()
         logger = log.bind(resource=self.name, namespace=namespace or "*")
         resource_version: str | None = None
+        stream = self.stream_lists
         while True:
             try:
-                if resource_version is None:
+                if resource_version is None and stream:
+                    resource_version = await self._stream(namespace)
+                    if resource_version is None:
+                        logger.warning("a streamed list ended before its objects did; listing by pages")
+                        stream = False
+                        continue
+                    self._mark_synced(namespace)
+                elif resource_version is None:
                     resource_version = await self._list(namespace)
                     self._mark_synced(namespace)
+                    stream = self.stream_lists
                 resource_version = await self._watch(namespace, resource_version)
                 backoff.reset()
+            except StreamRefusedError as error:
+                logger.info("the API server does not stream lists; listing by pages", error=describe(error))
+                self.stream_lists = stream = False
             except ResourceVersionExpiredError:
                 logger.info("resource version expired; listing again")
                 resource_version = None
@@ -251,21 +280,64 @@ class Informer:
 
     async def _watch(self, namespace: str | None, resource_version: str) -> str:
         """Apply watch events until the server ends the watch; return the last resourceVersion seen."""
+        async with await self._open(namespace, resource_version) as response:
+            async for event in self._events(response):
+                resource_version = self._apply(event, resource_version)
+        return resource_version
+
+    async def _stream(self, namespace: str | None) -> str | None:
+        """List by a watch that sends the current objects first, and replace this scope's objects (as
+        :meth:`_list` does) once the bookmark that ends them has come; return its resourceVersion, from
+        which :meth:`_watch` goes on (None: the watch ended before the bookmark).
+
+        Each object is filtered (:meth:`_keep`) as its event is parsed, so objects the cache does not keep
+        are never all in memory at once.
+        """
+        listed: dict[ObjectKey, dict[str, Any]] = {}
+        async with await self._open(namespace, None) as response:
+            async for event in self._events(response):
+                resource_version = self._initial(event, listed)
+                if resource_version is not None:
+                    self._replace(namespace, listed, resource_version)
+                    return resource_version
+        return None
+
+    def _initial(self, event: dict[str, Any], listed: dict[ObjectKey, dict[str, Any]]) -> str | None:
+        """Take one event of a streamed list into ``listed``; the list's resourceVersion once it is whole."""
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "BOOKMARK":
+            annotations = obj.get("metadata", {}).get("annotations") or {}
+            return _resource_version(obj) if annotations.get(INITIAL_EVENTS_END) == "true" else None
+        if kind not in ("ADDED", "MODIFIED", "DELETED"):
+            self._apply(event, "")  # an ERROR: raised (410 Gone: list again)
+            return None
+        if kind == "DELETED":
+            listed.pop(ObjectKey.of(obj), None)
+        elif self._keep(obj):
+            obj = self._transform(obj)
+            listed[ObjectKey.of(obj)] = obj
+        else:
+            self._dropped(obj)
+        return None
+
+    async def _open(self, namespace: str | None, resource_version: str | None) -> aiohttp.ClientResponse:
+        """A watch from ``resource_version``; None: a streamed list (the current objects first)."""
         try:
-            response = await self.kube.watch(
+            return await self.kube.watch(
                 self.resource,
                 namespace,
                 resource_version=resource_version,
                 timeout_seconds=random.randint(*self.watch_timeout_range),  # noqa: S311 - spreading
                 label_selector=self.label_selector,
                 field_selector=self.field_selector,
+                initial_events=resource_version is None,
             )
         except Gone as error:  # the request itself answered 410: the same resourceVersion would again
             raise ResourceVersionExpiredError from error
-        async with response:
-            async for event in self._events(response):
-                resource_version = self._apply(event, resource_version)
-        return resource_version
+        except Invalid as error:
+            if resource_version is None:
+                raise StreamRefusedError(describe(error)) from error
+            raise
 
     async def _events(self, response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
         buffer = bytearray()

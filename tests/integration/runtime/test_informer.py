@@ -36,6 +36,13 @@ def config_map(name: str, labels: dict[str, str] | None = None, data: str = "1")
     return {"metadata": {"name": name, "labels": labels or {}}, "data": {"value": data}}
 
 
+@pytest.fixture(params=[True, False], ids=["streamed-list", "paged-list"])
+def list_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Both ways an informer lists: streamed (a watch with initial events), and by pages."""
+    monkeypatch.setattr(informer_module, "STREAM_LISTS", request.param)
+    return bool(request.param)
+
+
 @asynccontextmanager
 async def running(informer: Informer) -> AsyncIterator[Informer]:
     task = asyncio.create_task(informer.run())
@@ -48,7 +55,9 @@ async def running(informer: Informer) -> AsyncIterator[Informer]:
         await asyncio.gather(task, return_exceptions=True)
 
 
-async def test_sees_creates_updates_and_deletes(kube_api: client.ApiClient, namespace: str) -> None:
+async def test_sees_creates_updates_and_deletes(
+    kube_api: client.ApiClient, namespace: str, list_mode: bool
+) -> None:
     kube = KubeClient(kube_api)
     await kube.create(CONFIG_MAPS, config_map("before"), namespace)
     handler = RecordingHandler()
@@ -73,7 +82,7 @@ async def test_sees_creates_updates_and_deletes(kube_api: client.ApiClient, name
         assert informer.get(ObjectKey(namespace, "cm")) is None
 
 
-async def test_namespaces_label_selector_and_indexes(kube_api: client.ApiClient) -> None:
+async def test_namespaces_label_selector_and_indexes(kube_api: client.ApiClient, list_mode: bool) -> None:
     kube = KubeClient(kube_api)
     core = client.CoreV1Api(kube_api)
     watched, other = f"w-{time.time_ns() % 10**9}", f"o-{time.time_ns() % 10**9}"
@@ -100,7 +109,7 @@ async def test_namespaces_label_selector_and_indexes(kube_api: client.ApiClient)
 
 
 async def test_a_stalled_watch_is_detected_and_reopened(
-    kube: KubeCluster, kube_api: client.ApiClient, namespace: str
+    kube: KubeCluster, kube_api: client.ApiClient, namespace: str, list_mode: bool
 ) -> None:
     inactivity_timeout = 2.0
     host, port = server_address(await admin_configuration(kube))
@@ -136,7 +145,7 @@ def _local(kube: KubeCluster) -> Any:
 
 
 async def test_recovers_from_410_gone_without_missing_or_duplicating_state(
-    kube: KubeCluster, kube_api: client.ApiClient, namespace: str
+    kube: KubeCluster, kube_api: client.ApiClient, namespace: str, list_mode: bool
 ) -> None:
     """Stall the watch, change objects, compact etcd and restart the API server: the informer's
     resourceVersion is then too old, the server answers 410, and a re-list must converge."""
@@ -177,7 +186,7 @@ async def test_recovers_from_410_gone_without_missing_or_duplicating_state(
 
 
 async def test_survives_an_api_server_restart(
-    kube: KubeCluster, kube_api: client.ApiClient, namespace: str
+    kube: KubeCluster, kube_api: client.ApiClient, namespace: str, list_mode: bool
 ) -> None:
     control_plane = _local(kube)
     handler = RecordingHandler()
@@ -223,7 +232,7 @@ async def test_lists_page_by_page_asking_for_the_next_page_while_filtering_one(
             filtered.append(f"{obj['metadata']['name']} after {len(asked)} pages asked")
             return True
 
-    informer = Recording(kube, CONFIG_MAPS, namespaces=[namespace])
+    informer = Recording(kube, CONFIG_MAPS, namespaces=[namespace], stream_lists=False)
     async with running(informer):
         assert sorted(key.name for key in informer.store.object_keys()) == [f"cm-{n}" for n in range(7)]
     assert len(asked) == 3  # 3 + 3 + 1

@@ -274,31 +274,35 @@ class GoneOnce(KubeClient):
     def __init__(self, api: client.ApiClient) -> None:
         super().__init__(api)
         self.gone_next = False
-        self.calls: list[tuple[str, str]] = []  # ("list", version returned) / ("watch", version asked)
+        # ("list", version returned) / ("watch", version asked) / ("stream", "") / ("gone", version asked)
+        self.calls: list[tuple[str, str]] = []
 
     async def list(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         page = await super().list(*args, **kwargs)
         self.calls.append(("list", page["metadata"]["resourceVersion"]))
         return page
 
-    async def watch(self, *args: Any, resource_version: str, **kwargs: Any) -> aiohttp.ClientResponse:
+    async def watch(self, *args: Any, resource_version: str | None, **kwargs: Any) -> aiohttp.ClientResponse:
         if self.gone_next:
             self.gone_next = False
-            self.calls.append(("gone", resource_version))
+            self.calls.append(("gone", str(resource_version)))
             status = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
             raise api_error(410, "Gone", json.dumps(status).encode())
-        self.calls.append(("watch", resource_version))
+        self.calls.append(("stream", "") if resource_version is None else ("watch", resource_version))
         return await super().watch(*args, resource_version=resource_version, **kwargs)
 
 
+@pytest.mark.parametrize("stream_lists", [True, False], ids=["streamed-list", "paged-list"])
 async def test_a_410_from_the_watch_request_itself_relists(
-    kube_api: client.ApiClient, namespace: str
+    kube_api: client.ApiClient, namespace: str, stream_lists: bool
 ) -> None:
     admin = KubeClient(kube_api)
     kube = GoneOnce(kube_api)
     handler = RecordingHandler()
     # A short server-side timeout: the watch ends and is reopened (then answered 410) within seconds.
-    informer = Informer(kube, CONFIG_MAPS, namespaces=[namespace], watch_timeout_range=(1, 1))
+    informer = Informer(
+        kube, CONFIG_MAPS, namespaces=[namespace], watch_timeout_range=(1, 1), stream_lists=stream_lists
+    )
     informer.add_handler(handler)
     await admin.create(CONFIG_MAPS, {"metadata": {"name": "before"}}, namespace)
     task = asyncio.create_task(informer.run())
@@ -311,8 +315,13 @@ async def test_a_410_from_the_watch_request_itself_relists(
         await eventually(lambda: handler.count("add", "after") == 1)
         gone = [kind for kind, _ in kube.calls].index("gone")
         next_calls = kube.calls[gone + 1 : gone + 3]
-        assert [kind for kind, _ in next_calls] == ["list", "watch"]  # listed again at once, no retry
-        assert next_calls[1][1] == next_calls[0][1]  # and watched from the new list's version
+        # listed again at once, no retry; then watched from the new list's version
+        if stream_lists:  # a watch with initial events, then a watch from its closing bookmark's version
+            assert [kind for kind, _ in next_calls] == ["stream", "watch"]
+            assert int(next_calls[1][1]) >= int(kube.calls[gone][1])
+        else:
+            assert [kind for kind, _ in next_calls] == ["list", "watch"]
+            assert next_calls[1][1] == next_calls[0][1]
         assert handler.count("add", "before") == 1  # the re-list did not add it again
         assert handler.count("update", "before") == 0
     finally:

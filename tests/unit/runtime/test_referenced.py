@@ -271,7 +271,7 @@ async def test_a_fetch_cut_short_by_a_restart_is_made_again_after_the_next_list(
     kube = FakeKube()
     source = Informer(kube, WIDGETS)  # type: ignore[arg-type]
     source.add_index(INDEX, referenced)
-    cache = ReferencedInformer(kube, SECRETS)  # type: ignore[arg-type]
+    cache = ReferencedInformer(kube, SECRETS, stream_lists=False)  # type: ignore[arg-type]  # the fake pages
     cache.keep_referenced(source, INDEX)
     recorder = RecordingHandler()
     cache.add_handler(recorder)
