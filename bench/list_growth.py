@@ -80,6 +80,18 @@ VARIANTS = (
 )
 
 
+async def _get(kube: KubeClient, path: str, query: list[tuple[str, str]]) -> aiohttp.ClientResponse:
+    """A GET whose body the caller reads (a page, or a watch's stream), within 10 minutes."""
+    return await kube._send(
+        "GET",
+        path,
+        query=query,
+        headers={"Accept": "application/json"},
+        data=None,
+        bounds=aiohttp.ClientTimeout(total=600),
+    )
+
+
 async def list_pages(
     kube: KubeClient, kind: str, namespace: str | None, limit: int | None, rv: str | None
 ) -> tuple[int, list[float], int]:
@@ -93,14 +105,7 @@ async def list_pages(
         query += [("labelSelector", selector)] if selector else []
         query += [("resourceVersion", rv)] if rv is not None and token is None else []
         query += [("continue", token)] if token else []
-        response = await kube._send(
-            "GET",
-            resource.path(namespace),
-            query=query,
-            headers={"Accept": "application/json"},
-            data=None,
-            bounds=aiohttp.ClientTimeout(total=600),
-        )
+        response = await _get(kube, resource.path(namespace), query)
         async with response:
             body = await response.read()
         if response.status == 429:  # the watch cache (re)initialising: as a client would, again
@@ -130,14 +135,7 @@ async def watch_list(kube: KubeClient, kind: str, namespace: str | None) -> tupl
     ]
     query += [("labelSelector", selector)] if selector else []
     started = time.monotonic()
-    response = await kube._send(
-        "GET",
-        resource.path(namespace),
-        query=query,
-        headers={"Accept": "application/json"},
-        data=None,
-        bounds=aiohttp.ClientTimeout(total=600),
-    )
+    response = await _get(kube, resource.path(namespace), query)
     objects, size, first = 0, 0, None
     async with response:
         if response.status != 200:

@@ -76,21 +76,31 @@ def config_map(name: str) -> dict[str, Any]:
     return {"metadata": {"name": name}, "data": {"value": name}}
 
 
+@asynccontextmanager
+async def synced(
+    kube: KubeClient, namespace: str, count: int, kind: type[Informer] = Informer
+) -> AsyncIterator[tuple[Informer, RecordingHandler]]:
+    """``count`` config maps ``cm-0`` … in ``namespace``, then an informer of ``kind`` through ``kube``
+    running and synced over them, with a recording handler."""
+    for n in range(count):
+        await kube.create(CONFIG_MAPS, config_map(f"cm-{n}"), namespace)
+    handler = RecordingHandler()
+    informer = kind(kube, CONFIG_MAPS, namespaces=[namespace])
+    informer.add_handler(handler)
+    async with running(informer):
+        yield informer, handler
+
+
 async def test_a_streamed_list_sends_no_list_request_and_filters_each_object(
     kube_api: client.ApiClient, namespace: str
 ) -> None:
-    admin = KubeClient(kube_api)
-    for n in range(6):
-        await admin.create(CONFIG_MAPS, config_map(f"cm-{n}"), namespace)
     kube = Recording(kube_api)
-    handler = RecordingHandler()
-    informer = Odd(kube, CONFIG_MAPS, namespaces=[namespace])
-    informer.add_handler(handler)
-    async with running(informer):
+    async with synced(kube, namespace, 6, Odd) as (informer, handler):
+        assert isinstance(informer, Odd)
         assert sorted(key.name for key in informer.store.object_keys()) == ["cm-1", "cm-3", "cm-5"]
         assert sorted(informer.dropped) == ["cm-0", "cm-2", "cm-4"]
         assert [handler.count("add", f"cm-{n}") for n in range(6)] == [0, 1, 0, 1, 0, 1]
-        await admin.create(CONFIG_MAPS, config_map("cm-7"), namespace)
+        await kube.create(CONFIG_MAPS, config_map("cm-7"), namespace)
         await eventually(lambda: handler.count("add", "cm-7") == 1)
         assert informer.stream_lists
         # one watch with initial events, then watches from its closing bookmark's version: no LIST
@@ -127,19 +137,13 @@ class LegacyWatch(Recording):
 async def test_a_stream_that_ends_before_its_initial_events_do_is_listed_by_pages(
     kube_api: client.ApiClient, namespace: str
 ) -> None:
-    admin = KubeClient(kube_api)
-    for n in range(3):
-        await admin.create(CONFIG_MAPS, config_map(f"cm-{n}"), namespace)
     kube = LegacyWatch(kube_api)
-    handler = RecordingHandler()
-    informer = Informer(kube, CONFIG_MAPS, namespaces=[namespace])
-    informer.add_handler(handler)
-    async with running(informer):
+    async with synced(kube, namespace, 3) as (informer, handler):
         assert sorted(key.name for key in informer.store.object_keys()) == ["cm-0", "cm-1", "cm-2"]
         assert kube.kinds()[:3] == ["stream", "list", "watch"]
         assert [handler.count("add", f"cm-{n}") for n in range(3)] == [1, 1, 1]  # not twice
         assert informer.stream_lists  # the server did not refuse: the next re-list streams again
-        await admin.create(CONFIG_MAPS, config_map("cm-3"), namespace)
+        await kube.create(CONFIG_MAPS, config_map("cm-3"), namespace)
         await eventually(lambda: handler.count("add", "cm-3") == 1)
 
 
@@ -162,17 +166,11 @@ async def test_a_server_that_refuses_streamed_lists_is_listed_by_pages(
 ) -> None:
     cluster = KubeCluster(kubeconfig=plane_without_watch_list.admin_kubeconfig)
     async with cluster.api_client() as api:
-        admin = KubeClient(api)
-        for n in range(3):
-            await admin.create(CONFIG_MAPS, config_map(f"cm-{n}"), "default")
         kube = Recording(api)
-        handler = RecordingHandler()
-        informer = Informer(kube, CONFIG_MAPS, namespaces=["default"])
-        informer.add_handler(handler)
-        async with running(informer):
+        async with synced(kube, "default", 3) as (informer, handler):
             assert {"cm-0", "cm-1", "cm-2"} <= {key.name for key in informer.store.object_keys()}
             assert not informer.stream_lists  # refused once: lists by pages from now on
             assert kube.kinds()[:3] == ["stream", "list", "watch"]
-            await admin.create(CONFIG_MAPS, config_map("cm-3"), "default")
+            await kube.create(CONFIG_MAPS, config_map("cm-3"), "default")
             await eventually(lambda: handler.count("add", "cm-3") == 1)
             assert kube.kinds().count("stream") == 1
