@@ -25,6 +25,8 @@ import os
 import signal
 import time
 from pathlib import Path
+from resource import RUSAGE_SELF
+from resource import getrusage as resource_usage
 from typing import Any
 
 import aiohttp
@@ -35,6 +37,8 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import Binaries
 from dbuser_operator.envtest.kube import KubeCluster, LocalControlPlane
 from dbuser_operator.runtime.client import KubeClient, decode
+from dbuser_operator.runtime.gc_policy import paused_then_frozen
+from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import SECRETS
 
 # --- serve -------------------------------------------------------------------------------------------------
@@ -77,6 +81,8 @@ VARIANTS = (
     "rv0-500",  # resourceVersion "0": any version the watch cache has (limit ignored there)
     "per-namespace-500",  # one paged list per namespace, all at once (an informer given namespaces)
     "watchlist",  # watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan
+    "informer-stream",  # runtime.informer.Informer, streamed; "MB" is then its peak RSS in MiB
+    "informer-paged",  # the same by pages of 500
 )
 
 
@@ -157,7 +163,27 @@ async def watch_list(kube: KubeClient, kind: str, namespace: str | None) -> tupl
                 raise RuntimeError(f"watch error: {event['object']}")
 
 
+async def run_informer(kube: KubeClient, kind: str, stream: bool) -> tuple[int, list[float], int]:
+    """The operator's own informer (its compaction, its filtering) until synced; its peak RSS in MiB as
+    the third value (run it alone in its process: the peak is the process's)."""
+    resource = KIND_OF[kind]
+    selector = f"{TARGET_LABEL}={TARGET}" if kind == "users" else None
+    informer = Informer(kube, resource, label_selector=selector, stream_lists=stream)
+    started = time.monotonic()
+    task = asyncio.create_task(informer.run())
+    try:
+        with paused_then_frozen():  # as the manager does while the caches fill
+            await informer.wait_for_sync()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    peak_mib = resource_usage(RUSAGE_SELF).ru_maxrss // 1024
+    return len(informer.store), [time.monotonic() - started], peak_mib
+
+
 async def run_variant(kube: KubeClient, kind: str, variant: str) -> tuple[int, list[float], int]:
+    if variant.startswith("informer-"):
+        return await run_informer(kube, kind, variant == "informer-stream")
     if variant == "watchlist":
         return await watch_list(kube, kind, None)
     if variant.startswith("per-namespace"):
@@ -211,7 +237,10 @@ async def measure_main(workdir: Path, kinds: list[str], variants: list[str], rou
                         "kind": kind,
                         "variant": variant,
                         "objects": objects,
-                        "MB": round(size / 1e6, 1),
+                        # the bytes listed; for the informer variants, its process's peak RSS in MiB
+                        ("peak_rss_mib" if variant.startswith("informer-") else "MB"): (
+                            size if variant.startswith("informer-") else round(size / 1e6, 1)
+                        ),
                         "wall_s": round(wall, 2),
                         "apiserver_cpu_s": round(after["apiserver"] - before["apiserver"], 2),
                         "etcd_cpu_s": round(after["etcd"] - before["etcd"], 2),
