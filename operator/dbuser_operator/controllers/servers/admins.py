@@ -26,35 +26,24 @@ from dataclasses import dataclass
 from typing import Final
 
 from dbuser_operator.api.v1alpha1 import Grant as GrantSpec
-from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.reserved import (
     RESERVED_ACCOUNT,
     RESERVED_DATABASE,
     Refusal,
     SystemNames,
 )
-from dbuser_operator.controllers.servers.connection import ServerConfigError
+from dbuser_operator.controllers.servers.admin_list import FLAGS_SERVER, Admin, AdminList
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.controllers.servers.resolver import ServerResolver, resource_key
+from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.mysql.bookkeeping.ownership import DEFAULT_SCHEMA
 from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.runtime.informer import Informer
 
 IDENTITY_TIMEOUT: Final = 10.0  # seconds to ask a server which one it is; then it counts as unknown
-FLAGS_SERVER: Final = "the server of the --mysql-* flags"
 NEVER: Final = "is reserved: never managed"
 
 __all__ = ["FLAGS_SERVER", "Admin", "Refusal", "Reservations", "same_server"]
-
-
-@dataclass(frozen=True)
-class Admin:
-    """A server's admin account and bookkeeping schema, and which server resource has them."""
-
-    server: str  # "MySQLServer team-a/main", "ClusterMySQLServer shared", FLAGS_SERVER
-    user: str
-    schema: str
-    handle: ServerHandle
 
 
 @dataclass(frozen=True)
@@ -71,30 +60,26 @@ class Reservations:
     server would touch."""
 
     def __init__(
-        self, resolver: ServerResolver, *, users: Iterable[str] = (), schema: str = DEFAULT_SCHEMA
+        self,
+        resolver: ServerResolver,
+        *,
+        users: Iterable[str] = (),
+        schema: str = DEFAULT_SCHEMA,
+        secrets: Informer | None = None,
     ) -> None:
+        """``secrets``: the Secret cache the server resources' Secrets are read from (its changes rebuild
+        the list of admins, :class:`~.admin_list.AdminList`)."""
         self.resolver = resolver
         self.users = frozenset(users)  # --mysql-user and --reserved-users: reserved on every server
         self.schema = schema  # --ownership-schema: reserved on every server
         self.system = SystemNames()
+        self.admin_list = AdminList(resolver, secrets)
 
     async def admins(self) -> list[Admin]:
         """The admin of the settings' server and of every server resource in the caches (their handles built
-        from their Secrets if no reconcile built them yet: no connection is opened for that)."""
-        registry = self.resolver.registry
-        found = []
-        if registry.default is not None:
-            default = registry.default
-            found.append(Admin(FLAGS_SERVER, default.db.settings.user, default.schema, default))
-        for kind, informer in self.resolver.informers.items():
-            for obj in list(informer.store):
-                key = resource_key(kind, obj)
-                try:
-                    handle = await registry.current(self.resolver.resource(key, obj))
-                except (ConditionError, ServerConfigError):  # no admin name to reserve (yet)
-                    continue
-                found.append(Admin(handle.name or key, handle.db.settings.user, handle.schema, handle))
-        return found
+        from their Secrets if no reconcile built them yet: no connection is opened for that), resolved
+        again only after one of them changed (:class:`~.admin_list.AdminList`)."""
+        return await self.admin_list.admins()
 
     async def reserved(self, server: ServerHandle, what: NameClass, name: str) -> Refusal | None:
         """Why the account, role or database ``name`` on ``server`` is never managed, or None."""
