@@ -45,6 +45,33 @@ class _Unresolved:
     obj: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class AdminIndex:
+    """A list of admins by account name and by bookkeeping schema (in lower case), in the list's order."""
+
+    admins: list[Admin]
+    by_user: dict[str, list[Admin]]
+    by_schema: dict[str, list[tuple[int, Admin]]]
+
+    @classmethod
+    def of(cls, admins: list[Admin]) -> AdminIndex:
+        by_user: dict[str, list[Admin]] = {}
+        by_schema: dict[str, list[tuple[int, Admin]]] = {}
+        for position, admin in enumerate(admins):
+            by_user.setdefault(admin.user, []).append(admin)
+            by_schema.setdefault(admin.schema.lower(), []).append((position, admin))
+        return cls(admins, by_user, by_schema)
+
+    def named(self, user: str) -> list[Admin]:
+        """The admins whose account is ``user``."""
+        return self.by_user.get(user, [])
+
+    def with_schemas(self, schemas: set[str]) -> list[Admin]:
+        """The admins whose bookkeeping schema is one of ``schemas`` (lower case)."""
+        found = [item for schema in schemas for item in self.by_schema.get(schema, ())]
+        return [admin for _, admin in sorted(found, key=lambda item: item[0])]
+
+
 class AdminList:
     """The admins of the settings' server and of every server resource, kept until one of their sources
     changes."""
@@ -56,6 +83,8 @@ class AdminList:
         self._secret_changes = 0
         self._stamp: tuple[int, ...] | None = None
         self._kept: list[Admin | _Unresolved] = []
+        self._resolved: list[Admin] = []  # the admins kept, when none is to be tried again
+        self._complete = False
         self.builds = 0  # how many times the list was built (for tests and profiles)
         if secrets is not None:
             secrets.add_handler(_SecretChanges(self))
@@ -85,10 +114,12 @@ class AdminList:
         if stamp != self._stamp:
             kept = await self._build()
             self._stamp, self._kept = stamp, kept
-        else:
-            kept = self._kept
+            self._resolved = [item for item in kept if isinstance(item, Admin)]
+            self._complete = len(self._resolved) == len(kept)
+        if self._complete:  # the same list while nothing changes (callers must not modify it)
+            return self._resolved
         found = []
-        for item in kept:
+        for item in self._kept:
             if isinstance(item, Admin):
                 found.append(item)
             else:

@@ -16,7 +16,7 @@ from dbuser_operator.controllers.kit.resources import (
     MYSQL_SERVERS,
     SERVER_SECRET_INDEX,
 )
-from dbuser_operator.controllers.servers.admin_list import FLAGS_SERVER, AdminList
+from dbuser_operator.controllers.servers.admin_list import FLAGS_SERVER, AdminIndex, AdminList
 from dbuser_operator.controllers.servers.connection import referenced_secrets
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.registry import ServerRegistry
@@ -161,3 +161,21 @@ async def test_the_flags_server_comes_first_and_a_forgotten_handle_rebuilds(cach
     builds = with_default.list.builds
     assert (await with_default.list.admins())[1].handle is not handle
     assert with_default.list.builds == builds + 1
+
+
+async def test_the_same_list_while_nothing_changes_indexed_in_its_order(caches: Caches) -> None:
+    caches.secrets._put(secret("other", "1", user="dba", password="pw"))
+    caches.servers._put(server("second", "1", admin="other", schema="Books"))
+    await caches.list.admins()
+    first = await caches.list.admins()
+    assert await caches.list.admins() is first  # one index serves every check meanwhile
+    index = AdminIndex.of(first)
+    assert [admin.server for admin in index.named("dba")] == [admin.server for admin in first]
+    assert [admin.server for admin in index.with_schemas({"books", "dbuser_operator"})] == [
+        admin.server for admin in first
+    ]
+    assert [admin.server for admin in index.with_schemas({"books"})] == ["MySQLServer team-a/second"]
+    assert index.named("nobody") == []
+    assert index.with_schemas({"nothing"}) == []
+    caches.servers._put(server("second", "2", admin="other"))
+    assert await caches.list.admins() is not first
