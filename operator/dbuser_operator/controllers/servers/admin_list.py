@@ -107,6 +107,13 @@ class AdminList:
                 self._secret_changes += 1
                 return
 
+    def kept(self) -> list[Admin] | None:
+        """The list kept, when it is current and nothing in it is to be tried again (no I/O, no await);
+        else None: ask :meth:`admins`."""
+        if self._complete and self.stamp() == self._stamp:
+            return self._resolved
+        return None
+
     async def admins(self) -> list[Admin]:
         """The admin of the settings' server and of every server resource in the caches (their handles
         built from their Secrets if no reconcile built them yet: no connection is opened for that)."""

@@ -84,7 +84,9 @@ class Reservations:
 
     async def _admins(self) -> AdminIndex:
         """:meth:`admins`, indexed (once per list: the same list while nothing changed)."""
-        admins = await self.admins()
+        admins = self.admin_list.kept()
+        if admins is None:
+            admins = await self.admins()
         if self._index is None or self._index.admins is not admins:
             self._index = AdminIndex.of(admins)
         return self._index
