@@ -4,8 +4,6 @@ differ. A workload's account requires its issuer and subject (and spec.tls.ciphe
 
 from __future__ import annotations
 
-import functools
-
 from dbuser_operator.api.v1alpha1 import DatabaseUserSpec
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.workload import Workload
@@ -28,14 +26,10 @@ def desired_identity(spec: DatabaseUserSpec, workload: Workload | None = None) -
     )
 
 
-_limits = functools.lru_cache(maxsize=256, typed=True)(limits.Limits)
-"""The same limits for the same values (immutable): the first pass asks for every resource's."""
-
-
 def desired_limits(spec: DatabaseUserSpec, workload: Workload | None = None) -> limits.Limits:
     """The limits the spec asks for (``workload``: the one it binds): a TLS identity implies TLS."""
     identity = desired_identity(spec, workload)
-    return _limits(
+    return limits.Limits(
         max_user_connections=spec.max_user_connections,
         max_queries_per_hour=spec.max_queries_per_hour,
         max_updates_per_hour=spec.max_updates_per_hour,
