@@ -10,23 +10,20 @@ refused, and the account keeps its rows in the grant tables, its password and it
 from __future__ import annotations
 
 import base64
+import contextlib
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-import pymysql
 import pytest
 from kubernetes_asyncio import client
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.api.v1alpha1.mysqlserver import KIND
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS, MYSQL_SERVERS
-from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import PatchType
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.mysql.support import client_tls
-from tests.integration.operator.servers.test_reserved_admins import Platform, platform
+from tests.integration.operator.databaserole.test_roles import alive, session_of
+from tests.integration.operator.servers.test_reserved_admins import Platform, platform, refused_books
 from tests.integration.operator.servers.test_server_policy import BOUNDS, Tenancy, snapshot, tenancy
 from tests.integration.operator.servers.test_servers import wait_for_server
 from tests.integration.operator.support.builders import server_object, server_spec, unique
@@ -38,32 +35,6 @@ from tests.integration.operator.support.wait import becomes
 pytestmark = pytest.mark.integration
 
 __all__ = ["platform", "tenancy"]  # the fixtures, imported for the tests below
-
-
-@contextmanager
-def session(mysql: MySQLServer, user: str, password: str) -> Iterator[pymysql.connections.Connection]:
-    """An open session of ``user``: a password change by the operator would end it."""
-    connection = pymysql.connect(
-        host=mysql.host,
-        port=mysql.port,
-        user=user,
-        password=password,
-        connect_timeout=5,
-        **client_tls(mysql, tls=mysql.ca_file is not None),
-    )
-    try:
-        yield connection
-    finally:
-        connection.close()
-
-
-def alive(mysql: MySQLServer, connection: pymysql.connections.Connection) -> bool:
-    """Whether the session answers and the server still lists it."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT CONNECTION_ID()")
-        (found,) = cursor.fetchone()
-    listed = mysql_query(mysql, "SELECT ID FROM information_schema.PROCESSLIST WHERE ID = %s", found)
-    return bool(listed)
 
 
 def new_admin(env: Tenancy, passwords: PasswordLedger) -> tuple[str, str]:
@@ -108,7 +79,7 @@ async def test_an_admin_secret_rewritten_reserves_its_new_account_at_once(
             env, name, user=admin, privileges=[{"database": f"{ns}_app", "privileges": ["SELECT"]}]
         )
         before = snapshot(env, {admin})
-        with session(env.mysql, admin, password) as open_session:
+        with contextlib.closing(session_of(env.mysql, admin, password)) as open_session:
             # The platform moves its MySQLServer to the new admin; the tenant's Secret comes after it in
             # the one watch of Secrets, so the pass it starts sees the new admin Secret in the cache.
             data = {
@@ -125,7 +96,7 @@ async def test_an_admin_secret_rewritten_reserves_its_new_account_at_once(
                 "(which reaches the same server) is reserved: never managed"
             )
             assert snapshot(env, {admin}) == before  # no claim, no grant, no password
-            assert alive(env.mysql, open_session)
+            assert alive(open_session)
         assert can_log_in(env.mysql, admin, password, tls=env.mysql.ca_file is not None)
         await env.kube.delete(DATABASE_USERS, name, ns)
         await wait_until_gone(env.kube, ns, name, limit=60)
@@ -148,7 +119,7 @@ async def test_a_new_server_resource_reserves_its_admin_and_schema_at_once(
         await held_grab(env, grab, user=admin, privileges=app)
         await held_grab(env, books, privileges=[{"database": schema, "privileges": ["SELECT", "UPDATE"]}])
         before = snapshot(env, {admin, books})
-        with session(env.mysql, admin, password) as open_session:
+        with contextlib.closing(session_of(env.mysql, admin, password)) as open_session:
             await create_secret(env.kube, platform.namespace, "second", admin_data(env, admin, password))
             body = server_object(KIND, "second", server_spec(env.mysql, "second", schema))
             body["metadata"]["labels"] = {"dbuser-operator.dev/target": env.target}
@@ -162,7 +133,7 @@ async def test_a_new_server_resource_reserves_its_admin_and_schema_at_once(
             assert f"the bookkeeping schema of MySQLServer {platform.namespace}/second" in str(ready(found))
             assert snapshot(env, {admin, books}) == before
             assert not account_exists(env.mysql, books)
-            assert alive(env.mysql, open_session)
+            assert alive(open_session)
         for name in (grab, books):
             await env.kube.delete(DATABASE_USERS, name, ns)
             await wait_until_gone(env.kube, ns, name, limit=60)
@@ -176,7 +147,7 @@ async def test_a_new_server_resource_reserves_its_admin_and_schema_at_once(
 async def test_a_changed_bookkeeping_schema_is_reserved_at_once(
     tenancy: Tenancy, platform: Platform, passwords: PasswordLedger
 ) -> None:
-    env, ns = tenancy, tenancy.tenant
+    env = tenancy
     schema = f"dbu_moved_{uuid.uuid4().hex[:6]}"
     await env.set_policy(databases=["{namespace}_*", schema], privileges=["SELECT", "UPDATE"])
     name = unique("books-moved")
@@ -189,14 +160,7 @@ async def test_a_changed_bookkeeping_schema_is_reserved_at_once(
         await wait_for_server(env.kube, platform.namespace, platform.server, "True")
         await wait_until_observed(env, platform)
         await release(env, name, passwords)
-        found = await wait_for_ready(env.kube, ns, name, "False", "PrivilegeNotAllowed", limit=60)
-        assert ready(found)["message"] == (  # type: ignore[index]
-            f"'{name}'@'%': grants on the bookkeeping schema of MySQLServer {platform.namespace}/"
-            f"{platform.server} (which reaches the same server) are not allowed: never managed"
-        )
-        assert not account_exists(env.mysql, name)
-        await env.kube.delete(DATABASE_USERS, name, ns)
-        await wait_until_gone(env.kube, ns, name, limit=60)
+        await refused_books(env, platform, name)
     finally:
         mysql_query(env.mysql, f"DROP DATABASE IF EXISTS `{schema}`")
 
