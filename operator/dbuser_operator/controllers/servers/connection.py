@@ -152,21 +152,19 @@ def open_database(
     defaults: ServerDefaults,
     material: _Material,
     make: DatabaseFactory,
-    tls_dir: Path,
 ) -> Database:
-    """The server's Database; TLS files exist only while its TLS context is built.
+    """The server's Database; TLS files exist only while its TLS context is built, in a private folder made
+    for it (none when there are no files: a folder made for the process would outlive a killed one).
 
     Raises :class:`ServerConfigError` (InvalidSpec, TLSError).
     """
     spec = resource.spec
     tls = spec.tls
-    workdir = Path(tempfile.mkdtemp(dir=tls_dir))  # 0700
+    material_files = {"ca.pem": material.ca, "tls.crt": material.cert, "tls.key": material.key}
+    present = {name: data for name, data in material_files.items() if data is not None}
+    workdir = Path(tempfile.mkdtemp(prefix="dbuser-operator-tls-")) if present else None  # 0700
     try:
-        files = {
-            name: _write_private(workdir / name, data)
-            for name, data in (("ca.pem", material.ca), ("tls.crt", material.cert), ("tls.key", material.key))
-            if data is not None
-        }
+        files = {name: _write_private(workdir / name, data) for name, data in present.items() if workdir}
         try:
             settings = ConnectionSettings(
                 host=spec.host,
@@ -193,4 +191,5 @@ def open_database(
                 "TLSError", f"{resource}: TLS material rejected: {type(error).__name__}"
             ) from None
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)

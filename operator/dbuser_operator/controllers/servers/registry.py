@@ -10,11 +10,8 @@ use reopens it), and forgotten when the server resource goes away.
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import structlog
 
@@ -60,7 +57,6 @@ class ServerRegistry:
         self.version = 0  # changes whenever a handle is built, replaced or forgotten
         self._locks: dict[str, asyncio.Lock] = {}
         self._retiring: list[tuple[float, ServerHandle]] = []
-        self._tls_dir: Path | None = None
 
     def handles(self) -> dict[str, ServerHandle]:
         """Every server's ServerHandle built so far, the settings' server (``""``) included."""
@@ -109,7 +105,7 @@ class ServerRegistry:
             if entry is not None and entry.fingerprint == fingerprint:
                 entry.generation = resource.generation
                 return entry.handle
-            db = open_database(resource, self.defaults, material, self.make_database, self._private_dir())
+            db = open_database(resource, self.defaults, material, self.make_database)
             schema = resource.spec.bookkeeping_schema or self.defaults.schema
             handle = ServerHandle(db, schema, key=key, name=str(resource))
             used = entry.used if entry is not None else time.monotonic()
@@ -157,10 +153,3 @@ class ServerRegistry:
         self.version += 1
         self._retiring.clear()
         await asyncio.gather(*(handle.close() for handle in handles), return_exceptions=True)
-        if self._tls_dir is not None:
-            shutil.rmtree(self._tls_dir, ignore_errors=True)
-
-    def _private_dir(self) -> Path:
-        if self._tls_dir is None:
-            self._tls_dir = Path(tempfile.mkdtemp(prefix="dbuser-operator-tls-"))  # mode 0700
-        return self._tls_dir

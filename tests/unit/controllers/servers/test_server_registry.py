@@ -18,6 +18,7 @@ from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.reserved import Refusal
 from dbuser_operator.controllers.kit.resources import CLUSTER_MYSQL_SERVERS, MYSQL_SERVERS
 from dbuser_operator.controllers.policy.guard import Guard
+from dbuser_operator.controllers.servers import connection
 from dbuser_operator.controllers.servers import registry as servers
 from dbuser_operator.controllers.servers.connection import (
     ServerConfigError,
@@ -190,17 +191,34 @@ async def test_a_cluster_servers_secrets_are_in_the_cluster_resource_namespace(
 
 
 async def test_tls_material_lives_only_while_the_context_is_built(
-    registry: ServerRegistry, secrets: Secrets
+    registry: ServerRegistry, secrets: Secrets, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    folder_modes: list[int] = []
+    write_private = connection._write_private
+
+    def recording(path: Path, data: bytes) -> Path:
+        folder_modes.append(os.stat(path.parent).st_mode & 0o777)
+        return write_private(path, data)
+
+    monkeypatch.setattr(connection, "_write_private", recording)
     ca = CertificateAuthority("registry-test-ca")
     secrets.put("team-a", "admin", user="root", password=PASSWORD, ca=ca.cert_pem)
     tls = {"mode": "VERIFY_CA", "ca": {"name": "admin", "key": "ca"}}
     handle = await registry.handle(server_resource(tls=tls))
+    assert folder_modes == [0o700]  # written where only the operator's user can read
     assert handle.db.settings.ca_file is not None
-    assert not handle.db.settings.ca_file.exists()  # read into the TLS context, then removed
-    private = handle.db.settings.ca_file.parent.parent
-    assert os.stat(private).st_mode & 0o777 == 0o700
-    assert list(private.iterdir()) == []
+    assert not handle.db.settings.ca_file.parent.exists()  # read into the TLS context, then removed
+
+
+async def test_a_server_without_tls_files_makes_no_folder(
+    registry: ServerRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> str:
+        raise AssertionError("a folder was made for no file (a killed process would leave it behind)")
+
+    monkeypatch.setattr("dbuser_operator.controllers.servers.connection.tempfile.mkdtemp", refuse)
+    handle = await registry.handle(server_resource())
+    assert handle.db.settings.ca_file is None
 
 
 async def test_a_ca_that_is_no_certificate_is_a_tls_error(registry: ServerRegistry, secrets: Secrets) -> None:
