@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Final
+
+import orjson
 
 from dbuser_operator.runtime.resources import ObjectKey
 from dbuser_operator.runtime.shared_containers import SHARED_CONTAINERS, compact_shared
+from dbuser_operator.runtime.shared_keys import SHAPES_SEEN
 
 IndexFunc = Callable[[dict[str, Any]], Iterable[str]]
 
@@ -58,6 +62,31 @@ def strip_unread_compact(obj: dict[str, Any]) -> dict[str, Any]:
     """:func:`strip_unread`, then :func:`compact`: the informers' default transform."""
     result: dict[str, Any] = compact(strip_unread(obj))
     return result
+
+
+def strip_unread_compact_over(obj: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """:func:`strip_unread_compact` of a new version of ``previous`` (the cached one, compacted): a top-level
+    value other than ``metadata`` that is the same JSON as ``previous``'s is ``previous``'s, not compacted
+    again (a status write leaves the spec as it was; a finalizer's patch, the spec and the status). The
+    same JSON: the same bytes as orjson writes them (``1`` is neither ``true`` nor ``1.0``; key order counts).
+    """
+    strip_unread(obj)
+    items: dict[str, Any] = {}
+    for name, value in obj.items():
+        key = sys.intern(name)
+        before = previous.get(key, _ABSENT) if key != "metadata" else _ABSENT
+        items[key] = before if before is not _ABSENT and _same_json(before, value) else compact(value)
+    return SHAPES_SEEN.share_keys(items)
+
+
+_ABSENT: Final = object()
+
+
+def _same_json(one: Any, other: Any) -> bool:
+    try:
+        return orjson.dumps(one) == orjson.dumps(other)
+    except orjson.JSONEncodeError:  # not JSON orjson writes (an integer beyond 64 bits): compacted anew
+        return False
 
 
 class _Index:
