@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
@@ -13,6 +14,8 @@ from dbuser_operator.runtime.shared_containers import SHARED_CONTAINERS, compact
 from dbuser_operator.runtime.shared_keys import SHAPES_SEEN
 
 IndexFunc = Callable[[dict[str, Any]], Iterable[str]]
+
+_CHANGES = itertools.count(1)  # every store's changes numbered in one sequence: no two states share one
 
 
 def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
@@ -129,9 +132,12 @@ class _Index:
 
 
 class Store:
-    """Objects by :class:`ObjectKey`, plus named indexes from a computed value to keys."""
+    """Objects by :class:`ObjectKey`, plus named indexes from a computed value to keys. ``version`` changes
+    with every put and removal (numbered across all stores: a new store never repeats another's), so what
+    is computed from a store's objects can be kept until it changes."""
 
     def __init__(self) -> None:
+        self.version = next(_CHANGES)
         self._objects: dict[ObjectKey, dict[str, Any]] = {}
         self._index_funcs: dict[str, IndexFunc] = {}
         self._indexes: dict[str, _Index] = {}
@@ -181,6 +187,7 @@ class Store:
         if old is not None:
             self._unindex(key, old)
         self._objects[key] = obj
+        self.version = next(_CHANGES)
         for name, func in self._index_funcs.items():
             index = self._indexes[name]
             for value in func(obj):
@@ -192,6 +199,7 @@ class Store:
         old = self._objects.pop(key, None)
         if old is not None:
             self._unindex(key, old)
+            self.version = next(_CHANGES)
         return old
 
     def _unindex(self, key: ObjectKey, obj: dict[str, Any]) -> None:
