@@ -6,7 +6,8 @@ time: ``--n`` merge PATCHes (a status-sized change of a ConfigMap), ``--n`` Even
 and ``--n`` GETs, ``--rounds`` times. It prints the process's user and system CPU per request (from
 ``getrusage``; the API server runs in its own process), the median and the best round of each kind.
 ``--against FILE`` also loads another version of ``runtime/client.py`` (e.g. ``git show main:operator/
-dbuser_operator/runtime/client.py > /tmp/client.py``) and sends every round through both, taking turns in
+dbuser_operator/runtime/client.py > /tmp/client.py``) and sends every round through both, each on the
+session its own ``api_client`` makes (its request class, its trace hooks), taking turns in
 the same process: on a busy machine two separate runs differ by more than the clients do. Benchmark code,
 not a product path.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import os
 import resource
@@ -121,7 +123,7 @@ async def measure(
         Binaries.from_environment(*([Path(testbin)] if testbin else [])), workdir, audit=False
     )
     try:
-        async with cluster.api_client() as api:
+        async with cluster.api_client() as api, contextlib.AsyncExitStack() as stack:
             fence = Fence(3600.0)
             fence.acquired(time.monotonic(), 1)
             kube = KubeClient(api).fenced(fence.check)
@@ -130,10 +132,11 @@ async def measure(
                 n, lambda i: kube.create(CONFIG_MAPS, {"metadata": {"name": f"c{i}"}, "data": {}}, NAMESPACE)
             )
             clients = {"": _requests(kube, PatchType)}
-            if against is not None:
+            if against is not None:  # its own session too, as its api_client makes it
                 other = other_client(against)
+                other_api = await stack.enter_async_context(other.api_client(api.configuration))
                 clients[f" ({against.name})"] = _requests(
-                    other.KubeClient(api).fenced(fence.check), other.PatchType
+                    other.KubeClient(other_api).fenced(fence.check), other.PatchType
                 )
             found: dict[str, list[tuple[float, float]]] = {}
             for turn in range(rounds):

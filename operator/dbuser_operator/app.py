@@ -172,6 +172,7 @@ def build_manager(
         resolver,
         users=[*settings.reserved_users, settings.mysql_user],
         schema=settings.ownership_schema,
+        secrets=secrets,
     )
     shared = Shared(
         settings=settings,

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
+import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Final
+
+import orjson
 
 from dbuser_operator.runtime.resources import ObjectKey
 from dbuser_operator.runtime.shared_containers import SHARED_CONTAINERS, compact_shared
+from dbuser_operator.runtime.shared_keys import SHAPES_SEEN
 
 IndexFunc = Callable[[dict[str, Any]], Iterable[str]]
+
+_CHANGES = itertools.count(1)  # every store's changes numbered in one sequence: no two states share one
 
 
 def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
@@ -57,6 +64,31 @@ def strip_unread_compact(obj: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def strip_unread_compact_over(obj: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """:func:`strip_unread_compact` of a new version of ``previous`` (the cached one, compacted): a top-level
+    value other than ``metadata`` that is the same JSON as ``previous``'s is ``previous``'s, not compacted
+    again (a status write leaves the spec as it was; a finalizer's patch, the spec and the status). The
+    same JSON: the same bytes as orjson writes them (``1`` is neither ``true`` nor ``1.0``; key order counts).
+    """
+    strip_unread(obj)
+    items: dict[str, Any] = {}
+    for name, value in obj.items():
+        key = sys.intern(name)
+        before = previous.get(key, _ABSENT) if key != "metadata" else _ABSENT
+        items[key] = before if before is not _ABSENT and _same_json(before, value) else compact(value)
+    return SHAPES_SEEN.share_keys(items)
+
+
+_ABSENT: Final = object()
+
+
+def _same_json(one: Any, other: Any) -> bool:
+    try:
+        return orjson.dumps(one) == orjson.dumps(other)
+    except orjson.JSONEncodeError:  # not JSON orjson writes (an integer beyond 64 bits): compacted anew
+        return False
+
+
 class _Index:
     """Index values to keys: a value that lists one key holds the key itself (a set costs ~200 bytes)."""
 
@@ -100,9 +132,12 @@ class _Index:
 
 
 class Store:
-    """Objects by :class:`ObjectKey`, plus named indexes from a computed value to keys."""
+    """Objects by :class:`ObjectKey`, plus named indexes from a computed value to keys. ``version`` changes
+    with every put and removal (numbered across all stores: a new store never repeats another's), so what
+    is computed from a store's objects can be kept until it changes."""
 
     def __init__(self) -> None:
+        self.version = next(_CHANGES)
         self._objects: dict[ObjectKey, dict[str, Any]] = {}
         self._index_funcs: dict[str, IndexFunc] = {}
         self._indexes: dict[str, _Index] = {}
@@ -152,6 +187,7 @@ class Store:
         if old is not None:
             self._unindex(key, old)
         self._objects[key] = obj
+        self.version = next(_CHANGES)
         for name, func in self._index_funcs.items():
             index = self._indexes[name]
             for value in func(obj):
@@ -163,6 +199,7 @@ class Store:
         old = self._objects.pop(key, None)
         if old is not None:
             self._unindex(key, old)
+            self.version = next(_CHANGES)
         return old
 
     def _unindex(self, key: ObjectKey, obj: dict[str, Any]) -> None:

@@ -11,14 +11,15 @@ the fence has been revoked and the manager is stopping every reconcile at once.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from kubernetes_asyncio.client.exceptions import ApiException
+from prometheus_client import Counter
 
 from dbuser_operator.runtime import metrics
 from dbuser_operator.runtime.errors import describe
@@ -150,6 +151,10 @@ class Controller:
         self._aborted = False
         self.first_pass = FirstPass(name)
         self.last_drain: Drain | None = None  # set when run() stops
+        # This controller's series, looked up once (``labels`` takes a lock and validates, per call).
+        self._active = metrics.ACTIVE_WORKERS.labels(name)
+        self._reconcile_time = metrics.RECONCILE_TIME.labels(name)
+        self._results: dict[str, Counter] = {}
 
     @property
     def started(self) -> bool:
@@ -244,9 +249,9 @@ class Controller:
 
     async def _reconcile(self, key: ObjectKey) -> None:
         structlog.contextvars.bind_contextvars(
-            controller=self.name, namespace=key.namespace, name=key.name, reconcile_id=uuid.uuid4().hex[:12]
+            controller=self.name, namespace=key.namespace, name=key.name, reconcile_id=secrets.token_hex(6)
         )
-        active = metrics.ACTIVE_WORKERS.labels(self.name)
+        active = self._active
         active.inc()
         started = time.monotonic()
         try:
@@ -254,14 +259,14 @@ class Controller:
         except asyncio.CancelledError:
             raise
         except FenceLost as error:  # the manager is stopping everything: no retry, no panic
-            metrics.RECONCILE_TOTAL.labels(self.name, "error").inc()
+            self._result("error").inc()
             log.warning("reconcile stopped: this replica no longer holds the lease", error=str(error))
         except Exception as error:  # no exception may kill a worker
             self._failed(key, error)
         else:
             self._succeeded(key, result)
         finally:
-            metrics.RECONCILE_TIME.labels(self.name).observe(time.monotonic() - started)
+            self._reconcile_time.observe(time.monotonic() - started)
             active.dec()
             structlog.contextvars.unbind_contextvars("controller", "namespace", "name", "reconcile_id")
 
@@ -270,13 +275,20 @@ class Controller:
         self.queue.forget(key)
         if result.requeue_after > 0:
             self.queue.add_after(key, result.requeue_after)
-            metrics.RECONCILE_TOTAL.labels(self.name, "requeue_after").inc()
+            self._result("requeue_after").inc()
         else:
-            metrics.RECONCILE_TOTAL.labels(self.name, "success").inc()
+            self._result("success").inc()
+
+    def _result(self, result: str) -> Counter:
+        """``controller_runtime_reconcile_total``'s series for this controller and ``result``."""
+        counter = self._results.get(result)
+        if counter is None:
+            counter = self._results[result] = metrics.RECONCILE_TOTAL.labels(self.name, result)
+        return counter
 
     def _failed(self, key: ObjectKey, error: Exception) -> None:
         self.first_pass.reconciled(key)  # looked at: the retry is not part of the first pass
-        metrics.RECONCILE_TOTAL.labels(self.name, "error").inc()
+        self._result("error").inc()
         metrics.RECONCILE_ERRORS.labels(self.name).inc()
         self.queue.add_rate_limited(key)
         retries = self.queue.num_requeues(key)

@@ -16,6 +16,11 @@ queued"), a writer holds its next Normal event while the predicate is true, up t
 after the event was emitted, so that under a backlog the API server serves status writes (what users wait
 for) before Events. Warnings (what somebody debugging looks for) never wait. Nothing is dropped for it, and
 an Event's timestamps are those of its emission, not of its write. Closing stops the yielding.
+
+An event that is never written is logged and counted (``dbuser_operator_events_dropped_total{type, reason}``):
+``queue_full`` past ``pending_limit`` waiting events of its type (client-go drops too, its buffer full; the
+limit is per type, so Normal events held under a backlog never crowd out a Warning), ``lease_lost`` when the
+leader lease is lost with events waiting, ``write_failed`` when the API refused or did not answer.
 """
 
 from __future__ import annotations
@@ -26,10 +31,9 @@ import json
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Final, Literal, NamedTuple
 
 import aiohttp
@@ -39,6 +43,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.conditions import format_time
 from dbuser_operator.runtime.errors import NotFound
+from dbuser_operator.runtime.metrics import EVENTS_DROPPED
 from dbuser_operator.runtime.resources import EVENTS
 
 EventType = Literal["Normal", "Warning"]
@@ -48,6 +53,7 @@ MAX_MESSAGE_LENGTH: Final = 1024
 DEFAULT_CACHE_SIZE: Final = 4096
 # A queued event is ~0.8 KiB (a reference and its message), a DatabaseUser ~12 KiB: 16384 waiting events
 # cost about what the 1024 whole objects once queued did, and hold a burst of thousands of objects' events.
+# The bound is per type: a backlog of held Normal events leaves room for Warnings.
 PENDING_LIMIT: Final = 16384
 DEFAULT_WRITERS: Final = 4  # concurrent Event writes (one request each), beside the reconcile workers'
 DEFAULT_MAX_DELAY: Final = 60.0  # the longest an event yields to queued work (``yield_to``), in seconds
@@ -92,7 +98,7 @@ class _Pending(NamedTuple):
     reason: str
     message: str
     emitted: float  # time.monotonic() at emit: how long it has yielded
-    at: datetime  # when it happened: its timestamps
+    at: str  # when it happened (format_time): its timestamps
 
 
 class _Identity(NamedTuple):
@@ -122,12 +128,20 @@ class _Recorded:
     count: int
 
 
+@dataclass(slots=True)
+class _Held:
+    """The lock of an identity being written, and how many hold or await it."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
 class EventRecorder:
     """Records core/v1 Events about objects on behalf of ``component`` (running on ``host``).
 
-    ``writers`` background tasks write emitted events; at most ``pending_limit`` may wait for them. While
-    ``yield_to()`` is true, a writer holds its next Normal event, at most ``max_delay`` seconds after its
-    emission.
+    ``writers`` background tasks write emitted events; at most ``pending_limit`` of each type may wait for
+    them. While ``yield_to()`` is true, a writer holds its next Normal event, at most ``max_delay`` seconds
+    after its emission.
     """
 
     def __init__(
@@ -152,7 +166,7 @@ class EventRecorder:
         self.yield_to = yield_to
         self.max_delay = max_delay
         self._recorded: OrderedDict[bytes, _Recorded] = OrderedDict()  # by identity key
-        self._locks: dict[_Identity, tuple[asyncio.Lock, int]] = {}
+        self._locks: dict[_Identity, _Held] = {}
         # One queue per writer, ``writers`` for Normal events and as many for Warnings (which never wait
         # behind a held Normal): an object's events of one type all go to the same one, so they stay in order.
         self._queues: list[asyncio.Queue[_Pending]] = [asyncio.Queue() for _ in range(2 * writers)]
@@ -165,6 +179,12 @@ class EventRecorder:
         """How many emitted events wait for a writer."""
         return sum(queue.qsize() for queue in self._queues)
 
+    def _waiting(self, type_: EventType) -> int:
+        """How many emitted events of ``type_`` wait for a writer."""
+        half = len(self._queues) // 2
+        queues = self._queues[half:] if type_ == "Warning" else self._queues[:half]
+        return sum(queue.qsize() for queue in queues)
+
     def emit(
         self, obj: dict[str, Any] | ObjectReference, type_: EventType, reason: str, message: str
     ) -> None:
@@ -172,13 +192,14 @@ class EventRecorder:
 
         Events of one type about one object are written in order, by the one writer its kind, namespace,
         name and the type pick (Warnings never queue behind a held Normal);
-        past ``pending_limit`` waiting events, new ones are dropped (and logged), as client-go drops them
-        when its buffer is full.
+        past ``pending_limit`` waiting events of its type, new ones are dropped (logged and counted), as
+        client-go drops them when its buffer is full.
         """
         if type_ not in EVENT_TYPES:
             raise ValueError(f"invalid event type {type_!r}: must be Normal or Warning")
-        if self.pending >= self.pending_limit:
+        if self._waiting(type_) >= self.pending_limit:
             _log.warning("event dropped: too many waiting", type=type_, reason=reason)
+            EVENTS_DROPPED.labels(type_, "queue_full").inc()
             return
         involved = ObjectReference.of(obj)
         shard = self._shard(involved, type_)
@@ -189,7 +210,7 @@ class EventRecorder:
                 reason,
                 message[:MAX_MESSAGE_LENGTH],
                 emitted=time.monotonic(),
-                at=datetime.now(UTC),
+                at=format_time(),
             )
         )
         if not self._supervised:
@@ -236,7 +257,7 @@ class EventRecorder:
             dropped = self.pending
             for queue in self._queues:
                 while not queue.empty():
-                    queue.get_nowait()
+                    EVENTS_DROPPED.labels(queue.get_nowait().type, "lease_lost").inc()
                     queue.task_done()
             if dropped:
                 _log.warning("events dropped: the leader lease is lost", dropped=dropped)
@@ -265,11 +286,12 @@ class EventRecorder:
             try:
                 if pending.type == "Normal":
                     await self._wait_turn(pending.emitted)
-                await self.event(
-                    pending.involved, pending.type, pending.reason, pending.message, at=pending.at
+                await self._record(
+                    pending.involved, pending.type, pending.reason, pending.message, pending.at
                 )
             except Exception as error:  # the writer must outlive any one event
                 _log.warning("event not recorded", reason=pending.reason, error=type(error).__name__)
+                EVENTS_DROPPED.labels(pending.type, "write_failed").inc()
             finally:
                 queue.task_done()
 
@@ -293,7 +315,12 @@ class EventRecorder:
         raises for an API failure."""
         if type_ not in EVENT_TYPES:
             raise ValueError(f"invalid event type {type_!r}: must be Normal or Warning")
-        involved = ObjectReference.of(obj)
+        await self._record(ObjectReference.of(obj), type_, reason, message, format_time(at))
+
+    async def _record(
+        self, involved: ObjectReference, type_: EventType, reason: str, message: str, now: str
+    ) -> None:
+        """Write the event (stamped ``now``, ``format_time``'s text); log and count an API failure."""
         identity = _Identity(
             component=self.component,
             host=self.host or "",
@@ -306,22 +333,31 @@ class EventRecorder:
             reason=reason,
             message=message[:MAX_MESSAGE_LENGTH],
         )
-        # One write at a time per identity, so that concurrent identical events aggregate too.
-        async with self._lock(identity):
-            try:
-                await self._write(identity, involved, at)
-            except (ApiException, aiohttp.ClientError, OSError, TimeoutError, json.JSONDecodeError) as error:
-                _log.warning(
-                    "event not recorded",
-                    type=type_,
-                    reason=reason,
-                    kind=identity.kind,
-                    object=f"{identity.namespace}/{identity.name}" if identity.namespace else identity.name,
-                    error=f"HTTP {error.status}" if isinstance(error, ApiException) else type(error).__name__,
-                )
+        # One write at a time per identity, so that concurrent identical events aggregate too: a lock per
+        # identity, dropped once nobody holds or awaits it.
+        held = self._locks.get(identity)
+        if held is None:
+            held = self._locks[identity] = _Held()
+        held.users += 1
+        try:
+            async with held.lock:
+                await self._write(identity, involved, now)
+        except (ApiException, aiohttp.ClientError, OSError, TimeoutError, json.JSONDecodeError) as error:
+            _log.warning(
+                "event not recorded",
+                type=type_,
+                reason=reason,
+                kind=identity.kind,
+                object=f"{identity.namespace}/{identity.name}" if identity.namespace else identity.name,
+                error=f"HTTP {error.status}" if isinstance(error, ApiException) else type(error).__name__,
+            )
+            EVENTS_DROPPED.labels(type_, "write_failed").inc()
+        finally:
+            held.users -= 1
+            if not held.users:
+                del self._locks[identity]
 
-    async def _write(self, identity: _Identity, involved: ObjectReference, at: datetime | None) -> None:
-        now = format_time(at)
+    async def _write(self, identity: _Identity, involved: ObjectReference, now: str) -> None:
         key = identity.key()
         recorded = self._recorded.get(key)
         namespace = identity.namespace or "default"
@@ -377,21 +413,6 @@ class EventRecorder:
 
     def _forget(self, key: bytes) -> None:
         self._recorded.pop(key, None)
-
-    @asynccontextmanager
-    async def _lock(self, identity: _Identity) -> AsyncIterator[None]:
-        """A lock per identity, dropped once nobody holds or awaits it."""
-        lock, users = self._locks.get(identity, (asyncio.Lock(), 0))
-        self._locks[identity] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[identity]
-            if users == 1:
-                del self._locks[identity]
-            else:
-                self._locks[identity] = (lock, users - 1)
 
 
 def _log_unexpected_end(writer: asyncio.Task[None]) -> None:

@@ -31,7 +31,7 @@ import structlog
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dbuser_operator.runtime.backoff import Backoff
-from dbuser_operator.runtime.cache import IndexFunc, Store, strip_unread_compact
+from dbuser_operator.runtime.cache import IndexFunc, Store, strip_unread_compact, strip_unread_compact_over
 from dbuser_operator.runtime.client import KubeClient, decode
 from dbuser_operator.runtime.errors import Gone, Invalid, api_error, describe
 from dbuser_operator.runtime.resources import ObjectKey, Resource
@@ -366,7 +366,7 @@ class Informer:
         new_version = _resource_version(obj) or resource_version
         if kind == "BOOKMARK" or not self._admit(str(kind), obj):
             return new_version
-        obj = self._transform(obj)
+        obj = self._cached_form(obj)
         if kind in ("ADDED", "MODIFIED"):
             old = self.store.put(obj)
             if old is None:
@@ -377,6 +377,15 @@ class Informer:
             self.store.remove(ObjectKey.of(obj))
             self._dispatch_delete(obj)
         return new_version
+
+    def _cached_form(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The transform of a watched object; with the default one, over the cached version of it, so that
+        what did not change is not compacted again."""
+        if self._transform is strip_unread_compact:
+            previous = self.store.get(ObjectKey.of(obj))
+            if previous is not None:
+                return strip_unread_compact_over(obj, previous)
+        return self._transform(obj)
 
     def _admit(self, kind: str, obj: dict[str, Any]) -> bool:
         """Whether a watch event (ADDED, MODIFIED, DELETED) of ``obj`` is applied: every one, here."""

@@ -120,3 +120,12 @@ FIRST_PASS_SECONDS = Gauge(
     ["controller"],
     registry=REGISTRY,
 )
+
+# Events the recorder never wrote (runtime.events), by type and why: queue_full, lease_lost, write_failed.
+EVENTS_DROPPED = Counter(
+    "dbuser_operator_events_dropped_total",
+    "Events not recorded: dropped with too many waiting (queue_full), the leader lease lost (lease_lost), "
+    "or refused or unanswered by the API server (write_failed)",
+    ["type", "reason"],
+    registry=REGISTRY,
+)

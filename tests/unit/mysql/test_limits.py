@@ -41,6 +41,8 @@ def test_largest_values() -> None:
         ("max_user_connections", USER_CONNECTIONS_MAX + 1),  # MariaDB: a syntax error
         ("max_queries_per_hour", LIMIT_MAX + 1),  # MariaDB silently stores 0
         ("max_updates_per_hour", -5),
+        ("max_updates_per_hour", LIMIT_MAX + 1),
+        ("max_connections_per_hour", LIMIT_MAX + 1),
         ("max_connections_per_hour", 1.5),
         ("max_connections_per_hour", "10"),
         ("max_queries_per_hour", True),

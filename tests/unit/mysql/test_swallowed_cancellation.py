@@ -33,7 +33,10 @@ class _ConnectingPool:
         self.connection = _Connection()
         self.released: list[_Connection] = []
 
-    async def acquire(self) -> _Connection:
+    def take(self) -> None:
+        return None  # no free connection: connect
+
+    async def connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
         connected = loop.create_future()
         if self.refused:
@@ -60,7 +63,7 @@ async def test_a_cancellation_during_connect_stops_the_statement_and_closes_the_
     task = asyncio.create_task(statement())
     await started.wait()
     pool = _ConnectingPool(task)
-    database._pool = pool  # the pool the first call would have opened
+    database._pool = pool  # type: ignore[assignment]  # a fake: the pool the first call would have opened
 
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -80,7 +83,7 @@ async def test_a_cancellation_during_a_failed_connect_stops_the_call_instead_of_
         nonlocal attempts
         while True:
             attempts += 1
-            database._pool = _ConnectingPool(task, refused=attempts == 1)
+            database._pool = _ConnectingPool(task, refused=attempts == 1)  # type: ignore[assignment]
             try:
                 await database.fetch(Statement("SELECT 1"))
             except MySQLError:
@@ -102,7 +105,10 @@ async def test_an_earlier_uncancelled_request_does_not_stop_a_later_statement() 
         def __init__(self) -> None:
             self.connection = _Connection()
 
-        async def acquire(self) -> _Connection:
+        def take(self) -> None:
+            return None
+
+        async def connect(self) -> _Connection:
             return self.connection
 
         def release(self, connection: _Connection) -> None:
@@ -115,7 +121,7 @@ async def test_an_earlier_uncancelled_request_does_not_stop_a_later_statement() 
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.sleep(0)
         assert task.cancelling() == 1
-        database._pool = _Pool()
+        database._pool = _Pool()  # type: ignore[assignment]  # a fake
         with pytest.raises(MySQLError):  # past the guard: the fake connection has no cursor to run it
             await database.execute(Statement("DROP USER 'u'@'%'"))
         return 0

@@ -3,11 +3,14 @@ fenced one sends no write its fence refuses, and its requests carry what ``call_
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import enum
 import json
+from collections.abc import AsyncIterator
 
 import pytest
+from aiohttp import web
 from kubernetes_asyncio import client
 
 from dbuser_operator.runtime.client import (
@@ -198,3 +201,56 @@ async def test_bodies_encode_to_what_call_api_sends(body: object) -> None:
 def test_responses_decode_as_json_does() -> None:
     text = '{"kind":"Status","code":404,"details":{"name":"ü","causes":[]},"x":null,"f":1.5,"t":true}'
     assert decode(text.encode()) == json.loads(text)
+
+
+class Server:
+    """A plain HTTP server on localhost that answers ``{}`` and counts the requests that reach it."""
+
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+
+    async def _answer(self, request: web.Request) -> web.Response:
+        self.methods.append(request.method)
+        return web.json_response({})
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[str]:
+        app = web.Application()
+        app.router.add_route("*", "/{path:.*}", self._answer)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        try:
+            yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+        finally:
+            await runner.cleanup()
+
+
+class ClosesOnCall:
+    """A fence check that passes ``passes`` times, then refuses."""
+
+    def __init__(self, passes: int) -> None:
+        self.passes = passes
+        self.calls = 0
+
+    def __call__(self) -> None:
+        self.calls += 1
+        if self.calls > self.passes:
+            raise FenceLost("closed meanwhile")
+
+
+@pytest.mark.parametrize("reused", [False, True], ids=["new connection", "reused connection"])
+async def test_a_write_is_checked_again_once_it_has_its_connection(reused: bool) -> None:
+    """The fence closing while a write waits for its connection stops the write before anything is sent,
+    on a new connection and on one the session reuses."""
+    server = Server()
+    async with server.running() as host, api_client(configuration(host)) as api:
+        if reused:
+            await KubeClient(api).get(SECRETS, "s", "ns")  # opens the connection the write reuses
+        check = ClosesOnCall(passes=1)  # the check before the request passes, the one after connecting not
+        with pytest.raises(FenceLost):
+            await KubeClient(api, before_write=check).create(SECRETS, {}, "ns")
+        assert check.calls == 2
+        await KubeClient(api, before_write=ClosesOnCall(passes=2)).create(SECRETS, {}, "ns")
+    assert server.methods == ["GET", "POST"] if reused else ["POST"]

@@ -113,3 +113,33 @@ def test_a_thawed_object_is_equal_and_shares_no_container_with_the_cached_one() 
     assert first == {"metadata": {"name": "a", "labels": {"app": "shop"}}, "spec": {"hosts": ["%"]}}
     assert second["metadata"]["labels"] == {"app": "shop"}
     assert second["spec"]["hosts"] == ["%"]
+
+
+def test_a_new_version_takes_what_did_not_change_from_the_cached_one() -> None:
+    """A status write leaves the spec as it was: the new cached version holds the old one's spec (not
+    compacted again) and equals what compacting it all would give; what changed, even only in its JSON
+    type (``1`` to ``true``), is the new value."""
+    from dbuser_operator.runtime.cache import strip_unread_compact_over  # noqa: PLC0415
+
+    def version(resource_version: str, status: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+        obj = parsed("a")
+        obj["metadata"]["resourceVersion"] = resource_version
+        return {**obj, "spec": spec, "status": status}
+
+    spec = {"user": "app", "hosts": ["%"], "limits": {"maxConnections": 1}}
+    cached = strip_unread_compact(version("1", {"phase": "Pending"}, json.loads(json.dumps(spec))))
+    new = version("2", {"phase": "Ready"}, json.loads(json.dumps(spec)))
+    expected = strip_unread_compact(json.loads(json.dumps(new)))
+
+    result = strip_unread_compact_over(new, cached)
+
+    assert result == expected
+    assert list(result) == list(expected)
+    assert result["spec"] is cached["spec"]
+    assert result["status"] is not cached["status"]
+    assert result["metadata"]["resourceVersion"] == "2"
+
+    retyped = {**spec, "limits": {"maxConnections": True}}  # equal in Python (True == 1), not as JSON
+    changed = strip_unread_compact_over(version("3", {"phase": "Ready"}, retyped), result)
+    assert changed["spec"] is not result["spec"]
+    assert changed["spec"]["limits"]["maxConnections"] is True

@@ -14,8 +14,9 @@ import pytest
 from dbuser_operator.runtime import events
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.conditions import format_time
-from dbuser_operator.runtime.errors import NotFound
+from dbuser_operator.runtime.errors import NotFound, Unavailable
 from dbuser_operator.runtime.events import DEFAULT_WRITERS, EventRecorder, ObjectReference
+from dbuser_operator.runtime.metrics import REGISTRY
 from dbuser_operator.runtime.resources import Resource
 from tests.support.kube import eventually
 
@@ -351,3 +352,58 @@ async def test_a_warning_never_waits_behind_a_held_normal_event() -> None:
     await eventually(lambda: len(sink.events) == 2)
     assert {event["type"] for event in sink.events.values()} == {"Warning"}
     await recorder.close(flush=False)
+
+
+def dropped(type_: str, reason: str) -> float:
+    """``dbuser_operator_events_dropped_total`` for ``type_`` and ``reason`` (0 before any)."""
+    labels = {"type": type_, "reason": reason}
+    return REGISTRY.get_sample_value("dbuser_operator_events_dropped_total", labels) or 0.0
+
+
+async def test_held_normal_events_that_fill_the_queue_never_crowd_out_a_warning(log: Log) -> None:
+    """Under a backlog Normal events wait (``yield_to``) and may fill the queue, and further ones are
+    dropped; a Warning is still queued and written: the limit is per type. Every drop is counted."""
+    sink = SlowEvents()
+    busy = True
+    recorder = recorder_for(sink, writers=1, pending_limit=3, yield_to=lambda: busy, max_delay=3600)
+    before = dropped("Normal", "queue_full"), dropped("Warning", "queue_full")
+    for n in range(6):  # the writer holds the first, 3 wait, 2 are dropped
+        recorder.emit(user(n), "Normal", "AccountReady", "ready")
+        await asyncio.sleep(0)
+    recorder.emit(user(9), "Warning", "ServerNotReady", "the server is down")
+    await eventually(lambda: len(sink.events) == 1)
+    assert [event["type"] for event in sink.events.values()] == ["Warning"]
+    assert log.count("event dropped: too many waiting") == 2
+    assert dropped("Normal", "queue_full") - before[0] == 2
+    assert dropped("Warning", "queue_full") - before[1] == 0
+
+    busy = False
+    await recorder.flush()
+    assert len(sink.events) == 5  # the Warning and the 4 Normal events that were not dropped
+    await recorder.close()
+
+
+class FailingEvents(SlowEvents):
+    """An API server that refuses every Event."""
+
+    async def create(
+        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        raise Unavailable(503, "Service Unavailable")
+
+
+async def test_events_never_written_are_counted_by_why(log: Log) -> None:
+    before = dropped("Warning", "write_failed"), dropped("Normal", "lease_lost")
+    failing = recorder_for(FailingEvents())
+    failing.emit(user(1), "Warning", "ServerNotReady", "down")
+    await failing.flush()
+    assert log.count("event not recorded") == 1
+    assert dropped("Warning", "write_failed") - before[0] == 1
+    await failing.close()
+
+    held = recorder_for(SlowEvents(), writers=1, yield_to=lambda: True, max_delay=3600)
+    for n in range(3):  # the writer holds one, two wait
+        held.emit(user(n), "Normal", "AccountReady", "ready")
+        await asyncio.sleep(0)
+    await held.close(flush=False)  # the lease is lost
+    assert dropped("Normal", "lease_lost") - before[1] == 2

@@ -93,10 +93,9 @@ class RoleDriftCheck:
         self, user: DatabaseUser, held: set[roles.Role], defaults: set[roles.Role], info: ServerInfo
     ) -> bool:
         namespace = user.metadata.namespace or ""
-        ref = user.spec.server_ref.model_dump(mode="json") if user.spec.server_ref else None
-        server = server_key({"metadata": {"namespace": namespace}, "spec": {"serverRef": ref}})
         wanted: dict[str, roles.Role] = {}
         unsure: set[roles.Role] = set()
+        server = _server_of(user) if user.spec.roles else ""  # (most users name no role)
         for name in user.spec.roles:
             obj = self.roles.get(ObjectKey(namespace, name))
             if obj is None or server_key(obj) != server:
@@ -117,3 +116,9 @@ class RoleDriftCheck:
         if not all(name in wanted for name in user.spec.default_roles) or not (held or wanted):
             return False
         return {wanted[name] for name in user.spec.default_roles} != defaults
+
+
+def _server_of(user: DatabaseUser) -> str:
+    """The key of the server ``user`` names (:func:`~.resources.server_key`)."""
+    ref = user.spec.server_ref.model_dump(mode="json") if user.spec.server_ref else None
+    return server_key({"metadata": {"namespace": user.metadata.namespace or ""}, "spec": {"serverRef": ref}})

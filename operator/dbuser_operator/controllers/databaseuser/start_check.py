@@ -46,6 +46,7 @@ from dbuser_operator.controllers.databaseuser.role_drift import RoleDriftCheck
 from dbuser_operator.controllers.databaseuser.steps.connection_secret import ConnectionSecretStep
 from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.resources import server_key
+from dbuser_operator.controllers.kit.steps import Step
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.mysql.accounts import roles
@@ -118,6 +119,7 @@ class StartCheck:
         self._reads: dict[str, _Read | None] = {}  # by server key (None: not read); kept while keys wait
         self._deciding = 0  # first turns being decided now (they read ``_reads``)
         self.skipped = 0
+        self._checks: tuple[list[Step], ConnectionSecretStep | None] | None = None  # _steps()
 
     async def converged(self, key: ObjectKey) -> bool:
         """Whether ``key``'s turn is its first and it is converged (then it counts as reconciled)."""
@@ -196,25 +198,28 @@ class StartCheck:
         read = self._reads.get(server_key(obj))
         if read is None:
             return "server not read"
+        checks, connection = self._steps()
         try:
             ctx.server_resource, ctx.server = await self.reconciler.bind(ctx)
             self.reconciler.resolve_refs(ctx)
-            for step in self.reconciler.steps:
-                if step.name in CHECKS:
-                    await step.ensure(ctx)
+            for step in checks:
+                await step.ensure(ctx)
         except (ConditionError, MySQLError) as error:
             return f"refused: {error}"
-        connection = self._connection_secret()
         if connection is None:
             reason = "connection Secret" if ctx.user.spec.connection_secret is not None else None
         else:
             reason = connection.why_write(ctx)
         return reason or why_reconcile(obj, ctx.user, self._found_for(ctx, read))
 
-    def _connection_secret(self) -> ConnectionSecretStep | None:
-        """The reconciler's connection-Secret step (None: it has none)."""
-        steps = (step for step in self.reconciler.steps if isinstance(step, ConnectionSecretStep))
-        return next(steps, None)
+    def _steps(self) -> tuple[list[Step], ConnectionSecretStep | None]:
+        """The reconciler's steps of :data:`CHECKS`, in order, and its connection-Secret step (None: it has
+        none): looked up once."""
+        if self._checks is None:
+            steps = self.reconciler.steps
+            connection = (step for step in steps if isinstance(step, ConnectionSecretStep))
+            self._checks = ([step for step in steps if step.name in CHECKS], next(connection, None))
+        return self._checks
 
     def _why_cached(self, obj: dict[str, Any], ctx: Context) -> str | None:
         """The reasons the caches alone give (the resource, its Secret, its roles)."""

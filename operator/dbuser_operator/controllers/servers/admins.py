@@ -21,40 +21,29 @@ name its admin (a Secret missing) reserves nothing until they do.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from dbuser_operator.api.v1alpha1 import Grant as GrantSpec
-from dbuser_operator.controllers.kit.errors import ConditionError
 from dbuser_operator.controllers.kit.reserved import (
     RESERVED_ACCOUNT,
     RESERVED_DATABASE,
     Refusal,
     SystemNames,
 )
-from dbuser_operator.controllers.servers.connection import ServerConfigError
+from dbuser_operator.controllers.servers.admin_list import FLAGS_SERVER, Admin, AdminIndex, AdminList
 from dbuser_operator.controllers.servers.handle import ServerHandle
-from dbuser_operator.controllers.servers.resolver import ServerResolver, resource_key
+from dbuser_operator.controllers.servers.resolver import ServerResolver
 from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.mysql.bookkeeping.ownership import DEFAULT_SCHEMA
 from dbuser_operator.mysql.errors import MySQLError
+from dbuser_operator.runtime.informer import Informer
 
 IDENTITY_TIMEOUT: Final = 10.0  # seconds to ask a server which one it is; then it counts as unknown
-FLAGS_SERVER: Final = "the server of the --mysql-* flags"
 NEVER: Final = "is reserved: never managed"
 
 __all__ = ["FLAGS_SERVER", "Admin", "Refusal", "Reservations", "same_server"]
-
-
-@dataclass(frozen=True)
-class Admin:
-    """A server's admin account and bookkeeping schema, and which server resource has them."""
-
-    server: str  # "MySQLServer team-a/main", "ClusterMySQLServer shared", FLAGS_SERVER
-    user: str
-    schema: str
-    handle: ServerHandle
 
 
 @dataclass(frozen=True)
@@ -71,30 +60,36 @@ class Reservations:
     server would touch."""
 
     def __init__(
-        self, resolver: ServerResolver, *, users: Iterable[str] = (), schema: str = DEFAULT_SCHEMA
+        self,
+        resolver: ServerResolver,
+        *,
+        users: Iterable[str] = (),
+        schema: str = DEFAULT_SCHEMA,
+        secrets: Informer | None = None,
     ) -> None:
+        """``secrets``: the Secret cache the server resources' Secrets are read from (its changes rebuild
+        the list of admins, :class:`~.admin_list.AdminList`)."""
         self.resolver = resolver
         self.users = frozenset(users)  # --mysql-user and --reserved-users: reserved on every server
         self.schema = schema  # --ownership-schema: reserved on every server
         self.system = SystemNames()
+        self.admin_list = AdminList(resolver, secrets)
+        self._index: AdminIndex | None = None  # of the last list :meth:`admins` gave
 
     async def admins(self) -> list[Admin]:
         """The admin of the settings' server and of every server resource in the caches (their handles built
-        from their Secrets if no reconcile built them yet: no connection is opened for that)."""
-        registry = self.resolver.registry
-        found = []
-        if registry.default is not None:
-            default = registry.default
-            found.append(Admin(FLAGS_SERVER, default.db.settings.user, default.schema, default))
-        for kind, informer in self.resolver.informers.items():
-            for obj in list(informer.store):
-                key = resource_key(kind, obj)
-                try:
-                    handle = await registry.current(self.resolver.resource(key, obj))
-                except (ConditionError, ServerConfigError):  # no admin name to reserve (yet)
-                    continue
-                found.append(Admin(handle.name or key, handle.db.settings.user, handle.schema, handle))
-        return found
+        from their Secrets if no reconcile built them yet: no connection is opened for that), resolved
+        again only after one of them changed (:class:`~.admin_list.AdminList`)."""
+        return await self.admin_list.admins()
+
+    async def _admins(self) -> AdminIndex:
+        """:meth:`admins`, indexed (once per list: the same list while nothing changed)."""
+        admins = self.admin_list.kept()
+        if admins is None:
+            admins = await self.admins()
+        if self._index is None or self._index.admins is not admins:
+            self._index = AdminIndex.of(admins)
+        return self._index
 
     async def reserved(self, server: ServerHandle, what: NameClass, name: str) -> Refusal | None:
         """Why the account, role or database ``name`` on ``server`` is never managed, or None."""
@@ -108,7 +103,7 @@ class Reservations:
         if server.key and name == server.db.settings.user:
             return Refusal(RESERVED_ACCOUNT, f"the admin account of {server.name} {NEVER}")
         match = _Match(RESERVED_ACCOUNT, "the admin account of {}", "is reserved")
-        return await self._elsewhere(server, lambda admin: admin.user == name, match)
+        return await self._elsewhere(server, (await self._admins()).named(name), match)
 
     async def _database(self, server: ServerHandle, name: str) -> Refusal | None:
         """A database name: ``--ownership-schema``, the server's bookkeeping schema, or another's there."""
@@ -118,7 +113,7 @@ class Reservations:
             owner = server.name or FLAGS_SERVER
             return Refusal(RESERVED_DATABASE, f"the bookkeeping schema of {owner} {NEVER}")
         match = _Match(RESERVED_DATABASE, "the bookkeeping schema of {}", "is reserved")
-        return await self._elsewhere(server, lambda admin: admin.schema.lower() == name.lower(), match)
+        return await self._elsewhere(server, (await self._admins()).with_schemas({name.lower()}), match)
 
     async def refusal(
         self, handle: ServerHandle, name: str, privileges: Sequence[GrantSpec]
@@ -127,7 +122,7 @@ class Reservations:
         server resource's admin account (ReservedAccount) or bookkeeping schema (PrivilegeNotAllowed) on
         the same physical server; None when it touches neither."""
         account = _Match(RESERVED_ACCOUNT, "the admin account of {}", "is reserved")
-        found = await self._elsewhere(handle, lambda admin: admin.user == name, account)
+        found = await self._elsewhere(handle, (await self._admins()).named(name), account)
         return found or await self.grant_refusal(handle, privileges)
 
     async def grant_refusal(self, handle: ServerHandle, privileges: Sequence[GrantSpec]) -> Refusal | None:
@@ -135,15 +130,14 @@ class Reservations:
         schema on the same physical server (PrivilegeNotAllowed), or None."""
         databases = {item.resolved().lower() for item in privileges}
         match = _Match("PrivilegeNotAllowed", "grants on the bookkeeping schema of {}", "are not allowed")
-        return await self._elsewhere(handle, lambda admin: admin.schema.lower() in databases, match)
+        return await self._elsewhere(handle, (await self._admins()).with_schemas(databases), match)
 
-    async def _elsewhere(
-        self, handle: ServerHandle, touches: Callable[[Admin], bool], match: _Match
-    ) -> Refusal | None:
-        """The refusal for the first other server resource whose admin or schema ``touches`` names, on the
-        same physical server as ``handle`` (or one that cannot say which it reaches: retried)."""
-        for admin in await self.admins():
-            if admin.handle is handle or not touches(admin):  # its own: the rules above
+    async def _elsewhere(self, handle: ServerHandle, touched: list[Admin], match: _Match) -> Refusal | None:
+        """The refusal for the first other server resource of ``touched`` (whose admin or schema a name
+        or a grant names) on the same physical server as ``handle`` (or one that cannot say which it
+        reaches: retried)."""
+        for admin in touched:
+            if admin.handle is handle:  # its own: the rules above
                 continue
             same = await same_server(handle, admin.handle)
             if same is False:

@@ -54,6 +54,7 @@ class ServerRegistry:
         self.default, self.defaults, self.idle_timeout = default, defaults, idle_timeout
         self.read_secret, self.make_database = read_secret, make_database
         self._entries: dict[str, _Entry] = {}
+        self.version = 0  # changes whenever a handle is built, replaced or forgotten
         self._locks: dict[str, asyncio.Lock] = {}
         self._retiring: list[tuple[float, ServerHandle]] = []
 
@@ -109,6 +110,7 @@ class ServerRegistry:
             handle = ServerHandle(db, schema, key=key, name=str(resource))
             used = entry.used if entry is not None else time.monotonic()
             self._entries[key] = _Entry(handle, fingerprint, resource.generation, used)
+            self.version += 1
             if entry is not None:
                 log.info("server connection changed; reconnecting", server=str(resource))
                 self._retiring.append((time.monotonic() + RETIRE_AFTER, entry.handle))
@@ -119,6 +121,7 @@ class ServerRegistry:
         entry = self._entries.pop(key, None)
         self._locks.pop(key, None)
         if entry is not None:
+            self.version += 1
             await entry.handle.close()
 
     def idle(self, key: str) -> bool:
@@ -147,5 +150,6 @@ class ServerRegistry:
         """Close every pool (the settings' server's is its owner's to close)."""
         handles = [entry.handle for entry in self._entries.values()] + [t for _, t in self._retiring]
         self._entries.clear()
+        self.version += 1
         self._retiring.clear()
         await asyncio.gather(*(handle.close() for handle in handles), return_exceptions=True)

@@ -10,7 +10,7 @@ from outside; issuer, subject and cipher are checked (:mod:`.tls_identity`) and 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Final, LiteralString
 
 from dbuser_operator.mysql.accounts.tls_identity import SSL_NONE, TLSIdentity
@@ -26,6 +26,15 @@ wraps a larger one to 0)."""
 USER_CONNECTIONS_MAX: Final = 2147483647
 """The largest MAX_USER_CONNECTIONS both servers accept: MariaDB's grammar takes a signed 32-bit integer
 (a larger value is a syntax error there); MySQL would take up to 4294967295."""
+
+
+_BOUNDS: Final = (
+    ("max_user_connections", USER_CONNECTIONS_MAX),
+    ("max_queries_per_hour", LIMIT_MAX),
+    ("max_updates_per_hour", LIMIT_MAX),
+    ("max_connections_per_hour", LIMIT_MAX),
+)
+"""Each limit field and its largest value (checked by :class:`Limits`, once per construction)."""
 
 
 @dataclass(frozen=True)
@@ -46,13 +55,10 @@ class Limits:
     tls_identity: TLSIdentity = field(default_factory=TLSIdentity)
 
     def __post_init__(self) -> None:
-        for limit_field in fields(self)[:4]:
-            value = getattr(self, limit_field.name)
-            limit = USER_CONNECTIONS_MAX if limit_field.name == "max_user_connections" else LIMIT_MAX
+        for name, limit in _BOUNDS:
+            value = getattr(self, name)
             if type(value) is not int or not 0 <= value <= limit:
-                raise InvalidOptionsError(
-                    f"{limit_field.name} must be an integer from 0 to {limit}, not {value!r}"[:200]
-                )
+                raise InvalidOptionsError(f"{name} must be an integer from 0 to {limit}, not {value!r}"[:200])
         if type(self.require_tls) is not bool:
             raise InvalidOptionsError(f"require_tls must be a boolean, not {self.require_tls!r}"[:200])
         if not isinstance(self.tls_identity, TLSIdentity):

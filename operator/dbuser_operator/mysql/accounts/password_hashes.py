@@ -37,12 +37,17 @@ _DIGEST_LENGTH: Final = 43
 _CYCLE: Final = 42  # 2 * 3 * 7: the rounds' pattern
 
 
+_SHA1: Final = hashlib.sha1(usedforsecurity=False)  # copied, not made anew: OpenSSL 3 looks it up each time
+
+
 def native_hash(password: str) -> str:
     """``mysql_native_password``'s hash, as ``PASSWORD(password)`` gives it (``''`` for ``''``)."""
     if not password:
         return ""
-    inner = hashlib.sha1(password.encode(), usedforsecurity=False).digest()
-    return "*" + hashlib.sha1(inner, usedforsecurity=False).hexdigest().upper()
+    inner, outer = _SHA1.copy(), _SHA1.copy()
+    inner.update(password.encode())
+    outer.update(inner.digest())
+    return "*" + outer.hexdigest().upper()
 
 
 def ed25519_hash(password: str) -> str:

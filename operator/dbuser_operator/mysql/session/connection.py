@@ -1,13 +1,14 @@
 """Connection settings, and :class:`Database`: the one way the layer talks to the server.
 
-Every call takes a connection from an aiomysql pool (created on first use, autocommit on), is bounded by
-``statement_timeout`` (connecting included), and raises only :class:`~.errors.MySQLError`. Within that,
+Every call takes a connection from a :class:`~.pool.Pool` (created on first use, autocommit on), is bounded
+by ``statement_timeout`` (connecting included), and raises only :class:`~.errors.MySQLError`. Within that,
 ``connect_timeout`` bounds a new connection up to its login (aiomysql's own bounds only the TCP connect,
 not the server's greeting nor authentication), and ``read_timeout`` the wait for the server's answer (a
-stalled server holds no caller longer); connections have TCP keepalive probes after 30 s of silence. When
-the connection breaks, the pool is replaced by a fresh one; a call that failed on a connection reused from
-the pool is tried once more on a new connection (the server may have restarted since it was last used),
-unless it failed by timing out (a stalled server would only stall the retry too).
+stalled server holds no caller longer): one timer per call, moved along (:class:`~.bound.CallBound`).
+Connections have TCP keepalive probes after 30 s of silence. When the connection breaks, the pool is
+replaced by a fresh one; a call that failed on a connection reused from the pool is tried once more on a
+new connection (the server may have restarted since it was last used), unless it failed by timing out (a
+stalled server would only stall the retry too).
 
 A health check that finds the server unreachable says so (:meth:`Database.mark_unreachable`): the
 connections in use are closed (their calls fail at once), and every call fails at once, without trying,
@@ -43,26 +44,17 @@ from dbuser_operator.mysql.errors import (
     TLSError,
     classify,
 )
+from dbuser_operator.mysql.session.bound import ANSWER, LOGIN, WHOLE, CallBound
+from dbuser_operator.mysql.session.pool import Pool
 from dbuser_operator.mysql.session.settings import ConnectionSettings
 from dbuser_operator.mysql.session.statement import Statement
 from dbuser_operator.mysql.session.tls import negotiate_tls_like_mysql_clients
-from dbuser_operator.mysql.session.wire import hard_close, keep_alive, pool_options
+from dbuser_operator.mysql.session.wire import hard_close, keep_alive
 
 _log = logging.getLogger(__name__)
 
 
 Row = tuple[Any, ...]
-
-
-class _QuietCursor(aiomysql.Cursor):  # type: ignore[misc]  # aiomysql is untyped
-    """A cursor that does not fetch the server's warnings after each statement.
-
-    aiomysql would send ``SHOW WARNINGS`` and turn each note into a Python warning: an extra round trip
-    and noise for the expected ones ("user does not exist" from ``DROP USER IF EXISTS``).
-    """
-
-    async def _show_warnings(self, connection: Any) -> None:
-        return None
 
 
 class Session:
@@ -83,9 +75,7 @@ class Session:
 
     async def _run(self, statement: Statement, *, read: bool) -> tuple[int, list[Row]]:
         try:
-            async with self._connection.cursor(_QuietCursor) as cursor:
-                affected = await cursor.execute(statement.text, statement.params or None)
-                rows: list[Row] = list(await cursor.fetchall()) if read else []
+            affected, rows = await _query(self._connection, statement, read=read)
         except Exception as exc:
             error = classify(exc, statement.secrets)
         else:
@@ -113,7 +103,7 @@ class _Failure:
 
 
 class Database:
-    """An aiomysql pool to one server, with bounded calls, classified errors and statement counters.
+    """A pool of connections to one server, with bounded calls, classified errors and statement counters.
 
     ``statements_read`` (:meth:`fetch`) and ``statements_written`` (:meth:`execute`) count the statements
     sent, for the operator to export; ``pools_created`` counts pool (re)creations.
@@ -133,13 +123,11 @@ class Database:
         self._connected: weakref.WeakSet[Any] = weakref.WeakSet()  # connections on_connect accepted
         self._ssl = settings.ssl_context()
         negotiate_tls_like_mysql_clients()
-        self._pool: Any = None
-        self._pool_lock = asyncio.Lock()
-        # Calls wait here for a connection, not inside aiomysql: its waiters are not woken when a broken
-        # connection is released. At most pool_size connections exist, old pools' included.
+        self._pool: Pool | None = None
+        # Calls wait here for a connection (the pool itself never waits). At most pool_size connections
+        # exist, old pools' included.
         self._slots = asyncio.Semaphore(settings.pool_size)
         self._retiring: set[asyncio.Task[None]] = set()
-        self._used: weakref.WeakSet[Any] = weakref.WeakSet()  # connections that ran a statement
         self._in_use: set[Any] = set()  # connections a call holds now
         self._unreachable: str | None = None  # why a health check found the server unreachable
         self.statements_read = 0
@@ -218,26 +206,26 @@ class Database:
             await asyncio.gather(*self._retiring, return_exceptions=True)
 
     async def _run(self, statement: Statement, *, read: bool, retry: bool = True) -> tuple[int, list[Row]]:
-        timeout = self._settings.statement_timeout
         failure: MySQLError
+        bound = asyncio.timeout(None)  # set by the first wait
+        call = CallBound(bound, self._settings)
         try:
-            async with asyncio.timeout(timeout):
-                return await self._run_with_retry(statement, read=read, retry=retry)
+            async with bound:
+                return await self._run_with_retry(statement, call, read=read, retry=retry)
         except TimeoutError:
-            if self._pool is not None:
-                self._retire(self._pool)
-            failure = DatabaseUnavailableError(f"the database did not answer within {timeout:g} s")
+            self._retire(call.pool if call.pool is not None else self._pool)
+            failure = DatabaseUnavailableError(call.expired())
         except DatabaseUnavailableError as error:
             failure = error
         # Raised outside the handlers: no driver exception chained to ours; the message names the server.
         raise type(failure)(f"{self.where}: {failure.message}", failure.code)
 
     async def _run_with_retry(
-        self, statement: Statement, *, read: bool, retry: bool
+        self, statement: Statement, call: CallBound, *, read: bool, retry: bool
     ) -> tuple[int, list[Row]]:
-        outcome = await self._attempt(statement, read=read)
+        outcome = await self._attempt(statement, call, read=read)
         if isinstance(outcome, _Failure) and self._retry_after(outcome) and retry:
-            outcome = await self._attempt(statement, read=read)
+            outcome = await self._attempt(statement, call, read=read)
             if isinstance(outcome, _Failure):
                 self._retry_after(outcome)
         if isinstance(outcome, _Failure):
@@ -254,82 +242,79 @@ class Database:
             return True
         return False
 
-    async def _attempt(self, statement: Statement, *, read: bool) -> tuple[int, list[Row]] | _Failure:
+    async def _attempt(
+        self, statement: Statement, call: CallBound, *, read: bool
+    ) -> tuple[int, list[Row]] | _Failure:
         """One try; a failure is returned (not raised) so that no driver exception is chained to it."""
         try:
             if self._before_write is not None:
                 self._before_write()  # before a connection is even taken
             if self._unreachable is not None:
                 return _Failure(ServerUnreachableError(f"unreachable: {self._unreachable}"), None, False)
+            if self._slots.locked():
+                call.limit(WHOLE)  # waiting for a connection: bounded by the call's own bound
             async with self._slots:
-                return await self._attempt_with_slot(statement, read=read)
+                return await self._attempt_with_slot(statement, call, read=read)
         except _WriteRefused as refused:
             refusal = refused.refusal
         raise refusal  # outside the handler: the hook's own exception, as it raised it
 
     async def _attempt_with_slot(
-        self, statement: Statement, *, read: bool
+        self, statement: Statement, call: CallBound, *, read: bool
     ) -> tuple[int, list[Row]] | _Failure:
-        pool = await self._get_pool()
-        connect_timeout, read_timeout = self._settings.connect_timeout, self._settings.read_timeout
+        pool = self._get_pool()
+        call.pool = pool
+        connection = pool.take()
+        reused = connection is not None
+        if connection is None:
+            connected = await self._connect(pool, statement, call)
+            if isinstance(connected, _Failure):
+                return connected
+            connection = connected
+            keep_alive(connection)
+        self._in_use.add(connection)
+        call.limit(ANSWER)
+        try:
+            return await self._send(connection, statement, pool, reused, read=read)
+        except Exception as exc:
+            error = classify(exc, statement.secrets)
+            if isinstance(error, DatabaseUnavailableError | TLSError) or not _is_server_error(exc):
+                connection.close()  # not returned to the pool
+            return _Failure(error, pool, reused)
+        except _WriteRefused:
+            connection.close()
+            raise
+        except BaseException:  # cancelled: by the call's bound (no answer in time), or by the caller
+            hard_close(connection)  # its answer may still come: never reused
+            raise
+        finally:
+            self._in_use.discard(connection)
+            pool.release(connection)
+
+    async def _connect(self, pool: Any, statement: Statement, call: CallBound) -> Any:
+        """A new connection, its login bounded by ``connect_timeout``; a :class:`_Failure` if it fails."""
+        call.limit(LOGIN)  # the greeting and the login too
         cancels = _cancels_requested()
         try:
-            async with asyncio.timeout(connect_timeout):  # the greeting and the login too
-                connection = await pool.acquire()
+            connection = await pool.connect()
         except Exception as exc:
             if _cancels_requested() > cancels:  # a failed connect that swallowed a cancellation
                 raise asyncio.CancelledError from None
-            if isinstance(exc, TimeoutError):
-                silent = DatabaseUnavailableError(f"no login within {connect_timeout:g} s of connecting")
+            if isinstance(exc, TimeoutError):  # aiomysql's own bound of the TCP connect
+                silent = DatabaseUnavailableError(call.expired(LOGIN))
                 return _Failure(silent, pool, reused=False, timed_out=True)
             return _Failure(classify(exc, statement.secrets), pool, reused=False)
         if _cancels_requested() > cancels:  # a cancellation the connect swallowed: see _cancels_requested
             connection.close()
             pool.release(connection)
             raise asyncio.CancelledError
-        reused = connection in self._used
-        if not reused:
-            keep_alive(connection)
-        self._used.add(connection)
-        self._in_use.add(connection)
-        try:
-            async with asyncio.timeout(read_timeout):
-                return await self._send(connection, statement, pool, reused, read=read)
-        except TimeoutError:
-            hard_close(connection)  # its answer may still come: never reused
-            silent = DatabaseUnavailableError(f"the server did not answer within {read_timeout:g} s")
-            return _Failure(silent, pool, reused, timed_out=True)
-        except Exception as exc:
-            error = classify(exc, statement.secrets)
-            if isinstance(error, DatabaseUnavailableError | TLSError) or not _is_server_error(exc):
-                connection.close()  # not returned to the pool
-            return _Failure(error, pool, reused)
-        except BaseException:  # cancelled (timeout), or refused by before_write
-            connection.close()
-            raise
-        finally:
-            self._in_use.discard(connection)
-            pool.release(connection)
+        return connection
 
     async def _send(
         self, connection: Any, statement: Statement, pool: Any, reused: bool, *, read: bool
     ) -> tuple[int, list[Row]] | _Failure:
-        refused = await self._prepare(connection, statement, pool, reused, read=read)
-        if refused is not None:
-            return refused
-        if read:
-            self.statements_read += 1
-        else:
-            self.statements_written += 1
-        async with connection.cursor(_QuietCursor) as cursor:
-            affected = await cursor.execute(statement.text, statement.params or None)
-            rows: list[Row] = list(await cursor.fetchall()) if read else []
-        return int(affected), rows
-
-    async def _prepare(
-        self, connection: Any, statement: Statement, pool: Any, reused: bool, *, read: bool
-    ) -> _Failure | None:
-        """Checks before the statement: TLS, ``on_connect`` once per connection, ``before_write``.
+        """The checks before the statement (TLS, ``on_connect`` once per connection, ``before_write``),
+        then the statement.
 
         A refusal of ``before_write`` is raised as :class:`_WriteRefused` (a BaseException, so that the
         caller's classification does not catch it); :meth:`_attempt` unwraps it.
@@ -342,19 +327,23 @@ class Database:
         if self._on_connect is not None and connection not in self._connected:
             await self._on_connect(Session(connection))  # a MySQLError refuses the connection
             self._connected.add(connection)
-        if not read and self._before_write is not None:
-            try:
-                self._before_write()
-            except Exception as refusal:
-                raise _WriteRefused(refusal) from None
-        return None
+        if read:
+            self.statements_read += 1
+        else:
+            if self._before_write is not None:
+                try:
+                    self._before_write()
+                except Exception as refusal:
+                    raise _WriteRefused(refusal) from None
+            self.statements_written += 1
+        return await _query(connection, statement, read=read)
 
-    async def _get_pool(self) -> Any:
-        async with self._pool_lock:
-            if self._pool is None:
-                self._pool = await aiomysql.create_pool(**pool_options(self._settings, self._ssl))
-                self.pools_created += 1
-            return self._pool
+    def _get_pool(self) -> Pool:
+        pool = self._pool
+        if pool is None:
+            pool = self._pool = Pool.open(self._settings, self._ssl)
+            self.pools_created += 1
+        return pool
 
     def _retire(self, pool: Any) -> None:
         """Stop using ``pool``: connections in use close when released, idle ones close now."""
@@ -366,6 +355,25 @@ class Database:
         task = asyncio.get_running_loop().create_task(_close_free(pool))
         self._retiring.add(task)
         task.add_done_callback(self._retiring.discard)
+
+
+async def _query(connection: Any, statement: Statement, *, read: bool) -> tuple[int, list[Row]]:
+    """Send ``statement`` on ``connection``; the rows it affected, and its rows if ``read``.
+
+    What aiomysql's cursor does for one statement (the same escaping of the parameters, the same
+    ``query``), without a cursor per statement (its future, context manager and extra coroutines), and
+    without fetching the server's warnings after it (the cursor sends ``SHOW WARNINGS`` and turns each
+    note into a Python warning: a round trip, and noise for the expected ones such as "user does not
+    exist" from ``DROP USER IF EXISTS``). Results left unread are drained by the driver before the next
+    command.
+    """
+    text = statement.text
+    if statement.params:
+        escape = connection.escape
+        text = text % tuple(escape(param) for param in statement.params)
+    affected = await connection.query(text)
+    rows = connection._result.rows if read else None
+    return int(affected), list(rows) if rows else []
 
 
 def _cancels_requested() -> int:

@@ -43,10 +43,17 @@ class Statement:
                 raise TypeError(f"fragment {name!r} must be SQL from the identifiers module, not raw text")
         if params:
             _check_placeholders(template, len(params))
-            fragments = {name: SQL(fragment.replace("%", "%%")) for name, fragment in fragments.items()}
+            if any("%" in fragment for fragment in fragments.values()):
+                fragments = {name: SQL(fragment.replace("%", "%%")) for name, fragment in fragments.items()}
+            self.secrets = tuple(p.get_secret_value() for p in params if isinstance(p, SecretStr))
+            self.params = (
+                tuple(p.get_secret_value() if isinstance(p, SecretStr) else p for p in params)
+                if self.secrets
+                else params  # type: ignore[assignment]  # no SecretStr among them
+            )
+        else:
+            self.params = self.secrets = ()
         self.text = template.format(**fragments)
-        self.params = tuple(p.get_secret_value() if isinstance(p, SecretStr) else p for p in params)
-        self.secrets = tuple(p.get_secret_value() for p in params if isinstance(p, SecretStr))
 
     def __repr__(self) -> str:
         hidden = f", <{len(self.params)} parameter(s) hidden>" if self.params else ""

@@ -29,16 +29,6 @@ def connect_options(settings: ConnectionSettings, context: ssl.SSLContext | None
     }
 
 
-def pool_options(settings: ConnectionSettings, context: ssl.SSLContext | None) -> dict[str, Any]:
-    """aiomysql's ``create_pool`` arguments: no idle connection kept open at first, at most ``pool_size``."""
-    return {
-        "minsize": 0,
-        "maxsize": settings.pool_size,
-        "pool_recycle": POOL_RECYCLE,
-        **connect_options(settings, context),
-    }
-
-
 def keep_alive(connection: Any) -> None:
     """TCP keepalive probes after 30 s of silence on a new connection (aiomysql only turns them on, with
     the system's default of two hours), where the platform has the options."""

@@ -135,14 +135,7 @@ async def test_a_tenant_cannot_grant_on_another_server_resources_bookkeeping_sch
     name = unique("books")
     obj = env.user(name, privileges=[{"database": platform.schema, "privileges": ["SELECT", "UPDATE"]}])
     await env.kube.create(DATABASE_USERS, obj, ns)
-    found = await wait_for_ready(env.kube, ns, name, "False", "PrivilegeNotAllowed", limit=60)
-    assert ready(found)["message"] == (  # type: ignore[index]
-        f"'{name}'@'%': grants on the bookkeeping schema of MySQLServer {platform.namespace}/"
-        f"{platform.server} (which reaches the same server) are not allowed: never managed"
-    )
-    assert not account_exists(env.mysql, name)
-    await env.kube.delete(DATABASE_USERS, name, ns)
-    await wait_until_gone(env.kube, ns, name, limit=60)
+    await refused_books(env, platform, name)
     # The same name and grants on the tenants' own databases converge.
     fine = unique("fine")
     obj = env.user(fine, privileges=[{"database": f"{ns}_app", "privileges": ["SELECT"]}])
@@ -151,6 +144,19 @@ async def test_a_tenant_cannot_grant_on_another_server_resources_bookkeeping_sch
     assert privileges_of(env.mysql, fine)
     await env.kube.delete(DATABASE_USERS, fine, ns)
     await wait_until_gone(env.kube, ns, fine, limit=60)
+
+
+async def refused_books(env: Tenancy, platform: Platform, name: str) -> None:
+    """The tenant's DatabaseUser ``name`` is refused its grants on the platform's bookkeeping schema, with
+    no account made; then deleted."""
+    found = await wait_for_ready(env.kube, env.tenant, name, "False", "PrivilegeNotAllowed", limit=60)
+    assert ready(found)["message"] == (  # type: ignore[index]
+        f"'{name}'@'%': grants on the bookkeeping schema of MySQLServer {platform.namespace}/"
+        f"{platform.server} (which reaches the same server) are not allowed: never managed"
+    )
+    assert not account_exists(env.mysql, name)
+    await env.kube.delete(DATABASE_USERS, name, env.tenant)
+    await wait_until_gone(env.kube, env.tenant, name, limit=60)
 
 
 async def test_a_role_named_as_another_server_resources_admin_is_refused(

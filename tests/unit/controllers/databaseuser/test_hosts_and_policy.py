@@ -3,6 +3,7 @@ and the differences Observe reports."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser, DatabaseUserSpec, DatabaseUserStatus
@@ -15,6 +16,7 @@ from dbuser_operator.controllers.databaseuser.observe import (
     summary,
 )
 from dbuser_operator.controllers.databaseuser.steps.hosts import (
+    _PER_ACCOUNT,
     accounts_of,
     combined,
     for_host,
@@ -57,6 +59,19 @@ def test_a_per_host_context_starts_afresh_and_shares_status_and_events() -> None
     assert other.status is ctx.status
     other.event("Normal", "AccountCreated", "x")
     assert ctx.events == [("Normal", "AccountCreated", "x")]
+
+
+def test_a_per_host_context_is_what_replace_would_make_with_the_fields_defaults() -> None:
+    """The per-host reset (no constructor run: once per host of every pass) is every per-account field's
+    default, and leaves the other fields as ``dataclasses.replace`` would."""
+    defaults = {f.name: f.default for f in dataclasses.fields(Context)}
+    assert {name: defaults[name] for name in _PER_ACCOUNT} == _PER_ACCOUNT
+    ctx = context(host="localhost", hosts=["127.0.0.1"])
+    ctx.account_exists, ctx.password_intact, ctx.fingerprint_in_row, ctx.lock_policy = True, True, False, None
+    expected = dataclasses.replace(ctx, host="127.0.0.1", **_PER_ACCOUNT)  # type: ignore[arg-type]
+    other = for_host(ctx, "127.0.0.1")
+    assert type(other) is Context
+    assert vars(other) == vars(expected)
 
 
 def test_messages_name_every_account() -> None:

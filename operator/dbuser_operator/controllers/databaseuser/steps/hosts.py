@@ -18,8 +18,8 @@ removed host is gone or released, ``on_release`` is told, so that the resources 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from dbuser_operator.controllers.databaseuser.context import Context
 from dbuser_operator.controllers.databaseuser.steps.account_metadata import release as release_metadata
@@ -33,30 +33,37 @@ PER_ACCOUNT_REFUSALS = frozenset({"AccountClaimed", "AccountExists"})
 """Reasons that concern one account only: the other hosts go on."""
 
 
+_PER_ACCOUNT: Final[dict[str, object]] = {
+    "account_exists": None,
+    "password_intact": None,
+    "auth_fingerprint": None,
+    "password_state": None,
+    "dual_auth": None,
+    "options": None,
+    "password_held": None,
+    "fingerprint_in_row": True,
+    "own_reuse_policy": True,
+    "fingerprint_set": False,
+    "claimed": False,
+    "created": False,
+    "adopted": False,
+    "reduced": False,
+    "account_metadata": None,
+    "lock_policy": None,
+    "default_lifetime": None,
+}
+"""What one account's steps learn, as a fresh per-host context starts it (the fields' defaults)."""
+
+
 def for_host(ctx: Context, host: str) -> Context:
     """A context for the account on ``host``: what one account's steps learn starts afresh; the password,
-    status and events are the resource's (shared with ``ctx``)."""
-    return dataclasses.replace(
-        ctx,
-        host=host,
-        account_exists=None,
-        password_intact=None,
-        auth_fingerprint=None,
-        password_state=None,
-        dual_auth=None,
-        options=None,
-        password_held=None,
-        fingerprint_in_row=True,
-        own_reuse_policy=True,
-        fingerprint_set=False,
-        claimed=False,
-        created=False,
-        adopted=False,
-        reduced=False,
-        account_metadata=None,
-        lock_policy=None,
-        default_lifetime=None,
-    )
+    status and events are the resource's (shared with ``ctx``).
+
+    A shallow copy with those fields reset, as ``dataclasses.replace`` would make it, without running the
+    constructor's field-by-field assignments again (once per host of every pass)."""
+    per_host = object.__new__(type(ctx))
+    per_host.__dict__.update(ctx.__dict__, **_PER_ACCOUNT, host=host)
+    return per_host
 
 
 def merge_back(ctx: Context, per_host: Context) -> None:

@@ -39,10 +39,13 @@ def desired_limits(spec: DatabaseUserSpec, workload: Workload | None = None) -> 
     )
 
 
+_DEFAULTS = limits.Limits()  # frozen: one for every account without a workload
+
+
 def created_limits(ctx: Context) -> limits.Limits:
     """The limits ``CREATE USER`` gives the account: the defaults, and a workload's identity."""
     if ctx.workload is None:
-        return limits.Limits()
+        return _DEFAULTS
     return limits.Limits(require_tls=True, tls_identity=desired_identity(ctx.user.spec, ctx.workload))
 
 
