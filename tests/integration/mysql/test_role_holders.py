@@ -12,12 +12,28 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database
 from dbuser_operator.mysql.accounts import roles
 from dbuser_operator.mysql.bookkeeping import name_holders, ownership
-from dbuser_operator.mysql.session.server import read_server
-from tests.integration.mysql.support import Databases, admin, admin_rows
+from dbuser_operator.mysql.session.server import ServerInfo, read_server
+from tests.integration.mysql.support import admin, admin_rows
 
 pytestmark = pytest.mark.integration
 
 OWNER = ownership.Owner("33333333-3333-4333-8333-333333333333", "team-a", "app")
+
+
+async def with_roles_book(db: Database, schema: str) -> str:
+    """``schema`` with the roles' book beside the accounts' (role_holders reads both)."""
+    await ownership.ensure_book(db, schema, ownership.ROLES)
+    return schema
+
+
+async def new_role(db: Database, server: ServerInfo, made_roles: list[str]) -> tuple[str, str]:
+    """A new role: its name and its literal (dropped after the test)."""
+    name = f"it_{secrets.token_hex(5)}"
+    host = roles.role_host(server)
+    literal = f"'{name}'" + (f"@'{host}'" if host else "")
+    made_roles.append(literal)
+    await roles.create(db, name, server)
+    return name, literal
 
 
 @pytest.fixture
@@ -57,15 +73,13 @@ async def test_roles_granted_to_a_role_are_read_and_revoked(
 
 
 async def test_role_holders(
-    db: Database, mysql: MySQLServer, made_roles: list[str], databases_made: Databases
+    db: Database, mysql: MySQLServer, made_roles: list[str], owned_schema: str
 ) -> None:
     """Every holder, hosts lower-cased, with what the bookkeeping says of it: a DatabaseUser's account
     (whatever the case of its host), a managed role, or neither; never the operator's own account."""
     server = await read_server(db)
     host = roles.role_host(server)
-    schema = databases_made.name("_own")
-    await ownership.ensure_schema(db, schema)
-    await ownership.ensure_book(db, schema, ownership.ROLES)
+    schema = await with_roles_book(db, owned_schema)
     name, other = f"it_{secrets.token_hex(5)}", f"it_{secrets.token_hex(5)}"
     managed, stranger = f"it_{secrets.token_hex(5)}", f"it_{secrets.token_hex(5)}"
     role_literal = f"'{name}'" + (f"@'{host}'" if host else "")
@@ -100,19 +114,14 @@ async def test_role_holders(
 
 
 async def test_a_name_that_is_not_ascii_is_no_bookkeeping_rows(
-    db: Database, mysql: MySQLServer, made_roles: list[str], databases_made: Databases
+    db: Database, mysql: MySQLServer, made_roles: list[str], owned_schema: str
 ) -> None:
     """The bookkeeping's names are ASCII: a holder whose name is not is nobody's, even where the server's
     conversion to ASCII would make it a recorded name (``'?'`` for each other character)."""
     server = await read_server(db)
-    host = roles.role_host(server)
-    schema = databases_made.name("_own")
-    await ownership.ensure_schema(db, schema)
-    await ownership.ensure_book(db, schema, ownership.ROLES)
-    name, stem = f"it_{secrets.token_hex(5)}", f"it_{secrets.token_hex(4)}"
-    role_literal = f"'{name}'" + (f"@'{host}'" if host else "")
-    made_roles.append(role_literal)
-    await roles.create(db, name, server)
+    schema = await with_roles_book(db, owned_schema)
+    name, role_literal = await new_role(db, server, made_roles)
+    stem = f"it_{secrets.token_hex(4)}"
     account = f"'{stem}\u00e9'@'%'"
     try:
         admin(mysql, f"CREATE USER {account}", f"GRANT {role_literal} TO {account}")
@@ -128,20 +137,14 @@ async def test_a_name_that_is_not_ascii_is_no_bookkeeping_rows(
 
 
 async def test_the_holders_are_looked_up_in_the_bookkeeping_by_its_key(
-    db: Database, mysql: MySQLServer, made_roles: list[str], databases_made: Databases
+    db: Database, mysql: MySQLServer, made_roles: list[str], owned_schema: str
 ) -> None:
     """Each holder costs one primary-key lookup in each bookkeeping table, not a scan of it (on MariaDB the
     tables' collations differ, and a plain join scanned every account for each holder: 12 s for a role of
     1001 holders beside 10 000 accounts). Asserted on the server's plan, with 3000 accounts recorded."""
     server = await read_server(db)
-    host = roles.role_host(server)
-    schema = databases_made.name("_own")
-    await ownership.ensure_schema(db, schema)
-    await ownership.ensure_book(db, schema, ownership.ROLES)
-    name = f"it_{secrets.token_hex(5)}"
-    role_literal = f"'{name}'" + (f"@'{host}'" if host else "")
-    made_roles.append(role_literal)
-    await roles.create(db, name, server)
+    schema = await with_roles_book(db, owned_schema)
+    name, role_literal = await new_role(db, server, made_roles)
     accounts = [f"'it_{secrets.token_hex(5)}'@'%'" for _ in range(3)]  # holders: no plan without any
     admin(mysql, *(f"CREATE USER {account}" for account in accounts))
     admin(mysql, *(f"GRANT {role_literal} TO {account}" for account in accounts))
