@@ -74,7 +74,7 @@ def serve(workdir: Path) -> None:
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 KIND_OF = {"users": DATABASE_USERS, "secrets": SECRETS}
 VARIANTS = (
-    "paged-500",  # the informer today: pages of 500, resourceVersion "" (consistent)
+    "paged-500",  # the informer before it streamed: pages of 500, resourceVersion "" (consistent)
     "paged-2000",
     "paged-5000",
     "unpaged",
