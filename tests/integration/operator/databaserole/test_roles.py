@@ -642,3 +642,30 @@ async def test_an_adopted_dba_role_is_cut_from_its_sub_roles_and_its_dba_holder_
         f"DROP DATABASE `{data}`",
     ):
         mysql_query(mysql, statement)
+
+
+async def test_a_role_granted_by_hand_to_a_user_naming_none_is_revoked(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """The role drift check skips the users that name no role only while their account holds none: one
+    granted by hand to such an account (named by spec.user, not the resource's name) is still found."""
+    name, account, extra = unique("noroles"), unique("noroles_acct").replace("-", "_"), unique("byhand")
+    await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
+    await kube_client.create(DATABASE_USERS, database_user(name, "pw", user=account), namespace)
+    await wait_for_ready(kube_client, namespace, name, limit=60)
+    mysql_query(mysql, f"CREATE ROLE '{extra}'")
+    mysql_query(mysql, f"GRANT '{extra}' TO '{account}'@'%'")
+    assert roles_of(mysql, account) == {extra}
+    await eventually(
+        lambda: roles_of(mysql, account) == set(),
+        limit=60,
+        interval=0.1,
+        message="the role granted by hand was never revoked",
+    )
+    await kube_client.delete(DATABASE_USERS, name, namespace)
+    await wait_until_gone(kube_client, namespace, name)
+    mysql_query(mysql, f"DROP ROLE '{extra}'")

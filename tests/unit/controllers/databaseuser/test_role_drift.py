@@ -91,3 +91,42 @@ def test_mariadb_roles_have_no_host_and_two_defaults_are_left_to_the_condition()
     assert not drift.drifted(user(["a", "b"], ["a", "b"]), held, set(), MARIADB)
     assert drift.drifted(user(["a", "b"], ["a"]), held, set(), MARIADB)
     assert not drift.drifted(user(["a", "b"], ["a"]), held, {("a", "")}, MARIADB)
+
+
+class FakeHandle:
+    """A server handle whose server is known (no connection)."""
+
+    db = None
+
+    async def server(self) -> ServerInfo:
+        return MYSQL
+
+
+async def test_the_check_parses_only_users_that_name_or_hold_a_role(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user naming no role is compared only when its name holds one (a role granted by hand is still
+    found); the others are skipped before their parse."""
+    users = Informer(cast(KubeClient, None), DATABASE_ROLES)
+    for name, spec in {
+        "plain": {},  # names no role, holds none: skipped
+        "byhand": {"user": "byhand_user"},  # names no role, holds one granted by hand: drifted
+        "invalid": {"roles": "not-a-list"},  # names something: parsed (and skipped as invalid)
+    }.items():
+        users.store.put({"metadata": {"name": name, "namespace": "ns", "uid": name}, "spec": spec})
+    live = {("byhand_user", "%"): ({mysql_role("dba")}, set[Role]())}
+
+    async def every_grant(_db: object, _server: ServerInfo) -> dict[tuple[str, str], Any]:
+        return live
+
+    parsed: list[str] = []
+    validate = DatabaseUser.model_validate
+
+    def counting(obj: dict[str, Any]) -> DatabaseUser:
+        parsed.append(obj["metadata"]["name"])
+        return validate({**obj, "spec": {"password": {"name": "s", "key": "k"}, **obj["spec"]}})
+
+    monkeypatch.setattr("dbuser_operator.mysql.accounts.roles.every_grant", every_grant)
+    monkeypatch.setattr(DatabaseUser, "model_validate", counting)
+    drift = RoleDriftCheck(dict, users, Informer(cast(KubeClient, None), DATABASE_ROLES), cast(Any, None), 0)
+    drifted = await drift._check_server("", cast(ServerHandle, FakeHandle()))
+    assert drifted == [ObjectKey("ns", "byhand")]
+    assert sorted(parsed) == ["byhand", "invalid"]
