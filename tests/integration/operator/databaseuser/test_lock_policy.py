@@ -232,8 +232,10 @@ async def test_expires_at_locks_on_time_without_a_drift_check(
     target = unique("expiry")
     await start_operator(target=target, resync_period=0.0)  # no drift check: only the requeue can lock it
     name = unique("temporary")
-    expires = (datetime.now(UTC) + timedelta(seconds=6)).replace(microsecond=0)
-    body = database_user(name, "pw", target=target, account={"expiresAt": expires.isoformat()})
+    # Ready with an expiry an hour away first: one a few seconds away could pass before a busy machine's
+    # first pass, which then says AccountExpired, never the AccountReady waited for.
+    far = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    body = database_user(name, "pw", target=target, account={"expiresAt": far})
     await kube_client.create(DATABASE_USERS, body, namespace)
     await wait_for_ready(kube_client, namespace, name, "True", "AccountReady")
     assert policy_of(mysql, name) == (False, -1)
@@ -244,6 +246,8 @@ async def test_expires_at_locks_on_time_without_a_drift_check(
     # be late by the loop's lag (a busy machine), not by more than 3 s besides.
     with GeneralLog(mysql) as log:
         async with LoopLag() as lag:
+            expires = (datetime.now(UTC) + timedelta(seconds=6)).replace(microsecond=0)
+            await patch_account(kube_client, namespace, name, {"expiresAt": expires.isoformat()})
             await until(lambda: policy_of(mysql, name) == (True, -1), "locked at expiresAt", limit=120)
         locked = first(log.times(f"ALTER USER %{name}%ACCOUNT LOCK%"))
     late = (locked - expires).total_seconds()

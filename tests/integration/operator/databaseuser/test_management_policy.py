@@ -193,7 +193,10 @@ async def test_deleting_a_paused_resource_waits_for_manage(
     await wait_for_ready(kube_client, namespace, name, "True", "Paused")
 
     await kube_client.delete(DATABASE_USERS, name, namespace)
-    await asyncio.sleep(3)  # three drift-check periods; the deletion was seen at once
+    # Wait for the deletion's own pass (a fixed sleep assumed it within 3 s: the Ready=True Paused still there
+    # is the one from before, "changes nothing"); then three drift-check periods change nothing.
+    await wait_for_ready(kube_client, namespace, name, "True", "Paused", containing="deletion waits")
+    await asyncio.sleep(3)
     obj = await kube_client.get(DATABASE_USERS, name, namespace)
     assert obj["metadata"]["finalizers"] == finalizers
     assert "deletion waits" in ready(obj)["message"]  # type: ignore[index]

@@ -491,7 +491,9 @@ async def test_the_old_password_works_until_the_grace_period_ends_to_the_fractio
             await annotate_rotate(kube_client, namespace, name, f"g{attempt}")
             await asyncio.sleep(grace - 0.3)
             logins.append(await logs_in(mysql, name, old))
-            await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
+            # This rotation's discard: from the second rotation on, the first's Discarded is still there
+            # until this one is recorded.
+            await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30, trigger=f"g{attempt}")
             assert not await logs_in(mysql, name, old)
             old = await secret_password(kube_client, namespace, secret)
             passwords.values.add(old)

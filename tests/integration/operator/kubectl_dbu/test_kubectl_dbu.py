@@ -23,7 +23,7 @@ from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.resources import Resource
 from tests.conftest import REPO
 from tests.integration.operator.support.builders import database_user, generated_user, unique
-from tests.integration.operator.support.kube import wait_for_ready
+from tests.integration.operator.support.kube import wait_for_event, wait_for_ready
 from tests.integration.operator.support.mysql import has_dual_passwords, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.integration.operator.support.rotation import (
@@ -202,6 +202,10 @@ async def test_status_rotate_consumers_and_why_as_a_tenant(
         row = line_of(await as_tenant("status", "-n", namespace), name)
         assert (row[3], *row[7:]) == ("-", "Discarded", "-")
 
+        # A pass's Events are recorded after its status, in the background: the phase is no sign that the
+        # discard's Event (nor the rotation's) is there yet.
+        for reason in ("PasswordGenerated", "Rotated", "OldPasswordDiscarded"):
+            await wait_for_event(kube_client, namespace, name, reason)
         why = await as_tenant("why", name, "-n", namespace)
         assert why.splitlines()[0] == f"DatabaseUser {namespace}/{name}: Ready=True (AccountReady)"
         assert "phase=Discarded, strategy=DualPassword" in why

@@ -111,13 +111,21 @@ def drop_roles(mysql: MySQLServer, *names: str) -> None:
 
 
 async def refused(env: Tenancy, obj: dict[str, Any], expected: str, *, role: bool = False) -> str:
-    """Create ``obj`` in the tenant namespace: refused with AdoptionNotAllowed; the message."""
+    """Create ``obj`` in the tenant namespace: refused with AdoptionNotAllowed, ``expected`` in the message;
+    the message.
+
+    Waited for with ``expected``: right after the policy changed, the operator's cache of the server may
+    still hold the old policy, which refuses with the same reason and other words (the server's change
+    requeues the resource)."""
     name = obj["metadata"]["name"]
     await env.kube.create(DATABASE_ROLES if role else DATABASE_USERS, obj, env.tenant)
+    reason = "AdoptionNotAllowed"
     if role:
-        found = await wait_role_ready(env.kube, env.tenant, name, "False", "AdoptionNotAllowed")
+        found = await wait_role_ready(env.kube, env.tenant, name, "False", reason, containing=expected)
     else:
-        found = await wait_for_ready(env.kube, env.tenant, name, "False", "AdoptionNotAllowed", limit=60)
+        found = await wait_for_ready(
+            env.kube, env.tenant, name, "False", reason, limit=60, containing=expected
+        )
     condition = ready(found)
     assert condition is not None
     assert expected in condition["message"], condition["message"]

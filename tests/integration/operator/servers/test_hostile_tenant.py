@@ -94,14 +94,19 @@ async def victim(
 async def attempt(
     env: Tenancy, obj: dict[str, Any], reason: str, expected: str, *, role: bool = False
 ) -> None:
-    """Tenant A creates ``obj``: refused with ``reason`` and ``expected`` in the message; then deleted."""
+    """Tenant A creates ``obj``: refused with ``reason`` and ``expected`` in the message; then deleted.
+
+    Waited for with ``expected``: after a change of the server (its policy, its endpoints) the operator's
+    cache may hold it as it was a moment longer, and refuse with the same reason in other words."""
     name = obj["metadata"]["name"]
     resource = DATABASE_ROLES if role else DATABASE_USERS
     await env.kube.create(resource, obj, env.tenant)
     if role:
-        found = await wait_role_ready(env.kube, env.tenant, name, "False", reason)
+        found = await wait_role_ready(env.kube, env.tenant, name, "False", reason, containing=expected)
     else:
-        found = await wait_for_ready(env.kube, env.tenant, name, "False", reason, limit=60)
+        found = await wait_for_ready(
+            env.kube, env.tenant, name, "False", reason, limit=60, containing=expected
+        )
     condition = ready(found)
     assert condition is not None
     assert expected in condition["message"], condition["message"]

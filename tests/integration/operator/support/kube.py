@@ -77,14 +77,18 @@ async def wait_for_condition(
     status: str = "True",
     reason: str | None = None,
     *,
+    containing: str | None = None,
     limit: float = 60,
     interval: float = 0.1,
 ) -> dict[str, Any]:
-    """Poll until the object's Ready condition has ``status`` (and ``reason``) for the object's current
-    generation; return the object.
+    """Poll until the object's Ready condition has ``status`` (and ``reason``, and a message ``containing``
+    that text) for the object's current generation; return the object.
 
     A condition written for an earlier generation does not count: right after a spec change the old
-    Ready=True is still there, and a test that took it for the new spec's would race the operator."""
+    Ready=True is still there, and a test that took it for the new spec's would race the operator. Nor does
+    the generation tell everything: a change elsewhere (a Secret, the server's policy, MySQL) leaves the old
+    condition current, so a test that asserts what that change brings waits for what only the new condition
+    says (``containing``), not for a status and reason the old one may have as well."""
 
     async def check() -> dict[str, Any]:
         obj = await kube.get(resource, name, namespace)
@@ -92,11 +96,13 @@ async def wait_for_condition(
         assert condition is not None, "no Ready condition"
         assert condition["status"] == status, f"Ready: {condition}"
         assert reason in {None, condition["reason"]}, f"Ready: {condition}"
+        assert containing is None or containing in (condition.get("message") or ""), f"Ready: {condition}"
         assert is_current(obj, condition), f"Ready for an earlier generation: {condition}"
         return obj
 
     where = f"{namespace}/{name}" if namespace else name
-    message = f"{resource.kind} {where} never got Ready={status} {reason or ''}"
+    saying = f" saying {containing!r}" if containing is not None else ""
+    message = f"{resource.kind} {where} never got Ready={status} {reason or ''}{saying}"
     return await eventually(check, limit=limit, interval=interval, message=message)
 
 
@@ -107,10 +113,21 @@ async def wait_for_ready(
     status: str = "True",
     reason: str | None = None,
     limit: float = 30,
+    *,
+    containing: str | None = None,
 ) -> dict[str, Any]:
-    """Poll until the DatabaseUser's Ready condition has ``status`` (and ``reason``); return the object."""
+    """Poll until the DatabaseUser's Ready condition has ``status`` (and ``reason``, and a message
+    ``containing`` that text); return the object."""
     return await wait_for_condition(
-        kube, DATABASE_USERS, namespace, name, status, reason, limit=limit, interval=0.05
+        kube,
+        DATABASE_USERS,
+        namespace,
+        name,
+        status,
+        reason,
+        containing=containing,
+        limit=limit,
+        interval=0.05,
     )
 
 
@@ -174,15 +191,29 @@ async def wait_for_event(
 
 
 async def wait_role_ready(
-    kube: KubeClient, namespace: str, name: str, status: str = "True", reason: str | None = None
+    kube: KubeClient,
+    namespace: str,
+    name: str,
+    status: str = "True",
+    reason: str | None = None,
+    *,
+    containing: str | None = None,
 ) -> dict[str, Any]:
-    return await wait_for_condition(kube, DATABASE_ROLES, namespace, name, status, reason)
+    return await wait_for_condition(
+        kube, DATABASE_ROLES, namespace, name, status, reason, containing=containing
+    )
 
 
 async def wait_db(
-    kube: KubeClient, namespace: str, name: str, status: str = "True", reason: str | None = None
+    kube: KubeClient,
+    namespace: str,
+    name: str,
+    status: str = "True",
+    reason: str | None = None,
+    *,
+    containing: str | None = None,
 ) -> dict[str, Any]:
-    return await wait_for_condition(kube, DATABASES, namespace, name, status, reason)
+    return await wait_for_condition(kube, DATABASES, namespace, name, status, reason, containing=containing)
 
 
 async def database_gone(kube: KubeClient, namespace: str, name: str) -> None:

@@ -77,14 +77,20 @@ async def rotation_status(kube: KubeClient, namespace: str, name: str) -> dict[s
 
 
 async def wait_for_phase(
-    kube: KubeClient, namespace: str, name: str, phase: str, limit: float = 60
+    kube: KubeClient, namespace: str, name: str, phase: str, limit: float = 60, *, trigger: str | None = None
 ) -> dict[str, Any]:
+    """Poll until status.rotation is in ``phase`` (of the rotation for ``trigger``, the rotate annotation's
+    value, when given: the phase of the rotation before, Discarded say, is still there until the next one
+    is recorded); return status.rotation."""
+
     async def check() -> dict[str, Any]:
         rotation = await rotation_status(kube, namespace, name)
         assert rotation.get("phase") == phase, f"rotation: {rotation}"
+        assert trigger in {None, rotation.get("trigger")}, f"rotation: {rotation}"
         return rotation
 
-    message = f"{namespace}/{name} never reached phase {phase}"
+    of = f" of the rotation for {trigger}" if trigger is not None else ""
+    message = f"{namespace}/{name} never reached phase {phase}{of}"
     return await eventually(check, limit=limit, interval=0.1, message=message)
 
 
