@@ -22,6 +22,7 @@ from tests.integration.operator.support.instances import own_schema, own_target
 from tests.integration.operator.support.kube import (
     create_secret,
     finalizers_become,
+    wait_for_event,
     wait_for_ready,
     wait_until_gone,
 )
@@ -157,6 +158,12 @@ async def test_a_resource_moved_to_another_target_is_handed_over(
 
     await set_target(kube_client, namespace, name, "moved-to")
     await finalizers_become(kube_client, namespace, name, [theirs])  # ours off, theirs on
+    # The relabel moves no generation: Ready=True is still the first instance's until the new one's pass.
+    # That pass claims the account in its own schema (MySQL first), writes status, then says AccountAdopted.
+    adopted = await wait_for_event(kube_client, namespace, name, "AccountAdopted")
+    assert f"took over the existing account '{name}'@'%'" in adopted["message"]
+    moved = mysql_query(mysql, "SELECT user FROM dbuser_operator_moved.accounts WHERE user = %s", name)
+    assert moved == [(name,)]
     obj = await wait_for_ready(kube_client, namespace, name)
     assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
     assert can_log_in(mysql, name, password)
