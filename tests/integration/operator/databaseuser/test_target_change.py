@@ -16,6 +16,7 @@ from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
+from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
 from tests.integration.operator.support.builders import database_user, unique
 from tests.integration.operator.support.instances import own_schema, own_target
@@ -28,6 +29,7 @@ from tests.integration.operator.support.kube import (
 )
 from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
+from tests.integration.operator.support.rotation import applied_version
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration
@@ -96,10 +98,21 @@ async def test_removing_the_target_label_lets_go_and_restoring_it_resumes(
         what="the orphan reported",
     )
 
+    # Its password changes while nobody manages it; the relabel moves no generation, so Ready=True from
+    # before stays current: only the new password applied (status.appliedSecret at the Secret's new
+    # version, and MySQL taking it) shows that a pass ran after the label came back.
+    newer = passwords.new()
+    await kube_client.patch(
+        SECRETS, "pw", {"stringData": {"password": newer}}, PatchType.MERGE, namespace=namespace
+    )
+    assert can_log_in(mysql, wanderer, password)  # not taken up while let go
+
     # Back in scope: the same instance takes it up again, as its owner.
     await set_target(kube_client, namespace, wanderer, own_target())
     await finalizers_become(kube_client, namespace, wanderer, [ours()])
+    await applied_version(kube_client, namespace, wanderer, "pw")
     await wait_for_ready(kube_client, namespace, wanderer)
+    assert can_log_in(mysql, wanderer, newer)
 
     # Out of scope once more, then deleted: nothing holds the deletion, and the account is not dropped.
     await set_target(kube_client, namespace, wanderer, None)
