@@ -27,6 +27,7 @@ from tests.integration.operator.support.mysql import can_log_in, has_dual_passwo
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.integration.operator.support.replicas import GeneralLog, LogEntry
 from tests.integration.operator.support.rotation import (
+    applied_version,
     delete_users,
     poll,
     rotation_status,
@@ -239,6 +240,9 @@ async def test_a_rotation_interrupted_at_any_step_resumes_without_retaining_twic
         )
     await crash_after(third, "nonce-3")
     await poll(lambda: promoted(third), "the applied password promoted")
+    # The Secret moves no generation: Ready=True is step 1's until the resumed pass writes its status, which
+    # names the promoted Secret's version (after MySQL and the Secret: the pass is over).
+    await applied_version(kube_client, namespace, name, secret)
     await wait_for_ready(kube_client, namespace, name)
     await asyncio.sleep(1)
     assert await logs_in(mysql, name, third)
