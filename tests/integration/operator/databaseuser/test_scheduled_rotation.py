@@ -456,6 +456,9 @@ async def test_a_hand_edit_of_the_generated_secret_after_a_rotation_retains_the_
     await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
     longer: dict[str, object] = {"spec": {"rotation": {"gracePeriod": "1h"}}}
     await kube_client.patch(DATABASE_USERS, name, longer, PatchType.MERGE, namespace=namespace)
+    # The hour seen first (Ready for the new generation): else the edit below may be applied under the 1s
+    # grace period, and its Retained be discarded before the rotated password is tried.
+    await wait_for_ready(kube_client, namespace, name)
 
     edited = passwords.new()
     patch = {"stringData": {"password": edited}}
