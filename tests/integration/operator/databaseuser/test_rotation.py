@@ -30,6 +30,7 @@ from tests.integration.operator.support.mysql import can_log_in, has_dual_passwo
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.integration.operator.support.rotation import (
     an_hour_ago,
+    applied_version,
     create_pod,
     delete_users,
     poll,
@@ -350,18 +351,6 @@ async def test_the_rotate_annotation_on_a_users_own_secret_is_ignored_with_a_war
     assert "generated passwords only" in warning["message"]
     assert (await rotation_status(kube_client, namespace, name)).get("trigger") == "now"
     assert await logs_in(mysql, name, first)
-
-
-async def applied_version(kube: KubeClient, namespace: str, name: str, secret: str) -> None:
-    """Wait until status.appliedSecret names the Secret's current resourceVersion (the pass handled it)."""
-    current = (await kube.get(SECRETS, secret, namespace))["metadata"]["resourceVersion"]
-
-    async def applied() -> bool:
-        obj = await kube.get(DATABASE_USERS, name, namespace)
-        applied_secret = (obj.get("status") or {}).get("appliedSecret") or {}
-        return bool(applied_secret.get("resourceVersion") == current)
-
-    await poll(applied, f"status.appliedSecret at resourceVersion {current}")
 
 
 async def test_a_secret_edit_that_keeps_the_password_is_no_rotation(

@@ -27,6 +27,7 @@ from tests.integration.operator.support.mysql import can_log_in, has_dual_passwo
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
 from tests.integration.operator.support.replicas import GeneralLog, LogEntry
 from tests.integration.operator.support.rotation import (
+    applied_version,
     delete_users,
     poll,
     rotation_status,
@@ -239,6 +240,9 @@ async def test_a_rotation_interrupted_at_any_step_resumes_without_retaining_twic
         )
     await crash_after(third, "nonce-3")
     await poll(lambda: promoted(third), "the applied password promoted")
+    # The Secret moves no generation: Ready=True is step 1's until the resumed pass writes its status, which
+    # names the promoted Secret's version (after MySQL and the Secret: the pass is over).
+    await applied_version(kube_client, namespace, name, secret)
     await wait_for_ready(kube_client, namespace, name)
     await asyncio.sleep(1)
     assert await logs_in(mysql, name, third)
@@ -452,6 +456,9 @@ async def test_a_hand_edit_of_the_generated_secret_after_a_rotation_retains_the_
     await wait_for_phase(kube_client, namespace, name, "Discarded", limit=30)
     longer: dict[str, object] = {"spec": {"rotation": {"gracePeriod": "1h"}}}
     await kube_client.patch(DATABASE_USERS, name, longer, PatchType.MERGE, namespace=namespace)
+    # The hour seen first (Ready for the new generation): else the edit below may be applied under the 1s
+    # grace period, and its Retained be discarded before the rotated password is tried.
+    await wait_for_ready(kube_client, namespace, name)
 
     edited = passwords.new()
     patch = {"stringData": {"password": edited}}

@@ -16,17 +16,20 @@ from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.metrics import REGISTRY
+from dbuser_operator.runtime.resources import SECRETS
 from tests.conftest import Runner
 from tests.integration.operator.support.builders import database_user, unique
 from tests.integration.operator.support.instances import own_schema, own_target
 from tests.integration.operator.support.kube import (
     create_secret,
     finalizers_become,
+    wait_for_event,
     wait_for_ready,
     wait_until_gone,
 )
 from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator, StartOperator
+from tests.integration.operator.support.rotation import applied_version
 from tests.support.kube import eventually
 
 pytestmark = pytest.mark.integration
@@ -95,10 +98,21 @@ async def test_removing_the_target_label_lets_go_and_restoring_it_resumes(
         what="the orphan reported",
     )
 
+    # Its password changes while nobody manages it; the relabel moves no generation, so Ready=True from
+    # before stays current: only the new password applied (status.appliedSecret at the Secret's new
+    # version, and MySQL taking it) shows that a pass ran after the label came back.
+    newer = passwords.new()
+    await kube_client.patch(
+        SECRETS, "pw", {"stringData": {"password": newer}}, PatchType.MERGE, namespace=namespace
+    )
+    assert can_log_in(mysql, wanderer, password)  # not taken up while let go
+
     # Back in scope: the same instance takes it up again, as its owner.
     await set_target(kube_client, namespace, wanderer, own_target())
     await finalizers_become(kube_client, namespace, wanderer, [ours()])
+    await applied_version(kube_client, namespace, wanderer, "pw")
     await wait_for_ready(kube_client, namespace, wanderer)
+    assert can_log_in(mysql, wanderer, newer)
 
     # Out of scope once more, then deleted: nothing holds the deletion, and the account is not dropped.
     await set_target(kube_client, namespace, wanderer, None)
@@ -157,6 +171,12 @@ async def test_a_resource_moved_to_another_target_is_handed_over(
 
     await set_target(kube_client, namespace, name, "moved-to")
     await finalizers_become(kube_client, namespace, name, [theirs])  # ours off, theirs on
+    # The relabel moves no generation: Ready=True is still the first instance's until the new one's pass.
+    # That pass claims the account in its own schema (MySQL first), writes status, then says AccountAdopted.
+    adopted = await wait_for_event(kube_client, namespace, name, "AccountAdopted")
+    assert f"took over the existing account '{name}'@'%'" in adopted["message"]
+    moved = mysql_query(mysql, "SELECT user FROM dbuser_operator_moved.accounts WHERE user = %s", name)
+    assert moved == [(name,)]
     obj = await wait_for_ready(kube_client, namespace, name)
     assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
     assert can_log_in(mysql, name, password)

@@ -40,6 +40,7 @@ from tests.integration.operator.support.fleet import (
 from tests.integration.operator.support.kube import ready, wait_until_gone
 from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger, StartOperator
+from tests.integration.operator.support.rotation import applied_version
 from tests.integration.operator.support.wait import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.fleet]
@@ -106,14 +107,19 @@ async def test_an_admin_password_rotated_on_one_server_reconnects_without_restar
 
         # Then in the Secret: the operator reconnects with it, no restart, and what waited converges.
         await set_server_secret_password(kube_client, rotated, new_admin.password)
-        await wait_for_server(kube_client, rotated, "True")
+        await wait_for_server(kube_client, rotated, "True")  # False above: this True is a new check's
+        # `waiting` was False: its True is new. `first` may never have gone False (no pass of it needed the
+        # server meanwhile): its Ready=True may be the one from before, and proves nothing of the reconnect.
         await wait_for_users(kube_client, namespace, [first, waiting])
         assert can_log_in(rotated.mysql, waiting, waiting_password)
         assert can_log_in(rotated.mysql, first, first_password)
-        # Writes work through the new connections: a rotation applies.
+        # Writes work through the new connections: a rotation of `first` applies (every session of the admin
+        # made since the password changed, and only the new one logs in), and its pass ends: its status names
+        # the edited Secret.
         newer = passwords.new()
         await set_password(kube_client, namespace, first, newer)
         await logs_in_soon(rotated, first, newer)
+        await applied_version(kube_client, namespace, first, f"{first}-pw")
         # ... made as the admin with its new password (the operator's sessions there are its own).
         sessions = mysql_query(
             rotated.mysql,

@@ -14,6 +14,7 @@ import contextlib
 import uuid
 from typing import Any
 
+import pymysql
 import pytest
 from kubernetes_asyncio import client
 
@@ -23,7 +24,12 @@ from dbuser_operator.controllers.kit.resources import DATABASE_USERS, MYSQL_SERV
 from dbuser_operator.runtime.client import PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.databaserole.test_roles import alive, session_of
-from tests.integration.operator.servers.test_reserved_admins import Platform, platform, refused_books
+from tests.integration.operator.servers.test_reserved_admins import (
+    Platform,
+    checked_again,
+    platform,
+    refused_books,
+)
 from tests.integration.operator.servers.test_server_policy import BOUNDS, Tenancy, snapshot, tenancy
 from tests.integration.operator.servers.test_servers import wait_for_server
 from tests.integration.operator.support.builders import server_object, server_spec, unique
@@ -101,7 +107,15 @@ async def test_an_admin_secret_rewritten_reserves_its_new_account_at_once(
         await env.kube.delete(DATABASE_USERS, name, ns)
         await wait_until_gone(env.kube, ns, name, limit=60)
         assert snapshot(env, {admin}) == before
-        await wait_for_server(env.kube, platform.namespace, platform.server, "True")  # it works with it
+        # The server works with its new admin: the old one locked out (its sessions ended), then a check
+        # made after a new generation (the Secret moved none: the Ready=True of before is still current).
+        mysql_query(env.mysql, f"ALTER USER '{platform.admin}'@'%' ACCOUNT LOCK")
+        for (session,) in mysql_query(
+            env.mysql, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = %s", platform.admin
+        ):
+            with contextlib.suppress(pymysql.err.OperationalError):  # ended meanwhile (unknown thread)
+                mysql_query(env.mysql, f"KILL {int(session)}")
+        await checked_again(env.kube, platform)
     finally:
         mysql_query(env.mysql, f"DROP USER IF EXISTS '{admin}'@'%'")
 

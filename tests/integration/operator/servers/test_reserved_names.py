@@ -278,6 +278,7 @@ async def names(
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.resource.kind)
 async def test_every_reserved_name_is_refused_and_kept(names: Names, kind: Kind) -> None:
     env, ns = names, names.tenant
+    untouched = await neighbour_readiness(env)
     for what, name in kind.names(env).items():
         resource = unique("grab")
         if kind.resource == DATABASES:
@@ -299,9 +300,19 @@ async def test_every_reserved_name_is_refused_and_kept(names: Names, kind: Kind)
         after = schema_rows(env.mysql, name) if kind.resource == DATABASES else account_rows(env.mysql, name)
         assert after == before, f"{what} {name} changed"
         assert schema_rows(env.mysql, env.neighbour_schema) == neighbour_rows
-    # The neighbour's server and user never noticed.
+    # The neighbour's server and user never noticed. Nothing above moved their generations, so a Ready=True
+    # now may be the one from before; but a dip and a return would have moved its lastTransitionTime: the
+    # conditions are still the very ones from before.
     await wait_for_server(env.kube, env.neighbour, "theirs", "True")
     await wait_for_ready(env.kube, env.neighbour, "app", limit=60)
+    assert await neighbour_readiness(env) == untouched
+
+
+async def neighbour_readiness(env: Names) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The Ready conditions of the neighbour's server and of its DatabaseUser, as they are now."""
+    server = await env.kube.get(MYSQL_SERVERS, "theirs", env.neighbour)
+    user = await env.kube.get(DATABASE_USERS, "app", env.neighbour)
+    return ready(server), ready(user)
 
 
 async def test_a_database_refused_server_not_found_deletes_at_once(names: Names) -> None:

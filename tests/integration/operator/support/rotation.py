@@ -116,3 +116,15 @@ async def delete_users(kube: KubeClient, namespace: str, limit: float = 60) -> N
 
     message = f"the DatabaseUsers of {namespace} were not deleted"
     await eventually(none_left, limit=limit, interval=0.1, message=message)
+
+
+async def applied_version(kube: KubeClient, namespace: str, name: str, secret: str) -> None:
+    """Wait until status.appliedSecret names the Secret's current resourceVersion (the pass handled it)."""
+    current = (await kube.get(SECRETS, secret, namespace))["metadata"]["resourceVersion"]
+
+    async def applied() -> bool:
+        obj = await kube.get(DATABASE_USERS, name, namespace)
+        applied_secret = (obj.get("status") or {}).get("appliedSecret") or {}
+        return bool(applied_secret.get("resourceVersion") == current)
+
+    await poll(applied, f"status.appliedSecret at resourceVersion {current}")
