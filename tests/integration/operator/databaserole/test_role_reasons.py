@@ -49,7 +49,7 @@ async def test_a_role_not_ready_is_waited_for_and_granted_once_ready(
     newcomer, mixed, gone = unique("newcomer"), unique("mixed"), unique("gone")
     await kube_client.create(DATABASE_USERS, database_user(newcomer, "pw", roles=[role]), namespace)
     await kube_client.create(DATABASE_USERS, database_user(mixed, "pw", roles=[role, gone]), namespace)
-    waiting = f"waiting for role {role} (DatabaseRole {role} is not Ready (PrivilegeNotAllowed))"
+    waiting = f"waiting for role {role} (DatabaseRole {role} is not Ready: PrivilegeNotAllowed)"
     for user in (holder, newcomer):
         obj = await wait_for_ready(
             kube_client, namespace, user, "False", "RoleNotReady", limit=60, containing=waiting

@@ -80,9 +80,9 @@ async def test_a_ready_role_of_ours_is_granted() -> None:
     [
         (
             role(ready="False", reason="PrivilegeNotAllowed"),
-            "DatabaseRole reader is not Ready (PrivilegeNotAllowed)",
+            "DatabaseRole reader is not Ready: PrivilegeNotAllowed",
         ),
-        (role(ready=None), "DatabaseRole reader is not Ready (not reconciled yet)"),
+        (role(ready=None), "DatabaseRole reader is not Ready: not reconciled yet"),
         (role(deletionTimestamp="2026-11-30T00:00:00Z"), "DatabaseRole reader is being deleted"),
     ],
 )
@@ -114,12 +114,12 @@ def test_every_role_granted_is_no_condition() -> None:
 
 def test_roles_of_ours_only_waiting_are_role_not_ready() -> None:
     error = unavailable_roles(
-        ACCOUNT, [], ["a (DatabaseRole a is not Ready (X))", "b (DatabaseRole b is being deleted)"]
+        ACCOUNT, [], ["a (DatabaseRole a is not Ready: X)", "b (DatabaseRole b is being deleted)"]
     )
     assert error is not None
     assert (error.reason, error.retry) == ("RoleNotReady", False)
     assert error.message == (
-        "'app'@'%': waiting for role a (DatabaseRole a is not Ready (X)); b (DatabaseRole b is being deleted)"
+        "'app'@'%': waiting for role a (DatabaseRole a is not Ready: X); b (DatabaseRole b is being deleted)"
     )
 
 
@@ -132,11 +132,11 @@ def test_a_missing_role_is_role_not_found_and_wins_naming_the_others_too() -> No
         "'app'@'%': missing role gone (no DatabaseRole gone)",
     )
     error = unavailable_roles(
-        ACCOUNT, ["gone (no DatabaseRole gone)"], ["a (DatabaseRole a is not Ready (X))"]
+        ACCOUNT, ["gone (no DatabaseRole gone)"], ["a (DatabaseRole a is not Ready: X)"]
     )
     assert error is not None
     assert (error.reason, error.retry) == ("RoleNotFound", False)
     assert error.message == (
         "'app'@'%': missing role gone (no DatabaseRole gone); "
-        "waiting for role a (DatabaseRole a is not Ready (X))"
+        "waiting for role a (DatabaseRole a is not Ready: X)"
     )

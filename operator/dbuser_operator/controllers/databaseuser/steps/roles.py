@@ -113,7 +113,7 @@ class RolesStep:
         if ready is None or ready.get("status") != "True":
             return (
                 role_name,
-                f"DatabaseRole {name} is not Ready ({(ready or {}).get('reason') or 'not reconciled yet'})",
+                f"DatabaseRole {name} is not Ready: {(ready or {}).get('reason') or 'not reconciled yet'}",
             )
         return role_name, ""
 
