@@ -115,14 +115,17 @@ WAITS: Final = frozenset(
         "TemplatesPending",
         "DatabaseUnavailable",
         "DatabaseNotReady",
+        "RoleNotReady",
         "CertificatePending",
         "CertificateFailed",
     }
 )
 """Reasons the operator does not retry with backoff but that clear without a change: the server's return
 (ServerNotReady; DatabaseUnavailable once its probe answers), the render's turn or the Database a grant's
-databaseRef names (DatabaseNotReady, once it is Ready) requeues the resource; cert-manager's Secret or
-Certificate (CertificatePending, CertificateFailed: cert-manager retries a failure itself) too.
+databaseRef names (DatabaseNotReady, once it is Ready) requeues the resource, and so does a DatabaseRole
+that spec.roles names (RoleNotReady: it exists and owns its MySQL role but is not Ready yet, or is being
+deleted; once it is Ready, or gone: then RoleNotFound, Degraded); cert-manager's Secret or Certificate
+(CertificatePending, CertificateFailed: cert-manager retries a failure itself) too.
 Progressing, like every reason outside DEGRADED_REASONS."""
 
 _SCRIPT = """\

@@ -7,10 +7,15 @@ schema as the owner of the MySQL role. So a namespace can give its accounts only
 itself, whose privileges passed the same guard as an account's; it cannot reach a DBA's role, another
 namespace's, or one created by hand. Roles the account holds but the spec does not name are revoked (a role
 granted by hand included); a named role that is unavailable (missing, being deleted, not Ready) is neither
-granted nor revoked, and the condition names it. DatabaseRole events re-queue the users naming them.
+granted nor revoked, and the condition names it: ``RoleNotReady`` when each such role is ours but only not
+available yet (not Ready, or being deleted: it still exists and still owns its role, and its change clears
+the condition by itself), ``RoleNotFound`` when one is missing, on another server or does not own its role
+(that one needs the user's action, so it wins). DatabaseRole events re-queue the users naming them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION
 from dbuser_operator.api.v1alpha1.databaserole import DatabaseRole
@@ -21,7 +26,7 @@ from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.mysql.accounts import roles
 from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.errors import MySQLError
-from dbuser_operator.runtime.conditions import is_true
+from dbuser_operator.runtime.conditions import find_condition
 from dbuser_operator.runtime.informer import Informer
 from dbuser_operator.runtime.resources import ObjectKey
 
@@ -52,7 +57,8 @@ class RolesStep:
                 )
             resolved: dict[str, roles.Role] = {}
             kept: set[roles.Role] = set()  # ours, but unavailable for now: neither granted nor revoked
-            missing: list[str] = []
+            missing: list[str] = []  # missing, foreign or not owned: RoleNotFound
+            waiting: list[str] = []  # ours, not Ready or being deleted: RoleNotReady
             for name in spec.roles:
                 role_name, why = await self._resolve(ctx.server, namespace, name)
                 if role_name is not None and not why:
@@ -60,7 +66,9 @@ class RolesStep:
                     continue
                 if role_name is not None:
                     kept.add(roles.role_of(role_name, server))
-                missing.append(f"{name} ({why})")
+                    waiting.append(f"{name} ({why})")
+                else:
+                    missing.append(f"{name} ({why})")
             defaults = None  # left as they are while a default role is missing
             if all(name in resolved for name in spec.default_roles):
                 defaults = {resolved[name] for name in spec.default_roles}
@@ -78,10 +86,9 @@ class RolesStep:
         ctx.reduced |= any(line.startswith(roles.REVOKED) for line in summary)
         if summary:
             ctx.event("Normal", "RolesChanged", f"{ctx.account}: {'; '.join(summary)}")
-        if missing:
-            raise ConditionError(
-                "RoleNotFound", f"{ctx.account}: missing role {'; '.join(missing)}", retry=False
-            )
+        unavailable = unavailable_roles(ctx.account, missing, waiting)
+        if unavailable is not None:
+            raise unavailable
 
     async def _resolve(self, handle: ServerHandle, namespace: str, name: str) -> tuple[str | None, str]:
         """``(MySQL role, "")`` when DatabaseRole ``namespace/name`` may be granted; ``(MySQL role, why not)``
@@ -102,12 +109,34 @@ class RolesStep:
             return None, f"DatabaseRole {name} does not own a role {role_name}"
         if obj["metadata"].get("deletionTimestamp"):
             return role_name, f"DatabaseRole {name} is being deleted"
-        if not is_true((obj.get("status") or {}).get("conditions"), "Ready"):
-            return role_name, f"DatabaseRole {name} is not Ready"
+        ready = find_condition((obj.get("status") or {}).get("conditions"), "Ready")
+        if ready is None or ready.get("status") != "True":
+            return (
+                role_name,
+                f"DatabaseRole {name} is not Ready: {(ready or {}).get('reason') or 'not reconciled yet'}",
+            )
         return role_name, ""
 
     async def delete(self, ctx: Context) -> None:
         """Dropping the account takes its roles with it."""
+
+
+def unavailable_roles(account: str, missing: Sequence[str], waiting: Sequence[str]) -> ConditionError | None:
+    """The condition of a pass that could not grant every named role, each entry ``name (why)``; None when
+    it granted them all. ``RoleNotFound`` (Degraded for Argo CD) when one is missing, foreign or not owned:
+    it needs the user's action, so it wins over the others, which the message names too. ``RoleNotReady``
+    (Progressing) when each is a DatabaseRole of ours that is only not Ready, or being deleted: the role's
+    own change re-queues the user. Neither is retried with backoff."""
+    if missing:
+        also = f"; waiting for role {'; '.join(waiting)}" if waiting else ""
+        return ConditionError(
+            "RoleNotFound", f"{account}: missing role {'; '.join(missing)}{also}", retry=False
+        )
+    if waiting:
+        return ConditionError(
+            "RoleNotReady", f"{account}: waiting for role {'; '.join(waiting)}", retry=False
+        )
+    return None
 
 
 class RoleAccountGuardStep:
