@@ -75,9 +75,9 @@ class RoleDriftCheck:
         holders = {name for name, _host in live}
         drifted = []
         for obj in self.users.store:
-            if obj["metadata"].get("deletionTimestamp") or server_key(obj) != key:
+            if not _may_drift(obj, holders):  # first: cheaper than the server's key, and true of most
                 continue
-            if not _may_drift(obj, holders):
+            if obj["metadata"].get("deletionTimestamp") or server_key(obj) != key:
                 continue
             try:
                 user = DatabaseUser.model_validate(obj)
