@@ -8,7 +8,7 @@ import pytest
 
 from dbuser_operator.api.v1alpha1 import DatabaseUser
 from dbuser_operator.controllers.databaseuser.role_drift import RoleDriftCheck
-from dbuser_operator.controllers.kit.resources import DATABASE_ROLES
+from dbuser_operator.controllers.kit.resources import DATABASE_ROLES, DATABASE_USERS
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.mysql.accounts.roles import Role
 from dbuser_operator.mysql.session.server import ServerInfo
@@ -105,7 +105,7 @@ class FakeHandle:
 async def test_the_check_parses_only_users_that_name_or_hold_a_role(monkeypatch: pytest.MonkeyPatch) -> None:
     """A user naming no role is compared only when its name holds one (a role granted by hand is still
     found); the others are skipped before their parse."""
-    users = Informer(cast(KubeClient, None), DATABASE_ROLES)
+    users = Informer(cast(KubeClient, None), DATABASE_USERS)
     for name, spec in {
         "plain": {},  # names no role, holds none: skipped
         "byhand": {"user": "byhand_user"},  # names no role, holds one granted by hand: drifted
