@@ -259,10 +259,10 @@ async def cleanup(kube: KubeClient, fleet: Fleet) -> None:
         for resource in namespaced:
             await _release_all(kube, resource, namespace)
     await _release_all(kube, CLUSTER_MYSQL_SERVERS, None)
-    for server in range(len(fleet.servers)):
-        if fleet.is_cluster(server):
+    for index in range(len(fleet.servers)):
+        if fleet.is_cluster(index):
             with contextlib.suppress(NotFound):
-                await kube.delete(CLUSTER_MYSQL_SERVERS, fleet.server_name(server))
+                await kube.delete(CLUSTER_MYSQL_SERVERS, fleet.server_name(index))
     for namespace in [*fleet.all_namespaces(), fleet.admin_namespace]:
         for resource in (*namespaced, SECRETS):
             await kube.request("DELETE", resource.path(namespace))

@@ -36,7 +36,7 @@ import signal
 import statistics
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from typing import Any
 import yaml
 
 from bench.common import cpu_seconds, database_user, list_and_watch, ready_status, server_pids
+from bench.fleet import parallel
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import Binaries, connect_cluster, install_crds
 from dbuser_operator.runtime.client import KubeClient, PatchType
@@ -65,7 +66,6 @@ SHAPES = ("floor", "guard", "status", "manager", "operator", *CEL_LEFT_OUT)
 FLOOR_FINALIZER = "bench.dbuser-operator.dev/floor"
 OPERATOR_FINALIZER = "mysql.dbuser-operator.dev/account-default"
 OPERATOR_MANAGER = "dbuser-operator"
-Write = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 def operator_status(obj: dict[str, Any]) -> dict[str, Any]:
@@ -161,14 +161,7 @@ class Shape:
         if self.guarded:
             version = obj["metadata"]["resourceVersion"]
             operations.insert(0, {"op": "test", "path": "/metadata/resourceVersion", "value": version})
-        return await self.kube.patch(
-            self.resource,
-            obj["metadata"]["name"],
-            operations,
-            PatchType.JSON,
-            namespace=self.namespace,
-            field_manager=self.manager,
-        )
+        return await self._patch(obj, operations, PatchType.JSON)
 
     async def status(self, obj: dict[str, Any]) -> dict[str, Any]:
         if self.operator_status:
@@ -179,25 +172,21 @@ class Shape:
         patch: dict[str, Any] = {"status": status}
         if self.guarded:
             patch["metadata"] = {"resourceVersion": obj["metadata"]["resourceVersion"]}
+        return await self._patch(obj, patch, PatchType.MERGE, subresource="status")
+
+    async def _patch(
+        self, obj: dict[str, Any], body: Any, kind: PatchType, subresource: str | None = None
+    ) -> dict[str, Any]:
+        name = obj["metadata"]["name"]
         return await self.kube.patch(
             self.resource,
-            obj["metadata"]["name"],
-            patch,
-            PatchType.MERGE,
+            name,
+            body,
+            kind,
             namespace=self.namespace,
-            subresource="status",
+            subresource=subresource,
             field_manager=self.manager,
         )
-
-
-async def _parallel(concurrency: int, objects: list[dict[str, Any]], write: Write) -> None:
-    slots = asyncio.Semaphore(concurrency)
-
-    async def one(obj: dict[str, Any]) -> None:
-        async with slots:
-            await write(obj)
-
-    await asyncio.gather(*(one(obj) for obj in objects))
 
 
 async def one_run(
@@ -225,7 +214,7 @@ async def one_run(
         path = resource.path(namespace)
         created.append(await kube.request("POST", path, query=query, body=obj))
 
-    await _parallel(32, objects, create)
+    await parallel(len(objects), lambda index: create(objects[index]), 32)
     watches = [
         asyncio.create_task(list_and_watch(kube, resource, namespace, lambda kind, obj: None))
         for _ in range(2)
@@ -234,7 +223,7 @@ async def one_run(
         await asyncio.sleep(2.0)  # the watches listed; the creates' echoes sent
         before = cpu_seconds(pids)
         writer = Shape(kube, namespace, shape)
-        await _parallel(concurrency, created, writer.new_user)
+        await parallel(len(created), lambda index: writer.new_user(created[index]), concurrency)
         await asyncio.sleep(1.0)  # the last writes' watch events sent
         after = cpu_seconds(pids)
     finally:
