@@ -433,7 +433,10 @@ async def amain(
             mysql_pids=mysql_pids,
         )
         await bench.prepare()
-        await Runner(bench, options, results, out).run()
+        try:
+            await Runner(bench, options, results, out).run()
+        finally:
+            bench.close()
 
 
 @contextmanager

@@ -49,7 +49,8 @@ SQL_WRITE_COUNTERS = (
     "Com_alter_db",
     "Com_drop_db",
 )
-SQL_COUNTERS = (*SQL_WRITE_COUNTERS, "Com_select", "Questions")
+# Connections: new sessions (a pool that churns pays a TLS handshake and an authentication for each).
+SQL_COUNTERS = (*SQL_WRITE_COUNTERS, "Com_select", "Questions", "Connections")
 API_WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 API_READ_VERBS = ("GET", "LIST", "WATCH")
 WATCH_SILENCE = 120.0  # seconds without a line after which a watch is taken for dead
@@ -400,6 +401,16 @@ async def apiserver_requests(api: client.ApiClient, verbs: set[str]) -> dict[str
             )
             counts[resource] = counts.get(resource, 0) + value
     return counts
+
+
+async def etcd_requests(api: client.ApiClient) -> dict[str, float]:
+    """Requests the API server has sent etcd, by ``resource operation`` (``etcd_requests_total``): the same
+    writes take more of them when updates conflict and are retried."""
+    text = await apiserver_metrics(api)
+    return {
+        f"{labels.get('resource', '')} {labels.get('operation', '')}": value
+        for _, labels, value in parse_metrics(text, {"etcd_requests_total"})
+    }
 
 
 async def apiserver_metrics(api: client.ApiClient) -> str:

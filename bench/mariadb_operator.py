@@ -352,31 +352,36 @@ async def amain(
         )
         bench = Bench(api=api, kubeconfig=kubeconfig, mysql=mysql, workdir=workdir, options=options, say=say)
         await bench.prepare()
-        peer = MariaDBOperator(api, arguments.binary, kubeconfig, mysql)
-        version = arguments.flavour.removeprefix("mariadb-")
-        # the same users rotated in both, every round
-        rotations = random.Random(20261129).sample(range(arguments.n), min(arguments.rotations, arguments.n))  # noqa: S311
-        for round_ in range(arguments.rounds):
-            if round_:
-                bench.run_id = secrets.token_hex(2)  # new namespaces and accounts: the last ones may linger
-            if "dbuser-operator" in arguments.implementations:
-                say(f"dbuser-operator N={arguments.n}")
-                row = await dbuser_operator_run(api, bench, n=arguments.n, rotations=rotations)
-                results["runs"].append({**row, "round": round_ + 1})
-                say(f"  {summary_line(row)}")
-            if "mariadb-operator" in arguments.implementations:
-                say(f"mariadb-operator N={arguments.n}")
-                row = await mariadb_operator_run(
-                    api,
-                    peer,
-                    n=arguments.n,
-                    rotations=rotations,
-                    workdir=workdir,
-                    limit=arguments.time_limit,
-                    version=version,
-                )
-                results["runs"].append({**row, "round": round_ + 1})
-                say(f"  {summary_line(row)}")
+        try:
+            peer = MariaDBOperator(api, arguments.binary, kubeconfig, mysql)
+            version = arguments.flavour.removeprefix("mariadb-")
+            # the same users rotated in both, every round
+            chosen = min(arguments.rotations, arguments.n)
+            rotations = random.Random(20261129).sample(range(arguments.n), chosen)  # noqa: S311
+            for round_ in range(arguments.rounds):
+                if round_:
+                    # new namespaces and accounts: the last ones may linger
+                    bench.run_id = secrets.token_hex(2)
+                if "dbuser-operator" in arguments.implementations:
+                    say(f"dbuser-operator N={arguments.n}")
+                    row = await dbuser_operator_run(api, bench, n=arguments.n, rotations=rotations)
+                    results["runs"].append({**row, "round": round_ + 1})
+                    say(f"  {summary_line(row)}")
+                if "mariadb-operator" in arguments.implementations:
+                    say(f"mariadb-operator N={arguments.n}")
+                    row = await mariadb_operator_run(
+                        api,
+                        peer,
+                        n=arguments.n,
+                        rotations=rotations,
+                        workdir=workdir,
+                        limit=arguments.time_limit,
+                        version=version,
+                    )
+                    results["runs"].append({**row, "round": round_ + 1})
+                    say(f"  {summary_line(row)}")
+        finally:
+            bench.close()
     results["table"] = table(results["runs"])
     return results
 

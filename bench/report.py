@@ -240,6 +240,7 @@ CONVERGENCE_COLUMNS: list[Column] = [
     ("p99 ms", lambda row: _number(row["latency_p99_ms"], 0)),
     *_WRITES,
     *_SHARED_TAIL,
+    ("canary ms", lambda row: _number(row.get("canary", {}).get("unit_ms_median"), 1)),
 ]
 BACKLOG_COLUMNS: list[Column] = [
     *_SHARED_HEAD,

@@ -24,6 +24,7 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from bench import apiserver_profile, processes
+from bench.canary import Canary
 from bench.common import (
     API_WRITE_METHODS,
     BENCH_DATABASE,
@@ -38,6 +39,7 @@ from bench.common import (
     counter_delta,
     cpu_seconds,
     database_user,
+    etcd_requests,
     is_ready,
     list_and_watch,
     rotate_password,
@@ -196,12 +198,17 @@ class Bench:
             self.servers.pop("mysqld", None)
             self.servers.update({f"mysqld-{self.fleet[i].name}": pid for i, pid in enumerate(mysql_pids)})
         self.random = random.Random(20240601)  # noqa: S311 - sampling, not security
+        self.canary = Canary(workdir / "canary.txt")  # the machine's own speed, run by run
 
     # --- environment -------------------------------------------------------------------------------------
 
     async def prepare(self) -> None:
         for server in self.fleet:
             await admin_sql(server, f"CREATE DATABASE IF NOT EXISTS `{BENCH_DATABASE}`")
+        self.canary.start()
+
+    def close(self) -> None:
+        self.canary.stop()
 
     @property
     def many(self) -> bool:
@@ -477,6 +484,7 @@ class Bench:
         sql_before = await sql_counters_of(self.fleet)
         api_before, harness_before = await self.apiserver_writes(), self.harness_writes()
         reads_before = await apiserver_reads(self.api)
+        etcd_before = await etcd_requests(self.api)
         metrics_before = await implementation.metrics() if implementation.metrics_port else None
         process_before = implementation.sample()
         servers_before = cpu_seconds(self.servers)
@@ -500,6 +508,7 @@ class Bench:
         sql_after = await sql_counters_of(self.fleet)
         api_after, harness_after = await self.apiserver_writes(), self.harness_writes()
         reads = changed_counters(reads_before, await apiserver_reads(self.api))
+        etcd = changed_counters(etcd_before, await etcd_requests(self.api))
         metrics_after = await implementation.metrics() if implementation.metrics_port else None
         implementation.check_running()
 
@@ -542,6 +551,8 @@ class Bench:
             "cpu_seconds_settled": process_settled.cpu_seconds - process_before.cpu_seconds,
             "server_cpu_seconds": servers,
             "peak_rss_mib": process_after.hwm_mib,
+            "etcd_requests": etcd,
+            "canary": self.canary.window(started, finished if converged else time.monotonic()),
             "logins_checked": logins[0],
             "logins_ok": logins[1],
         }
