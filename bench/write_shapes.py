@@ -32,9 +32,7 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import statistics
-import sys
 import tempfile
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -306,8 +304,6 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, help="also write the rounds and medians here (JSON)")
     arguments = parser.parse_args()
-    # A SIGTERM ends the run as Ctrl-C does: the local API server and etcd are stopped, not left running.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     with tempfile.TemporaryDirectory(prefix="bench-shapes-") as workdir:
         found = asyncio.run(measure(arguments, Path(workdir)))
     medians = {
