@@ -8,6 +8,8 @@ from pathlib import Path
 
 from bench.canary import Canary, samples_between, unit_milliseconds
 
+from tests.integration.operator.support.wait import eventually
+
 
 def test_a_unit_takes_some_cpu() -> None:
     assert unit_milliseconds() > 0
@@ -28,14 +30,12 @@ def test_a_window_without_units_says_so(tmp_path: Path) -> None:
     assert window["units"] == 0
 
 
-def test_the_process_measures_until_stopped(tmp_path: Path) -> None:
+async def test_the_process_measures_until_stopped(tmp_path: Path) -> None:
     canary = Canary(tmp_path / "canary.txt")
     started = time.monotonic()
     canary.start()
     try:
-        deadline = started + 60
-        while not samples_between(canary.path, started, math.inf) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        await eventually(lambda: samples_between(canary.path, started, math.inf), limit=60)
     finally:
         canary.stop()
 
