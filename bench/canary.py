@@ -7,8 +7,9 @@ implementation) uses more CPU for the same work, and a ratio of two runs says no
 does the same work all the time: its CPU milliseconds per unit over a run's window, beside the run's figures,
 say whether the machine was slower then. Its own cost is about 1 % of a core.
 
-``python -m bench.canary OUT`` appends ``<monotonic seconds> <CPU milliseconds>`` lines to OUT until stopped
-(``time.monotonic`` is the system's monotonic clock: the harness's windows use the same one).
+``python -m bench.canary OUT PARENT_PID`` appends ``<monotonic seconds> <CPU milliseconds>`` lines to OUT
+until stopped or until the parent ends (``time.monotonic`` is the system's monotonic clock: the harness's
+windows use the same one).
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ def unit_milliseconds() -> float:
     return 1000 * (time.process_time() - started)
 
 
-def record(path: Path, interval: float = INTERVAL) -> None:
+def record(path: Path, parent: int, interval: float = INTERVAL) -> None:
     """Measure a unit every ``interval`` seconds, appending a line each to ``path``; until killed or until
-    the process that started it ends (a benchmark killed without its cleanup leaves no canary behind)."""
-    parent = os.getppid()
+    ``parent``, the process that started it, ends (a benchmark killed without its cleanup leaves no canary
+    behind; ``parent`` is passed, not read, in case it ended before this process began)."""
     with path.open("a", buffering=1) as out:
         while os.getppid() == parent:
             out.write(f"{time.monotonic():.3f} {unit_milliseconds():.3f}\n")
@@ -67,7 +68,7 @@ class Canary:
 
     def start(self) -> None:
         self.process = subprocess.Popen(  # noqa: S603 - this interpreter, this module
-            [sys.executable, "-m", "bench.canary", str(self.path)],
+            [sys.executable, "-m", "bench.canary", str(self.path), str(os.getpid())],
             cwd=Path(__file__).resolve().parent.parent,  # where the bench package is
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -87,7 +88,7 @@ class Canary:
 
 
 def main() -> None:
-    record(Path(sys.argv[1]))
+    record(Path(sys.argv[1]), int(sys.argv[2]))
 
 
 if __name__ == "__main__":

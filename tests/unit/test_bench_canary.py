@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
+import os
+import signal
+import sys
 import time
 from pathlib import Path
 
 from bench.canary import Canary, samples_between, unit_milliseconds
 
 from tests.integration.operator.support.wait import eventually
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_unit_takes_some_cpu() -> None:
@@ -34,10 +41,55 @@ async def test_the_process_measures_until_stopped(tmp_path: Path) -> None:
     canary = Canary(tmp_path / "canary.txt")
     started = time.monotonic()
     canary.start()
+    process = canary.process
     try:
-        await eventually(lambda: samples_between(canary.path, started, math.inf), limit=60)
+        measured = await eventually(lambda: samples_between(canary.path, started, math.inf), limit=60)
     finally:
         canary.stop()
 
-    assert canary.window(started, time.monotonic())["units"] >= 1
+    assert all(unit > 0 for unit in measured)
+    assert process is not None
+    assert process.returncode is not None  # killed and reaped
     assert canary.process is None
+
+
+_START_AND_LEAVE = """
+import sys, time
+from pathlib import Path
+from bench.canary import Canary
+canary = Canary(Path(sys.argv[1]))
+canary.start()
+assert canary.process is not None
+for _ in range(600):  # leave once it measures
+    if canary.path.exists() and canary.path.read_text():
+        break
+    time.sleep(0.1)
+print(canary.process.pid)
+"""
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (a zombie waiting for its new parent counts)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in {"Z", "X"}
+
+
+async def test_the_process_ends_with_the_benchmark_that_started_it(tmp_path: Path) -> None:
+    """A benchmark killed before its cleanup (here: one that just exits) leaves no canary running."""
+    path = tmp_path / "canary.txt"
+    started = time.monotonic()
+    benchmark = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _START_AND_LEAVE, str(path), cwd=REPO, stdout=asyncio.subprocess.PIPE
+    )
+    output, _ = await benchmark.communicate()
+    assert benchmark.returncode == 0
+    pid = int(output)
+    try:
+        assert samples_between(path, started, math.inf)  # it measured while the benchmark lived
+        await eventually(lambda: _gone(pid), limit=60, message="the canary outlived its benchmark")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
