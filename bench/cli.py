@@ -144,6 +144,14 @@ def parser() -> argparse.ArgumentParser:
         "--resync-period", type=float, default=60.0, help="the operator's --resync-period (60; default 300)"
     )
     arguments.add_argument(
+        "--finalizer-policy",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the operator's runs with the chart's finalizer policy (a MutatingAdmissionPolicy: the API "
+        "server adds the finalizer at creation) in their namespace, as `helm install` sets it up on "
+        "Kubernetes 1.36+ (default: on; --no-finalizer-policy: the operator adds it with a patch)",
+    )
+    arguments.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
         default=False,
@@ -217,6 +225,7 @@ def options_from(arguments: argparse.Namespace) -> Options:
         create_concurrency=arguments.create_concurrency,
         resync_period=arguments.resync_period,
         leader_elect=arguments.leader_elect,
+        finalizer_policy=arguments.finalizer_policy,
         time_limit=arguments.time_limit,
         profile_dir=arguments.out / "profiles" if arguments.profile else None,
         pairs=arguments.pairs,

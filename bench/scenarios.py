@@ -30,6 +30,8 @@ from bench.common import (
     BENCH_DATABASE,
     OWNERSHIP_SCHEMA,
     SQL_WRITE_COUNTERS,
+    TARGET,
+    TARGET_LABEL,
     MySQLAddress,
     admin_sql,
     apiserver_reads,
@@ -50,6 +52,7 @@ from bench.common import (
 )
 from bench.servers import FLEET_ENV, admin_secret, fleet_env, mysql_server
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS, MYSQL_SERVERS
+from dbuser_operator.envtest.admission import install_finalizer_policy, remove_finalizer_policy
 from dbuser_operator.runtime.client import REQUESTS, KubeClient, PatchType
 from dbuser_operator.runtime.resources import EVENTS, NAMESPACES, SECRETS, Resource
 
@@ -73,6 +76,7 @@ class Options:
     create_concurrency: int
     resync_period: float
     leader_elect: bool = False
+    finalizer_policy: bool = True  # the operator's runs with the chart's finalizer policy in their namespace
     time_limit: float = 600.0
     profile_dir: Path | None = None
     login_checks: int = 5
@@ -241,6 +245,8 @@ class Bench:
         name = f"bench-{self.run_id}-{SHORT[kind]}{mode}-{size}"
         await self.kube.create(NAMESPACES, {"metadata": {"name": name}})
         await self.create_server_resources(name)
+        if kind == "operator" and self.options.finalizer_policy:
+            await install_finalizer_policy(self.api, name, TARGET_LABEL, TARGET, [name], probe_namespace=name)
         return name
 
     async def _parallel(self, count: int, work: Callable[[int], Awaitable[None]], width: int) -> None:
@@ -308,6 +314,7 @@ class Bench:
         """Drop the run's accounts and ownership rows; remove its objects (finalizers first), its Events and
         its namespace, so that the next run meets the API server as this one did (Events live an hour, and
         the API server holds them meanwhile)."""
+        await remove_finalizer_policy(self.api, namespace)  # the operator's runs have one (new_namespace)
         for server in self.fleet:
             await self.drop_made(server, tag)
         listed = await self.kube.list(self.resource, namespace)

@@ -34,6 +34,7 @@ from dbuser_operator.envtest import (
     install_crds,
     provide_mysql,
 )
+from dbuser_operator.envtest.admission import install_finalizer_policy
 from dbuser_operator.mysql.session.server import ServerInfo
 from dbuser_operator.mysql.session.tls import SSLMode
 from dbuser_operator.runtime.logging import configure_logging
@@ -147,6 +148,10 @@ class Local:
     async def run(self) -> None:
         async with self.cluster.api_client() as api:
             await install_crds(api, self.arguments.crds)
+            if self.cluster.is_local:  # as `helm install` does; not in a cluster of yours
+                defaults = Settings.model_fields
+                label, target = defaults["target_label"].default, defaults["target"].default
+                await install_finalizer_policy(api, "dbuser-operator-finalizer", label, target)
         _write_mysql_options(self.workdir / "mysql-client.cnf", self.server)
         password_file = write_private(self.workdir / "mysql-admin-password", self.server.password)
         settings = Settings(

@@ -16,8 +16,14 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from dbuser_operator.api.v1alpha1.meta import FINALIZER_PREFIX
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import install_crds
+from dbuser_operator.envtest.admission import BINDINGS, POLICIES
+from dbuser_operator.runtime.client import KubeClient
+from dbuser_operator.runtime.errors import NotFound
 from tests.conftest import REPO, Runner
+from tests.integration.operator.support.wait import eventually
 from tests.unit.chart.chart import (
     CHART,
     CLUSTER_EVENT_RULES,
@@ -183,6 +189,11 @@ async def test_install_upgrade_uninstall(
     binding = await rbac.read_cluster_role_binding(name, _request_timeout=30)
     assert [(s.kind, s.name, s.namespace) for s in binding.subjects] == [("ServiceAccount", name, namespace)]
     assert await _read(rbac.read_namespaced_role, f"{name}-leader-election", namespace) is None
+    # The finalizer policy: the API server serves it here, so helm renders it, and it is in force.
+    kube = KubeClient(kube_api)
+    assert (await kube.get(POLICIES, f"{name}-finalizer"))["spec"]["failurePolicy"] == "Ignore"
+    assert (await kube.get(BINDINGS, f"{name}-finalizer"))["spec"]["policyName"] == f"{name}-finalizer"
+    await _held_on_creation(kube, namespace, "install-test")
 
     # Upgrade: two replicas turn leader election on (Role, flag, rolling updates) and a PDB.
     helm(
@@ -212,6 +223,15 @@ async def test_install_upgrade_uninstall(
     assert await _read(rbac.read_cluster_role_binding, name) is None
     assert await _read(rbac.read_namespaced_role, f"{name}-leader-election", namespace) is None
     assert await _read(policy.read_namespaced_pod_disruption_budget, name, namespace) is None
+    for resource in (POLICIES, BINDINGS):
+        with pytest.raises(NotFound):
+            await kube.get(resource, f"{name}-finalizer")
+
+    async def released() -> bool:
+        return not await _held(kube, namespace, "install-test")
+
+    message = "new DatabaseUsers still got the finalizer after the uninstall"
+    await eventually(released, limit=60, interval=0.2, message=message)  # once the policy cache catches up
     # ... but never the CRD: the DatabaseUsers of every release live on.
     assert crds
     assert await _exists(kube_api, crds[0])
@@ -235,6 +255,11 @@ async def test_install_with_watch_namespaces_creates_roles_there(
         binding = await rbac.read_namespaced_role_binding(name, watched, _request_timeout=30)
         assert [(s.name, s.namespace) for s in binding.subjects] == [(name, namespace)]
     assert await _read(rbac.read_cluster_role, name) is None
+    # The finalizer policy holds what the release serves: its target, in the namespaces it watches only.
+    kube = KubeClient(kube_api)
+    await _held_on_creation(kube, extra_namespaces[0], "default")
+    assert not await _held(kube, namespace, "default")
+    assert not await _held(kube, extra_namespaces[1], "another")
     # Namespaces and ClusterMySQLServers (cluster-scoped) by a ClusterRole of their own; the
     # ClusterMySQLServers' Secrets, in the release namespace (not watched), by a Role that may only get them.
     cluster_role = await rbac.read_cluster_role(f"{name}-cluster", _request_timeout=30)
@@ -251,6 +276,30 @@ async def test_install_with_watch_namespaces_creates_roles_there(
     assert await _read(rbac.read_cluster_role, f"{name}-cluster") is None
     assert await _read(rbac.read_namespaced_role, f"{name}-server-secrets", namespace) is None
     assert await _read(rbac.read_namespaced_role, f"{name}-cluster-events", "default") is None
+
+
+async def _held(kube: KubeClient, namespace: str, target: str) -> bool:
+    """Whether a DatabaseUser of ``target`` created in ``namespace`` would get ``target``'s finalizer (a
+    dry run: nothing is stored)."""
+    body = {
+        "apiVersion": DATABASE_USERS.api_version,
+        "kind": DATABASE_USERS.kind,
+        "metadata": {"generateName": "probe-", "labels": {"dbuser-operator.dev/target": target}},
+        "spec": {"password": {"name": "pw", "key": "password"}},
+    }
+    path = DATABASE_USERS.path(namespace)
+    created = await kube.request("POST", path, query=[("dryRun", "All")], body=body)
+    return f"{FINALIZER_PREFIX}{target}" in (created["metadata"].get("finalizers") or [])
+
+
+async def _held_on_creation(kube: KubeClient, namespace: str, target: str) -> None:
+    """Until the API server applies a policy just installed (its policy cache catches up in a moment)."""
+    await eventually(
+        lambda: _held(kube, namespace, target),
+        limit=60,
+        interval=0.2,
+        message=f"a new DatabaseUser of {target} in {namespace} never got the finalizer",
+    )
 
 
 @pytest.fixture

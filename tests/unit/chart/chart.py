@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -195,10 +195,15 @@ def template(
     namespace: str = "ops",
     chart: Path = CHART,
     check: bool = True,
+    api_versions: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
-    """``helm template`` of the chart with ``values`` (offline, for the pinned Kubernetes version)."""
+    """``helm template`` of the chart with ``values`` (offline, for the pinned Kubernetes version; offline,
+    helm knows only the built-in API versions: ``api_versions`` adds ``group/version/Kind``s a cluster
+    serves, as ``helm install`` learns them from the API server)."""
     command = [str(helm), "template", release, str(chart), "--namespace", namespace]
     command += ["--kube-version", KUBE_VERSION, "--values", str(write_values(workdir, values or {}))]
+    for api_version in api_versions:
+        command += ["--api-versions", api_version]
     return subprocess.run(
         command, capture_output=True, text=True, check=check, env=helm_env(workdir / "helm"), timeout=60
     )

@@ -1,0 +1,132 @@
+"""The chart's finalizer policy (a MutatingAdmissionPolicy) in a real API server, with the operator running:
+a new resource is held from its creation, the operator serves it without a finalizer patch of its own, and
+deletion works as without the policy — for a resource refused before any SQL too."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS, DATABASES, FIELD_MANAGER
+from dbuser_operator.controllers.kit.scope import Scope
+from dbuser_operator.envtest import MySQLServer
+from dbuser_operator.envtest.admission import install_finalizer_policy, remove_finalizer_policy
+from dbuser_operator.runtime.client import KubeClient, PatchType
+from tests.integration.operator.support.builders import database, database_user, unique
+from tests.integration.operator.support.instances import own_target
+from tests.integration.operator.support.kube import (
+    create_secret,
+    finalizers_become,
+    wait_for_ready,
+    wait_until_gone,
+)
+from tests.integration.operator.support.mysql import account_exists, can_log_in
+from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
+
+pytestmark = pytest.mark.integration
+
+TARGET_LABEL = "dbuser-operator.dev/target"
+
+
+@pytest.fixture
+async def policy(operator: RunningOperator, kube_api: client.ApiClient, namespace: str) -> AsyncIterator[str]:
+    """The test operator's finalizer policy, for the test's namespace only, in force; its finalizer."""
+    name = f"finalizer-{namespace}"
+    await install_finalizer_policy(
+        kube_api, name, TARGET_LABEL, own_target(), [namespace], probe_namespace=namespace
+    )
+    yield Scope(TARGET_LABEL, own_target()).finalizer
+    await remove_finalizer_policy(kube_api, name)
+
+
+def operator_wrote_metadata(obj: dict[str, Any]) -> bool:
+    """Whether the object's managed fields show a write of the operator's outside ``/status``."""
+    return any(
+        entry.get("manager") == FIELD_MANAGER and entry.get("subresource") != "status"
+        for entry in obj["metadata"].get("managedFields") or []
+    )
+
+
+async def test_a_new_user_is_held_from_its_creation_and_served_without_a_finalizer_patch(
+    policy: str,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    name, password = unique("held"), passwords.new()
+    await create_secret(kube_client, namespace, "pw", {"password": password})
+    created = await kube_client.create(DATABASE_USERS, database_user(name, "pw"), namespace)
+    assert created["metadata"]["finalizers"] == [policy]
+
+    ready = await wait_for_ready(kube_client, namespace, name)
+    assert can_log_in(mysql, name, password)
+    assert ready["metadata"]["finalizers"] == [policy]
+    assert not operator_wrote_metadata(ready), ready["metadata"]["managedFields"]
+
+    # Deletion: the operator's delete halves, then its finalizer off (a patch the policy does not undo).
+    await kube_client.delete(DATABASE_USERS, name, namespace)
+    await wait_until_gone(kube_client, namespace, name)
+    assert not account_exists(mysql, name)
+
+
+async def test_a_finalizer_of_someone_else_is_kept_beside_it(
+    policy: str, kube_client: KubeClient, namespace: str, passwords: PasswordLedger
+) -> None:
+    name = unique("shared")
+    await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
+    body = database_user(name, "pw")
+    body["metadata"]["finalizers"] = ["example.com/backup"]
+    created = await kube_client.create(DATABASE_USERS, body, namespace)
+    assert created["metadata"]["finalizers"] == ["example.com/backup", policy]
+    await wait_for_ready(kube_client, namespace, name)
+
+    await kube_client.delete(DATABASE_USERS, name, namespace)
+    await finalizers_become(kube_client, namespace, name, ["example.com/backup"])  # ours off, theirs kept
+    release = {"metadata": {"finalizers": None}}
+    await kube_client.patch(DATABASE_USERS, name, release, PatchType.MERGE, namespace=namespace)
+    await wait_until_gone(kube_client, namespace, name)
+
+
+async def test_a_user_refused_before_any_sql_is_let_go_at_deletion(
+    policy: str, kube_client: KubeClient, namespace: str, passwords: PasswordLedger
+) -> None:
+    """Without the policy a resource whose server does not exist never gets the finalizer; with it, it is
+    held from its creation, and its deletion lets go at once: there is no server to act on."""
+    name = unique("nowhere")
+    await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
+    body = database_user(name, "pw", serverRef={"kind": "MySQLServer", "name": "absent"})
+    created = await kube_client.create(DATABASE_USERS, body, namespace)
+    assert created["metadata"]["finalizers"] == [policy]
+    await wait_for_ready(kube_client, namespace, name, "False", "ServerNotFound")
+
+    await kube_client.delete(DATABASE_USERS, name, namespace)
+    await wait_until_gone(kube_client, namespace, name)
+
+
+async def test_a_database_is_held_from_its_creation_too(
+    policy: str, kube_client: KubeClient, namespace: str, mysql: MySQLServer
+) -> None:
+    resource = unique("db")
+    schema = resource.replace("-", "_")
+    created = await kube_client.create(DATABASES, database(resource, name=schema), namespace)
+    assert created["metadata"]["finalizers"] == [policy]
+    await kube_client.delete(DATABASES, resource, namespace)
+    await wait_until_gone(kube_client, namespace, resource, resource=DATABASES)
+
+
+async def test_only_the_targets_resources_in_its_namespaces_are_held(
+    policy: str, kube_client: KubeClient, namespace: str
+) -> None:
+    """Another target's resource, or one in a namespace the release does not watch, is created as it is:
+    nothing would ever take a finalizer off it."""
+    dry_run = [("dryRun", "All")]
+    elsewhere = database_user(unique("elsewhere"), "pw")
+    created = await kube_client.request("POST", DATABASE_USERS.path("default"), query=dry_run, body=elsewhere)
+    assert not created["metadata"].get("finalizers")
+    foreign = database_user(unique("foreign"), "pw", target="another-release")
+    created = await kube_client.request("POST", DATABASE_USERS.path(namespace), query=dry_run, body=foreign)
+    assert not created["metadata"].get("finalizers")
