@@ -152,6 +152,13 @@ def parser() -> argparse.ArgumentParser:
         "Kubernetes 1.36+ (default: on; --no-finalizer-policy: the operator adds it with a patch)",
     )
     arguments.add_argument(
+        "--floor-finalizer-policy",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="the floor's runs with the same policy, for the floor's own finalizer: its finalizer patch is "
+        "skipped as the operator's is (default: off, the floor as it always was)",
+    )
+    arguments.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
         default=False,
@@ -226,6 +233,7 @@ def options_from(arguments: argparse.Namespace) -> Options:
         resync_period=arguments.resync_period,
         leader_elect=arguments.leader_elect,
         finalizer_policy=arguments.finalizer_policy,
+        floor_finalizer_policy=arguments.floor_finalizer_policy,
         time_limit=arguments.time_limit,
         profile_dir=arguments.out / "profiles" if arguments.profile else None,
         pairs=arguments.pairs,

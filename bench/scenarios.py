@@ -23,7 +23,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from bench import apiserver_profile, processes
+from bench import apiserver_profile, floor, processes
 from bench.canary import Canary
 from bench.common import (
     API_WRITE_METHODS,
@@ -77,6 +77,7 @@ class Options:
     resync_period: float
     leader_elect: bool = False
     finalizer_policy: bool = True  # the operator's runs with the chart's finalizer policy in their namespace
+    floor_finalizer_policy: bool = False  # the floor's runs with the same policy, for the floor's finalizer
     time_limit: float = 600.0
     profile_dir: Path | None = None
     login_checks: int = 5
@@ -247,6 +248,10 @@ class Bench:
         await self.create_server_resources(name)
         if kind == "operator" and self.options.finalizer_policy:
             await install_finalizer_policy(self.api, name, TARGET_LABEL, TARGET, [name], probe_namespace=name)
+        elif kind == "floor" and self.options.floor_finalizer_policy:
+            await install_finalizer_policy(
+                self.api, name, TARGET_LABEL, TARGET, [name], probe_namespace=name, finalizer=floor.FINALIZER
+            )
         return name
 
     async def _parallel(self, count: int, work: Callable[[int], Awaitable[None]], width: int) -> None:

@@ -40,10 +40,11 @@ def finalizer_expression(finalizer: str) -> str:
 
 
 def finalizer_policy(
-    name: str, label: str, target: str, namespaces: Sequence[str] = ()
+    name: str, label: str, target: str, namespaces: Sequence[str] = (), *, finalizer: str | None = None
 ) -> list[dict[str, Any]]:
     """The policy named ``name`` and its binding: on creation, the finalizer of the instance that serves
-    ``label: target`` (in ``namespaces``; empty: every namespace) on its resources."""
+    ``label: target`` (in ``namespaces``; empty: every namespace) on its resources (``finalizer``: another
+    one instead, for the benchmarks' floor)."""
     match: dict[str, Any] = {
         "resourceRules": [
             {
@@ -59,6 +60,7 @@ def finalizer_policy(
         match["namespaceSelector"] = {
             "matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(namespaces)}]
         }
+    expression = finalizer_expression(finalizer or f"{FINALIZER_PREFIX}{target}")
     policy = {
         "apiVersion": API_VERSION,
         "kind": POLICY_KIND,
@@ -70,7 +72,7 @@ def finalizer_policy(
             "mutations": [
                 {
                     "patchType": "JSONPatch",
-                    "jsonPatch": {"expression": finalizer_expression(f"{FINALIZER_PREFIX}{target}")},
+                    "jsonPatch": {"expression": expression},
                 }
             ],
         },

@@ -33,11 +33,13 @@ async def install_finalizer_policy(
     namespaces: Sequence[str] = (),
     *,
     probe_namespace: str = "default",
+    finalizer: str | None = None,
 ) -> None:
     """Create (or replace) the policy and its binding; return once the API server puts the finalizer on a
-    new resource of ``target`` in ``probe_namespace`` (a dry-run creation: nothing is stored)."""
+    new resource of ``target`` in ``probe_namespace`` (a dry-run creation: nothing is stored).
+    ``finalizer``: another one than the instance's (:func:`finalizer_policy`)."""
     kube = KubeClient(api)
-    for obj in finalizer_policy(name, label, target, namespaces):
+    for obj in finalizer_policy(name, label, target, namespaces, finalizer=finalizer):
         resource = POLICIES if obj["kind"] == POLICIES.kind else BINDINGS
         try:
             await kube.create(resource, obj)
@@ -51,7 +53,7 @@ async def install_finalizer_policy(
         "metadata": {"generateName": "finalizer-policy-probe-", "labels": {label: target}},
         "spec": {"name": "finalizer_policy_probe"},
     }
-    finalizer = f"{FINALIZER_PREFIX}{target}"
+    finalizer = finalizer or f"{FINALIZER_PREFIX}{target}"
     async with asyncio.timeout(_EFFECTIVE_TIMEOUT):
         while finalizer not in await _created_finalizers(kube, probe, probe_namespace):  # noqa: ASYNC110
             await asyncio.sleep(0.1)  # a remote condition: the API server's policy cache

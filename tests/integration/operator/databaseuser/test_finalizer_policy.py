@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
+from dbuser_operator.controllers.kit.reserved import RESERVED_ACCOUNT
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS, DATABASES, FIELD_MANAGER
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.envtest.admission import install_finalizer_policy, remove_finalizer_policy
 from dbuser_operator.runtime.client import KubeClient, PatchType
+from tests.integration.operator.servers.test_reserved_names import account_rows
 from tests.integration.operator.support.builders import database, database_user, unique
 from tests.integration.operator.support.instances import own_target
 from tests.integration.operator.support.kube import (
@@ -130,3 +132,21 @@ async def test_only_the_targets_resources_in_its_namespaces_are_held(
     foreign = database_user(unique("foreign"), "pw", target="another-release")
     created = await kube_client.request("POST", DATABASE_USERS.path(namespace), query=dry_run, body=foreign)
     assert not created["metadata"].get("finalizers")
+
+
+async def test_a_reserved_account_is_held_from_its_creation_and_never_dropped(
+    policy: str, kube_client: KubeClient, namespace: str, mysql: MySQLServer, passwords: PasswordLedger
+) -> None:
+    """The registry of reserved names refuses before any SQL; with the policy such a resource carries the
+    finalizer from its creation, and its deletion drops nothing (the frame's answer at deletion)."""
+    name = unique("grab")
+    await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
+    before = account_rows(mysql, "root")
+    assert before, "root exists before the attempt"
+    created = await kube_client.create(DATABASE_USERS, database_user(name, "pw", user="root"), namespace)
+    assert created["metadata"]["finalizers"] == [policy]
+    await wait_for_ready(kube_client, namespace, name, "False", RESERVED_ACCOUNT)
+
+    await kube_client.delete(DATABASE_USERS, name, namespace)
+    await wait_until_gone(kube_client, namespace, name)
+    assert account_rows(mysql, "root") == before
