@@ -99,3 +99,28 @@ def test_a_new_user_and_a_secret_rotation_cost_no_more_than_recorded(
     print(f"{flavour} {samples} Secret rotations: {shown(measured)}")
     over = over_ceilings(measured, recorded["secret_rotation"]["ceilings"][flavour])
     assert not over, f"more per Secret rotation than {RECORDED.relative_to(REPO)} records: {over}"
+
+
+@pytest.mark.timeout(600)
+def test_without_the_finalizer_policy_a_new_user_costs_one_write_more(
+    kube: KubeCluster, mysql: MySQLServer, crds: list[str], tmp_path: Path
+) -> None:
+    """A cluster without the chart's finalizer policy (Kubernetes before 1.36, or ``finalizerPolicy:
+    false``): the first pass patches the finalizer, one API write more per user, nothing else more."""
+    flavour = flavour_of(mysql)
+    recorded = json.loads(RECORDED.read_text())
+    if flavour not in recorded["ceilings"]:
+        pytest.skip(f"no counts recorded for {flavour}")
+    out = tmp_path / "out"
+    argv = ["--n", str(recorded["n"]), "--scenarios", "convergence", "--no-peer", "--time-limit", "400"]
+    argv += ["--resync-period", "3600", "--no-finalizer-policy"]
+    argv += ["--out", str(out), "--workdir", str(tmp_path / "work")]
+    run_bench("bench", argv, bench_env(kube, mysql))
+    (row,) = json.loads((out / "results.json").read_text())["convergence"]
+    assert (row["ready"], row["events_dropped"]) == (recorded["n"], 0)
+    measured = per_user(row)
+    print(f"{flavour} N={recorded['n']} without the finalizer policy: {shown(measured)}")
+    ceilings = {**recorded["ceilings"][flavour], **recorded["ceilings_without_finalizer_policy"]}
+    over = over_ceilings(measured, ceilings)
+    assert not over, f"more per user than {RECORDED.relative_to(REPO)} records: {over}"
+    assert measured["api_writes_per_user"] > recorded["ceilings"][flavour]["api_writes_per_user"]

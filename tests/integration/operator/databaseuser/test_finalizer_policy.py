@@ -11,13 +11,18 @@ import pytest
 from kubernetes_asyncio import client
 
 from dbuser_operator.controllers.kit.reserved import RESERVED_ACCOUNT
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS, DATABASES, FIELD_MANAGER
+from dbuser_operator.controllers.kit.resources import (
+    DATABASE_ROLES,
+    DATABASE_USERS,
+    DATABASES,
+    FIELD_MANAGER,
+)
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.envtest.admission import install_finalizer_policy, remove_finalizer_policy
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from tests.integration.operator.servers.test_reserved_names import account_rows
-from tests.integration.operator.support.builders import database, database_user, unique
+from tests.integration.operator.support.builders import database, database_role, database_user, unique
 from tests.integration.operator.support.instances import own_target
 from tests.integration.operator.support.kube import (
     create_secret,
@@ -109,7 +114,7 @@ async def test_a_user_refused_before_any_sql_is_let_go_at_deletion(
     await wait_until_gone(kube_client, namespace, name)
 
 
-async def test_a_database_is_held_from_its_creation_too(
+async def test_a_database_and_a_role_are_held_from_their_creation_too(
     policy: str, kube_client: KubeClient, namespace: str, mysql: MySQLServer
 ) -> None:
     resource = unique("db")
@@ -118,6 +123,11 @@ async def test_a_database_is_held_from_its_creation_too(
     assert created["metadata"]["finalizers"] == [policy]
     await kube_client.delete(DATABASES, resource, namespace)
     await wait_until_gone(kube_client, namespace, resource, resource=DATABASES)
+    role = database_role(unique("role"))  # a dry run: the operator never sees it
+    created = await kube_client.request(
+        "POST", DATABASE_ROLES.path(namespace), query=[("dryRun", "All")], body=role
+    )
+    assert created["metadata"]["finalizers"] == [policy]
 
 
 async def test_only_the_targets_resources_in_its_namespaces_are_held(
