@@ -246,11 +246,11 @@ class Bench:
         name = f"bench-{self.run_id}-{SHORT[kind]}{mode}-{size}"
         await self.kube.create(NAMESPACES, {"metadata": {"name": name}})
         await self.create_server_resources(name)
-        if kind == "operator" and self.options.finalizer_policy:
-            await install_finalizer_policy(self.api, name, TARGET_LABEL, TARGET, [name], probe_namespace=name)
-        elif kind == "floor" and self.options.floor_finalizer_policy:
+        policies = {"operator": self.options.finalizer_policy, "floor": self.options.floor_finalizer_policy}
+        if policies.get(kind):  # the floor's for its own finalizer
+            finalizer = floor.FINALIZER if kind == "floor" else None
             await install_finalizer_policy(
-                self.api, name, TARGET_LABEL, TARGET, [name], probe_namespace=name, finalizer=floor.FINALIZER
+                self.api, name, TARGET_LABEL, TARGET, [name], probe_namespace=name, finalizer=finalizer
             )
         return name
 

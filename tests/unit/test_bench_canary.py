@@ -13,9 +13,8 @@ from pathlib import Path
 
 from bench.canary import Canary, samples_between, unit_milliseconds
 
+from tests.conftest import REPO
 from tests.integration.operator.support.wait import eventually
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_unit_takes_some_cpu() -> None:

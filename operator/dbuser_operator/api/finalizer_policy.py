@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from dbuser_operator.api.v1alpha1.meta import FINALIZER_PREFIX, GROUP
+from dbuser_operator.api.v1alpha1.meta import GROUP, target_finalizer
 
 API_VERSION: Final = "admissionregistration.k8s.io/v1"
 POLICY_KIND: Final = "MutatingAdmissionPolicy"
@@ -60,7 +60,7 @@ def finalizer_policy(
         match["namespaceSelector"] = {
             "matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(namespaces)}]
         }
-    expression = finalizer_expression(finalizer or f"{FINALIZER_PREFIX}{target}")
+    expression = finalizer_expression(finalizer or target_finalizer(target))
     policy = {
         "apiVersion": API_VERSION,
         "kind": POLICY_KIND,

@@ -11,7 +11,7 @@ from typing import Any, Final
 from kubernetes_asyncio import client
 
 from dbuser_operator.api.finalizer_policy import API_VERSION, finalizer_policy
-from dbuser_operator.api.v1alpha1.meta import FINALIZER_PREFIX, GROUP, VERSION
+from dbuser_operator.api.v1alpha1.meta import GROUP, VERSION, target_finalizer
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.errors import Conflict, NotFound, Unavailable
 from dbuser_operator.runtime.resources import Resource
@@ -53,7 +53,7 @@ async def install_finalizer_policy(
         "metadata": {"generateName": "finalizer-policy-probe-", "labels": {label: target}},
         "spec": {"name": "finalizer_policy_probe"},
     }
-    finalizer = finalizer or f"{FINALIZER_PREFIX}{target}"
+    finalizer = finalizer or target_finalizer(target)
     async with asyncio.timeout(_EFFECTIVE_TIMEOUT):
         while finalizer not in await _created_finalizers(kube, probe, probe_namespace):  # noqa: ASYNC110
             await asyncio.sleep(0.1)  # a remote condition: the API server's policy cache

@@ -16,7 +16,7 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from dbuser_operator.api.v1alpha1.meta import FINALIZER_PREFIX
+from dbuser_operator.api.v1alpha1.meta import target_finalizer
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import install_crds
 from dbuser_operator.envtest.admission import BINDINGS, POLICIES
@@ -289,7 +289,7 @@ async def _held(kube: KubeClient, namespace: str, target: str) -> bool:
     }
     path = DATABASE_USERS.path(namespace)
     created = await kube.request("POST", path, query=[("dryRun", "All")], body=body)
-    return f"{FINALIZER_PREFIX}{target}" in (created["metadata"].get("finalizers") or [])
+    return target_finalizer(target) in (created["metadata"].get("finalizers") or [])
 
 
 async def _held_on_creation(kube: KubeClient, namespace: str, target: str) -> None:

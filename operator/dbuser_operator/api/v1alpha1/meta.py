@@ -31,6 +31,12 @@ LEGACY_FINALIZER = f"{GROUP}/account"  # shared by every instance before finaliz
 FINALIZER_PREFIX = f"{GROUP}/account-"
 MAX_TARGET_LENGTH = 63 - len("account-")  # the finalizer's name part is at most 63 characters
 
+
+def target_finalizer(target: str) -> str:
+    """The finalizer of the instance that serves ``target``."""
+    return f"{FINALIZER_PREFIX}{target}"
+
+
 # Validation shared by the models and the CRD. Go's RE2 and pydantic's Rust regex engine both read these
 # ASCII classes as ASCII only, and both anchor `$` at the very end (no trailing newline).
 USER_PATTERN: Final = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}$"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dbuser_operator.api.v1alpha1.meta import FINALIZER_PREFIX, LEGACY_FINALIZER
+from dbuser_operator.api.v1alpha1.meta import LEGACY_FINALIZER, target_finalizer
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Scope:
     @property
     def finalizer(self) -> str:
         """The finalizer this instance adds, and removes once its delete halves have run."""
-        return f"{FINALIZER_PREFIX}{self.target}"
+        return target_finalizer(self.target)
 
     @property
     def finalizers(self) -> tuple[str, str]:
