@@ -43,17 +43,18 @@ def informers(
 def requeue_on_liveness(
     servers: Sequence[Controller], dependents: Sequence[tuple[Controller, Informer]]
 ) -> Callable[[str, bool], None]:
-    """What a server's liveness change requeues: the server resource (its status says so), and, when it
-    answers again, every resource on it (what waited converges now, not at its next backoff)."""
+    """What a server's liveness requeues (:data:`~.liveness.Requeue`): the server resource (its status says
+    so), and, when it answers again (``with_dependents``), every resource on it (what waited converges now,
+    not at its next backoff)."""
     by_kind = {controller.name: controller for controller in servers}
 
-    def requeue(key: str, up: bool) -> None:
+    def requeue(key: str, with_dependents: bool) -> None:
         kind, _, rest = key.partition("/")
         server = by_kind.get(kind.lower())
         if server is not None:
             namespace, _, name = rest.rpartition("/")
             server.queue.add(ObjectKey(namespace, name))
-        if not up:
+        if not with_dependents:
             return
         for controller, informer in dependents:
             for obj in informer.store.by_index(SERVER_INDEX, key):

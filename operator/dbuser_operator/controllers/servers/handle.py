@@ -39,6 +39,12 @@ class ServerHandle:
         self._lock = asyncio.Lock()
         self.known = KnownPasswords()
         self.digest_rounds: int | None = None  # caching_sha2_password's, once read (mysql.hashed_password)
+        self.doubted = asyncio.Event()  # set by doubt(), cleared by the liveness probe that answers it
+
+    def doubt(self) -> None:
+        """Somebody other than the liveness probe (a health check) found the server unreachable: the probe
+        looks at once, and reports what it finds even if it saw no outage (:mod:`.liveness`)."""
+        self.doubted.set()
 
     async def server(self) -> ServerInfo:
         """Flavour, version and privilege names of the server, read (and logged) on first use."""

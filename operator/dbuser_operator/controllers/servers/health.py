@@ -57,6 +57,8 @@ async def check(handle: ServerHandle, address: str) -> Health:
         await handle.ensure_book(ownership.ROLES)  # the schema, its accounts table and its roles table
         accounts = await ownership.count_owned(handle.db, handle.schema)
     except MySQLError as error:
+        if isinstance(error, DatabaseUnavailableError):
+            handle.doubt()  # the liveness probe confirms it, and sees the server's return (it may be soon)
         cause = str(error).removeprefix(f"{handle.db.where}: ")  # the pool's errors name the server
         return Health(False, failure_reason(error), f"{address}: {cause}")
     capabilities = ServerCapabilities(

@@ -5,14 +5,21 @@ A server found unreachable (no login, no answer within the probe's bound, refuse
 :data:`CONFIRMATIONS` probes in a row (the second at once: one late answer may be this process's own stall,
 a busy event loop, not the server's) is marked so on its Database: the calls in flight on it fail at once
 and later ones fail without waiting, naming the cause. A change either way is reported to
-``on_change(key, up)``: the server controller then writes the server's status, and, when the server is
-back, the resources on it are requeued at once rather than at their next backoff. Runs on the leader (the
-only replica that talks to the servers).
+``requeue(key, with_dependents)``: the server controller then writes the server's status, and, when the
+server is back (``with_dependents``), the resources on it are requeued at once rather than at their next
+backoff.
+
+A server somebody else found unreachable (its health check: :meth:`~.handle.ServerHandle.doubt`) is probed
+at once rather than at the next period, and what the probe finds is reported even if, for the probe, nothing
+changed: an outage shorter than a period may end before the probe looks, and the server's status, written
+by that health check, would say Ready=False (holding the resources on it) until the next health check.
+Runs on the leader (the only replica that talks to the servers).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -39,7 +46,9 @@ SERVER_UP = Gauge(
     registry=REGISTRY,
 )
 
-OnChange = Callable[[str, bool], None]
+Requeue = Callable[[str, bool], None]
+"""``requeue(key, with_dependents)``: look at the server resource of ``key`` again, and (``with_dependents``)
+at every resource on it."""
 
 
 def server_label(key: str) -> str:
@@ -59,14 +68,14 @@ class Liveness:
     def __init__(
         self,
         registry: ServerRegistry,
-        on_change: OnChange,
+        requeue: Requeue,
         *,
         period: float,
         timeout: float = PROBE_TIMEOUT,
         unhealthy_period: float = UNHEALTHY_PERIOD,
         rescan: float = 0.5,
     ) -> None:
-        self.registry, self.on_change = registry, on_change
+        self.registry, self.requeue = registry, requeue
         self.period, self.timeout, self.unhealthy_period = period, timeout, unhealthy_period
         self.rescan = rescan  # seconds between looks for servers added to or gone from the registry
         self._watches: dict[str, _Watch] = {}
@@ -101,6 +110,8 @@ class Liveness:
         failures = 0  # in a row
         task = asyncio.current_task()
         while True:
+            doubted = handle.doubted.is_set()
+            handle.doubted.clear()
             try:
                 await handle.probe.check(self.timeout)
             except MySQLError as error:
@@ -120,21 +131,33 @@ class Liveness:
                 log.debug("server probe skipped", server=server_label(key), reason=str(refused))
             else:
                 failures = 0
-                if up is not True:
+                if up is not True or doubted:
                     if up is False:
                         log.info("server reachable again", server=server_label(key))
+                    elif doubted:
+                        log.info("doubted server answers", server=server_label(key))
                     handle.db.mark_reachable()
-                    self._changed(key, up=True, recovered=up is False)
+                    self._changed(key, up=True, recovered=up is False, doubted=doubted)
                 up = True
             if task is not None and task.cancelling():  # swallowed by aiomysql's connect (Python 3.11)
                 raise asyncio.CancelledError
-            await asyncio.sleep(self.period if up else self.unhealthy_period)
+            await self._rest(handle, self.period if up else self.unhealthy_period)
 
-    def _changed(self, key: str, *, up: bool, recovered: bool = False) -> None:
+    async def _rest(self, handle: ServerHandle, seconds: float) -> None:
+        """Wait ``seconds`` before the next probe, less if the server is doubted meanwhile; at least
+        ``unhealthy_period``, so that doubts that keep coming are answered once a period at most."""
+        await asyncio.sleep(min(seconds, self.unhealthy_period))
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds - self.unhealthy_period):
+                await handle.doubted.wait()
+
+    def _changed(self, key: str, *, up: bool, recovered: bool = False, doubted: bool = False) -> None:
         SERVER_UP.labels(server_label(key)).set(1 if up else 0)
-        if up and not recovered:
+        if up and not (recovered or doubted):
             return  # found up at the first probe: nothing waited for it
         try:
-            self.on_change(key, up)
+            # A return requeues the resources on the server; an answer to a doubt (the probe saw no outage,
+            # a health check did) only the server resource: its Ready=True requeues the resources it held.
+            self.requeue(key, up and recovered)
         except Exception:  # a requeue never stops the probes
             log.exception("reporting a server's liveness failed", server=server_label(key))

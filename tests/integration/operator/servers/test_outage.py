@@ -17,6 +17,7 @@ operator could not run because the machine was busy. The waits themselves are po
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime
@@ -64,12 +65,13 @@ async def refuse(proxy: FaultProxy) -> None:
 FAULTS: dict[str, Callable[[FaultProxy], Awaitable[None]]] = {"stall": stall, "refuse": refuse}
 
 
-@pytest.fixture
-async def proxied(
-    instances: Instances, kube_client: KubeClient, mysql: MySQLServer
+@contextlib.asynccontextmanager
+async def proxied_operator(
+    instances: Instances, kube: KubeClient, mysql: MySQLServer, **overrides: Any
 ) -> AsyncIterator[tuple[RunningOperator, FaultProxy, FaultProxy]]:
-    """An operator (its own target) whose default server is reached through one proxy; a second proxy for
-    a MySQLServer. The operator cleans up and stops with the test, while the proxies still run."""
+    """An operator (its own target; ``overrides`` to its settings) whose default server is reached through
+    one proxy; a second proxy for a MySQLServer. The operator cleans up and stops with the test, while the
+    proxies still run."""
     async with (
         FaultProxy(mysql.host, mysql.port, mysql=False) as default,
         FaultProxy(mysql.host, mysql.port, mysql=False) as other,
@@ -80,13 +82,33 @@ async def proxied(
             mysql_port=default.port,
             resync_period=0,
             health_probe_bind_address=f"127.0.0.1:{free_port()}",
+            **overrides,
         )
         try:
             yield instance, default, other
         finally:
-            await instances.clean_up(kube_client)
+            await instances.clean_up(kube)
             instance.stop.set()
             await stopped_within(60, [instance.task])
+
+
+@pytest.fixture
+async def proxied(
+    instances: Instances, kube_client: KubeClient, mysql: MySQLServer
+) -> AsyncIterator[tuple[RunningOperator, FaultProxy, FaultProxy]]:
+    """:func:`proxied_operator` with the default probe period."""
+    async with proxied_operator(instances, kube_client, mysql) as proxied:
+        yield proxied
+
+
+@pytest.fixture
+async def rarely_probed(
+    instances: Instances, kube_client: KubeClient, mysql: MySQLServer
+) -> AsyncIterator[tuple[RunningOperator, FaultProxy, FaultProxy]]:
+    """:func:`proxied_operator` whose liveness probes a server that answers once an hour: an outage of
+    a few seconds is not seen by it unless someone else reports it."""
+    async with proxied_operator(instances, kube_client, mysql, server_probe_period=3600.0) as proxied:
+        yield proxied
 
 
 async def until(what: str, limit: float, check: Callable[[], Awaitable[bool | str]]) -> None:
@@ -226,6 +248,24 @@ async def metric_is(key: str, value: float) -> bool | str:
     return found == value or f"mysql_server_up={found}"
 
 
+async def server_behind(kube: KubeClient, namespace: str, mysql: MySQLServer, proxy: FaultProxy) -> str:
+    """A MySQLServer of this module's target reaching ``mysql`` through ``proxy``; its name."""
+    server = unique("flaky")
+    await admin_secrets(kube, namespace, mysql, f"{server}-admin")
+    spec = server_spec(mysql, f"{server}-admin", f"dbu_{server.replace('-', '_')}")
+    spec.update(host="127.0.0.1", port=proxy.port)
+    body = server_object("MySQLServer", server, spec)
+    body["metadata"]["labels"]["dbuser-operator.dev/target"] = TARGET
+    await kube.create(MYSQL_SERVERS, body, namespace)
+    return server
+
+
+async def unreachable(kube: KubeClient, namespace: str, server: str) -> bool:
+    """Whether the MySQLServer says Ready=False, Unreachable."""
+    condition = ready(await kube.get(MYSQL_SERVERS, server, namespace)) or {}
+    return condition.get("status") == "False" and condition.get("reason") == "Unreachable"
+
+
 @pytest.mark.parametrize("fault", FAULTS)
 async def test_an_outage_of_a_mysqlserver_is_reported_on_it_and_its_users_and_converges(
     proxied: tuple[RunningOperator, FaultProxy, FaultProxy],
@@ -236,23 +276,14 @@ async def test_an_outage_of_a_mysqlserver_is_reported_on_it_and_its_users_and_co
     fault: str,
 ) -> None:
     _, _, proxy = proxied
-    server = unique("flaky")
-    await admin_secrets(kube_client, namespace, mysql, f"{server}-admin")
-    spec = server_spec(mysql, f"{server}-admin", f"dbu_{server.replace('-', '_')}")
-    spec.update(host="127.0.0.1", port=proxy.port)
-    body = server_object("MySQLServer", server, spec)
-    body["metadata"]["labels"]["dbuser-operator.dev/target"] = TARGET
-    await kube_client.create(MYSQL_SERVERS, body, namespace)
+    server = await server_behind(kube_client, namespace, mysql, proxy)
     ref = {"serverRef": {"name": server}}
     rotated, _ = await user(kube_client, namespace, passwords, **ref)
     await until("the first user Ready", 60, lambda: is_ready(kube_client, namespace, rotated))
     key = f"MySQLServer/{namespace}/{server}"
     await until("mysql_server_up 1", 30, lambda: metric_is(key, 1))
 
-    async def server_down() -> bool:
-        condition = ready(await kube_client.get(MYSQL_SERVERS, server, namespace)) or {}
-        return condition.get("status") == "False" and condition.get("reason") == "Unreachable"
-
+    server_down = functools.partial(unreachable, kube_client, namespace, server)
     async with LoopLag() as lag:
         await FAULTS[fault](proxy)
         faulted = datetime.now(UTC)
@@ -338,4 +369,43 @@ async def test_a_frozen_server_is_reported_and_its_neighbour_goes_on(
     async with LoopLag() as lag:
         await all_converged(
             kube_client, namespace, frozen_mysql.admin, logins, since=resumed, lag=lag, fault="SIGSTOP"
+        )
+
+
+async def test_an_outage_only_a_health_check_saw_ends_when_the_server_answers_again(
+    rarely_probed: tuple[RunningOperator, FaultProxy, FaultProxy],
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """The MySQLServer's health check (run now: its resource changed) finds the server down while its
+    liveness probe, due in an hour, has not: the server's Ready=False holds its users (ServerNotReady).
+    The server's return is seen all the same, and its users converge within CONVERGED seconds of it, not at
+    the next periodic health check (30 s later)."""
+    _, _, proxy = rarely_probed
+    server = await server_behind(kube_client, namespace, mysql, proxy)
+    rotated, _ = await user(kube_client, namespace, passwords, serverRef={"name": server})
+    await until("the first user Ready", 60, lambda: is_ready(kube_client, namespace, rotated))
+    key = f"MySQLServer/{namespace}/{server}"
+    await until("mysql_server_up 1", 30, lambda: metric_is(key, 1))
+
+    await proxy.refuse()
+    poke = {"metadata": {"annotations": {"test.dbuser-operator.dev/poke": "1"}}}
+    await kube_client.patch(MYSQL_SERVERS, server, poke, PatchType.MERGE, namespace=namespace)
+    await until(
+        "the MySQLServer Ready=False",
+        PATIENCE,
+        functools.partial(unreachable, kube_client, namespace, server),
+    )
+    new_password = await rotate(kube_client, namespace, rotated, passwords)
+    held = functools.partial(blocked, kube_client, namespace, rotated, f"MySQLServer {namespace}/{server}")
+    await until(f"{rotated} held by its server's status", PATIENCE, held)
+
+    async with LoopLag() as lag:
+        await proxy.heal()
+        healed = datetime.now(UTC)
+        logins = {rotated: new_password}
+        await all_converged(
+            kube_client, namespace, mysql, logins, since=healed, lag=lag, fault="health check only"
         )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 from dbuser_operator.controllers.servers.handle import ServerHandle
@@ -45,6 +47,7 @@ class FakeHandle:
     def __init__(self, outcomes: list[bool]) -> None:
         self.probe = FakeProbe(outcomes)
         self.db = FakeDatabase()
+        self.doubted = asyncio.Event()
 
 
 class FakeRegistry:
@@ -69,6 +72,20 @@ async def run_until(liveness: Liveness, probe: FakeProbe) -> None:
         await asyncio.gather(task, return_exceptions=True)
 
 
+def liveness_of(
+    handles: dict[str, FakeHandle], requeues: list[tuple[str, bool]], period: float = 0.01
+) -> Liveness:
+    """A liveness loop over ``handles`` that records its requeues, ``(key, with_dependents)``, in
+    ``requeues``; a probe every ``period`` seconds while a server answers, at once while it does not."""
+    return Liveness(
+        cast(ServerRegistry, FakeRegistry(handles)),
+        lambda key, with_dependents: requeues.append((key, with_dependents)),
+        period=period,
+        unhealthy_period=0.01,
+        rescan=0.01,
+    )
+
+
 def up_metric(key: str) -> Any:
     return REGISTRY.get_sample_value("dbuser_operator_mysql_server_up", {"server": server_label(key)})
 
@@ -77,13 +94,7 @@ async def test_a_server_that_goes_down_and_comes_back_is_marked_and_requeued_at_
     key = "MySQLServer/ns/flaky-unit"
     handle = FakeHandle([True, False, False, False, True])
     changes: list[tuple[str, bool]] = []
-    liveness = Liveness(
-        cast(ServerRegistry, FakeRegistry({key: handle})),
-        lambda k, up: changes.append((k, up)),
-        period=0.01,
-        unhealthy_period=0.01,
-        rescan=0.01,
-    )
+    liveness = liveness_of({key: handle}, changes)
     await run_until(liveness, handle.probe)
     # up at first (nothing to requeue), down once (two failed probes in a row, then a third), back up once
     assert changes == [(key, False), (key, True)]
@@ -97,14 +108,7 @@ async def test_a_server_that_goes_down_and_comes_back_is_marked_and_requeued_at_
 async def test_a_server_down_from_the_start_is_reported_and_a_gone_one_is_no_longer_probed() -> None:
     handles = {"": FakeHandle([False])}
     changes: list[tuple[str, bool]] = []
-    registry = FakeRegistry(handles)
-    liveness = Liveness(
-        cast(ServerRegistry, registry),
-        lambda k, up: changes.append((k, up)),
-        period=0.01,
-        unhealthy_period=0.01,
-        rescan=0.01,
-    )
+    liveness = liveness_of(handles, changes)
     task = asyncio.create_task(liveness.run())
     await eventually(lambda: changes == [("", False)], interval=0.01)
     assert up_metric("") == 0  # the default server's label is "default"
@@ -119,14 +123,48 @@ async def test_one_late_answer_is_not_an_outage() -> None:
     key = "MySQLServer/ns/blip-unit"
     handle = FakeHandle([True, False, True])
     changes: list[tuple[str, bool]] = []
-    liveness = Liveness(
-        cast(ServerRegistry, FakeRegistry({key: handle})),
-        lambda k, up: changes.append((k, up)),
-        period=0.01,
-        unhealthy_period=0.01,
-        rescan=0.01,
-    )
+    liveness = liveness_of({key: handle}, changes)
     await run_until(liveness, handle.probe)
     assert changes == []
     assert handle.db.marks == [None]
     assert up_metric(key) == 1
+
+
+@contextlib.asynccontextmanager
+async def probed_hourly(key: str, handle: FakeHandle) -> AsyncIterator[list[tuple[str, bool]]]:
+    """The liveness loop of ``handle`` alone, probing it once an hour, until the block ends; the requeues
+    it asks for, ``(key, with_dependents)``, once its first probe has been made."""
+    requeues: list[tuple[str, bool]] = []
+    task = asyncio.create_task(liveness_of({key: handle}, requeues, period=3600).run())
+    try:
+        await eventually(lambda: handle.probe.calls == 1, interval=0.01)
+        yield requeues
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_doubted_server_is_probed_at_once_and_its_answer_requeues_the_server_resource() -> None:
+    """A health check found the server unreachable (``doubt``) while the probe, due much later, saw nothing:
+    the probe looks at once; the server answers (the outage was short), so the server resource is
+    requeued (its status says Ready=False), not the resources on it; one doubt, one requeue."""
+    key = "MySQLServer/ns/doubted-unit"
+    handle = FakeHandle([True])
+    async with probed_hourly(key, handle) as requeues:
+        handle.doubted.set()
+        await eventually(lambda: requeues == [(key, False)], interval=0.01)
+        assert handle.probe.calls == 2
+        assert not handle.doubted.is_set()
+        assert up_metric(key) == 1  # the health check may have set 0
+        await asyncio.sleep(0.05)
+        assert requeues == [(key, False)]  # nothing more until the next doubt
+        assert handle.probe.calls == 2
+
+
+async def test_a_doubted_server_that_is_down_is_confirmed_down_at_once_and_its_return_requeues_all() -> None:
+    key = "MySQLServer/ns/doubted-down-unit"
+    handle = FakeHandle([True, False, False, False, True])
+    async with probed_hourly(key, handle) as requeues:
+        handle.doubted.set()
+        await eventually(lambda: requeues == [(key, False), (key, True)], interval=0.01)
+        assert handle.db.marks[1:3] == ["no login within 1 s of connecting"] * 2
