@@ -16,22 +16,33 @@ from dbuser_operator.controllers.kit.resources import (
     DATABASE_USERS,
     DATABASES,
     FIELD_MANAGER,
+    MYSQL_SERVERS,
 )
 from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.envtest.admission import install_finalizer_policy, remove_finalizer_policy
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from tests.integration.operator.servers.test_reserved_names import account_rows
-from tests.integration.operator.support.builders import database, database_role, database_user, unique
-from tests.integration.operator.support.instances import own_target
+from tests.integration.operator.support.builders import (
+    database,
+    database_role,
+    database_user,
+    server_object,
+    server_spec,
+    unique,
+)
+from tests.integration.operator.support.instances import Instances, own_target
 from tests.integration.operator.support.kube import (
+    admin_secrets,
     create_secret,
     finalizers_become,
+    wait_for_condition,
     wait_for_ready,
     wait_until_gone,
 )
-from tests.integration.operator.support.mysql import account_exists, can_log_in
+from tests.integration.operator.support.mysql import account_exists, can_log_in, mysql_query, privileges_of
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
+from tests.support.fault_proxy import FaultProxy
 
 pytestmark = pytest.mark.integration
 
@@ -160,3 +171,53 @@ async def test_a_reserved_account_is_held_from_its_creation_and_never_dropped(
     await kube_client.delete(DATABASE_USERS, name, namespace)
     await wait_until_gone(kube_client, namespace, name)
     assert account_rows(mysql, "root") == before
+
+
+async def test_held_while_its_server_is_down_its_deletion_waits_and_drops_nothing_it_does_not_own(
+    policy: str,
+    instances: Instances,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """A real outage from before the user's creation (the MySQLServer's port refuses connections): the user
+    is held from its creation all the same, though the operator never reached the server for it. Deleted
+    meanwhile, it waits (the operator cannot tell whether the account is its own); once the server answers,
+    it goes, and the account of the same name somebody made by hand stays, grants and all."""
+    name, schema = unique("byhand"), f"dbu_{unique('down').replace('-', '_')}"
+    instances.temporary_schemas.add(schema)
+    mysql_query(mysql, f"CREATE USER '{name}'@'%%' IDENTIFIED BY %s", passwords.new())
+    mysql_query(mysql, f"GRANT SELECT ON mysql.db TO '{name}'@'%'")
+    grants = privileges_of(mysql, name)
+    try:
+        async with FaultProxy(mysql.host, mysql.port, mysql=False) as proxy:
+            server = unique("down")
+            await admin_secrets(kube_client, namespace, mysql, f"{server}-admin")
+            spec = {**server_spec(mysql, f"{server}-admin", schema), "host": "127.0.0.1", "port": proxy.port}
+            await kube_client.create(MYSQL_SERVERS, server_object("MySQLServer", server, spec), namespace)
+            await wait_for_condition(kube_client, MYSQL_SERVERS, namespace, server)
+            await proxy.refuse()
+            await wait_for_condition(kube_client, MYSQL_SERVERS, namespace, server, "False", "Unreachable")
+
+            await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
+            body = database_user(name, "pw", serverRef={"name": server})
+            created = await kube_client.create(DATABASE_USERS, body, namespace)
+            assert created["metadata"]["finalizers"] == [policy]
+            await wait_for_ready(kube_client, namespace, name, "False", "ServerNotReady", containing=server)
+
+            await kube_client.delete(DATABASE_USERS, name, namespace)
+            # The deletion tried the server and says why it waits; the user is still held.
+            waiting = await wait_for_ready(
+                kube_client, namespace, name, "False", "DatabaseUnavailable", containing="unreachable"
+            )
+            assert waiting["metadata"]["deletionTimestamp"]
+            assert waiting["metadata"]["finalizers"] == [policy]
+            assert privileges_of(mysql, name) == grants
+
+            await proxy.heal()
+            await wait_until_gone(kube_client, namespace, name, limit=60)
+            assert privileges_of(mysql, name) == grants  # not ours: not dropped, not revoked
+            await instances.clean_up(kube_client)  # the MySQLServer, while its proxy still forwards
+    finally:
+        mysql_query(mysql, f"DROP USER IF EXISTS '{name}'@'%'")
