@@ -22,6 +22,7 @@ from dbuser_operator.controllers.kit.scope import Scope
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.envtest.admission import install_finalizer_policy, remove_finalizer_policy
 from dbuser_operator.runtime.client import KubeClient, PatchType
+from dbuser_operator.runtime.metrics import REGISTRY
 from tests.integration.operator.servers.test_reserved_names import account_rows
 from tests.integration.operator.support.builders import (
     database,
@@ -68,6 +69,29 @@ def operator_wrote_metadata(obj: dict[str, Any]) -> bool:
     )
 
 
+def finalizers_added(kind: str = "DatabaseUser") -> float:
+    """``dbuser_operator_finalizers_added_total`` of ``kind``: the finalizers the operator patched on."""
+    return REGISTRY.get_sample_value("dbuser_operator_finalizers_added_total", {"kind": kind}) or 0.0
+
+
+async def test_without_the_policy_the_operator_adds_the_finalizer_and_counts_it(
+    operator: RunningOperator,
+    kube_client: KubeClient,
+    namespace: str,
+    passwords: PasswordLedger,
+) -> None:
+    name, before = unique("unheld"), finalizers_added()
+    await create_secret(kube_client, namespace, "pw", {"password": passwords.new()})
+    created = await kube_client.create(DATABASE_USERS, database_user(name, "pw"), namespace)
+    assert not created["metadata"].get("finalizers")
+    ready = await wait_for_ready(kube_client, namespace, name)
+    assert ready["metadata"]["finalizers"] == [Scope(TARGET_LABEL, own_target()).finalizer]
+    assert operator_wrote_metadata(ready)
+    assert finalizers_added() == before + 1
+    await kube_client.delete(DATABASE_USERS, name, namespace)
+    await wait_until_gone(kube_client, namespace, name)
+
+
 async def test_a_new_user_is_held_from_its_creation_and_served_without_a_finalizer_patch(
     policy: str,
     kube_client: KubeClient,
@@ -75,7 +99,7 @@ async def test_a_new_user_is_held_from_its_creation_and_served_without_a_finaliz
     mysql: MySQLServer,
     passwords: PasswordLedger,
 ) -> None:
-    name, password = unique("held"), passwords.new()
+    name, password, before = unique("held"), passwords.new(), finalizers_added()
     await create_secret(kube_client, namespace, "pw", {"password": password})
     created = await kube_client.create(DATABASE_USERS, database_user(name, "pw"), namespace)
     assert created["metadata"]["finalizers"] == [policy]
@@ -84,6 +108,7 @@ async def test_a_new_user_is_held_from_its_creation_and_served_without_a_finaliz
     assert can_log_in(mysql, name, password)
     assert ready["metadata"]["finalizers"] == [policy]
     assert not operator_wrote_metadata(ready), ready["metadata"]["managedFields"]
+    assert finalizers_added() == before  # what the metric tells of a policy in force
 
     # Deletion: the operator's delete halves, then its finalizer off (a patch the policy does not undo).
     await kube_client.delete(DATABASE_USERS, name, namespace)
