@@ -6,6 +6,12 @@ values, except for the names kustomize adds itself (``config/default`` sets the 
 kubebuilder default: a rolling update never runs two leaders). Each object goes to the file the kubebuilder
 layout expects; the ``helm.sh/chart`` label is dropped and ``managed-by`` says kustomize.
 
+The chart's finalizer policy is rendered as for a cluster that serves its API (Kubernetes 1.36+) and goes to
+``finalizer-policy/``, which is applied on its own (``kubectl apply -k config/finalizer-policy``, not part of
+``config/default``: older clusters would refuse the kinds). Its objects are cluster-scoped and kustomize
+knows neither that nor the binding's ``policyName``, so they get their final names here, those
+``config/default``'s prefix gives the operator's other cluster-scoped objects, and no namespace.
+
 ``--check`` writes nothing and exits 1, with a diff, when a file in config/ differs from what the chart gives.
 """
 
@@ -36,7 +42,10 @@ SET_VALUES = {
     "metrics.serviceMonitor.enabled": "true",  # config/prometheus, not part of config/default
 }
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "system"}}
+POLICY_API = "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"  # served from Kubernetes 1.36 on
+PREFIX = "dbuser-operator-"  # config/default's namePrefix
 
+FINALIZER_POLICY = "finalizer-policy/finalizer_policy.yaml"
 # (kind, name) of each rendered object → the file it goes to, relative to config/.
 LAYOUT: dict[tuple[str, str], str] = {
     ("ServiceAccount", "controller-manager"): "rbac/service_account.yaml",
@@ -48,8 +57,11 @@ LAYOUT: dict[tuple[str, str], str] = {
     ("Deployment", "controller-manager"): "manager/manager.yaml",
     ("Service", "controller-manager-metrics"): "manager/metrics_service.yaml",
     ("ServiceMonitor", "controller-manager"): "prometheus/monitor.yaml",
+    ("MutatingAdmissionPolicy", "controller-manager-finalizer"): FINALIZER_POLICY,
+    ("MutatingAdmissionPolicyBinding", "controller-manager-finalizer"): FINALIZER_POLICY,
 }
-GENERATED_DIRECTORIES = ("rbac", "manager", "prometheus")
+NAMED_HERE = {"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}  # final names: see the docstring
+GENERATED_DIRECTORIES = ("rbac", "manager", "prometheus", "finalizer-policy")
 
 
 def kube_version() -> str:
@@ -64,7 +76,7 @@ def kube_version() -> str:
 def render_chart(helm: str) -> list[dict[str, Any]]:
     """The chart's objects, rendered by ``helm template``."""
     command = [helm, "template", RELEASE, str(CHART), "--namespace", "system"]
-    command += ["--kube-version", kube_version()]
+    command += ["--kube-version", kube_version(), "--api-versions", POLICY_API]
     for key, value in SET_VALUES.items():
         command += ["--set", f"{key}={value}"]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout  # noqa: S603
@@ -78,11 +90,16 @@ def _relabel(labels: dict[str, str]) -> None:
 
 
 def for_kustomize(doc: dict[str, Any]) -> dict[str, Any]:
-    """``doc`` with Helm's own labels replaced (object and pod template)."""
+    """``doc`` with Helm's own labels replaced (object and pod template), and the final name of an object
+    kustomize cannot name (:data:`NAMED_HERE`)."""
     _relabel(doc["metadata"].get("labels", {}))
     template = doc.get("spec", {}).get("template", {})
     if template:
         _relabel(template["metadata"].get("labels", {}))
+    if doc["kind"] in NAMED_HERE:
+        doc["metadata"]["name"] = PREFIX + doc["metadata"]["name"]
+        if "policyName" in doc["spec"]:
+            doc["spec"]["policyName"] = PREFIX + doc["spec"]["policyName"]
     return doc
 
 

@@ -16,6 +16,7 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from dbuser_operator.api.finalizer_policy import POLICY_KIND
 from dbuser_operator.api.v1alpha1.meta import target_finalizer
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import install_crds
@@ -146,6 +147,48 @@ def test_config_default_passes_a_server_side_dry_run(
     assert {obj["kind"] for obj in objects} >= {"CustomResourceDefinition", "Deployment", "ClusterRole"}
     output = _dry_run(kubectl, built, tmp_path)
     assert output.count("(server dry run)") == len(objects)
+
+
+def only_in(namespaces: list[str]) -> list[dict[str, Any]]:
+    """The JSON Patch of config/README that limits the finalizer policy to ``namespaces``."""
+    selector = {"key": "kubernetes.io/metadata.name", "operator": "In", "values": namespaces}
+    path = "/spec/matchConstraints/namespaceSelector"
+    return [{"op": "add", "path": path, "value": {"matchExpressions": [selector]}}]
+
+
+async def test_config_finalizer_policy_holds_the_default_target_where_an_overlay_says(
+    kubectl: Runner, kube_api: client.ApiClient, crds: list[str], extra_namespaces: list[str], tmp_path: Path
+) -> None:
+    """config/finalizer-policy applied on its own, through an overlay that limits it to one namespace (as
+    config/README shows for an operator that watches some namespaces only): in force there, for the default
+    target only, and gone with `kubectl delete -k`."""
+    watched, other = extra_namespaces
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    shutil.copytree(REPO / "config", overlay / "config")
+    kustomization = {
+        "resources": ["config/finalizer-policy"],
+        "patches": [{"target": {"kind": POLICY_KIND}, "patch": yaml.safe_dump(only_in([watched]))}],
+    }
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    kube = KubeClient(kube_api)
+    try:
+        kubectl("apply", "-k", str(overlay))
+        await _held_on_creation(kube, watched, "default")
+        assert not await _held(kube, other, "default")
+        assert not await _held(kube, watched, "another")
+    finally:
+        kubectl("delete", "-k", str(overlay), "--ignore-not-found")
+    await eventually(
+        lambda: _not_held(kube, watched, "default"),
+        limit=60,
+        interval=0.2,
+        message="the deleted policy was still applied",
+    )
+
+
+async def _not_held(kube: KubeClient, namespace: str, target: str) -> bool:
+    return not await _held(kube, namespace, target)
 
 
 async def _read(call: Any, *args: Any) -> Any:
