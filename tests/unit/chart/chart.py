@@ -216,6 +216,14 @@ def render(
     return parse(template(helm, workdir, values, **options).stdout)
 
 
+def kustomize(kubectl: Path, directory: Path) -> list[dict[str, Any]]:
+    """The objects ``kubectl kustomize directory`` builds (the pinned kubectl)."""
+    built = subprocess.run(
+        [str(kubectl), "kustomize", str(directory)], capture_output=True, text=True, check=True, timeout=60
+    )
+    return parse(built.stdout)
+
+
 def parse(text: str) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(text) if doc]
 

@@ -38,6 +38,7 @@ from tests.unit.chart.chart import (
     WORKLOAD_CLUSTER_RULES,
     WORKLOAD_RULES,
     default_values,
+    kustomize,
     leaves,
     manager,
     merged,
@@ -627,14 +628,7 @@ def test_kustomize_builds_config_default_like_the_chart(
     binaries: Binaries, helm: Path, tmp_path: Path
 ) -> None:
     """`kubectl kustomize config/default` works (pinned kubectl) and gives the chart's RBAC and pod."""
-    built = subprocess.run(
-        [str(binaries.path("kubectl")), "kustomize", str(REPO / "config" / "default")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
-    objects = [doc for doc in yaml.safe_load_all(built) if doc]
+    objects = kustomize(binaries.path("kubectl"), REPO / "config" / "default")
     namespace = "dbuser-operator-system"
     assert one(objects, "Namespace")["metadata"]["name"] == namespace
     installed = sorted(of_kind(objects, "CustomResourceDefinition"), key=lambda obj: obj["metadata"]["name"])

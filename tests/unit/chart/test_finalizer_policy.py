@@ -5,17 +5,15 @@ runs, the finalizer lands, deletion is not held) is tested in tests/integration.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from dbuser_operator.api.finalizer_policy import BINDING_KIND, POLICY_KIND, finalizer_policy
 from dbuser_operator.envtest import Binaries
 from tests.conftest import REPO
-from tests.unit.chart.chart import COMBINATIONS, of_kind, render
+from tests.unit.chart.chart import COMBINATIONS, kustomize, of_kind, render
 
 SERVED = ("admissionregistration.k8s.io/v1/MutatingAdmissionPolicy",)
 
@@ -60,14 +58,8 @@ def test_config_has_the_policy_of_its_default_target_to_apply_on_its_own(binarie
     """`kubectl kustomize config/finalizer-policy` (pinned kubectl): the policy of config/default's target
     (``default``, every namespace), named as config/default names the other cluster-scoped objects, with no
     namespace (kustomize does not know these kinds are cluster-scoped: nothing in that directory sets one)."""
-    built = subprocess.run(
-        [str(binaries.path("kubectl")), "kustomize", str(REPO / "config" / "finalizer-policy")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
-    objects = [without_labels(doc) for doc in yaml.safe_load_all(built) if doc]
+    built = kustomize(binaries.path("kubectl"), REPO / "config" / "finalizer-policy")
+    objects = [without_labels(doc) for doc in built]
     expected = finalizer_policy(
         "dbuser-operator-controller-manager-finalizer", "dbuser-operator.dev/target", "default"
     )
