@@ -2,11 +2,13 @@
 operator restarted over them.
 
 ``fleet`` — the servers and their resources first, then an idle operator measured (its baseline RSS, no
-user), then every role, password Secret and DatabaseUser seeded with no operator running, then the operator
-started: seconds from its start until every user is Ready (a watch of the harness), its CPU and peak RSS,
-the API server's writes (``apiserver_request_total`` by verb, Leases excluded) and the servers' statements
-(``Questions`` and ``Com_*``) per user, the CPU of kube-apiserver, etcd and every mysqld, and its RSS once
-settled: (settled - baseline) ÷ N is the memory per account.
+user), then every role, password Secret and DatabaseUser seeded with no operator running (with the chart's
+finalizer policy over the fleet's namespaces unless ``--no-finalizer-policy``: held from their creation, as a
+chart install creates them), then the operator started: seconds from its start until every user is Ready
+(a watch of the harness), its CPU and peak RSS, the API server's writes (``apiserver_request_total`` by
+verb, Leases excluded) and the servers' statements (``Questions`` and ``Com_*``) per user, the CPU of
+kube-apiserver, etcd and every mysqld, and its RSS once settled: (settled - baseline) ÷ N is the memory per
+account.
 
 ``restart`` — with everything Ready, the operator stopped and started again: when its first pass over every
 resource ended (its own ``dbuser_operator_first_pass_seconds``, per controller), and what it wrote meanwhile
@@ -33,6 +35,8 @@ from typing import Any
 from bench import periodic_pass, processes
 from bench.common import (
     SQL_WRITE_COUNTERS,
+    TARGET,
+    TARGET_LABEL,
     MySQLAddress,
     admin_sql,
     apiserver_metrics,
@@ -50,6 +54,7 @@ from bench.fleet import Fleet, cleanup, create_servers, create_users
 from bench.general_log import GeneralLog
 from bench.scenarios import Bench, ReadyWatch
 from dbuser_operator.controllers.kit.resources import CLUSTER_MYSQL_SERVERS, DATABASE_ROLES, MYSQL_SERVERS
+from dbuser_operator.envtest.admission import install_finalizer_policy, remove_finalizer_policy
 from dbuser_operator.runtime.resources import Resource
 
 FIRST_PASS = "dbuser_operator_first_pass_seconds"  # noqa: S105 - a metric's name
@@ -135,6 +140,12 @@ class FleetBench:
         fleet = Fleet(run, tuple(self.servers), n)
         self.say(f"fleet N={n}: {len(self.servers)} servers, {fleet.namespaces} namespaces, run {fleet.run}")
         await create_servers(self.kube, fleet)
+        policy = f"fleet-{fleet.run}" if self.bench.options.finalizer_policy else None
+        if policy is not None:
+            namespaces = fleet.all_namespaces()
+            await install_finalizer_policy(
+                self.bench.api, policy, TARGET_LABEL, TARGET, namespaces, probe_namespace=namespaces[0]
+            )
         baseline = await self._baseline(fleet)
         watch = ReadyWatch(self.kube, None)
         await watch.start()
@@ -152,6 +163,8 @@ class FleetBench:
             if implementation is not None:
                 await implementation.stop()
             await watch.stop()
+            if policy is not None:
+                await remove_finalizer_policy(self.bench.api, policy)
             if clean:
                 self.say("  removing the fleet")
                 await cleanup(self.kube, fleet)
@@ -217,6 +230,7 @@ class FleetBench:
             "role_users": sum(1 for i in range(n) if fleet.has_role(i)),
             "connection_secrets": sum(1 for i in range(n) if fleet.has_connection_secret(i)),
             "converged": converged,
+            "finalizer_policy": bench.options.finalizer_policy,
             "ready": len(names & watch.ready_at.keys()),
             "seconds": seconds,
             "first_pass_seconds": reading.first_pass,

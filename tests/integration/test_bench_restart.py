@@ -3,10 +3,11 @@ fleet,restart --restart-general-log``.
 
 300 users over two local servers (MySQL 9.7 as a ClusterMySQLServer, MariaDB 11.8 as a MySQLServer) that
 the harness starts itself, a fifth with connection Secrets, a tenth with a DatabaseRole; all Ready, then the
-operator stopped and started again. Counted, never timed, from the new operator's start until its first
-pass over every resource ended and 10 s after: **0 writes** by the API server's own counters
-(``apiserver_request_total``), by the operator's (``rest_client_requests_total``) and by the audit log; **0
-SQL writes** by the servers' ``Com_*`` counters and by their general logs (no DDL either); and every
+operator stopped and started again (the users and roles seeded under the chart's finalizer policy: the
+operator converges them without a patch of their metadata). Counted, never timed, from the new operator's
+start until its first pass over every resource ended and 10 s after: **0 writes** by the API server's own
+counters (``apiserver_request_total``), by the operator's (``rest_client_requests_total``) and by the audit
+log; **0 SQL writes** by the servers' ``Com_*`` counters and by their general logs (no DDL either); and every
 resource was looked at in that first pass, every one found converged from one inventory per server and the
 caches (connection Secrets included), so none reconciled.
 """
@@ -69,6 +70,10 @@ def test_a_restart_over_a_converged_fleet_writes_nothing(
     assert row["ready_roles"] == row["roles"] > 0
     assert row["connection_secrets"] == N // 5
     assert row["role_users"] > 0
+    # Seeded under the chart's finalizer policy: held from their creation, no finalizer patch to converge.
+    assert row["finalizer_policy"]
+    writes = row["apiserver_writes_by_resource"]
+    assert writes.get("databaseusers", 0) == writes.get("databaseroles", 0) == 0, writes
 
     restart: dict[str, Any] = row["restart"]
     # Every resource was looked at in the restarted operator's first pass.
