@@ -248,12 +248,15 @@ async def metric_is(key: str, value: float) -> bool | str:
     return found == value or f"mysql_server_up={found}"
 
 
-async def server_behind(kube: KubeClient, namespace: str, mysql: MySQLServer, proxy: FaultProxy) -> str:
-    """A MySQLServer of this module's target reaching ``mysql`` through ``proxy``; its name."""
-    server = unique("flaky")
+async def mysqlserver_on(
+    kube: KubeClient, namespace: str, mysql: MySQLServer, through: FaultProxy | None = None
+) -> str:
+    """A MySQLServer of this module's target reaching ``mysql`` (``through`` a proxy); its name."""
+    server = unique("srv")
     await admin_secrets(kube, namespace, mysql, f"{server}-admin")
-    spec = server_spec(mysql, f"{server}-admin", f"dbu_{server.replace('-', '_')}")
-    spec.update(host="127.0.0.1", port=proxy.port)
+    spec = server_spec(mysql, f"{server}-admin", f"dbu_{server[-6:]}")
+    if through is not None:
+        spec.update(host="127.0.0.1", port=through.port)
     body = server_object("MySQLServer", server, spec)
     body["metadata"]["labels"]["dbuser-operator.dev/target"] = TARGET
     await kube.create(MYSQL_SERVERS, body, namespace)
@@ -276,7 +279,7 @@ async def test_an_outage_of_a_mysqlserver_is_reported_on_it_and_its_users_and_co
     fault: str,
 ) -> None:
     _, _, proxy = proxied
-    server = await server_behind(kube_client, namespace, mysql, proxy)
+    server = await mysqlserver_on(kube_client, namespace, mysql, proxy)
     ref = {"serverRef": {"name": server}}
     rotated, _ = await user(kube_client, namespace, passwords, **ref)
     await until("the first user Ready", 60, lambda: is_ready(kube_client, namespace, rotated))
@@ -315,16 +318,6 @@ def frozen_mysql(envtest_workdir: Path) -> Iterator[LocalMySQLServer]:
     yield server
     server.process.resume()
     server.stop()
-
-
-async def mysqlserver_on(kube: KubeClient, namespace: str, mysql: MySQLServer) -> str:
-    """A MySQLServer of this module's target reaching ``mysql``; its name."""
-    server = unique("srv")
-    await admin_secrets(kube, namespace, mysql, f"{server}-admin")
-    body = server_object("MySQLServer", server, server_spec(mysql, f"{server}-admin", f"dbu_{server[-6:]}"))
-    body["metadata"]["labels"]["dbuser-operator.dev/target"] = TARGET
-    await kube.create(MYSQL_SERVERS, body, namespace)
-    return server
 
 
 async def test_a_frozen_server_is_reported_and_its_neighbour_goes_on(
@@ -384,7 +377,7 @@ async def test_an_outage_only_a_health_check_saw_ends_when_the_server_answers_ag
     The server's return is seen all the same, and its users converge within CONVERGED seconds of it, not at
     the next periodic health check (30 s later)."""
     _, _, proxy = rarely_probed
-    server = await server_behind(kube_client, namespace, mysql, proxy)
+    server = await mysqlserver_on(kube_client, namespace, mysql, proxy)
     rotated, _ = await user(kube_client, namespace, passwords, serverRef={"name": server})
     await until("the first user Ready", 60, lambda: is_ready(kube_client, namespace, rotated))
     key = f"MySQLServer/{namespace}/{server}"
