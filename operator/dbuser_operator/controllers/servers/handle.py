@@ -39,7 +39,13 @@ class ServerHandle:
         self._lock = asyncio.Lock()
         self.known = KnownPasswords()
         self.digest_rounds: int | None = None  # caching_sha2_password's, once read (mysql.hashed_password)
-        self.doubted = asyncio.Event()  # set by doubt(), cleared by the liveness probe that answers it
+
+    @property
+    def doubted(self) -> asyncio.Event:
+        """Set by :meth:`doubt`, and by any statement through the pool that finds the server unavailable
+        (:attr:`~dbuser_operator.mysql.session.connection.Database.unavailable`); cleared by the liveness
+        probe that answers it."""
+        return self.db.unavailable
 
     def doubt(self) -> None:
         """Somebody other than the liveness probe (a health check) found the server unreachable: the probe

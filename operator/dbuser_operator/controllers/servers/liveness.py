@@ -9,10 +9,12 @@ and later ones fail without waiting, naming the cause. A change either way is re
 server is back (``with_dependents``), the resources on it are requeued at once rather than at their next
 backoff.
 
-A server somebody else found unreachable (its health check: :meth:`~.handle.ServerHandle.doubt`) is probed
-at once rather than at the next period, and what the probe finds is reported even if, for the probe, nothing
-changed: an outage shorter than a period may end before the probe looks, and the server's status, written
-by that health check, would say Ready=False (holding the resources on it) until the next health check.
+A server somebody else found unreachable (its health check, or any statement through its pool:
+:meth:`~.handle.ServerHandle.doubt`) is probed at once rather than at the next period, and what the probe
+finds is reported even if, for the probe, nothing changed: an outage shorter than a period may end before
+the probe looks, and the server's status, written by that health check, would say Ready=False (holding the
+resources on it) until the next health check. A statement's failure so confirms an outage within a second
+or two, and the resources it failed are requeued when the server answers again, not at their backoff.
 Runs on the leader (the only replica that talks to the servers).
 """
 

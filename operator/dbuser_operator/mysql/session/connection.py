@@ -12,7 +12,9 @@ stalled server would only stall the retry too).
 
 A health check that finds the server unreachable says so (:meth:`Database.mark_unreachable`): the
 connections in use are closed (their calls fail at once), and every call fails at once, without trying,
-until :meth:`Database.mark_reachable`. Its own probe (:mod:`.probe`) uses a dedicated connection.
+until :meth:`Database.mark_reachable`. Its own probe (:mod:`.probe`) uses a dedicated connection. Before
+that, a call that finds the server unavailable sets :attr:`Database.unavailable`, for whoever follows the
+server's health (a liveness probe) to look at once.
 
 Two hooks let the caller fence its writes without this layer knowing why (see :mod:`.fencing`):
 ``before_write`` is called before each attempt of every statement (a read may open, and so register, a
@@ -130,6 +132,9 @@ class Database:
         self._retiring: set[asyncio.Task[None]] = set()
         self._in_use: set[Any] = set()  # connections a call holds now
         self._unreachable: str | None = None  # why a health check found the server unreachable
+        # Set when a call finds the server unavailable (not one refused by an outage already marked); whoever
+        # follows the server's health looks at once and clears it
+        self.unavailable = asyncio.Event()
         self.statements_read = 0
         self.statements_written = 0
         self.pools_created = 0
@@ -217,6 +222,8 @@ class Database:
             failure = DatabaseUnavailableError(call.expired())
         except DatabaseUnavailableError as error:
             failure = error
+        if not isinstance(failure, ServerUnreachableError):  # news, unlike a call the marked outage refused
+            self.unavailable.set()
         # Raised outside the handlers: no driver exception chained to ours; the message names the server.
         raise type(failure)(f"{self.where}: {failure.message}", failure.code)
 

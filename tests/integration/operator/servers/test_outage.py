@@ -28,6 +28,7 @@ import aiohttp
 import pytest
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS, MYSQL_SERVERS
+from dbuser_operator.controllers.servers.liveness import server_label
 from dbuser_operator.envtest import LocalMySQLServer, MySQLServer
 from dbuser_operator.envtest.ports import free_port
 from dbuser_operator.runtime.client import KubeClient, PatchType
@@ -71,7 +72,7 @@ async def proxied_operator(
 ) -> AsyncIterator[tuple[RunningOperator, FaultProxy, FaultProxy]]:
     """An operator (its own target; ``overrides`` to its settings) whose default server is reached through
     one proxy; a second proxy for a MySQLServer. The operator cleans up and stops with the test, while the
-    proxies still run."""
+    proxies still run (healed first)."""
     async with (
         FaultProxy(mysql.host, mysql.port, mysql=False) as default,
         FaultProxy(mysql.host, mysql.port, mysql=False) as other,
@@ -87,6 +88,8 @@ async def proxied_operator(
         try:
             yield instance, default, other
         finally:
+            await default.heal()  # a test that failed mid-outage: its resources can still be cleaned up
+            await other.heal()
             await instances.clean_up(kube)
             instance.stop.set()
             await stopped_within(60, [instance.task])
@@ -402,3 +405,40 @@ async def test_an_outage_only_a_health_check_saw_ends_when_the_server_answers_ag
         await all_converged(
             kube_client, namespace, mysql, logins, since=healed, lag=lag, fault="health check only"
         )
+
+
+async def test_an_outage_only_a_statement_saw_is_confirmed_at_once_and_ends_when_the_server_answers_again(
+    rarely_probed: tuple[RunningOperator, FaultProxy, FaultProxy],
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """A rotation's statement finds the default server refusing while its liveness probe, due in an hour,
+    has not looked: the statement's failure makes the probe look at once, so the outage is confirmed
+    (``mysql_server_up`` 0, which the probe alone would set an hour later) and the server's return is
+    seen within a second or two: the user converges within CONVERGED seconds of it, not at its backoff."""
+    _, proxy, _ = rarely_probed
+    rotated, _ = await user(kube_client, namespace, passwords)
+    await until("the first user Ready", 60, lambda: is_ready(kube_client, namespace, rotated))
+    key = server_label("")
+    await until("mysql_server_up 1", 30, lambda: metric_is(key, 1))
+
+    await proxy.refuse()
+    new_password = await rotate(kube_client, namespace, rotated, passwords)
+    where = f"the default server (127.0.0.1:{proxy.port})"
+    await until(
+        f"{rotated} reported blocked",
+        PATIENCE,
+        functools.partial(blocked, kube_client, namespace, rotated, where),
+    )
+    await until("mysql_server_up 0: the outage confirmed", PATIENCE, lambda: metric_is(key, 0))
+
+    async with LoopLag() as lag:
+        await proxy.heal()
+        healed = datetime.now(UTC)
+        logins = {rotated: new_password}
+        await all_converged(
+            kube_client, namespace, mysql, logins, since=healed, lag=lag, fault="statement only"
+        )
+    assert server_up(key) == 1
