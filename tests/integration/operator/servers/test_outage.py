@@ -174,11 +174,8 @@ async def test_an_outage_of_the_default_server_is_reported_and_converges_when_it
         )
     assert await readyz(operator) == 200  # restarting the operator would not bring MySQL back
 
-    async with LoopLag() as lag:
-        await proxy.heal()
-        healed = datetime.now(UTC)
-        logins = {created: created_password, rotated: new_password}
-        await all_converged(kube_client, namespace, mysql, logins, since=healed, lag=lag, fault=fault)
+    logins = {created: created_password, rotated: new_password}
+    await healed_and_converged(proxy, kube_client, namespace, mysql, logins, fault)
 
 
 def transition(obj: dict[str, Any]) -> datetime:
@@ -232,6 +229,22 @@ async def all_applied(kube: KubeClient, namespace: str, mysql: MySQLServer, logi
         if not await is_ready(kube, namespace, name) or not can_log_in(mysql, name, password):
             return False
     return True
+
+
+async def healed_and_converged(
+    proxy: FaultProxy,
+    kube: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    logins: dict[str, str],
+    fault: str,
+) -> None:
+    """The network back through ``proxy``: every pending change applied, each within :data:`CONVERGED`
+    seconds of the return (and the lag measured meanwhile)."""
+    async with LoopLag() as lag:
+        await proxy.heal()
+        healed = datetime.now(UTC)
+        await all_converged(kube, namespace, mysql, logins, since=healed, lag=lag, fault=fault)
 
 
 async def readyz(operator: RunningOperator) -> int:
@@ -305,11 +318,8 @@ async def test_an_outage_of_a_mysqlserver_is_reported_on_it_and_its_users_and_co
             kube_client, namespace, [created, rotated], named, since=faulted, lag=lag, fault=fault
         )
 
-    async with LoopLag() as lag:
-        await proxy.heal()
-        healed = datetime.now(UTC)
-        logins = {created: created_password, rotated: new_password}
-        await all_converged(kube_client, namespace, mysql, logins, since=healed, lag=lag, fault=fault)
+    logins = {created: created_password, rotated: new_password}
+    await healed_and_converged(proxy, kube_client, namespace, mysql, logins, fault)
     assert server_up(key) == 1  # the server answered again before its users could converge
 
 
@@ -398,13 +408,8 @@ async def test_an_outage_only_a_health_check_saw_ends_when_the_server_answers_ag
     held = functools.partial(blocked, kube_client, namespace, rotated, f"MySQLServer {namespace}/{server}")
     await until(f"{rotated} held by its server's status", PATIENCE, held)
 
-    async with LoopLag() as lag:
-        await proxy.heal()
-        healed = datetime.now(UTC)
-        logins = {rotated: new_password}
-        await all_converged(
-            kube_client, namespace, mysql, logins, since=healed, lag=lag, fault="health check only"
-        )
+    logins = {rotated: new_password}
+    await healed_and_converged(proxy, kube_client, namespace, mysql, logins, "health check only")
 
 
 async def test_an_outage_only_a_statement_saw_is_confirmed_at_once_and_ends_when_the_server_answers_again(
@@ -434,11 +439,6 @@ async def test_an_outage_only_a_statement_saw_is_confirmed_at_once_and_ends_when
     )
     await until("mysql_server_up 0: the outage confirmed", PATIENCE, lambda: metric_is(key, 0))
 
-    async with LoopLag() as lag:
-        await proxy.heal()
-        healed = datetime.now(UTC)
-        logins = {rotated: new_password}
-        await all_converged(
-            kube_client, namespace, mysql, logins, since=healed, lag=lag, fault="statement only"
-        )
+    logins = {rotated: new_password}
+    await healed_and_converged(proxy, kube_client, namespace, mysql, logins, "statement only")
     assert server_up(key) == 1
