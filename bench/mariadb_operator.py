@@ -6,7 +6,8 @@ controller built from its Go module (bench/README.md, "Side by side with mariadb
 ``DIR`` its CRDs (``config/crd/bases`` of the module).
 
 One local kube-apiserver + etcd and one local MariaDB (``--flavour``: 11.8 by default, or 10.11; no general
-log); then, one after the other, each warmed up with one user first:
+log); then, one after the other, each warmed up with one user first (dbuser-operator first in the odd rounds,
+mariadb-operator in the even ones: neither always meets the servers first):
 
 - **dbuser-operator**: the harness's live convergence (:meth:`bench.scenarios.Bench.convergence`): N
   DatabaseUsers + Secrets, SELECT on the bench database;
@@ -73,6 +74,7 @@ GRANTS = Resource(GROUP, VERSION, "grants", "Grant")
 SERVER = "mariadb"
 WATCH_LABEL = "k8s.mariadb.com/watch"  # a Secret mariadb-operator reconciles its Users on when it changes
 CONCURRENCY = 16
+IMPLEMENTATIONS = ("dbuser-operator", "mariadb-operator")  # the order of the first round
 FLAVOURS = ("mariadb-11.8", "mariadb-10.11")
 OPERATOR_ENV = {  # what its Deployment sets; only the names matter here (no Pods are made)
     "MARIADB_OPERATOR_NAME": "mariadb-operator",
@@ -358,32 +360,41 @@ async def amain(
             # the same users rotated in both, every round
             chosen = min(arguments.rotations, arguments.n)
             rotations = random.Random(20261129).sample(range(arguments.n), chosen)  # noqa: S311
+
+            async def run(implementation: str) -> dict[str, Any]:
+                say(f"{implementation} N={arguments.n}")
+                if implementation == "dbuser-operator":
+                    return await dbuser_operator_run(api, bench, n=arguments.n, rotations=rotations)
+                return await mariadb_operator_run(
+                    api,
+                    peer,
+                    n=arguments.n,
+                    rotations=rotations,
+                    workdir=workdir,
+                    limit=arguments.time_limit,
+                    version=version,
+                )
+
             for round_ in range(arguments.rounds):
                 if round_:
                     # new namespaces and accounts: the last ones may linger
                     bench.run_id = secrets.token_hex(2)
-                if "dbuser-operator" in arguments.implementations:
-                    say(f"dbuser-operator N={arguments.n}")
-                    row = await dbuser_operator_run(api, bench, n=arguments.n, rotations=rotations)
-                    results["runs"].append({**row, "round": round_ + 1})
-                    say(f"  {summary_line(row)}")
-                if "mariadb-operator" in arguments.implementations:
-                    say(f"mariadb-operator N={arguments.n}")
-                    row = await mariadb_operator_run(
-                        api,
-                        peer,
-                        n=arguments.n,
-                        rotations=rotations,
-                        workdir=workdir,
-                        limit=arguments.time_limit,
-                        version=version,
-                    )
-                    results["runs"].append({**row, "round": round_ + 1})
+                order = round_order(round_, arguments.implementations)
+                for implementation in order:
+                    row = await run(implementation)
+                    results["runs"].append({**row, "round": round_ + 1, "first": order[0]})
                     say(f"  {summary_line(row)}")
         finally:
             bench.close()
     results["table"] = table(results["runs"])
     return results
+
+
+def round_order(round_: int, implementations: set[str]) -> list[str]:
+    """Who runs first in round ``round_`` (from 0): dbuser-operator in the even rounds, mariadb-operator in
+    the odd ones, so that neither always meets the servers first (as ``--pairs`` alternates the floor)."""
+    order = [name for name in IMPLEMENTATIONS if name in implementations]
+    return order if round_ % 2 == 0 else order[::-1]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -395,9 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rotations", type=int, default=100, help="Secrets rotated, one at a time (100)")
     parser.add_argument("--flavour", choices=FLAVOURS, default=FLAVOURS[0], help="the MariaDB server")
     parser.add_argument("--time-limit", type=float, default=600.0)
-    parser.add_argument(
-        "--implementations", default="dbuser-operator,mariadb-operator", help="which, comma-separated"
-    )
+    parser.add_argument("--implementations", default=",".join(IMPLEMENTATIONS), help="which, comma-separated")
     parser.add_argument(
         "--profile",
         type=Path,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,19 +29,23 @@ TABLE_HEAD = (
 
 
 def table(runs: Sequence[dict[str, Any]]) -> str:
-    """The runs as a Markdown table; the CPU ratio is dbuser-operator's CPU seconds over mariadb-operator's
-    in the same round (to the last trailing write)."""
+    """The runs as a Markdown table, and the median CPU ratio of the rounds; the CPU ratio is
+    dbuser-operator's CPU seconds over mariadb-operator's in the same round (to the last trailing write)."""
     peer_cpu = {
         row["round"]: row["cpu_seconds_settled"]
         for row in runs
         if row["implementation"] == "mariadb-operator"
     }
     lines = [TABLE_HEAD]
+    ratios: list[float] = []
     for row in runs:
         rotation = row["rotation"]
         ratio = row["cpu_seconds_settled"] / peer_cpu[row["round"]] if row["round"] in peer_cpu else None
+        if ratio is not None and row["implementation"] == "dbuser-operator":
+            ratios.append(ratio)
+        first = row.get("first")  # older results do not say
         cells = [
-            str(row["round"]),
+            f"{row['round']} ({first} first)" if first else str(row["round"]),
             row["implementation"],
             f"{row['seconds']:.1f}" if row["seconds"] is not None else "not converged",
             f"{row['cpu_seconds_settled']:.1f}",
@@ -54,4 +59,6 @@ def table(runs: Sequence[dict[str, Any]]) -> str:
             f"{1000 * rotation['cpu_seconds'] / max(1, rotation['samples']):.1f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    if ratios:
+        lines.append(f"\nCPU ratio, median of {len(ratios)} round(s): {statistics.median(ratios):.2f}")
     return "\n".join(lines)

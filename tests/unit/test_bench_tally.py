@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from bench.common import parse_metrics
+from bench.mariadb_operator import round_order
 from bench.peers_table import table
 from bench.profile_summary import by_library, by_own, by_task, parse, summarise
 from bench.tally import Reading, difference
@@ -108,3 +109,26 @@ def test_the_table_gives_dbuser_operator_cpu_over_the_peer_of_its_round() -> Non
     assert lines[2].split(" | ")[4] == "0.50"
     assert lines[3].split(" | ")[4] == ""
     assert lines[2].endswith("| 30 / 80 | 2.00 / 1.00 | 5.0 |")
+
+
+def test_the_table_says_who_ran_first_and_the_median_ratio_of_the_rounds() -> None:
+    runs = [
+        {**_row("dbuser-operator", 5.0), "round": 1, "first": "dbuser-operator"},
+        {**_row("mariadb-operator", 10.0), "round": 1, "first": "dbuser-operator"},
+        {**_row("mariadb-operator", 10.0), "round": 2, "first": "mariadb-operator"},
+        {**_row("dbuser-operator", 6.0), "round": 2, "first": "mariadb-operator"},
+        {**_row("dbuser-operator", 4.0), "round": 3, "first": "dbuser-operator"},
+        {**_row("mariadb-operator", 10.0), "round": 3, "first": "dbuser-operator"},
+    ]
+    lines = table(runs).splitlines()
+    assert lines[2].startswith("| 1 (dbuser-operator first) | dbuser-operator |")
+    assert lines[5].split(" | ")[4] == "0.60"
+    assert lines[-1] == "CPU ratio, median of 3 round(s): 0.50"
+
+
+def test_the_rounds_alternate_who_runs_first() -> None:
+    both = {"dbuser-operator", "mariadb-operator"}
+    assert round_order(0, both) == ["dbuser-operator", "mariadb-operator"]
+    assert round_order(1, both) == ["mariadb-operator", "dbuser-operator"]
+    assert round_order(2, both) == ["dbuser-operator", "mariadb-operator"]
+    assert round_order(1, {"dbuser-operator"}) == ["dbuser-operator"]
