@@ -364,7 +364,7 @@ class FleetBench:
         api = changed_counters(api_before, await apiserver_writes(self.bench.api))
         reads = changed_counters(reads_before, await apiserver_reads(self.bench.api))
         objects = sum(reading.reconciles.values())
-        result = {
+        result: dict[str, Any] = {
             "n": fleet.size,
             "seconds_to_ready_probe": ready_probe,
             "seconds_to_first_pass_done": checked,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +67,7 @@ async def whole_pass(
     implementation: processes.Implementation,
     ready: Passes | None,
     period: float,
-    sample: Callable[[], Awaitable[None]],
+    sample: Callable[[], Coroutine[Any, Any, None]],
     say: Callable[[str], None],
 ) -> dict[str, Any] | None:
     """:func:`after_ready` within three periods (``period``) and 10 minutes, ``sample`` running meanwhile
