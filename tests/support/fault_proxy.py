@@ -5,6 +5,9 @@
   fencing tables') is kept back, and everything the client sends after it on that connection; the client
   has sent it and waits for the answer. ``release()`` forwards what was held, in order: the statement
   arrives after whatever happened meanwhile (a pause that landed between a check and its write).
+  ``hold_writes(after=b"CREATE USER")`` starts holding only once such a write has gone through: the
+  write held is the one that follows it. ``drop_held()`` closes the connections holding writes: what they
+  held never arrives (a client killed with its statement unsent).
 - ``cut()``: a network partition: nothing is forwarded any more on open connections, new connections
   are accepted and then ignored (the peer sees silence, not a refusal).
 - ``refuse()``: the server is down: the proxy stops listening (connections are refused) and closes the
@@ -55,15 +58,28 @@ class FaultProxy(LoopbackProxy):
         self._connections: list[_Connection] = []
         self._silenced: list[asyncio.StreamWriter] = []  # clients accepted during a cut
         self._hold = False
+        self._hold_after: bytes | None = None  # hold once a write starting so has gone through
         self._cut = False
 
     async def __aexit__(self, *exc_info: object) -> None:
         await super().__aexit__(*exc_info)
         self._close_all()
 
-    def hold_writes(self) -> None:
-        """From now on, keep back each connection's next write statement and all it sends after."""
-        self._hold = True
+    def hold_writes(self, *, after: bytes | None = None) -> None:
+        """From now on (``after``: once a write starting with it has gone through), keep back each
+        connection's next write statement and all it sends after."""
+        self._hold, self._hold_after = after is None, after
+
+    def drop_held(self) -> None:
+        """Hold nothing more; close the connections that hold writes, which never arrive."""
+        self._hold, self._hold_after = False, None
+        holding = [c for c in self._connections if c.holding]
+        self._connections = [c for c in self._connections if not c.holding]
+        for connection in holding:
+            connection.held = []
+            for writer in (connection.upstream, connection.downstream):
+                with contextlib.suppress(Exception):
+                    writer.close()
 
     async def release(self) -> None:
         """Forward everything held, in order, and hold nothing more."""
@@ -137,6 +153,7 @@ class FaultProxy(LoopbackProxy):
                         connection.held.append(packet)
                     else:
                         connection.upstream.write(packet)
+                        self._hold = self._hold or self._opens_hold(packet)
                 await connection.upstream.drain()
         except (ConnectionError, OSError):
             pass
@@ -144,6 +161,11 @@ class FaultProxy(LoopbackProxy):
             if not self._cut and not connection.holding:
                 with contextlib.suppress(Exception):
                     connection.upstream.close()
+
+    def _opens_hold(self, packet: bytes) -> bool:
+        """Whether ``packet``, forwarded, is the write after which holding starts."""
+        after = self._hold_after
+        return after is not None and is_write(packet) and packet[5:].lstrip().upper().startswith(after)
 
     async def _server_to_client(self, reader: asyncio.StreamReader, connection: _Connection) -> None:
         try:

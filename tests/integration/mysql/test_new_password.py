@@ -10,6 +10,7 @@ import pytest
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql import Database
 from dbuser_operator.mysql.accounts import accounts, new_password, password_hashes
+from dbuser_operator.mysql.accounts.account_lookup import lookup
 from dbuser_operator.mysql.accounts.authentication import Method
 from dbuser_operator.mysql.bookkeeping.ownership import FOREIGN, account, claim, forget, record_fingerprint
 from dbuser_operator.mysql.session.server import read_server
@@ -132,3 +133,21 @@ async def test_an_account_dropped_before_the_record_is_foreign_and_nothing_is_al
     assert await new_password.settle(db, owned_schema, user, "%", server, owner_uid=ALICE.uid) is False
     assert db.statements_written == written + 1  # the record only
     assert recorded_fingerprints(mysql, owned_schema, user) == [(FOREIGN,)]
+
+
+async def test_the_look_finds_an_account_left_unsettled_until_it_is_settled(
+    db: Database, mysql: MySQLServer, accounts_made: Accounts, owned_schema: str, on_mysql: None
+) -> None:
+    """A pass that stopped between ``CREATE USER`` and :func:`~new_password.settle` leaves an account the
+    next pass's look calls unsettled; settled, or expired by hand after a settle, it is not."""
+    server = await read_server(db)
+    user = accounts_made.track(accounts_made.name(), "%")
+    await claim(db, owned_schema, account(user, "%"), ALICE)
+    await accounts.create(db, user, "%", "operator-pw", None, expired=True)
+    assert (await lookup(db, owned_schema, user, "%", server)).unsettled is True
+
+    assert await new_password.settle(db, owned_schema, user, "%", server, owner_uid=ALICE.uid) is True
+    assert (await lookup(db, owned_schema, user, "%", server)).unsettled is False
+    admin(mysql, f"ALTER USER '{user}'@'%' PASSWORD EXPIRE")  # a DBA's expiry of a settled account
+    assert expired_flag(mysql, user) == "Y"
+    assert (await lookup(db, owned_schema, user, "%", server)).unsettled is False

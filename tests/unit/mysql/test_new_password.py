@@ -30,3 +30,16 @@ def test_the_expiry_is_a_constant_clause_after_the_password_parameter() -> None:
     assert created.params == ("p'w",)
     socket = Method("auth_socket", "mysql").identified("CREATE USER", who, None, " PASSWORD EXPIRE")
     assert socket.text == "CREATE USER 'app'@'%' IDENTIFIED WITH auth_socket PASSWORD EXPIRE"
+
+
+def test_an_account_is_unsettled_only_while_expired_with_no_fingerprint_recorded() -> None:
+    assert new_password.unsettled(None, None, "Y")  # CREATE USER … PASSWORD EXPIRE, settle never ran
+    assert not new_password.unsettled(None, None, "N")  # a password set since lifted the mark
+    assert not new_password.unsettled("row-fp", None, "Y")  # settled (row), then expired by hand
+    assert not new_password.unsettled(None, "attr-fp", "Y")  # settled (attribute), then expired by hand
+    assert not new_password.unsettled(None, None, None)  # MariaDB: no such column read
+
+
+def test_the_expiry_flag_is_read_on_mysql_only() -> None:
+    assert new_password.expired_column(MYSQL, "u") == "u.password_expired"
+    assert new_password.expired_column(MARIADB, "u") == "NULL"

@@ -39,6 +39,8 @@ class Context(ServerPass[DatabaseUserStatus]):
     password_held: bool | None = None
     fingerprint_in_row: bool = True  # the bookkeeping row holds a fingerprint (True: not known otherwise)
     own_reuse_policy: bool = True  # the account has a password history or reuse interval (True: not read)
+    # A new MySQL account left between its CREATE USER and its settling by an earlier pass (new_password).
+    unsettled: bool = False
     # This pass set the password with its fingerprint in the same statement (hashed_password): none to record.
     fingerprint_set: bool = False
     claimed: bool = False  # this pass recorded the resource as the account's owner
@@ -72,6 +74,7 @@ class Context(ServerPass[DatabaseUserStatus]):
         self.auth_fingerprint, self.password_state = found.fingerprint, found.password_state
         self.dual_auth, self.options = found.dual_auth, found.options
         self.fingerprint_in_row, self.own_reuse_policy = found.fingerprint_in_row, found.own_reuse_policy
+        self.unsettled = found.unsettled
 
     @property
     def account(self) -> str:

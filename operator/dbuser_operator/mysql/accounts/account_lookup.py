@@ -43,7 +43,9 @@ class Lookup:
     ``options`` its limits and TLS requirement (:mod:`.limits`); each None without account (or where the
     server has none); not compared either. ``fingerprint_in_row``: the bookkeeping row holds a fingerprint
     (which wins over the account's attribute: :func:`.new_password.recorded`); ``own_reuse_policy``: the
-    account has a password history or reuse interval of its own (:mod:`.hashed_password`).
+    account has a password history or reuse interval of its own (:mod:`.hashed_password`). ``unsettled``:
+    a new MySQL account whose creation stopped between its ``CREATE USER`` and :func:`.new_password.settle`
+    (:func:`.new_password.unsettled`).
     """
 
     owner: Owner | None
@@ -59,6 +61,7 @@ class Lookup:
     options: limits.Limits | None = dataclasses.field(default=None, compare=False)
     fingerprint_in_row: bool = dataclasses.field(default=False, compare=False)
     own_reuse_policy: bool = dataclasses.field(default=False, compare=False)
+    unsettled: bool = dataclasses.field(default=False, compare=False)
 
 
 async def lookup(db: Database, schema: str, user: str, host: str, server: ServerInfo) -> Lookup:
@@ -68,7 +71,8 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
     rows = await db.fetch(
         Statement(
             "SELECT o.owner_uid, o.namespace, o.name, o.auth_fingerprint, u.User, SHA2({auth}, 256),"
-            " {plugin}, {metadata}, {policy}, {state}, {options}, {created}, {reuse} FROM (SELECT 1) AS one"
+            " {plugin}, {metadata}, {policy}, {state}, {options}, {created}, {reuse}, {expired}"
+            " FROM (SELECT 1) AS one"
             " LEFT JOIN {table} o ON o.user = %s AND o.host = %s"
             " LEFT JOIN {accounts} u ON u.User = %s AND u.Host = %s",
             user,
@@ -85,11 +89,13 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
             options=catalog.options_columns(server, "u"),
             created=new_password.attribute_columns(server, "u"),
             reuse=hashed_password.reuse_columns(server, "u"),
+            expired=new_password.expired_column(server, "u"),
         )
     )
     uid, namespace, name, recorded, account, current, plugin, owner_entry, comment = rows[0][:9]
     owner = Owner(str(uid), str(namespace), str(name)) if uid is not None else None
     exists, in_row = account is not None, recorded is not None
+    unsettled = owner is not None and exists and new_password.unsettled(recorded, rows[0][25], rows[0][28])
     if owner is not None:  # the bookkeeping row's fingerprint, or the one the account was created with
         recorded = new_password.recorded(recorded, rows[0][24], rows[0][25], owner.uid)
     intact = compare_fingerprints(recorded, current) if owner is not None and exists else None
@@ -109,6 +115,7 @@ async def lookup(db: Database, schema: str, user: str, host: str, server: Server
         limits.Limits.from_columns(options) if exists else None,
         in_row,
         any(value is not None and int(str(value)) for value in rows[0][26:28]),
+        unsettled,
     )
 
 

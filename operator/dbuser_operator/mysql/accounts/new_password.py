@@ -64,6 +64,20 @@ def attribute_columns(server: ServerInfo, alias: str) -> SQL:
     )
 
 
+def expired_column(server: ServerInfo, alias: str) -> SQL:
+    """One column of the accounts table aliased ``alias`` (a constant): its ``password_expired`` flag on
+    MySQL (NULL elsewhere: MariaDB's new accounts are not made this way)."""
+    return catalog.columns_or_nulls(alias, server.flavour == "mysql", "{a}.password_expired")
+
+
+def unsettled(row: object, attribute: object, expired: object) -> bool:
+    """Whether an owned account is still as a ``CREATE USER`` of :func:`.accounts.create` left it with
+    ``expired``: the mark still set and no fingerprint recorded (``row``: the bookkeeping row's, None;
+    ``attribute``: the account's, None), so :func:`settle` never ran (the pass stopped in between). A
+    password set since would have lifted the mark; one the operator set has its fingerprint recorded."""
+    return row is None and attribute is None and str(expired).upper() == "Y"
+
+
 def recorded(row: object, attribute_owner: object, attribute: object, owner_uid: str) -> object:
     """The fingerprint to compare the account's with: the bookkeeping row's (``row``), or while it is NULL
     the one the account was created with (its attribute), if that names ``owner_uid``."""

@@ -12,29 +12,24 @@ the check-then-write window: the held statement must fail, not land.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
-from dbuser_operator.envtest import KubeCluster, MySQLServer
+from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.mysql.session.probe import PROBE_STATEMENT
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.lease import EPOCH_ANNOTATION
 from dbuser_operator.runtime.resources import LEASES, SECRETS
 from tests.integration.operator.support.builders import database_user
-from tests.integration.operator.support.instances import Instances
 from tests.integration.operator.support.kube import create_secret, wait_for_ready, wait_until_gone
 from tests.integration.operator.support.mysql import account_exists, can_log_in, wait_for_login
 from tests.integration.operator.support.operator import PasswordLedger
 from tests.integration.operator.support.replicas import (
     Failover,
-    GeneralLog,
     Replica,
     audit_time,
     first,
@@ -99,27 +94,6 @@ class Workload:
             cursor.execute(f"SELECT user, host, owner_uid FROM `{self.failover.schema}`.accounts")
             rows = {str(user): (str(host), str(uid)) for user, host, uid in cursor.fetchall()}
         assert rows == {name: ("%", uid) for name, uid in uids.items()}
-
-
-@pytest.fixture
-async def failover(
-    kube: KubeCluster,
-    mysql: MySQLServer,
-    crds: list[str],
-    namespace: str,
-    kube_api: client.ApiClient,
-    envtest_workdir: Path,
-    instances: Instances,
-) -> AsyncIterator[Failover]:
-    workdir = envtest_workdir / "operator" / namespace  # the replicas' logs are checked for leaks too
-    workdir.mkdir(parents=True)
-    setup = Failover(kube, mysql, namespace, workdir)
-    await setup.prepare(kube_api, "a", "b")
-    with GeneralLog(mysql):
-        try:
-            yield setup
-        finally:
-            await setup.tear_down(kube_api, instances)
 
 
 async def start_pair(

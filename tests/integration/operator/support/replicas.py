@@ -57,6 +57,12 @@ class Replica:
         assert self.process is not None
         os.kill(self.process.pid, signal.SIGCONT)
 
+    def kill(self) -> None:
+        """SIGKILL: the process ends where it is, nothing flushed or released."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait()
+
     async def exit_code(self, limit: float = 30) -> int:
         """Wait for the process to end by itself; its exit code."""
         process = self.process

@@ -1,7 +1,10 @@
 """The account step: the account exists (created with the Secret's password); dropped on deletion if we
 own it. The password of an account that exists already is set by :mod:`.credentials`, last.
 
-``CREATE USER`` is sent only when this pass saw no account. If the account turns up meanwhile, a row this
+``CREATE USER`` is sent only when this pass saw no account. A new MySQL account that an earlier pass created
+but never settled (it stopped in between: the account is still expired, its fingerprint unrecorded) is
+settled now, if it was created with the Secret version this pass applies; else the credentials step sets
+the new password, which lifts the expiry too. If the account turns up meanwhile, a row this
 pass wrote is withdrawn (somebody else made the account: not ours); a row that named this resource before
 the pass (an earlier pass, another replica) is kept, and the live account is looked at again instead.
 Deletion reads user and host from the context (:mod:`.hosts` runs it per host) and drops the account only
@@ -46,6 +49,8 @@ class AccountStep:
 
     async def ensure(self, ctx: Context) -> None:
         if ctx.account_exists:
+            if ctx.unsettled and self._made_with_this_secret(ctx):
+                await self._finish(ctx)
             return
         user, host = ctx.user.mysql_name(), ctx.host
         try:
@@ -71,6 +76,25 @@ class AccountStep:
         # A first creation under a row of an earlier pass: that pass never got to write status.
         earlier = "" if ctx.claimed or reason == "AccountRecreated" else ", claimed by an earlier pass"
         ctx.event("Normal", reason, f"created account {ctx.account}{earlier}")
+
+    @staticmethod
+    def _made_with_this_secret(ctx: Context) -> bool:
+        """Whether the account's credential marker, written by its ``CREATE USER``, is the Secret version
+        this pass applies (the account then holds this pass's password)."""
+        marker = ctx.password_state.credential if ctx.password_state is not None else None
+        return marker is not None and ctx.secret is not None and marker == credential_version(ctx.secret)
+
+    async def _finish(self, ctx: Context) -> None:
+        """Settle the account an earlier pass created and stopped short of settling."""
+        try:
+            if not await self._settle(ctx, ctx.user.mysql_name(), ctx.host):
+                return  # changed by hand meanwhile: drift, set back soon
+        except MySQLError as error:
+            raise mysql_condition(error, ctx.account) from None
+        ctx.password_intact, ctx.unsettled = True, False
+        ctx.event(
+            "Normal", "AccountCreated", f"created account {ctx.account}, settled after an interrupted pass"
+        )
 
     @staticmethod
     def _attributes(ctx: Context, server: ServerInfo) -> dict[str, Any] | None:

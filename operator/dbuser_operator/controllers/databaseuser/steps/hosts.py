@@ -43,6 +43,7 @@ _PER_ACCOUNT: Final[dict[str, object]] = {
     "password_held": None,
     "fingerprint_in_row": True,
     "own_reuse_policy": True,
+    "unsettled": False,
     "fingerprint_set": False,
     "claimed": False,
     "created": False,
