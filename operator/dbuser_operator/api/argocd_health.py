@@ -102,7 +102,14 @@ DEGRADED_REASONS: Final[Mapping[str, frozenset[str]]] = {
     },
     "DatabaseRole": _REFUSALS | {"RoleExists", "RoleClaimed"},
     "Database": _REFUSALS
-    | {"DatabaseExists", "DatabaseClaimed", "ReservedDatabase", "CharacterSetInvalid", "DatabaseNotFound"},
+    | {
+        "DatabaseExists",
+        "DatabaseClaimed",
+        "ReservedDatabase",
+        "CharacterSetInvalid",
+        "DatabaseNotFound",
+        "ObserveNotAllowed",
+    },
     "MySQLServer": _SERVER_REFUSALS,
     "ClusterMySQLServer": _SERVER_REFUSALS,
 }

@@ -10,6 +10,7 @@ local degraded = {
   InvalidName = true,
   InvalidSpec = true,
   NamespacesUnreadable = true,
+  ObserveNotAllowed = true,
   PolicyViolation = true,
   PrivilegeMisplaced = true,
   PrivilegeNotAllowed = true,

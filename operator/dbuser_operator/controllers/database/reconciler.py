@@ -42,22 +42,29 @@ class DatabaseReconciler(Owning[DatabaseContext]):
     def policies(self, ctx: DatabaseContext) -> tuple[str, str]:
         return ctx.database.spec.management_policy, ctx.database.spec.deletion_policy
 
-    async def _bound(self, ctx: DatabaseContext) -> databases.Schema | None:
-        """The server (no finalizer on a resource refused here), the finalizer, the policy before any SQL;
-        then the database as it is (None: there is none)."""
+    async def _bound(self, ctx: DatabaseContext) -> None:
+        """The server (no finalizer on a resource refused here), the finalizer, the policy before any SQL."""
         ctx.server_resource, ctx.server = await self.bind(ctx)
         ctx.obj = await self.finalizer.add(ctx.obj)
         self.unpause(ctx)
         if self.policy is not None:
             self.policy.check_database(ctx.server_resource, ctx.database)
+
+    @staticmethod
+    async def _read(ctx: DatabaseContext) -> databases.Schema | None:
+        """The database as it is (None: there is none)."""
         try:
             return await databases.read(ctx.server.db, ctx.name)
         except MySQLError as error:
             raise mysql_condition(error, f"database {ctx.name}") from None
 
     async def observe(self, ctx: DatabaseContext) -> Result:
-        """The database as it is into status; nothing created, nothing claimed."""
-        found = await self._bound(ctx)
+        """The database as it is into status; nothing created, nothing claimed; one another namespace's
+        Database owns is not read (the frame's bound)."""
+        await self._bound(ctx)
+        ctx.status.name = None  # nothing of a database stays in status once it is refused
+        await self.within_observe_bounds(ctx)
+        found = await self._read(ctx)
         name, spec = ctx.name, ctx.database.spec
         self._record(ctx, found)
         if found is None:
@@ -76,7 +83,8 @@ class DatabaseReconciler(Owning[DatabaseContext]):
 
     async def converge(self, ctx: DatabaseContext) -> Result:
         """The database is this resource's, exists, and has the spec's character set and collation."""
-        found = await self._bound(ctx)
+        await self._bound(ctx)
+        found = await self._read(ctx)
         name, db, spec = ctx.name, ctx.server.db, ctx.database.spec
 
         async def exists() -> bool:

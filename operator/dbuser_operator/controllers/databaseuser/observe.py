@@ -29,8 +29,9 @@ from dbuser_operator.controllers.databaseuser.steps.lock_policy import (
 )
 from dbuser_operator.controllers.databaseuser.steps.rotation import now
 from dbuser_operator.controllers.databaseuser.workload import SigningCASource, Workload
-from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
+from dbuser_operator.controllers.kit.errors import mysql_condition
 from dbuser_operator.controllers.kit.grants import desired_grants
+from dbuser_operator.controllers.kit.ownership import OBSERVE_NOT_ALLOWED
 from dbuser_operator.controllers.policy.gate import PolicyGate
 from dbuser_operator.mysql import grants
 from dbuser_operator.mysql.accounts import account_metadata, holdings
@@ -42,7 +43,6 @@ from dbuser_operator.mysql.errors import MySQLError
 from dbuser_operator.mysql.session.server import ServerInfo
 
 SHOWN_DIFFERENCES: Final = 5  # differences named in Ready's message; status.observed has them all
-OBSERVE_NOT_ALLOWED: Final = "ObserveNotAllowed"
 
 _LIMITS: Final = (
     ("max_user_connections", "maxUserConnections"),
@@ -221,18 +221,15 @@ class Observer:
     async def _within_bounds(
         self, ctx: Context, user: str, host: str, server: ServerInfo, *, exists: bool
     ) -> None:
-        """Refuse an account owned in another namespace, or (under a policy) one it could not adopt."""
+        """Under a policy, refuse an existing account nobody owns that the namespace could not adopt (one
+        owned in another namespace the frame refused before: :meth:`~.Owning.within_observe_bounds`)."""
         namespace = ctx.user.metadata.namespace or ""
         account = f"'{user}'@'{host}'"
-        owners = await ownership.recorded_owners(ctx.server.db, ctx.server.schema, user, host)
-        if any(owner.namespace != namespace for owner in owners):
-            raise ConditionError(
-                OBSERVE_NOT_ALLOWED,
-                f"{account} is managed by a resource of another namespace: not observed",
-                retry=False,
-            )
-        if owners or not exists or self.policy is None:
-            return  # this namespace's own, or nothing to read
+        if not exists or self.policy is None:
+            return  # nothing to read, or no bound but the frame's
+        entries = [ownership.account(user, host), ownership.role(user)]
+        if await ownership.recorded_owners(ctx.server.db, ctx.server.schema, entries):
+            return  # this namespace's own
         await self.policy.check_adoption(
             ctx.server_resource,
             namespace=namespace,

@@ -41,6 +41,7 @@ from dbuser_operator.controllers.kit.reconcile import FrameParts, status_of
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.controllers.kit.steps import Releasing, Step, check_order
 from dbuser_operator.controllers.policy.gate import PolicyGate
+from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.runtime.controller import Result
 from dbuser_operator.runtime.informer import Informer
@@ -95,6 +96,14 @@ class DatabaseUserReconciler(Owning[Context]):
     def shown(self, ctx: Context) -> str:
         return ctx.account
 
+    def observed_entries(self, ctx: Context) -> list[ownership.Entry]:
+        """Each host's account, and the user name as a role (on MySQL a role is an account too)."""
+        user = ctx.user.mysql_name()
+        return [
+            *(ownership.account(user, host) for host in ctx.user.spec.account_hosts()),
+            ownership.role(user),
+        ]
+
     def policies(self, ctx: Context) -> tuple[str, str]:
         return ctx.user.spec.management_policy, ctx.user.spec.deletion_policy
 
@@ -120,6 +129,8 @@ class DatabaseUserReconciler(Owning[Context]):
         _clear_policy_status(ctx)
         if self.policy is not None:
             self.policy.check_user(ctx.server_resource, ctx.user)
+        ctx.status.observed = None  # nothing of an account stays in status once it is refused
+        await self.within_observe_bounds(ctx)
         progress.record(ctx)
         if await self.observer.observe(ctx):
             message = f"{ready_message(ctx)} (observed: the operator changes nothing)"

@@ -44,6 +44,7 @@ log = structlog.get_logger(__name__)
 
 Check = Callable[[], Awaitable[None]]  # raises ConditionError to refuse
 PAUSED = "Paused"
+OBSERVE_NOT_ALLOWED: Final = "ObserveNotAllowed"
 EXISTS: Final[dict[NameClass, str]] = {
     "account": "AccountExists",
     "role": "RoleExists",
@@ -261,6 +262,10 @@ class Owning(Reconciler[P]):
     def mysql_name(self, ctx: P) -> str:
         return ctx.name
 
+    def observed_entries(self, ctx: P) -> list[ownership.Entry]:
+        """The ledger's rows of what managementPolicy Observe reads (the resource's own, by default)."""
+        return [self.entry(ctx)]
+
     def parse(self, obj: dict[str, Any], *, read_only: bool = False) -> P:
         model = self.model.model_validate(obj)
         if model.status is None:
@@ -303,6 +308,22 @@ class Owning(Reconciler[P]):
         if management == "Observe":
             return await self.observe(ctx)
         return await self.converge(ctx)
+
+    async def within_observe_bounds(self, ctx: P) -> None:
+        """managementPolicy Observe reads only what its namespace may: a name that a resource of another
+        namespace owns is refused (``ObserveNotAllowed``) before anything of it is read; ``ctx.server``
+        bound, the kind's policy checked. Every kind's ``observe`` asks this first."""
+        handle, namespace = ctx.server, ctx.obj["metadata"].get("namespace") or ""
+        try:
+            owners = await ownership.recorded_owners(handle.db, handle.schema, self.observed_entries(ctx))
+        except MySQLError as error:
+            raise mysql_condition(error, self.shown(ctx)) from None
+        if any(owner.namespace != namespace for owner in owners):
+            raise ConditionError(
+                OBSERVE_NOT_ALLOWED,
+                f"{self.shown(ctx)} is managed by a resource of another namespace: not observed",
+                retry=False,
+            )
 
     async def claim(
         self,
@@ -369,12 +390,14 @@ class Owning(Reconciler[P]):
         ctx.obj = await self.finalizer.remove(ctx.obj)
 
     async def let_go(self, ctx: P, released: bool) -> None:
-        """Leave the name in MySQL; forget the resource's rows if the server answers in time."""
+        """Leave the name in MySQL; forget the resource's rows if the server answers in time. The kind's
+        ``release`` runs only on a name that is not reserved: a reserved one is not changed at all."""
         forgotten: bool | None = None  # None: MySQL did not answer
         try:  # letting go needs no server; ownership is forgotten where there is one
             ctx.server_resource, ctx.server = await self.bind(ctx, deleting=True)
             async with asyncio.timeout(FORGET_TIMEOUT):
-                await self.release(ctx)
+                if ctx.reserved is None:
+                    await self.release(ctx)
                 forgotten = await self.forget(ctx)
         except (MySQLError, TimeoutError, ConditionError) as error:
             log.warning(f"could not forget the {self.manages}'s ownership", error=str(error))

@@ -35,6 +35,7 @@ record it after ``CREATE USER`` is not needed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -202,24 +203,12 @@ async def owner_of(db: Database, schema: str, entry: Entry) -> Owner | None:
     return Owner(str(rows[0][0]), str(rows[0][1]), str(rows[0][2])) if rows else None
 
 
-async def recorded_owners(db: Database, schema: str, user: str, host: str) -> list[Owner]:
-    """Who owns ``'user'@'host'`` as an account, or ``user`` as a role, by reads only: nothing when the
-    bookkeeping schema or its tables do not exist (managementPolicy Observe creates nothing)."""
-    rows = await db.fetch(
-        Statement(
-            "SELECT TABLE_NAME FROM information_schema.TABLES"
-            " WHERE TABLE_SCHEMA = %s AND TABLE_NAME IN (%s, %s)",
-            validate_schema(schema),
-            TABLE,
-            ROLES_TABLE,
-        )
-    )
-    tables = {str(row[0]) for row in rows}
-    found = []
-    if TABLE in tables:
-        found.append(await owner_of(db, schema, account(user, host)))
-    if ROLES_TABLE in tables:
-        found.append(await owner_of(db, schema, role(user)))
+async def recorded_owners(db: Database, schema: str, entries: Sequence[Entry]) -> list[Owner]:
+    """Who owns ``entries`` (the owners found, in order), by reads only: nothing for a book whose table, or
+    the bookkeeping schema, does not exist (managementPolicy Observe creates nothing)."""
+    query = "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s"
+    tables = {str(row[0]) for row in await db.fetch(Statement(query, validate_schema(schema)))}
+    found = [await owner_of(db, schema, entry) for entry in entries if entry.book.name in tables]
     return [owner for owner in found if owner is not None]
 
 

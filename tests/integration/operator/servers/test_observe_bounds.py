@@ -1,6 +1,7 @@
 """managementPolicy Observe reads no further than the namespace could manage: an account another namespace's
-DatabaseUser owns, another server resource's admin, and (under a policy) an account the namespace could not
-adopt are refused, with nothing of the account in status; an account within the bounds is observed."""
+DatabaseUser owns (a database another namespace's Database owns: the bound is the frame's, every kind's),
+another server resource's admin, and (under a policy) an account the namespace could not adopt are refused,
+with nothing of the account (or database) in status; an account within the bounds is observed."""
 
 from __future__ import annotations
 
@@ -8,11 +9,18 @@ from typing import Any
 
 import pytest
 
-from dbuser_operator.controllers.kit.resources import DATABASE_USERS
+from dbuser_operator.controllers.kit.resources import DATABASE_USERS, DATABASES
+from dbuser_operator.runtime.client import PatchType
 from tests.integration.operator.servers.test_reserved_admins import Platform, platform
 from tests.integration.operator.servers.test_server_policy import BOUNDS, Tenancy, tenancy
-from tests.integration.operator.support.builders import database_user, unique
-from tests.integration.operator.support.kube import ready, wait_for_ready, wait_until_gone
+from tests.integration.operator.support.builders import database, database_user, unique
+from tests.integration.operator.support.kube import (
+    database_gone,
+    ready,
+    wait_db,
+    wait_for_ready,
+    wait_until_gone,
+)
 from tests.integration.operator.support.mysql import mysql_query
 
 pytestmark = pytest.mark.integration
@@ -58,6 +66,42 @@ async def test_observe_refuses_an_account_another_namespace_owns(tenancy: Tenanc
     await env.kube.delete(DATABASE_USERS, own["metadata"]["name"], env.tenant)
     await env.kube.delete(DATABASE_USERS, victim, env.tenant)
     await wait_until_gone(env.kube, env.tenant, victim, limit=60)
+
+
+async def test_observe_refuses_a_database_another_namespace_owns(tenancy: Tenancy) -> None:
+    """On the default server (no policy): the tenant's database, observed from another namespace, is not
+    read (not even whether it exists); its own namespace may observe it."""
+    env = tenancy
+    name = f"victim{unique('db').replace('-', '')}"
+    owned = database(unique("victim"), name=name)
+    owned["metadata"]["labels"] = {"dbuser-operator.dev/target": env.target}
+    await env.kube.create(DATABASES, owned, env.tenant)
+    await wait_db(env.kube, env.tenant, owned["metadata"]["name"], "True", "DatabaseReady")
+    try:
+        for namespace, status, reason in [
+            (env.outsider, "False", "ObserveNotAllowed"),
+            (env.tenant, "True", "Observed"),
+        ]:
+            spy = database(unique("spy"), name=name, managementPolicy="Observe")
+            spy["metadata"]["labels"] = {"dbuser-operator.dev/target": env.target}
+            await env.kube.create(DATABASES, spy, namespace)
+            found = await wait_db(env.kube, namespace, spy["metadata"]["name"], status, reason)
+            if status == "False":
+                assert ready(found)["message"] == (  # type: ignore[index]
+                    f"database {name} is managed by a resource of another namespace: not observed"
+                )
+                assert not (found.get("status") or {}).get("name"), found["status"]
+                assert not (found.get("status") or {}).get("characterSet"), found["status"]
+            else:
+                assert found["status"]["name"] == name
+            await env.kube.delete(DATABASES, spy["metadata"]["name"], namespace)
+            await database_gone(env.kube, namespace, spy["metadata"]["name"])
+    finally:
+        owned_name = owned["metadata"]["name"]
+        patch = {"spec": {"deletionPolicy": "Delete"}}
+        await env.kube.patch(DATABASES, owned_name, patch, PatchType.MERGE, namespace=env.tenant)
+        await env.kube.delete(DATABASES, owned_name, env.tenant)
+        await database_gone(env.kube, env.tenant, owned_name)
 
 
 async def test_observe_refuses_another_server_resources_admin(tenancy: Tenancy, platform: Platform) -> None:

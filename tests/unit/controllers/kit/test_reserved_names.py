@@ -28,7 +28,8 @@ from dbuser_operator.controllers.policy.guard import Guard
 from dbuser_operator.controllers.servers.admins import Admin, Reservations
 from dbuser_operator.controllers.servers.handle import ServerHandle
 from dbuser_operator.controllers.servers.resolver import ServerResolver
-from dbuser_operator.mysql.bookkeeping.ownership import DEFAULT_SCHEMA
+from dbuser_operator.mysql.bookkeeping import ownership
+from dbuser_operator.mysql.bookkeeping.ownership import DEFAULT_SCHEMA, Owner
 from dbuser_operator.mysql.errors import DatabaseUnavailableError
 from dbuser_operator.mysql.session.connection import ConnectionSettings, Database
 from dbuser_operator.runtime.client import KubeClient
@@ -238,6 +239,34 @@ async def test_at_deletion_the_kind_is_told_the_name_is_reserved(kind: Kind, nam
     assert ctx.reserved.reason == kind.reason
 
 
+@pytest.mark.parametrize(
+    ("kind", "name"), CASES, ids=[f"{kind.reconciler.resource.kind}-{name}" for kind, name in CASES]
+)
+async def test_letting_go_of_a_reserved_name_only_forgets_its_rows(
+    kind: Kind, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """deletionPolicy Retain: the kind's release (a DatabaseUser's owner entry taken off the account) never
+    runs on a reserved name; its rows are forgotten."""
+    obj = resource(kind, name, deletionTimestamp="2026-01-01T00:00:00Z", finalizers=[SCOPE.finalizer])
+    obj["spec"]["deletionPolicy"] = "Retain"
+    reconciler = cast(Any, kind.build(FakeKube(), cast(Informer, FakeInformer(obj)), FakeRecorder()))
+    forgotten: list[str] = []
+
+    async def release(ctx: Any) -> NoReturn:
+        raise AssertionError(f"released reserved {name}")
+
+    async def forget(ctx: Any) -> bool:
+        forgotten.append(reconciler.mysql_name(ctx))
+        return True
+
+    monkeypatch.setattr(reconciler, "release", release)
+    monkeypatch.setattr(reconciler, "forget", forget)
+    ctx = reconciler.parse(obj)
+    await reconciler.let_go(ctx, released=False)
+    assert ctx.reserved is not None
+    assert forgotten == [name]
+
+
 @pytest.mark.parametrize("kind", KINDS, ids=[kind.reconciler.resource.kind for kind in KINDS])
 @pytest.mark.parametrize("name", ORDINARY)
 async def test_an_ordinary_name_gets_its_server(kind: Kind, name: str) -> None:
@@ -269,3 +298,36 @@ async def test_the_registry_says_what_each_name_is() -> None:
     assert await SystemNames().reserved(None, "database", "Sys") is not None
     assert await SystemNames().reserved(None, "account", "mysql.session") is not None
     assert await SystemNames().reserved(None, "account", FLAGS_ADMIN) is None
+
+
+def _observes(kind: Kind) -> bool:
+    spec = cast(Any, kind.reconciler).model.model_fields["spec"].annotation
+    return "management_policy" in spec.model_fields
+
+
+OBSERVING = [kind for kind in KINDS if _observes(kind)]
+
+
+@pytest.mark.parametrize("kind", OBSERVING, ids=[kind.reconciler.resource.kind for kind in OBSERVING])
+async def test_observe_of_a_name_another_namespace_owns_is_refused_by_the_frame(
+    kind: Kind, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every kind that observes gets the frame's bound: a name the ledger gives to a resource of another
+    namespace is refused (``ObserveNotAllowed``) before anything of it is read (no other SQL)."""
+    asked: list[list[str]] = []
+
+    async def recorded_owners(db: Any, schema: str, entries: list[Any]) -> list[Owner]:
+        asked.append([str(entry) for entry in entries])
+        return [Owner("uid-2", "team-b", "theirs")]
+
+    monkeypatch.setattr(ownership, "recorded_owners", recorded_owners)
+    obj = resource(kind, "app")
+    obj["spec"]["managementPolicy"] = "Observe"
+    kube = FakeKube()
+    reconciler = kind.build(kube, cast(Informer, FakeInformer(obj)), FakeRecorder())
+    await reconciler(KEY)
+    (ready,) = [c for c in kube.patches[-1]["status"]["conditions"] if c["type"] == "Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "ObserveNotAllowed")
+    assert "is managed by a resource of another namespace: not observed" in ready["message"]
+    assert asked
+    assert all(any("app" in entry for entry in entries) for entries in asked)
