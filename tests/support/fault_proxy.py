@@ -8,6 +8,9 @@
   ``hold_writes(after=b"CREATE USER")`` starts holding only once such a write has gone through: the
   write held is the one that follows it. ``drop_held()`` closes the connections holding writes: what they
   held never arrives (a client killed with its statement unsent).
+- ``hold_reply(after=b"ALTER USER")``: the next write starting so goes through and the server runs it, but
+  its answer (and anything after it on that connection) is kept from the client: a client killed then
+  has changed the server without knowing it. ``drop_held()`` closes that connection too.
 - ``cut()``: a network partition: nothing is forwarded any more on open connections, new connections
   are accepted and then ignored (the peer sees silence, not a refusal).
 - ``refuse()``: the server is down: the proxy stops listening (connections are refused) and closes the
@@ -45,6 +48,7 @@ class _Connection:
     downstream: asyncio.StreamWriter
     held: list[bytes] = field(default_factory=list)
     holding: bool = False
+    muted: bool = False  # the server's answers are kept from the client
 
 
 class FaultProxy(LoopbackProxy):
@@ -59,6 +63,8 @@ class FaultProxy(LoopbackProxy):
         self._silenced: list[asyncio.StreamWriter] = []  # clients accepted during a cut
         self._hold = False
         self._hold_after: bytes | None = None  # hold once a write starting so has gone through
+        self._mute_after: bytes | None = None  # the next write starting so: its answer is kept back
+        self.muted_writes: list[bytes] = []  # the writes whose answers were kept back (COM_QUERY text)
         self._cut = False
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -70,11 +76,16 @@ class FaultProxy(LoopbackProxy):
         connection's next write statement and all it sends after."""
         self._hold, self._hold_after = after is None, after
 
+    def hold_reply(self, *, after: bytes) -> None:
+        """The next write starting with ``after`` goes through; its answer, and all after it on that
+        connection, is kept from the client."""
+        self._mute_after = after
+
     def drop_held(self) -> None:
-        """Hold nothing more; close the connections that hold writes, which never arrive."""
-        self._hold, self._hold_after = False, None
-        holding = [c for c in self._connections if c.holding]
-        self._connections = [c for c in self._connections if not c.holding]
+        """Hold nothing more; close the connections that hold writes (which never arrive) or answers."""
+        self._hold, self._hold_after, self._mute_after = False, None, None
+        holding = [c for c in self._connections if c.holding or c.muted]
+        self._connections = [c for c in self._connections if not (c.holding or c.muted)]
         for connection in holding:
             connection.held = []
             for writer in (connection.upstream, connection.downstream):
@@ -153,7 +164,10 @@ class FaultProxy(LoopbackProxy):
                         connection.held.append(packet)
                     else:
                         connection.upstream.write(packet)
-                        self._hold = self._hold or self._opens_hold(packet)
+                        self._hold = self._hold or self._starts(self._hold_after, packet)
+                        if self._starts(self._mute_after, packet):
+                            connection.muted, self._mute_after = True, None
+                            self.muted_writes.append(packet[5:])
                 await connection.upstream.drain()
         except (ConnectionError, OSError):
             pass
@@ -162,15 +176,15 @@ class FaultProxy(LoopbackProxy):
                 with contextlib.suppress(Exception):
                     connection.upstream.close()
 
-    def _opens_hold(self, packet: bytes) -> bool:
-        """Whether ``packet``, forwarded, is the write after which holding starts."""
-        after = self._hold_after
+    @staticmethod
+    def _starts(after: bytes | None, packet: bytes) -> bool:
+        """Whether ``packet`` is a write whose text starts with ``after`` (None: none is)."""
         return after is not None and is_write(packet) and packet[5:].lstrip().upper().startswith(after)
 
     async def _server_to_client(self, reader: asyncio.StreamReader, connection: _Connection) -> None:
         try:
             while data := await reader.read(65536):
-                if self._cut:
+                if self._cut or connection.muted:
                     continue
                 connection.downstream.write(data)
                 await connection.downstream.drain()

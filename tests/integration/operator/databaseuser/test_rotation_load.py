@@ -1,30 +1,33 @@
-"""Zero-downtime rotation under load (MySQL 9.7; MariaDB 11.8 and 10.11 with mysql_native_password): 20 real
-clients reconnect every few milliseconds, each login with the password the connection
-Secret holds on the API server at that moment (as a mounted file refreshed from it would give), across
-several rotations of a generated password. Not one login may fail; after each discard the old password no
-longer works."""
+"""Zero-downtime rotation under load (MySQL 9.7; MariaDB 10.11 with mysql_native_password, the home of this
+folder in ``tests/support/passes.py``): 20 real clients reconnect every few milliseconds, each login with
+the password the connection Secret holds on the API server at that moment (as a mounted file refreshed from
+it would give), across several rotations of a generated password. Not one login may fail; after each
+discard the old password no longer works. The same under SIGKILLed leaders:
+``faults/test_rotation_faults.py``."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 
-import pymysql
 import pytest
 
 from dbuser_operator.api.v1alpha1 import ROTATE_ANNOTATION
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
-from tests.integration.mysql.support import client_tls
 from tests.integration.operator.support.builders import generated_user, unique
 from tests.integration.operator.support.kube import wait_for_ready
 from tests.integration.operator.support.mysql import can_log_in, has_dual_passwords
 from tests.integration.operator.support.operator import PasswordLedger, RunningOperator
-from tests.integration.operator.support.rotation import delete_users, poll, rotation_status, secret_password
+from tests.integration.operator.support.rotation import (
+    Load,
+    delete_users,
+    logging_in,
+    poll,
+    rotation_status,
+    secret_password,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -37,42 +40,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 CLIENTS = 20
 ROTATIONS = 3
-
-
-@dataclass
-class Load:
-    """Clients that log in again and again with the password currently published."""
-
-    mysql: MySQLServer
-    user: str
-    password: str
-    logins: int = 0
-    failures: list[str] = field(default_factory=list)
-    stop: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def client(self) -> None:
-        while not self.stop.is_set():
-            password = self.password  # the file as the kubelet last refreshed it
-            try:
-                connection = pymysql.connect(
-                    host=self.mysql.host,
-                    port=self.mysql.port,
-                    user=self.user,
-                    password=password.encode(),
-                    connect_timeout=10,
-                    **client_tls(self.mysql, tls=False),
-                )
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT 1")
-                connection.close()
-            except pymysql.err.MySQLError as error:
-                with self.lock:
-                    self.failures.append(f"{type(error).__name__} {error.args[0]}")
-            else:
-                with self.lock:
-                    self.logins += 1
-            time.sleep(0.003)
 
 
 @pytest.mark.dual_passwords
@@ -95,17 +62,7 @@ async def test_zero_failed_logins_across_rotations(
     load = Load(mysql, name, await secret_password(kube_client, namespace, secret))
     passwords.values.add(load.password)
     seen = [load.password]
-
-    async def refresh() -> None:  # the Secret as a refreshed mounted file: read from the API server
-        while not load.stop.is_set():
-            load.password = await secret_password(kube_client, namespace, secret)
-            await asyncio.sleep(0.05)
-
-    refresher = asyncio.create_task(refresh())
-    threads = [threading.Thread(target=load.client, daemon=True) for _ in range(CLIENTS)]
-    for thread in threads:
-        thread.start()
-    try:
+    async with logging_in(load, kube_client, namespace, secret, CLIENTS):
         await asyncio.sleep(2)
         for round_ in range(1, ROTATIONS + 1):
             trigger = f"load-{round_}"
@@ -124,11 +81,6 @@ async def test_zero_failed_logins_across_rotations(
             seen.append(current)
             assert not await asyncio.to_thread(can_log_in, mysql, name, old), "the old password still works"
             await asyncio.sleep(1)
-    finally:
-        load.stop.set()
-        await asyncio.gather(refresher, return_exceptions=True)
-        for thread in threads:
-            await asyncio.to_thread(thread.join, 30)
     print(f"{load.logins} logins across {ROTATIONS} rotations, {len(load.failures)} failed")
     assert load.failures == []
     assert load.logins > CLIENTS * ROTATIONS

@@ -1,35 +1,45 @@
 """A DualPassword rotation survives its operator: SIGKILLed between any two of its steps, or paused
 (SIGSTOP) past its lease while a standby takes over. The phase resumes in the next process; afterwards the
-password in MySQL, the Secret and status agree, and the old password no longer works. Real operator
-processes (the replicas harness), real API server and MySQL 9.7, MariaDB 11.8 or 10.11."""
+password in MySQL, the Secret and status agree, and the old password no longer works; clients that log in
+all along never fail, even when the leader is killed right after an ALTER USER reached the server. Real
+operator processes (the replicas harness), real API server, MySQL 9.7 and MariaDB 11.8 (the rotation's SQL
+differs by flavour, not by MariaDB version: ``tests/support/passes.py``)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 
+from dbuser_operator.api.v1alpha1 import ROTATE_ANNOTATION
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import KubeCluster, MySQLServer
-from dbuser_operator.mysql.accounts.dual_password import CREDENTIAL_ATTRIBUTE
-from dbuser_operator.mysql.accounts.password_hashes import native_hash
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
-from tests.integration.operator.support.builders import database_user
+from tests.integration.operator.support.builders import database_user, generated_user
 from tests.integration.operator.support.instances import Instances
 from tests.integration.operator.support.kube import create_secret, wait_for_event, wait_for_ready
 from tests.integration.operator.support.mysql import can_log_in, has_dual_passwords, is_mariadb, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger
 from tests.integration.operator.support.replicas import Failover, Replica
-from tests.integration.operator.support.rotation import poll, rotation_status, wait_for_phase
+from tests.integration.operator.support.rotation import (
+    Load,
+    logging_in,
+    poll,
+    rotation_status,
+    secret_password,
+    wait_for_phase,
+)
+from tests.integration.operator.support.wait import eventually
+from tests.support.fault_proxy import FaultProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.dual_passwords]
+
+CLIENTS = 20  # clients logging in all along
 
 
 @pytest.fixture
@@ -114,73 +124,54 @@ def kill(replica: Replica) -> None:
     replica.process.wait(timeout=10)
 
 
-def keep_both(mysql: MySQLServer, name: str, old: str, new: str, secret: dict[str, Any]) -> None:
-    """What the rotation's ALTER USER leaves: both passwords, the new one marked as the Secret's version
-    (MySQL: an account attribute; MariaDB: its hash as the last entry)."""
-    if is_mariadb(mysql):
-        mysql_query(
-            mysql,
-            f"ALTER USER '{name}'@'%%' IDENTIFIED VIA mysql_native_password USING %s"
-            " OR mysql_native_password USING %s",
-            native_hash(old),
-            native_hash(new),
-        )
-        return
-    version = f"{secret['metadata']['uid']}/{secret['metadata']['resourceVersion']}"
-    mysql_query(
-        mysql,
-        f"ALTER USER '{name}'@'%%' IDENTIFIED BY %s RETAIN CURRENT PASSWORD ATTRIBUTE %s",
-        new,
-        json.dumps({CREDENTIAL_ATTRIBUTE: version}),
-    )
-
-
-def discard(mysql: MySQLServer, name: str, new: str) -> None:
-    """What the discard's ALTER USER leaves: the new password alone."""
-    if is_mariadb(mysql):
-        mysql_query(
-            mysql, f"ALTER USER '{name}'@'%%' IDENTIFIED VIA mysql_native_password USING %s", native_hash(new)
-        )
-    else:
-        mysql_query(mysql, f"ALTER USER '{name}'@'%' DISCARD OLD PASSWORD")  # no parameters: a plain %
+async def killed_when_answered(replica: Replica, proxy: FaultProxy, after: bytes) -> str:
+    """Let the next write starting with ``after`` reach the server, keep its answer from ``replica`` and
+    SIGKILL it: the server changed, the operator never learned it. The statement's first words."""
+    proxy.hold_reply(after=after)
+    await eventually(lambda: proxy.muted_writes, limit=60, interval=0.01, message=f"no {after.decode()} sent")
+    kill(replica)
+    proxy.drop_held()
+    held = proxy.muted_writes.pop()
+    shown = b" ".join(held.split(b" ", 3)[:3]).decode()  # ALTER USER 'name'@…: never the password
+    return shown + (" … DISCARD OLD PASSWORD" if held.rstrip().endswith(b"DISCARD OLD PASSWORD") else "")
 
 
 async def test_a_rotation_resumes_from_what_a_kill_between_any_two_steps_leaves(
     replicas: Failover, kube_client: KubeClient, mysql: MySQLServer, passwords: PasswordLedger
 ) -> None:
     """The steps: the ALTER USER that keeps both passwords, status Retained, the discard's ALTER USER,
-    status Discarded. A kill after an ALTER USER and before its status write leaves a state no timing makes
-    reliably: made by hand here, while no replica runs; a kill after a status write is a real SIGKILL."""
-    a = replicas.start("a")
-    await replicas.wait_for_holder(kube_client, a)
+    status Discarded. Each kill is a real SIGKILL: after an ALTER USER, once the server ran it and before
+    the operator read its answer (the fault proxy keeps the answer back), or after a status write."""
     namespace, name = replicas.namespace, f"steps-{replicas.suffix}"
     old, new = passwords.new(), passwords.new()
-    await create_secret(kube_client, namespace, name, {"password": old})
-    rotation = {"gracePeriod": "8s", "maxWait": "5m"}
-    body = database_user(name, name, target=replicas.target, rotation=rotation)
-    await kube_client.create(DATABASE_USERS, body, namespace)
-    await wait_for_ready(kube_client, namespace, name, limit=60)
-    kill(a)
+    async with FaultProxy(mysql.host, mysql.port) as to_mysql:
+        a = replicas.start("a", mysql_port=to_mysql.port)
+        await replicas.wait_for_holder(kube_client, a)
+        await create_secret(kube_client, namespace, name, {"password": old})
+        rotation = {"gracePeriod": "8s", "maxWait": "5m"}
+        body = database_user(name, name, target=replicas.target, rotation=rotation)
+        await kube_client.create(DATABASE_USERS, body, namespace)
+        await wait_for_ready(kube_client, namespace, name, limit=60)
 
-    # 1. Killed after the ALTER USER that keeps both, before status said Retained.
-    patch = {"stringData": {"password": new}}
-    secret = await kube_client.patch(SECRETS, name, patch, PatchType.MERGE, namespace=namespace)
-    keep_both(mysql, name, old, new, secret)
-    b = replicas.start("b")
-    await replicas.wait_for_holder(kube_client, b, limit=60)
-    await wait_for_phase(kube_client, namespace, name, "Retained", limit=30)
-    assert await asyncio.to_thread(can_log_in, mysql, name, old), "a resumed retain lost the old password"
-    assert await asyncio.to_thread(can_log_in, mysql, name, new)
+        # 1. Killed after the ALTER USER that keeps both, before status said Retained.
+        patch = {"stringData": {"password": new}}
+        await kube_client.patch(SECRETS, name, patch, PatchType.MERGE, namespace=namespace)
+        print("killed after", await killed_when_answered(a, to_mysql, b"ALTER USER"))
+        assert await asyncio.to_thread(can_log_in, mysql, name, old), "the kill lost the old password"
+        assert await asyncio.to_thread(can_log_in, mysql, name, new), "the ALTER USER did not land"
+        b = replicas.start("b", mysql_port=to_mysql.port)
+        await replicas.wait_for_holder(kube_client, b, limit=60)
+        await wait_for_phase(kube_client, namespace, name, "Retained", limit=30)
+        assert await asyncio.to_thread(can_log_in, mysql, name, old), "a resumed retain lost the old password"
+        assert await asyncio.to_thread(can_log_in, mysql, name, new)
 
-    # 2. Killed while Retained, before the discard.
-    kill(b)
-    assert await asyncio.to_thread(can_log_in, mysql, name, old), "the kill must not lose the old password"
-
-    # 3. Killed after the discard's ALTER USER, before status said Discarded.
-    discard(mysql, name, new)
-    a = replicas.start("a")
-    await replicas.wait_for_holder(kube_client, a, limit=60)
-    await assert_agreed(replicas, kube_client, mysql, name, old, new)
+        # 2. Killed after the status write (Retained), before the discard; then
+        # 3. killed after the discard's ALTER USER, before status said Discarded.
+        print("killed after", await killed_when_answered(b, to_mysql, b"ALTER USER"))
+        assert not await asyncio.to_thread(can_log_in, mysql, name, old), "the discard did not land"
+        a = replicas.start("a", mysql_port=to_mysql.port)
+        await replicas.wait_for_holder(kube_client, a, limit=60)
+        await assert_agreed(replicas, kube_client, mysql, name, old, new)
     if is_mariadb(mysql):  # one authentication left, not two nor three
         [(chain,)] = mysql_query(
             mysql, "SELECT JSON_LENGTH(Priv, '$.auth_or') FROM mysql.global_priv WHERE User = %s", name
@@ -205,3 +196,47 @@ async def test_a_failover_mid_rotation_resumes_it(
     assert await asyncio.to_thread(can_log_in, mysql, name, new)
     assert not await asyncio.to_thread(can_log_in, mysql, name, old)
     assert (await rotation_status(kube_client, replicas.namespace, name))["phase"] == "Discarded"
+
+
+async def test_no_login_fails_when_a_generated_rotation_is_killed_after_each_of_its_alter_users(
+    replicas: Failover, kube_client: KubeClient, mysql: MySQLServer, passwords: PasswordLedger
+) -> None:
+    """20 clients log in all along with the password the connection Secret publishes, while the leader is
+    SIGKILLed right after the rotation's ALTER USER reached the server (both passwords valid, the new one
+    in no Secret yet), and its successor right after the discard's; a third finishes. Not one login
+    fails; afterwards only the Secret's password logs in."""
+    namespace, name = replicas.namespace, f"gen-{replicas.suffix}"
+    secret = f"{name}-connection"
+    async with FaultProxy(mysql.host, mysql.port) as to_mysql:
+        a = replicas.start("a", mysql_port=to_mysql.port)
+        await replicas.wait_for_holder(kube_client, a)
+        rotation = {"gracePeriod": "6s", "maxWait": "2m"}
+        body = generated_user(
+            name, target=replicas.target, rotation=rotation, connectionSecret={"name": secret}
+        )
+        await kube_client.create(DATABASE_USERS, body, namespace)
+        await wait_for_ready(kube_client, namespace, name, limit=60)
+        first = await secret_password(kube_client, namespace, secret)
+        passwords.values.add(first)
+        load = Load(mysql, name, first)
+        async with logging_in(load, kube_client, namespace, secret, CLIENTS):
+            await asyncio.sleep(1)
+            patch = {"metadata": {"annotations": {ROTATE_ANNOTATION: "fault-1"}}}
+            await kube_client.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
+            print("killed after", await killed_when_answered(a, to_mysql, b"ALTER USER"))
+            b = replicas.start("b", mysql_port=to_mysql.port)
+            await replicas.wait_for_holder(kube_client, b, limit=60)
+            await wait_for_phase(kube_client, namespace, name, "Retained", limit=60, trigger="fault-1")
+            print("killed after", await killed_when_answered(b, to_mysql, b"ALTER USER"))  # the discard's
+            a = replicas.start("a", mysql_port=to_mysql.port)
+            await replicas.wait_for_holder(kube_client, a, limit=60)
+            await wait_for_phase(kube_client, namespace, name, "Discarded", limit=90, trigger="fault-1")
+            await asyncio.sleep(1)
+    current = await secret_password(kube_client, namespace, secret)
+    passwords.values.add(current)
+    print(f"{load.logins} logins, {len(load.failures)} failed")
+    assert load.failures == []
+    assert load.logins > CLIENTS
+    assert current != first
+    assert await asyncio.to_thread(can_log_in, mysql, name, current)
+    assert not await asyncio.to_thread(can_log_in, mysql, name, first)

@@ -1,17 +1,27 @@
-"""Helpers of the rotation tests: pods written the way a kubelet would, the rotation's status, the Secret."""
+"""Helpers of the rotation tests: pods written the way a kubelet would, the rotation's status, the Secret,
+and clients that log in all along with the password the Secret publishes."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
-from collections.abc import Awaitable, Callable
+import contextlib
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pymysql
+
 from dbuser_operator.controllers.databaseuser.steps.rotation import PODS
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
+from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.conditions import format_time
 from dbuser_operator.runtime.resources import SECRETS
+from tests.integration.mysql.support import client_tls
 from tests.integration.operator.support.wait import eventually
 
 
@@ -128,3 +138,64 @@ async def applied_version(kube: KubeClient, namespace: str, name: str, secret: s
         return bool(applied_secret.get("resourceVersion") == current)
 
     await poll(applied, f"status.appliedSecret at resourceVersion {current}")
+
+
+@dataclass
+class Load:
+    """Clients that log in again and again with the password currently published."""
+
+    mysql: MySQLServer
+    user: str
+    password: str
+    logins: int = 0
+    failures: list[str] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def client(self) -> None:
+        while not self.stop.is_set():
+            password = self.password  # the file as the kubelet last refreshed it
+            try:
+                connection = pymysql.connect(
+                    host=self.mysql.host,
+                    port=self.mysql.port,
+                    user=self.user,
+                    password=password.encode(),
+                    connect_timeout=10,
+                    **client_tls(self.mysql, tls=False),
+                )
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT 1")
+                connection.close()
+            except pymysql.err.MySQLError as error:
+                with self.lock:
+                    self.failures.append(f"{type(error).__name__} {error.args[0]}")
+            else:
+                with self.lock:
+                    self.logins += 1
+            time.sleep(0.003)
+
+
+@contextlib.asynccontextmanager
+async def logging_in(
+    load: Load, kube: KubeClient, namespace: str, secret: str, clients: int
+) -> AsyncIterator[Load]:
+    """``clients`` threads of ``load`` logging in while the block runs, with the password ``secret`` holds
+    on the API server (read every 50 ms, as a refreshed mounted file would give it)."""
+
+    async def refresh() -> None:
+        while not load.stop.is_set():
+            load.password = await secret_password(kube, namespace, secret)
+            await asyncio.sleep(0.05)
+
+    refresher = asyncio.create_task(refresh())
+    threads = [threading.Thread(target=load.client, daemon=True) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield load
+    finally:
+        load.stop.set()
+        await asyncio.gather(refresher, return_exceptions=True)
+        for thread in threads:
+            await asyncio.to_thread(thread.join, 30)
