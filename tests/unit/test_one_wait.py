@@ -24,10 +24,10 @@ TESTS = REPO / "tests"
 ALLOWED: dict[str, str] = {
     "tests/integration/operator/support/wait.py::eventually": "the one wait itself",
     "tests/unit/runtime/test_workqueue.py::worker": "a queue's worker: takes keys until the queue shuts down",
-    "tests/integration/operator/databaseuser/test_rotation_load.py::client": (
+    "tests/integration/operator/support/rotation.py::client": (
         "a load generator: an application's logins, paced, until the test stops it"
     ),
-    "tests/integration/operator/databaseuser/test_rotation_load.py::refresh": (
+    "tests/integration/operator/support/rotation.py::refresh": (
         "a load generator: the kubelet refreshing a mounted Secret, paced, until the test stops it"
     ),
     "tests/integration/operator/workload/test_signer_rotation.py::run": (

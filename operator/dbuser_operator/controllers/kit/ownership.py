@@ -31,6 +31,7 @@ import structlog
 from dbuser_operator.api.v1alpha1 import ADOPT_ANNOTATION, RELEASE_ANNOTATION
 from dbuser_operator.controllers.kit.errors import ConditionError, mysql_condition
 from dbuser_operator.controllers.kit.reconcile import FORGET_TIMEOUT, READY, Pass, Reconciler, S, status_of
+from dbuser_operator.controllers.kit.reserved import Refusal
 from dbuser_operator.mysql.bookkeeping import ownership
 from dbuser_operator.mysql.bookkeeping.books import NameClass
 from dbuser_operator.mysql.errors import MySQLError
@@ -56,6 +57,11 @@ CLAIMED: Final[dict[NameClass, str]] = {
     "database": "DatabaseClaimed",
 }
 KEPT: Final[dict[NameClass, str]] = {"role": "RoleKept", "database": "DatabaseKept"}  # accounts: steps
+
+
+def kept_message(shown: str, reserved: Refusal | None) -> str:
+    """The Warning of a name deletion kept because it is reserved (``<Noun>Kept``)."""
+    return f"{shown} was not dropped, only forgotten: {reserved.message if reserved else 'reserved'}"
 
 
 def owner_of(obj: dict[str, Any]) -> ownership.Owner:
@@ -171,6 +177,22 @@ async def take(
         message = f"{words.shown} is managed by {words.kind} {current.namespace}/{current.name}{hint}"
         raise ConditionError(CLAIMED[words.what], message, retry=False)
     return taken
+
+
+async def decide_drop(
+    db: Database, schema: str, entry: ownership.Entry, me: ownership.Owner, reserved: Refusal | None
+) -> Literal["foreign", "kept", "drop"]:
+    """Deletion's decision over one name, for every kind and every host of an account: ``foreign`` when
+    this resource does not own it (never dropped); ``kept`` when it does but the name is reserved since
+    (``reserved``, the registry's answer: its row is forgotten here, the name never dropped); else
+    ``drop`` (the caller drops it, then forgets the row)."""
+    current = await ownership.owner_of(db, schema, entry)
+    if current is None or current.uid != me.uid:
+        return "foreign"
+    if reserved is not None:
+        await ownership.forget(db, schema, entry, me.uid)
+        return "kept"
+    return "drop"
 
 
 @dataclass(kw_only=True)
@@ -409,13 +431,11 @@ class Owning(Reconciler[P]):
         handle, entry, me = ctx.server, self.entry(ctx), owner_of(ctx.obj)
         try:
             await handle.ensure_book(entry.book)
-            current = await ownership.owner_of(handle.db, handle.schema, entry)
-            if current is None or current.uid != me.uid:
+            decision = await decide_drop(handle.db, handle.schema, entry, me, ctx.reserved)
+            if decision == "foreign":
                 self.not_owned(ctx)
-            elif ctx.reserved is not None:
-                await ownership.forget(handle.db, handle.schema, entry, me.uid)
-                message = f"{self.shown(ctx)} was not dropped, only forgotten: {ctx.reserved.message}"
-                ctx.event("Warning", KEPT[self.manages], message)
+            elif decision == "kept":
+                ctx.event("Warning", KEPT[self.manages], kept_message(self.shown(ctx), ctx.reserved))
             else:
                 await self.drop(ctx)
                 await ownership.forget(handle.db, handle.schema, entry, me.uid)

@@ -24,7 +24,7 @@ from dbuser_operator.controllers.databaseuser.steps.limits import created_limits
 from dbuser_operator.controllers.databaseuser.steps.ownership import FOREIGN_RETRY, record_own_fingerprint
 from dbuser_operator.controllers.databaseuser.steps.rotation import credential_version
 from dbuser_operator.controllers.kit.errors import mysql_condition
-from dbuser_operator.controllers.kit.ownership import not_ours, owner_of
+from dbuser_operator.controllers.kit.ownership import decide_drop, kept_message, not_ours, owner_of
 from dbuser_operator.mysql.accounts import (
     account_lookup,
     account_metadata,
@@ -170,13 +170,12 @@ class AccountStep:
         user, host = ctx.user.mysql_name(), ctx.host
         db, schema = ctx.server.db, ctx.server.schema
         try:
-            current = await ownership.owner_of(db, schema, ownership.account(user, host))
-            if current is None or current.uid != owner_of(ctx.obj).uid:
+            entry = ownership.account(user, host)
+            decision = await decide_drop(db, schema, entry, owner_of(ctx.obj), ctx.reserved)
+            if decision == "foreign":
                 return  # not ours: never dropped
-            if ctx.reserved is not None:  # reserved since it was made: forgotten, never dropped
-                await ownership.forget(db, schema, ownership.account(user, host), current.uid)
-                message = f"'{user}'@'{host}' was not dropped, only forgotten: {ctx.reserved.message}"
-                ctx.event("Warning", "AccountKept", message)
+            if decision == "kept":  # reserved since it was made: forgotten, never dropped
+                ctx.event("Warning", "AccountKept", kept_message(f"'{user}'@'{host}'", ctx.reserved))
                 return
             await accounts.drop(db, user, host)
             # DROP USER leaves the account's sessions open, with what they held: end them too.
