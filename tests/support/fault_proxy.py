@@ -6,8 +6,9 @@
   has sent it and waits for the answer. ``release()`` forwards what was held, in order: the statement
   arrives after whatever happened meanwhile (a pause that landed between a check and its write).
   ``hold_writes(after=b"CREATE USER")`` starts holding only once such a write has gone through: the
-  write held is the one that follows it. ``drop_held()`` closes the connections holding writes: what they
-  held never arrives (a client killed with its statement unsent).
+  write held is the one that follows it; ``hold_writes(only=b"CREATE DATABASE `APP`")`` holds the first
+  write starting so (compared in upper case), letting the others through. ``drop_held()`` closes the
+  connections holding writes: what they held never arrives (a client killed with its statement unsent).
 - ``hold_reply(after=b"ALTER USER")``: the next write starting so goes through and the server runs it, but
   its answer (and anything after it on that connection) is kept from the client: a client killed then
   has changed the server without knowing it. ``drop_held()`` closes that connection too.
@@ -63,6 +64,7 @@ class FaultProxy(LoopbackProxy):
         self._silenced: list[asyncio.StreamWriter] = []  # clients accepted during a cut
         self._hold = False
         self._hold_after: bytes | None = None  # hold once a write starting so has gone through
+        self._hold_only: bytes | None = None  # hold only a write starting so
         self._mute_after: bytes | None = None  # the next write starting so: its answer is kept back
         self.muted_writes: list[bytes] = []  # the writes whose answers were kept back (COM_QUERY text)
         self._cut = False
@@ -71,10 +73,10 @@ class FaultProxy(LoopbackProxy):
         await super().__aexit__(*exc_info)
         self._close_all()
 
-    def hold_writes(self, *, after: bytes | None = None) -> None:
+    def hold_writes(self, *, after: bytes | None = None, only: bytes | None = None) -> None:
         """From now on (``after``: once a write starting with it has gone through), keep back each
-        connection's next write statement and all it sends after."""
-        self._hold, self._hold_after = after is None, after
+        connection's next write statement (``only``: the next starting with it) and all it sends after."""
+        self._hold, self._hold_after, self._hold_only = after is None, after, only
 
     def hold_reply(self, *, after: bytes) -> None:
         """The next write starting with ``after`` goes through; its answer, and all after it on that
@@ -83,7 +85,7 @@ class FaultProxy(LoopbackProxy):
 
     def drop_held(self) -> None:
         """Hold nothing more; close the connections that hold writes (which never arrive) or answers."""
-        self._hold, self._hold_after, self._mute_after = False, None, None
+        self._hold, self._hold_after, self._hold_only, self._mute_after = False, None, None, None
         holding = [c for c in self._connections if c.holding or c.muted]
         self._connections = [c for c in self._connections if not (c.holding or c.muted)]
         for connection in holding:
@@ -157,7 +159,7 @@ class FaultProxy(LoopbackProxy):
                     if len(buffer) < 4 + length:
                         break
                     packet, buffer = buffer[: 4 + length], buffer[4 + length :]
-                    if not connection.holding and self._hold and is_write(packet):
+                    if not connection.holding and self._holds(packet):
                         connection.holding = True
                         self.held_writes.append(packet[5:])
                     if connection.holding:
@@ -175,6 +177,12 @@ class FaultProxy(LoopbackProxy):
             if not self._cut and not connection.holding:
                 with contextlib.suppress(Exception):
                     connection.upstream.close()
+
+    def _holds(self, packet: bytes) -> bool:
+        """Whether ``packet`` is the write to hold, now."""
+        if not self._hold or not is_write(packet):
+            return False
+        return self._hold_only is None or self._starts(self._hold_only, packet)
 
     @staticmethod
     def _starts(after: bytes | None, packet: bytes) -> bool:

@@ -28,8 +28,7 @@ from tests.integration.operator.support.mysql import (
     privileges_of,
 )
 from tests.integration.operator.support.operator import PasswordLedger
-from tests.integration.operator.support.replicas import Failover
-from tests.integration.operator.support.wait import eventually
+from tests.integration.operator.support.replicas import Failover, killed_before
 from tests.support.fault_proxy import FaultProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -52,17 +51,13 @@ async def test_a_pass_killed_after_its_create_user_leaves_an_account_that_logs_i
     else:
         body = generated_user(name, target=failover.target, privileges=[grant])
     async with FaultProxy(mysql.host, mysql.port) as to_mysql:
-        to_mysql.hold_writes(after=b"CREATE USER")
         a = failover.start("a", mysql_port=to_mysql.port)
         await failover.wait_for_holder(kube_client, a)
-        await kube_client.create(DATABASE_USERS, body, namespace)
-        await eventually(
-            lambda: to_mysql.held_writes, limit=60, interval=0.01, message="no write after CREATE USER"
-        )
-        a.kill()
-        to_mysql.drop_held()
-    held = to_mysql.held_writes[0].split(b" ", 2)[:2]
-    print(f"killed with {b' '.join(held).decode()} unsent")
+
+        async def create() -> None:
+            await kube_client.create(DATABASE_USERS, body, namespace)
+
+        print("killed with unsent:", await killed_before(a, to_mysql, create, after=b"CREATE USER"))
     assert account_exists(mysql, name), "the killed pass made no account: the test proves nothing"
 
     failover.start("b")

@@ -8,7 +8,6 @@ differs by flavour, not by MariaDB version: ``tests/support/passes.py``)."""
 from __future__ import annotations
 
 import asyncio
-import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from tests.integration.operator.support.instances import Instances
 from tests.integration.operator.support.kube import create_secret, wait_for_event, wait_for_ready
 from tests.integration.operator.support.mysql import can_log_in, has_dual_passwords, is_mariadb, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger
-from tests.integration.operator.support.replicas import Failover, Replica
+from tests.integration.operator.support.replicas import Failover, killed_when_answered
 from tests.integration.operator.support.rotation import (
     Load,
     logging_in,
@@ -34,7 +33,6 @@ from tests.integration.operator.support.rotation import (
     secret_password,
     wait_for_phase,
 )
-from tests.integration.operator.support.wait import eventually
 from tests.support.fault_proxy import FaultProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.dual_passwords]
@@ -109,8 +107,7 @@ async def test_a_killed_operator_resumes_the_rotation(
     name, old, new = await start_rotation(replicas, kube_client, passwords)
 
     assert a.process is not None
-    a.process.send_signal(signal.SIGKILL)  # between the retain and the discard
-    a.process.wait(timeout=10)
+    a.kill()  # between the retain and the discard
     assert await asyncio.to_thread(can_log_in, mysql, name, old), "the kill must not lose the old password"
 
     b = replicas.start("b")
@@ -118,22 +115,8 @@ async def test_a_killed_operator_resumes_the_rotation(
     await assert_agreed(replicas, kube_client, mysql, name, old, new)
 
 
-def kill(replica: Replica) -> None:
-    assert replica.process is not None
-    replica.process.send_signal(signal.SIGKILL)
-    replica.process.wait(timeout=10)
-
-
-async def killed_when_answered(replica: Replica, proxy: FaultProxy, after: bytes) -> str:
-    """Let the next write starting with ``after`` reach the server, keep its answer from ``replica`` and
-    SIGKILL it: the server changed, the operator never learned it. The statement's first words."""
-    proxy.hold_reply(after=after)
-    await eventually(lambda: proxy.muted_writes, limit=60, interval=0.01, message=f"no {after.decode()} sent")
-    kill(replica)
-    proxy.drop_held()
-    held = proxy.muted_writes.pop()
-    shown = b" ".join(held.split(b" ", 3)[:3]).decode()  # ALTER USER 'name'@…: never the password
-    return shown + (" … DISCARD OLD PASSWORD" if held.rstrip().endswith(b"DISCARD OLD PASSWORD") else "")
+async def nothing() -> None:
+    """What makes the replica write is already under way."""
 
 
 async def test_a_rotation_resumes_from_what_a_kill_between_any_two_steps_leaves(
@@ -155,8 +138,11 @@ async def test_a_rotation_resumes_from_what_a_kill_between_any_two_steps_leaves(
 
         # 1. Killed after the ALTER USER that keeps both, before status said Retained.
         patch = {"stringData": {"password": new}}
-        await kube_client.patch(SECRETS, name, patch, PatchType.MERGE, namespace=namespace)
-        print("killed after", await killed_when_answered(a, to_mysql, b"ALTER USER"))
+
+        async def rotate() -> None:
+            await kube_client.patch(SECRETS, name, patch, PatchType.MERGE, namespace=namespace)
+
+        print("killed after", await killed_when_answered(a, to_mysql, rotate, b"ALTER USER"))
         assert await asyncio.to_thread(can_log_in, mysql, name, old), "the kill lost the old password"
         assert await asyncio.to_thread(can_log_in, mysql, name, new), "the ALTER USER did not land"
         b = replicas.start("b", mysql_port=to_mysql.port)
@@ -167,7 +153,8 @@ async def test_a_rotation_resumes_from_what_a_kill_between_any_two_steps_leaves(
 
         # 2. Killed after the status write (Retained), before the discard; then
         # 3. killed after the discard's ALTER USER, before status said Discarded.
-        print("killed after", await killed_when_answered(b, to_mysql, b"ALTER USER"))
+        # (armed at once: the discard waits for the 8 s grace period)
+        print("killed after", await killed_when_answered(b, to_mysql, nothing, b"ALTER USER"))
         assert not await asyncio.to_thread(can_log_in, mysql, name, old), "the discard did not land"
         a = replicas.start("a", mysql_port=to_mysql.port)
         await replicas.wait_for_holder(kube_client, a, limit=60)
@@ -210,7 +197,7 @@ async def test_no_login_fails_when_a_generated_rotation_is_killed_after_each_of_
     async with FaultProxy(mysql.host, mysql.port) as to_mysql:
         a = replicas.start("a", mysql_port=to_mysql.port)
         await replicas.wait_for_holder(kube_client, a)
-        rotation = {"gracePeriod": "6s", "maxWait": "2m"}
+        rotation = {"gracePeriod": "8s", "maxWait": "2m"}
         body = generated_user(
             name, target=replicas.target, rotation=rotation, connectionSecret={"name": secret}
         )
@@ -222,12 +209,16 @@ async def test_no_login_fails_when_a_generated_rotation_is_killed_after_each_of_
         async with logging_in(load, kube_client, namespace, secret, CLIENTS):
             await asyncio.sleep(1)
             patch = {"metadata": {"annotations": {ROTATE_ANNOTATION: "fault-1"}}}
-            await kube_client.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
-            print("killed after", await killed_when_answered(a, to_mysql, b"ALTER USER"))
+
+            async def rotate() -> None:
+                await kube_client.patch(DATABASE_USERS, name, patch, PatchType.MERGE, namespace=namespace)
+
+            print("killed after", await killed_when_answered(a, to_mysql, rotate, b"ALTER USER"))
             b = replicas.start("b", mysql_port=to_mysql.port)
             await replicas.wait_for_holder(kube_client, b, limit=60)
             await wait_for_phase(kube_client, namespace, name, "Retained", limit=60, trigger="fault-1")
-            print("killed after", await killed_when_answered(b, to_mysql, b"ALTER USER"))  # the discard's
+            # the discard's (armed at once: it waits for the 8 s grace period)
+            print("killed after", await killed_when_answered(b, to_mysql, nothing, b"ALTER USER"))
             a = replicas.start("a", mysql_port=to_mysql.port)
             await replicas.wait_for_holder(kube_client, a, limit=60)
             await wait_for_phase(kube_client, namespace, name, "Discarded", limit=90, trigger="fault-1")

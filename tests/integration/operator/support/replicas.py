@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +31,7 @@ from dbuser_operator.runtime.resources import LEASES
 from tests.conftest import REPO
 from tests.integration.operator.support.instances import Instances
 from tests.integration.operator.support.wait import eventually
+from tests.support.fault_proxy import FaultProxy
 
 LEASE_FLAGS = (  # short timings, so that a takeover takes seconds
     "--leader-election-lease-duration=4",
@@ -336,3 +337,44 @@ def first(items: Iterator[datetime] | list[datetime]) -> datetime:
     found = sorted(items)
     assert found, "nothing recorded"
     return found[0]
+
+
+def _shown(statement: bytes) -> str:
+    """A statement's first three words (``ALTER USER 'name'@…``: never a password), and whether it
+    discards an old password."""
+    shown = b" ".join(statement.split(b" ", 3)[:3]).decode()
+    return shown + (" … DISCARD OLD PASSWORD" if statement.rstrip().endswith(b"DISCARD OLD PASSWORD") else "")
+
+
+async def killed_before(
+    replica: Replica,
+    proxy: FaultProxy,
+    then: Callable[[], Awaitable[object]],
+    *,
+    after: bytes | None = None,
+    only: bytes | None = None,
+) -> str:
+    """Arm the proxy, do ``then`` (what makes the replica write), and SIGKILL ``replica`` with a write
+    unsent: the proxy holds its next write (``after``: the one after a write starting so; ``only``: the next
+    starting so), the replica is killed waiting on it, and it never arrives. The held statement's first
+    words."""
+    proxy.hold_writes(after=after, only=only)
+    await then()
+    await eventually(lambda: proxy.held_writes, limit=60, interval=0.01, message="no write to hold")
+    replica.kill()
+    proxy.drop_held()
+    return _shown(proxy.held_writes.pop())
+
+
+async def killed_when_answered(
+    replica: Replica, proxy: FaultProxy, then: Callable[[], Awaitable[object]], after: bytes
+) -> str:
+    """Arm the proxy, do ``then``, and SIGKILL ``replica`` once its next write starting with ``after``
+    reached the server and ran, before it read the answer (the proxy keeps it back): the server changed,
+    the operator never learned it. The statement's first words."""
+    proxy.hold_reply(after=after)
+    await then()
+    await eventually(lambda: proxy.muted_writes, limit=60, interval=0.01, message=f"no {after.decode()} sent")
+    replica.kill()
+    proxy.drop_held()
+    return _shown(proxy.muted_writes.pop())
