@@ -50,10 +50,16 @@ def operator_logs(envtest_workdir: Path) -> Iterator[Path]:
 
 @pytest.fixture
 async def instances(
-    kube: KubeCluster, mysql: MySQLServer, crds: list[str], operator_logs: Path, kube_api: client.ApiClient
+    kube: KubeCluster,
+    mysql: MySQLServer,
+    crds: list[str],
+    operator_logs: Path,
+    kube_api: client.ApiClient,
+    passwords: PasswordLedger,
 ) -> AsyncIterator[Instances]:
     """The operator instances of this test: cleaned up and stopped when it ends, and whatever they leave
-    behind fails it (``support/instances.py``)."""
+    behind fails it (``support/instances.py``). The server's admin password is checked for leaks too."""
+    passwords.values.add(mysql.password)
     started = Instances(kube, mysql, operator_logs)
     yield started
     await started.finish(KubeClient(kube_api))
@@ -67,9 +73,15 @@ def start_operator(instances: Instances) -> StartOperator:
 
 @pytest.fixture(scope="module")
 async def start_module_operator(
-    kube: KubeCluster, mysql: MySQLServer, crds: list[str], operator_logs: Path, kube_api: client.ApiClient
+    kube: KubeCluster,
+    mysql: MySQLServer,
+    crds: list[str],
+    operator_logs: Path,
+    kube_api: client.ApiClient,
+    passwords: PasswordLedger,
 ) -> AsyncIterator[StartOperator]:
     """``start_operator`` for a module's fixtures: the instances last until the module's tests are done."""
+    passwords.values.add(mysql.password)
     started = Instances(kube, mysql, operator_logs)
     yield started.start
     await started.finish(KubeClient(kube_api))

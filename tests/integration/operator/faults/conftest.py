@@ -10,6 +10,7 @@ from kubernetes_asyncio import client
 
 from dbuser_operator.envtest import KubeCluster, MySQLServer
 from tests.integration.operator.support.instances import Instances
+from tests.integration.operator.support.operator import PasswordLedger
 from tests.integration.operator.support.replicas import Failover, GeneralLog
 
 
@@ -22,6 +23,7 @@ async def failover(
     kube_api: client.ApiClient,
     envtest_workdir: Path,
     instances: Instances,
+    passwords: PasswordLedger,
 ) -> AsyncIterator[Failover]:
     """Replicas ``a`` and ``b`` of one instance in ``namespace``, the general log on; what they managed is
     cleaned up with the test."""
@@ -29,6 +31,7 @@ async def failover(
     workdir.mkdir(parents=True)
     setup = Failover(kube, mysql, namespace, workdir)
     await setup.prepare(kube_api, "a", "b")
+    passwords.values.update(setup.admin_passwords)
     with GeneralLog(mysql):
         try:
             yield setup

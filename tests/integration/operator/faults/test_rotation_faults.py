@@ -49,13 +49,17 @@ async def replicas(
     kube_api: client.ApiClient,
     envtest_workdir: Path,
     instances: Instances,
+    passwords: PasswordLedger,
 ) -> AsyncIterator[Failover]:
+    """The failover fixture's replicas, without the general log (the load tests log in thousands of
+    times), on a server with dual passwords."""
     if not has_dual_passwords(mysql):
         pytest.skip("DualPassword rotation: MySQL 8.0.21+, MariaDB 10.11+")
     workdir = envtest_workdir / "operator" / namespace  # the replicas' logs are checked for leaks too
     workdir.mkdir(parents=True)
     setup = Failover(kube, mysql, namespace, workdir)
     await setup.prepare(kube_api, "a", "b")
+    passwords.values.update(setup.admin_passwords)
     try:
         yield setup
     finally:

@@ -100,6 +100,11 @@ class Failover:
     _passwords: dict[str, str] = field(default_factory=dict)
 
     @property
+    def admin_passwords(self) -> list[str]:
+        """The replicas' MySQL passwords (for the leak check)."""
+        return list(self._passwords.values())
+
+    @property
     def target(self) -> str:
         return f"fo-{self.suffix}"
 
