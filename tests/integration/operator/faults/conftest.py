@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from tests.integration.operator.support.replicas import Failover, GeneralLog
 
 
 @pytest.fixture
-async def failover(
+async def replica_pair(
     kube: KubeCluster,
     mysql: MySQLServer,
     crds: list[str],
@@ -25,15 +25,21 @@ async def failover(
     instances: Instances,
     passwords: PasswordLedger,
 ) -> AsyncIterator[Failover]:
-    """Replicas ``a`` and ``b`` of one instance in ``namespace``, the general log on; what they managed is
-    cleaned up with the test."""
+    """Replicas ``a`` and ``b`` of one instance in ``namespace`` (their MySQL passwords checked for
+    leaks); what they managed is cleaned up with the test."""
     workdir = envtest_workdir / "operator" / namespace  # the replicas' logs are checked for leaks too
     workdir.mkdir(parents=True)
     setup = Failover(kube, mysql, namespace, workdir)
     await setup.prepare(kube_api, "a", "b")
     passwords.values.update(setup.admin_passwords)
+    try:
+        yield setup
+    finally:
+        await setup.tear_down(kube_api, instances)
+
+
+@pytest.fixture
+def failover(replica_pair: Failover, mysql: MySQLServer) -> Iterator[Failover]:
+    """:func:`replica_pair`, the general log on (the failover tests read who sent what)."""
     with GeneralLog(mysql):
-        try:
-            yield setup
-        finally:
-            await setup.tear_down(kube_api, instances)
+        yield replica_pair

@@ -8,19 +8,15 @@ differs by flavour, not by MariaDB version: ``tests/support/passes.py``)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
-from kubernetes_asyncio import client
 
 from dbuser_operator.api.v1alpha1 import ROTATE_ANNOTATION
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
-from dbuser_operator.envtest import KubeCluster, MySQLServer
+from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient, PatchType
 from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.support.builders import database_user, generated_user
-from tests.integration.operator.support.instances import Instances
 from tests.integration.operator.support.kube import create_secret, wait_for_event, wait_for_ready
 from tests.integration.operator.support.mysql import can_log_in, has_dual_passwords, is_mariadb, mysql_query
 from tests.integration.operator.support.operator import PasswordLedger
@@ -41,29 +37,12 @@ CLIENTS = 20  # clients logging in all along
 
 
 @pytest.fixture
-async def replicas(
-    kube: KubeCluster,
-    mysql: MySQLServer,
-    crds: list[str],
-    namespace: str,
-    kube_api: client.ApiClient,
-    envtest_workdir: Path,
-    instances: Instances,
-    passwords: PasswordLedger,
-) -> AsyncIterator[Failover]:
-    """The failover fixture's replicas, without the general log (the load tests log in thousands of
-    times), on a server with dual passwords."""
+def replicas(replica_pair: Failover, mysql: MySQLServer) -> Failover:
+    """The replica pair without the general log (the load tests log in thousands of times), on a server
+    with dual passwords."""
     if not has_dual_passwords(mysql):
         pytest.skip("DualPassword rotation: MySQL 8.0.21+, MariaDB 10.11+")
-    workdir = envtest_workdir / "operator" / namespace  # the replicas' logs are checked for leaks too
-    workdir.mkdir(parents=True)
-    setup = Failover(kube, mysql, namespace, workdir)
-    await setup.prepare(kube_api, "a", "b")
-    passwords.values.update(setup.admin_passwords)
-    try:
-        yield setup
-    finally:
-        await setup.tear_down(kube_api, instances)
+    return replica_pair
 
 
 async def start_rotation(
