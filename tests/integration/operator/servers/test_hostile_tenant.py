@@ -134,6 +134,10 @@ async def test_every_name_a_tenant_gives_stays_inside_its_bounds(
     # spec.host: B's user name on a more specific host would capture B's logins from there.
     shadow = env.user(unique("a-host"), user=b.user, host="127.0.0.1", privileges=mine)
     await attempt(env, shadow, "UserNameTaken", f"'{b.user}'@'%' (a DatabaseUser of another namespace)")
+    # spec.hosts: B's account among several hosts, or B's user name on other hosts only.
+    for hosts in (["%"], ["127.0.0.1"]):
+        several = env.user(unique("a-hosts"), user=b.user, host="10.1.2.%", hosts=hosts, privileges=mine)
+        await attempt(env, several, "UserNameTaken", f"'{b.user}'@'%' (a DatabaseUser of another namespace)")
     # spec.roles: B's DatabaseRole is not A's (roles name DatabaseRoles of A's own namespace).
     await attempt(env, env.user(unique("a-role"), roles=[b.role], privileges=mine), "RoleNotFound", b.role)
     # A DatabaseRole naming B's role, or B's account, as its MySQL role.
@@ -146,23 +150,44 @@ async def test_every_name_a_tenant_gives_stays_inside_its_bounds(
         on_account = env.role(unique("a-r3"), role=b.user, privileges=mine)
         on_account["metadata"]["annotations"] = {ADOPT_ANNOTATION: "true"}
         await attempt(env, on_account, "RoleClaimed", "is the account of", role=True)
-    # spec.serverRef: B's MySQLServer is looked up in A's namespace.
+    # spec.serverRef: B's MySQLServer is looked up in A's namespace, for a user and for a role.
     other_server = env.user(unique("a-srv"), privileges=mine)
     other_server["spec"]["serverRef"] = {"kind": KIND, "name": b.server}
     await attempt(env, other_server, "ServerNotFound", b.server)
+    role_server = env.role(unique("a-r4"), privileges=mine)
+    role_server["spec"]["serverRef"] = {"kind": KIND, "name": b.server}
+    await attempt(env, role_server, "ServerNotFound", b.server, role=True)
     # spec.password: a Secret only B has is looked up in A's namespace.
     secret = env.user(unique("a-sec"), privileges=mine)
     secret["spec"]["password"] = {"name": "b-only", "key": "password"}
     await attempt(env, secret, "SecretNotFound", f"Secret {env.tenant}/b-only not found")
-    # Grants on B's database.
+    # Grants on B's database, for a user and for a role.
     theirs = [{"database": f"{b.namespace}_app", "privileges": ["SELECT"]}]
     await attempt(env, env.user(unique("a-db"), privileges=theirs), "PolicyViolation", "is outside")
+    await attempt(
+        env, env.role(unique("a-r5"), privileges=theirs), "PolicyViolation", "is outside", role=True
+    )
 
     assert snapshot(env, names) == before
+    # Nothing of A's attempts is left in MySQL: no account or role of its own names, no grant on B's data.
+    left = mysql_query(env.mysql, "SELECT User, Host FROM mysql.user WHERE User LIKE 'a-%%'")
+    assert left == [], left
+    grantees = mysql_query(
+        env.mysql,
+        "SELECT GRANTEE FROM information_schema.SCHEMA_PRIVILEGES WHERE TABLE_SCHEMA = %s",
+        escaped(f"{b.namespace}_app"),
+    )
+    assert {str(row[0]) for row in grantees} == {f"'{b.user}'@'%'", *_role_grantees(env, b.role)}
     assert privileges_of(env.mysql, b.user) == b_privileges
     assert can_log_in(env.mysql, b.user, b.password)
     obj = await env.kube.get(DATABASE_USERS, b.user, b.namespace)
     assert ready(obj)["status"] == "True"  # type: ignore[index]
+
+
+def _role_grantees(env: Tenancy, role: str) -> set[str]:
+    """How information_schema names B's role as a grantee: ``'role'@'%'`` on MySQL, ``'role'@''`` on
+    MariaDB."""
+    return {f"'{role}'@''" if is_mariadb(env.mysql) else f"'{role}'@'%'"}
 
 
 async def test_a_tenants_endpoint_and_connection_secret_names_stay_inside_its_bounds(
