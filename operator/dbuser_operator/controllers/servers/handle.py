@@ -66,6 +66,14 @@ class ServerHandle:
             )
         return self._server
 
+    def returned(self) -> None:
+        """The server answers again after an outage: what was learned of it is asked anew (its version and
+        privileges, the bookkeeping schema and tables, the digest rounds), for the server that answers may
+        be another one, or the same restarted on a new version or restored from a backup without the
+        schema."""
+        self._server, self._schema_ready, self.digest_rounds = None, False, None
+        self._books_ready = {TABLE}
+
     def saw_default_lifetime(self, days: int) -> None:
         """The server's ``default_password_lifetime`` as a read of this moment found it (the drift check's):
         what a new account's first pass takes from :meth:`server` without a statement of its own."""

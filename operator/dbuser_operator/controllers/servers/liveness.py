@@ -136,6 +136,7 @@ class Liveness:
                 if up is not True or doubted:
                     if up is False:
                         log.info("server reachable again", server=server_label(key))
+                        handle.returned()
                     elif doubted:
                         log.info("doubted server answers", server=server_label(key))
                     handle.db.mark_reachable()

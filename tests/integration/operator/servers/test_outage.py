@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,7 +38,7 @@ from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.support.builders import database_user, server_object, server_spec, unique
 from tests.integration.operator.support.instances import Instances
 from tests.integration.operator.support.kube import admin_secrets, create_secret, ready
-from tests.integration.operator.support.mysql import can_log_in
+from tests.integration.operator.support.mysql import can_log_in, mysql_query
 from tests.integration.operator.support.operator import (
     PasswordLedger,
     RunningOperator,
@@ -176,6 +177,38 @@ async def test_an_outage_of_the_default_server_is_reported_and_converges_when_it
 
     logins = {created: created_password, rotated: new_password}
     await healed_and_converged(proxy, kube_client, namespace, mysql, logins, fault)
+
+
+async def test_a_server_back_without_the_bookkeeping_schema_gets_it_again(
+    instances: Instances,
+    kube_client: KubeClient,
+    namespace: str,
+    mysql: MySQLServer,
+    passwords: PasswordLedger,
+) -> None:
+    """The server comes back from an outage without the operator's bookkeeping schema (restored from a
+    backup made before it, or another server behind the name): the operator asks the server anew and
+    makes the schema again, so a new user converges; it does not go on as if the schema were there."""
+    schema, first = f"dbu_back_{secrets.token_hex(3)}", ""
+    try:
+        async with proxied_operator(instances, kube_client, mysql, ownership_schema=schema) as proxied:
+            _, proxy, _ = proxied
+            first, _ = await user(kube_client, namespace, passwords)
+            await until("the first user Ready", 60, lambda: is_ready(kube_client, namespace, first))
+            await refuse(proxy)
+            await until("the outage confirmed", PATIENCE, lambda: metric_is(server_label(""), 0))
+            mysql_query(mysql, f"DROP DATABASE `{schema}`")
+            await proxy.heal()
+            await until("the return confirmed", PATIENCE, lambda: metric_is(server_label(""), 1))
+            created, password = await user(kube_client, namespace, passwords)
+            await until("the new user Ready", 60, lambda: is_ready(kube_client, namespace, created))
+            assert can_log_in(mysql, created, password)
+            rows = mysql_query(mysql, f"SELECT name FROM `{schema}`.accounts WHERE user = %s", created)
+            assert rows == [(created,)]
+    finally:
+        mysql_query(mysql, f"DROP DATABASE IF EXISTS `{schema}`")
+        if first:  # its row went with the schema: not the operator's to drop any more
+            mysql_query(mysql, f"DROP USER IF EXISTS '{first}'@'%'")  # no parameters: a plain %
 
 
 def transition(obj: dict[str, Any]) -> datetime:
