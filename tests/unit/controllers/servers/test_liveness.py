@@ -48,6 +48,10 @@ class FakeHandle:
         self.probe = FakeProbe(outcomes)
         self.db = FakeDatabase()
         self.doubted = asyncio.Event()
+        self.returns = 0  # how often it was told the server answers again after an outage
+
+    def returned(self) -> None:
+        self.returns += 1
 
 
 class FakeRegistry:
@@ -102,6 +106,7 @@ async def test_a_server_that_goes_down_and_comes_back_is_marked_and_requeued_at_
     assert handle.db.marks[1:3] == ["no login within 1 s of connecting"] * 2  # the latest cause each time
     assert handle.db.marks[3] is None
     assert up_metric(key) == 1
+    assert handle.returns == 1  # what it knew of the server is asked anew, once, at the return
     assert handle.probe.closed == 1  # closed when the loop stopped
 
 
