@@ -196,20 +196,22 @@ class Observer:
         self.policy = policy
         self.signing_ca = signing_ca or SigningCASource(None)  # a workload's issuer, to compare with
 
-    async def observe(self, ctx: Context) -> bool:
+    async def observe(self, ctx: Context, owned: set[ownership.Entry]) -> bool:
         """Fill ``ctx.status.observed``; whether every account matches the spec (password aside).
+        ``owned``: the ledger's entries of the user that this namespace owns, as the frame's bound found
+        them (:meth:`~.Owning.within_observe_bounds`, which cleared ``status.observed`` first).
 
-        Raises ConditionError, with ``status.observed`` cleared, for an account beyond the namespace's
+        Raises ConditionError, with ``status.observed`` left cleared, for an account beyond the namespace's
         bounds (module docstring)."""
         user = ctx.user.mysql_name()
-        ctx.status.observed = None  # nothing of an account stays in status once it is refused
         workload = self.signing_ca.workload_of(ctx.user)
         try:
             server = await ctx.server.server()
             accounts = []
             for host in ctx.user.spec.account_hosts():
                 live = await read_account(ctx.server.db, user, host, server)
-                await self._within_bounds(ctx, user, host, server, exists=live is not None)
+                owns = bool({ownership.account(user, host), ownership.role(user)} & owned)
+                await self._within_bounds(ctx, user, host, server, exists=live is not None, owned=owns)
                 namespace = ctx.user.metadata.namespace or ""
                 accounts.append(observed(host, live, ctx.user.spec, server, namespace, workload=workload))
         except MySQLError as error:
@@ -219,17 +221,14 @@ class Observer:
         return not any(account.differences for account in accounts)
 
     async def _within_bounds(
-        self, ctx: Context, user: str, host: str, server: ServerInfo, *, exists: bool
+        self, ctx: Context, user: str, host: str, server: ServerInfo, *, exists: bool, owned: bool
     ) -> None:
-        """Under a policy, refuse an existing account nobody owns that the namespace could not adopt (one
-        owned in another namespace the frame refused before: :meth:`~.Owning.within_observe_bounds`)."""
+        """Under a policy, refuse an existing account nobody owns (``owned``: this namespace owns it; one
+        owned in another namespace the frame refused before) that the namespace could not adopt."""
         namespace = ctx.user.metadata.namespace or ""
         account = f"'{user}'@'{host}'"
-        if not exists or self.policy is None:
-            return  # nothing to read, or no bound but the frame's
-        entries = [ownership.account(user, host), ownership.role(user)]
-        if await ownership.recorded_owners(ctx.server.db, ctx.server.schema, entries):
-            return  # this namespace's own
+        if owned or not exists or self.policy is None:
+            return  # this namespace's own, nothing to read, or no bound but the frame's
         await self.policy.check_adoption(
             ctx.server_resource,
             namespace=namespace,

@@ -130,9 +130,9 @@ class DatabaseUserReconciler(Owning[Context]):
         if self.policy is not None:
             self.policy.check_user(ctx.server_resource, ctx.user)
         ctx.status.observed = None  # nothing of an account stays in status once it is refused
-        await self.within_observe_bounds(ctx)
+        owned = await self.within_observe_bounds(ctx)
         progress.record(ctx)
-        if await self.observer.observe(ctx):
+        if await self.observer.observe(ctx, owned):
             message = f"{ready_message(ctx)} (observed: the operator changes nothing)"
             self.set_ready(ctx, "True", "Observed", message)
         else:

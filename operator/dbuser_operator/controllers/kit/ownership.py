@@ -59,9 +59,9 @@ CLAIMED: Final[dict[NameClass, str]] = {
 KEPT: Final[dict[NameClass, str]] = {"role": "RoleKept", "database": "DatabaseKept"}  # accounts: steps
 
 
-def kept_message(shown: str, reserved: Refusal | None) -> str:
+def kept_message(shown: str, reserved: Refusal) -> str:
     """The Warning of a name deletion kept because it is reserved (``<Noun>Kept``)."""
-    return f"{shown} was not dropped, only forgotten: {reserved.message if reserved else 'reserved'}"
+    return f"{shown} was not dropped, only forgotten: {reserved.message}"
 
 
 def owner_of(obj: dict[str, Any]) -> ownership.Owner:
@@ -181,17 +181,17 @@ async def take(
 
 async def decide_drop(
     db: Database, schema: str, entry: ownership.Entry, me: ownership.Owner, reserved: Refusal | None
-) -> Literal["foreign", "kept", "drop"]:
+) -> Literal["foreign", "drop"] | Refusal:
     """Deletion's decision over one name, for every kind and every host of an account: ``foreign`` when
-    this resource does not own it (never dropped); ``kept`` when it does but the name is reserved since
-    (``reserved``, the registry's answer: its row is forgotten here, the name never dropped); else
-    ``drop`` (the caller drops it, then forgets the row)."""
+    this resource does not own it (never dropped); the registry's refusal (``reserved``) when it does but
+    the name is reserved since: its row is forgotten here, the name kept (never dropped); else ``drop``
+    (the caller drops it, then forgets the row)."""
     current = await ownership.owner_of(db, schema, entry)
     if current is None or current.uid != me.uid:
         return "foreign"
     if reserved is not None:
         await ownership.forget(db, schema, entry, me.uid)
-        return "kept"
+        return reserved
     return "drop"
 
 
@@ -331,21 +331,23 @@ class Owning(Reconciler[P]):
             return await self.observe(ctx)
         return await self.converge(ctx)
 
-    async def within_observe_bounds(self, ctx: P) -> None:
+    async def within_observe_bounds(self, ctx: P) -> set[ownership.Entry]:
         """managementPolicy Observe reads only what its namespace may: a name that a resource of another
         namespace owns is refused (``ObserveNotAllowed``) before anything of it is read; ``ctx.server``
-        bound, the kind's policy checked. Every kind's ``observe`` asks this first."""
+        bound, the kind's policy checked. Every kind's ``observe`` asks this first. The entries of
+        :meth:`observed_entries` owned (in this namespace, then)."""
         handle, namespace = ctx.server, ctx.obj["metadata"].get("namespace") or ""
         try:
             owners = await ownership.recorded_owners(handle.db, handle.schema, self.observed_entries(ctx))
         except MySQLError as error:
             raise mysql_condition(error, self.shown(ctx)) from None
-        if any(owner.namespace != namespace for owner in owners):
+        if any(owner.namespace != namespace for owner in owners.values()):
             raise ConditionError(
                 OBSERVE_NOT_ALLOWED,
                 f"{self.shown(ctx)} is managed by a resource of another namespace: not observed",
                 retry=False,
             )
+        return set(owners)
 
     async def claim(
         self,
@@ -434,8 +436,8 @@ class Owning(Reconciler[P]):
             decision = await decide_drop(handle.db, handle.schema, entry, me, ctx.reserved)
             if decision == "foreign":
                 self.not_owned(ctx)
-            elif decision == "kept":
-                ctx.event("Warning", KEPT[self.manages], kept_message(self.shown(ctx), ctx.reserved))
+            elif isinstance(decision, Refusal):
+                ctx.event("Warning", KEPT[self.manages], kept_message(self.shown(ctx), decision))
             else:
                 await self.drop(ctx)
                 await ownership.forget(handle.db, handle.schema, entry, me.uid)

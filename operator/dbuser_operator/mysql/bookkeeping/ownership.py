@@ -203,13 +203,13 @@ async def owner_of(db: Database, schema: str, entry: Entry) -> Owner | None:
     return Owner(str(rows[0][0]), str(rows[0][1]), str(rows[0][2])) if rows else None
 
 
-async def recorded_owners(db: Database, schema: str, entries: Sequence[Entry]) -> list[Owner]:
-    """Who owns ``entries`` (the owners found, in order), by reads only: nothing for a book whose table, or
-    the bookkeeping schema, does not exist (managementPolicy Observe creates nothing)."""
+async def recorded_owners(db: Database, schema: str, entries: Sequence[Entry]) -> dict[Entry, Owner]:
+    """Who owns each of ``entries`` (those nobody owns left out), by reads only: nothing for a book whose
+    table, or the bookkeeping schema, does not exist (managementPolicy Observe creates nothing)."""
     query = "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s"
     tables = {str(row[0]) for row in await db.fetch(Statement(query, validate_schema(schema)))}
-    found = [await owner_of(db, schema, entry) for entry in entries if entry.book.name in tables]
-    return [owner for owner in found if owner is not None]
+    found = {entry: await owner_of(db, schema, entry) for entry in entries if entry.book.name in tables}
+    return {entry: owner for entry, owner in found.items() if owner is not None}
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,11 @@ it reports Ready. Real operator processes, real API server, MySQL 9.7 and MariaD
 
 from __future__ import annotations
 
-import base64
-
 import pytest
 
 from dbuser_operator.controllers.kit.resources import DATABASE_USERS
 from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient
-from dbuser_operator.runtime.resources import SECRETS
 from tests.integration.operator.support.builders import database_user, generated_user
 from tests.integration.operator.support.kube import create_secret, wait_for_ready
 from tests.integration.operator.support.mysql import (
@@ -29,14 +26,10 @@ from tests.integration.operator.support.mysql import (
 )
 from tests.integration.operator.support.operator import PasswordLedger
 from tests.integration.operator.support.replicas import Failover, killed_before
+from tests.integration.operator.support.rotation import secret_password
 from tests.support.fault_proxy import FaultProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-async def password_of(kube: KubeClient, namespace: str, secret: str) -> str:
-    data = (await kube.get(SECRETS, secret, namespace))["data"]
-    return base64.b64decode(data["password"]).decode()
 
 
 @pytest.mark.parametrize("source", ["secret", "generated"])
@@ -63,7 +56,7 @@ async def test_a_pass_killed_after_its_create_user_leaves_an_account_that_logs_i
     failover.start("b")
     await wait_for_ready(kube_client, namespace, name, limit=90)
     secret = name if source == "secret" else f"{name}-password"
-    password = await password_of(kube_client, namespace, secret)
+    password = await secret_password(kube_client, namespace, secret)
     passwords.values.add(password)  # checked for leaks with the others
     assert can_log_in(mysql, name, password), "Ready, but the account does not log in with its password"
     assert privileges_of(mysql, name) == {(grant["database"], "*", "SELECT", False)}

@@ -7,6 +7,7 @@ in MySQL, no row, no resource. Real operator processes, real API server, MySQL 9
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,10 +17,9 @@ from dbuser_operator.envtest import MySQLServer
 from dbuser_operator.runtime.client import KubeClient
 from dbuser_operator.runtime.resources import Resource
 from tests.integration.operator.support.builders import database, database_role
-from tests.integration.operator.support.kube import deleted, wait_db, wait_for_condition
-from tests.integration.operator.support.mysql import mysql_query
+from tests.integration.operator.support.kube import wait_db, wait_for_condition, wait_until_gone
+from tests.integration.operator.support.mysql import mysql_query, role_exists
 from tests.integration.operator.support.replicas import Failover, killed_before, killed_when_answered
-from tests.integration.operator.support.wait import eventually
 from tests.support.fault_proxy import FaultProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -35,21 +35,10 @@ def schema_exists(mysql: MySQLServer, name: str) -> bool:
     return bool(mysql_query(mysql, query, name))
 
 
-def role_exists(mysql: MySQLServer, name: str) -> bool:
-    """MySQL keeps a role as the account ``'name'@'%'``, MariaDB as ``name`` with an empty host."""
-    return bool(mysql_query(mysql, "SELECT 1 FROM mysql.user WHERE User = %s", name))
-
-
 def rows(mysql: MySQLServer, failover: Failover, book: str, name: str) -> list[tuple[Any, ...]]:
     column = "name" if book == "databases" else "user"  # roles: keyed as accounts, the host %
     query = f"SELECT owner_uid FROM `{failover.schema}`.`{book}` WHERE {column} = %s"
     return mysql_query(mysql, query, name)
-
-
-async def gone(kube: KubeClient, resource: Resource, namespace: str, name: str) -> None:
-    await eventually(
-        lambda: deleted(kube, resource, namespace, name), limit=90, message=f"{name} was never deleted"
-    )
 
 
 async def test_a_database_killed_before_its_create_database_is_created_once(
@@ -74,7 +63,7 @@ async def test_a_database_killed_before_its_create_database_is_created_once(
     await wait_db(kube_client, namespace, name, "True", "DatabaseReady")
     assert schema_exists(mysql, name)
     await kube_client.delete(DATABASES, name, namespace)
-    await gone(kube_client, DATABASES, namespace, name)
+    await wait_until_gone(kube_client, namespace, name, 90, resource=DATABASES)
     assert not schema_exists(mysql, name)
     assert rows(mysql, failover, "databases", name) == []
 
@@ -88,6 +77,7 @@ async def test_a_deletion_killed_after_its_drop_ran_is_finished_by_the_next_proc
     failover: Failover, kube_client: KubeClient, mysql: MySQLServer, kind: Resource, statement: str
 ) -> None:
     namespace, name = failover.namespace, f"drop{failover.suffix}"
+    exists: Callable[[MySQLServer, str], bool]
     if kind is DATABASES:
         body, book, exists = database(name, deletionPolicy="Delete"), "databases", schema_exists
     else:
@@ -109,6 +99,6 @@ async def test_a_deletion_killed_after_its_drop_ran_is_finished_by_the_next_proc
     assert (await kube_client.get(kind, name, namespace))["metadata"].get("finalizers")
 
     failover.start("b")
-    await gone(kube_client, kind, namespace, name)
+    await wait_until_gone(kube_client, namespace, name, 90, resource=kind)
     assert not exists(mysql, name)
     assert rows(mysql, failover, book, name) == []

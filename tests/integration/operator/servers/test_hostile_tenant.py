@@ -39,7 +39,13 @@ from tests.integration.operator.support.kube import (
     wait_role_ready,
     wait_until_gone,
 )
-from tests.integration.operator.support.mysql import can_log_in, is_mariadb, mysql_query, privileges_of
+from tests.integration.operator.support.mysql import (
+    can_log_in,
+    is_mariadb,
+    mysql_query,
+    privileges_of,
+    role_host,
+)
 from tests.integration.operator.support.operator import PasswordLedger
 
 pytestmark = pytest.mark.integration
@@ -177,17 +183,11 @@ async def test_every_name_a_tenant_gives_stays_inside_its_bounds(
         "SELECT GRANTEE FROM information_schema.SCHEMA_PRIVILEGES WHERE TABLE_SCHEMA = %s",
         escaped(f"{b.namespace}_app"),
     )
-    assert {str(row[0]) for row in grantees} == {f"'{b.user}'@'%'", *_role_grantees(env, b.role)}
+    assert {str(row[0]) for row in grantees} == {f"'{b.user}'@'%'", f"'{b.role}'@'{role_host(env.mysql)}'"}
     assert privileges_of(env.mysql, b.user) == b_privileges
     assert can_log_in(env.mysql, b.user, b.password)
     obj = await env.kube.get(DATABASE_USERS, b.user, b.namespace)
     assert ready(obj)["status"] == "True"  # type: ignore[index]
-
-
-def _role_grantees(env: Tenancy, role: str) -> set[str]:
-    """How information_schema names B's role as a grantee: ``'role'@'%'`` on MySQL, ``'role'@''`` on
-    MariaDB."""
-    return {f"'{role}'@''" if is_mariadb(env.mysql) else f"'{role}'@'%'"}
 
 
 async def test_a_tenants_endpoint_and_connection_secret_names_stay_inside_its_bounds(

@@ -316,9 +316,9 @@ async def test_observe_of_a_name_another_namespace_owns_is_refused_by_the_frame(
     namespace is refused (``ObserveNotAllowed``) before anything of it is read (no other SQL)."""
     asked: list[list[str]] = []
 
-    async def recorded_owners(db: Any, schema: str, entries: list[Any]) -> list[Owner]:
+    async def recorded_owners(db: Any, schema: str, entries: list[Any]) -> dict[Any, Owner]:
         asked.append([str(entry) for entry in entries])
-        return [Owner("uid-2", "team-b", "theirs")]
+        return {entries[0]: Owner("uid-2", "team-b", "theirs")}
 
     monkeypatch.setattr(ownership, "recorded_owners", recorded_owners)
     obj = resource(kind, "app")

@@ -25,6 +25,7 @@ from dbuser_operator.controllers.databaseuser.steps.ownership import FOREIGN_RET
 from dbuser_operator.controllers.databaseuser.steps.rotation import credential_version
 from dbuser_operator.controllers.kit.errors import mysql_condition
 from dbuser_operator.controllers.kit.ownership import decide_drop, kept_message, not_ours, owner_of
+from dbuser_operator.controllers.kit.reserved import Refusal
 from dbuser_operator.mysql.accounts import (
     account_lookup,
     account_metadata,
@@ -174,8 +175,8 @@ class AccountStep:
             decision = await decide_drop(db, schema, entry, owner_of(ctx.obj), ctx.reserved)
             if decision == "foreign":
                 return  # not ours: never dropped
-            if decision == "kept":  # reserved since it was made: forgotten, never dropped
-                ctx.event("Warning", "AccountKept", kept_message(f"'{user}'@'{host}'", ctx.reserved))
+            if isinstance(decision, Refusal):  # reserved since it was made: forgotten, never dropped
+                ctx.event("Warning", "AccountKept", kept_message(f"'{user}'@'{host}'", decision))
                 return
             await accounts.drop(db, user, host)
             # DROP USER leaves the account's sessions open, with what they held: end them too.
